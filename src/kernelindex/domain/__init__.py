@@ -1,0 +1,1 @@
+"""Pure domain: manifests, canonical JSON, digests, units and dtypes. No I/O."""

@@ -1,0 +1,67 @@
+"""Canonical JSON (RFC 8785 / JCS) and content digests.
+
+Identity of a manifest is ``sha256:`` + hex SHA-256 over the JCS form of
+``{apiVersion, kind, spec}`` after normalization (done by the pydantic models).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+import rfc8785
+
+DIGEST_PREFIX = "sha256:"
+
+
+class ManifestSyntaxError(ValueError):
+    """A document that is not acceptable JSON for a manifest (duplicate key, NaN, ...)."""
+
+
+def canonical_bytes(value: Any) -> bytes:
+    return rfc8785.dumps(value)
+
+
+def sha256_digest(value: Any) -> str:
+    return DIGEST_PREFIX + hashlib.sha256(canonical_bytes(value)).hexdigest()
+
+
+def bytes_digest(data: bytes) -> str:
+    return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def short_digest(digest: str) -> str:
+    """What pages show: ``sha256`` and the first 12 hex digits."""
+    return digest.removeprefix(DIGEST_PREFIX)[:12]
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ManifestSyntaxError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def _reject_constant(name: str) -> float:
+    raise ManifestSyntaxError(f"{name} is not a number JSON allows; write a finite value")
+
+
+def _reject_nonfinite(value: str) -> float:
+    number = float(value)
+    if math.isinf(number):
+        raise ManifestSyntaxError(f"number {value} overflows a double")
+    return number
+
+
+def strict_json_loads(text: str | bytes) -> Any:
+    """Parse JSON refusing duplicate keys, NaN and Infinity (json accepts all three by default)."""
+    return json.loads(
+        text,
+        object_pairs_hook=_reject_duplicates,
+        parse_constant=_reject_constant,
+        parse_float=_reject_nonfinite,
+    )

@@ -1,0 +1,442 @@
+"""Manifests: ``{apiVersion: "kernelindex/v1", kind, metadata, spec}`` for every catalog object.
+
+``spec`` is the identity body, ``metadata`` is editorial. Models are strict: unknown fields,
+wrong types, NaN, ambiguous durations and malformed digests are refused with the field named.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
+
+from kernelindex.domain.canonical import ManifestSyntaxError, sha256_digest, strict_json_loads
+from kernelindex.domain.units import DurationError, parse_duration_ns
+
+API_VERSION = "kernelindex/v1"
+
+Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=120)]
+
+
+def _duration(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a duration is an integer number of nanoseconds or a string like '58880ns'")
+    if isinstance(value, str):
+        try:
+            return parse_duration_ns(value)
+        except DurationError as exc:
+            raise ValueError(str(exc)) from exc
+    if isinstance(value, float):
+        raise ValueError(
+            "a duration given as a bare float is ambiguous; write integer nanoseconds or '<n><unit>'"
+        )
+    return value
+
+
+DurationNs = Annotated[int, BeforeValidator(_duration), Field(ge=0)]
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("instant has no time zone; add 'Z' or an offset")
+    return value.astimezone(UTC)
+
+
+Instant = Annotated[datetime, AfterValidator(_utc)]
+
+
+def _sorted_unique(values: list[Any]) -> list[Any]:
+    unique = {json.dumps(v, sort_keys=True): v for v in values}
+    return [unique[k] for k in sorted(unique)]
+
+
+SetList = AfterValidator(_sorted_unique)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+
+
+class Metadata(Strict):
+    name: Slug | None = None
+    title: str | None = None
+    description: str | None = None
+    aliases: Annotated[list[str], SetList] = Field(default_factory=list)
+    labels: dict[str, str] = Field(default_factory=dict)
+    links: dict[str, str] = Field(default_factory=dict)
+
+
+# --- OperationSpec -------------------------------------------------------------------------------
+
+
+class Axis(Strict):
+    role: Literal["variable", "constant", "derived"]
+    expression: str | None = None  # derived axes: e.g. "hidden // q_heads"
+    description: str | None = None
+
+
+class TensorDecl(Strict):
+    name: str
+    dtype: str  # a concrete dtype ("int64") or a dtype variable declared in dtype_variables
+    shape: list[str | int]  # symbolic: axis names, integers, or expressions of axes
+    layout: Literal["contiguous", "any"] = "contiguous"
+    # Gather-like inputs: only rows that can be touched cost traffic (floor-v1).
+    gather_rows: str | None = None  # expression bounding touched rows, e.g. "min(vocab, batch*seq)"
+    role: str | None = None  # e.g. "table", "ids", "constant"
+
+
+class Alias(Strict):
+    output: str
+    input: str
+
+
+class OperationSpecBody(Strict):
+    family: str
+    semantics: str
+    axes: dict[str, Axis]
+    dtype_variables: dict[str, Annotated[list[str], SetList]] = Field(default_factory=dict)
+    inputs: list[TensorDecl]
+    outputs: list[TensorDecl]
+    may_alias: Annotated[list[Alias], SetList] = Field(default_factory=list)
+    determinism: Literal["deterministic", "nondeterministic", "unspecified"] = "unspecified"
+    reference: str  # pointer to the reference semantics used for correctness
+    tolerance: dict[str, float] = Field(default_factory=dict)  # dtype → max relative error
+    flops: str | None = None  # expression; absent = bandwidth-only family
+    constraints: Annotated[list[str], SetList] = Field(default_factory=list)
+
+
+# --- WorkloadCase --------------------------------------------------------------------------------
+
+
+class ConcreteTensor(Strict):
+    name: str
+    dtype: str
+    shape: list[int]
+    strides: list[int]
+
+
+class WorkloadCaseBody(Strict):
+    operation: Digest
+    axes: dict[str, int]
+    dtypes: dict[str, str]
+    tensors: list[ConcreteTensor]
+
+
+# --- SoftwareProject / ImplementationRevision ---------------------------------------------------
+
+
+class SoftwareProjectBody(Strict):
+    name: str
+    kind: Literal["library", "vendor", "individual"]
+    repository: str | None = None
+    homepage: str | None = None
+    packages: Annotated[list[str], SetList] = Field(default_factory=list)
+
+
+class Callable(Strict):
+    language: Literal["triton", "cuda", "python", "cute", "cpp", "other"]
+    module: str
+    symbol: str
+
+
+class PackagePin(Strict):
+    name: str
+    version: str | None = None  # None = the source did not record it
+
+
+class InstallRecipe(Strict):
+    method: Literal["pip", "git", "source", "none"]
+    packages: list[PackagePin] = Field(default_factory=list)
+    git_url: str | None = None
+    git_commit: str | None = None
+    why_missing: str | None = None  # sentence when a version is unknown
+
+
+class License(Strict):
+    declared: str | None = None
+    concluded: str | None = None  # SPDX expression, only from a trusted place
+    concluded_from: str | None = None  # where the conclusion comes from
+
+
+class ImplementationRevisionBody(Strict):
+    project: Digest
+    operation: Digest
+    version: str | None = None
+    commit: str | None = None
+    callable: Callable
+    role: Literal["baseline", "candidate"] = "candidate"
+    in_place: bool = False
+    archs: Annotated[list[str], SetList] = Field(default_factory=list)
+    dtypes: Annotated[list[str], SetList] = Field(default_factory=list)
+    install: InstallRecipe
+    license: License
+    source_url: str | None = None  # public source for this exact version, when known
+
+
+# --- BenchmarkProtocol / ExecutionEnvironment ----------------------------------------------------
+
+
+class Harness(Strict):
+    name: str
+    version: str | None = None
+
+
+class Budget(Strict):
+    count: int | None = None
+    time_ns: DurationNs | None = None
+
+
+class CorrectnessPolicy(Strict):
+    policy: Literal["asserted", "not_asserted"]
+    comparator: str | None = None
+    tolerances: dict[str, float] = Field(default_factory=dict)
+
+
+class BenchmarkProtocolBody(Strict):
+    harness: Harness
+    timer: str
+    timed_region: Literal["forward", "backward", "forward+backward"]
+    setup_excluded: bool = True
+    warmup: Budget
+    repetitions: Budget
+    l2_policy: str
+    input_regeneration: str
+    statistic: Literal["median"] = "median"
+    quantiles: Annotated[list[float], SetList] = Field(default_factory=list)
+    correctness: CorrectnessPolicy
+    native: bool = True  # a source's own harness (source-native cohort) vs the KernelIndex runner
+
+
+class Hardware(Strict):
+    vendor: str
+    product: str
+    architecture: str | None = None
+    memory_bytes: int | None = None
+    form_factor: str | None = None
+
+
+class ExecutionEnvironmentBody(Strict):
+    hardware: Hardware
+    software: dict[str, str] = Field(default_factory=dict)
+    copy_bandwidth_bytes_per_s: float | None = None  # measured ceiling, when a runner measured it
+    clocks: dict[str, str] = Field(default_factory=dict)
+
+
+# --- BenchmarkRun --------------------------------------------------------------------------------
+
+RunStatus = Literal[
+    "passed", "incorrect_numerical", "runtime_error", "timeout", "suspected_reward_hack", "skipped"
+]
+
+
+class Timing(Strict):
+    median_ns: DurationNs | None = None
+    p20_ns: DurationNs | None = None
+    p80_ns: DurationNs | None = None
+    mad_ns: DurationNs | None = None
+    samples: int | None = None
+    samples_digest: Digest | None = None
+    raw: dict[str, str] = Field(default_factory=dict)  # source values verbatim, e.g. {"median_ms": "0.0588"}
+    ci95_low_ns: DurationNs | None = None
+    ci95_high_ns: DurationNs | None = None
+    host_ns: DurationNs | None = None  # host time per call, recorded separately
+    secondary: dict[str, DurationNs] = Field(default_factory=dict)  # e.g. {"do_bench_median_ns": ...}
+    method: str | None = None  # e.g. "cuda_graph_replay" or "per_call_events"
+
+
+class CorrectnessResult(Strict):
+    checked: bool
+    passed: bool | None = None
+    relative_error: float | None = None
+    tolerance: float | None = None
+    mutated_inputs: Annotated[list[str], SetList] = Field(default_factory=list)
+    detail: str | None = None
+
+
+class RunSource(Strict):
+    name: str
+    external_id: str
+    snapshot: Digest | None = None
+    time_zone_recorded: bool = True
+
+
+class RunnerIdentity(Strict):
+    name: str
+    key_id: Digest  # sha256 of the raw public key
+
+
+class BenchmarkRunBody(Strict):
+    implementation: Digest
+    workload: Digest
+    protocol: Digest
+    environment: Digest
+    status: RunStatus
+    timing: Timing
+    correctness: CorrectnessResult
+    observed_at: Instant
+    source: RunSource
+    runner: RunnerIdentity | None = None
+    artifacts: dict[str, Digest] = Field(default_factory=dict)
+
+
+# --- Lifecycle facts and sources -----------------------------------------------------------------
+
+
+class RetractionBody(Strict):
+    run: Digest
+    reason: Annotated[str, StringConstraints(min_length=1)]
+    actor: str
+    at: Instant
+
+
+class SupersessionBody(Strict):
+    new: Digest
+    old: Digest
+    reason: Annotated[str, StringConstraints(min_length=1)]
+    actor: str
+    at: Instant
+
+
+class TrustedRunnerBody(Strict):
+    name: str
+    public_key: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]  # raw Ed25519, hex
+    trusted_by: str
+    at: Instant
+
+
+class SourceBody(Strict):
+    name: str
+    url: str
+    license: str
+    attribution: str
+    notice: str | None = None
+
+
+SPEC_MODELS: dict[str, type[Strict]] = {
+    "OperationSpec": OperationSpecBody,
+    "WorkloadCase": WorkloadCaseBody,
+    "SoftwareProject": SoftwareProjectBody,
+    "ImplementationRevision": ImplementationRevisionBody,
+    "BenchmarkProtocol": BenchmarkProtocolBody,
+    "ExecutionEnvironment": ExecutionEnvironmentBody,
+    "BenchmarkRun": BenchmarkRunBody,
+    "Retraction": RetractionBody,
+    "Supersession": SupersessionBody,
+    "TrustedRunner": TrustedRunnerBody,
+    "Source": SourceBody,
+}
+KINDS = tuple(SPEC_MODELS)
+
+
+def _manifest_model(kind: str, body: type[Strict]) -> type[BaseModel]:
+    return type(
+        kind,
+        (Strict,),
+        {
+            "__annotations__": {
+                "apiVersion": Literal["kernelindex/v1"],
+                "kind": Literal[kind],  # type: ignore[valid-type]
+                "metadata": Metadata,
+                "spec": body,
+            },
+            "metadata": Field(default_factory=Metadata),
+        },
+    )
+
+
+MANIFEST_MODELS = {kind: _manifest_model(kind, body) for kind, body in SPEC_MODELS.items()}
+AnyManifest = Annotated[Union[tuple(MANIFEST_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007
+_ANY = TypeAdapter(AnyManifest)
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be accepted; the message names the document and the field."""
+
+    def __init__(self, document: str, problems: list[str]):
+        self.document = document
+        self.problems = problems
+        super().__init__(f"{document}: " + "; ".join(problems))
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    # Drop the discriminator tag pydantic inserts for tagged unions.
+    parts = [str(p) for p in loc if str(p) not in MANIFEST_MODELS]
+    return ".".join(parts) or "(document)"
+
+
+def parse_manifest(data: Any, document: str = "<manifest>") -> BaseModel:
+    """Validate a decoded manifest (dict). Raises ManifestError naming document and fields."""
+    if not isinstance(data, dict):
+        raise ManifestError(document, ["a manifest is a JSON object"])
+    if data.get("apiVersion") != API_VERSION:
+        raise ManifestError(document, [f"apiVersion: expected {API_VERSION!r}, got {data.get('apiVersion')!r}"])
+    if data.get("kind") not in MANIFEST_MODELS:
+        raise ManifestError(document, [f"kind: {data.get('kind')!r} is not one of {', '.join(KINDS)}"])
+    try:
+        return _validate(data)
+    except ValidationError as exc:
+        problems = [f"{_field_path(err['loc'])}: {err['msg']}" for err in exc.errors()]
+        raise ManifestError(document, problems) from None
+
+
+def _validate(data: dict[str, Any]) -> BaseModel:
+    # JSON-mode validation: strings may become datetimes, but no other coercion happens.
+    return _ANY.validate_json(json.dumps(data, allow_nan=False))
+
+
+def parse_manifest_text(text: str | bytes, document: str = "<manifest>") -> BaseModel:
+    try:
+        data = strict_json_loads(text)
+    except ManifestSyntaxError as exc:
+        raise ManifestError(document, [str(exc)]) from None
+    except json.JSONDecodeError as exc:
+        raise ManifestError(document, [f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]) from None
+    return parse_manifest(data, document)
+
+
+def load_manifest_file(path: Path) -> BaseModel:
+    return parse_manifest_text(path.read_bytes(), str(path))
+
+
+def manifest_json(manifest: BaseModel) -> dict[str, Any]:
+    """The manifest as plain JSON data, normalized; absent fields stay absent."""
+    return manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+def identity_body(manifest: BaseModel) -> dict[str, Any]:
+    data = manifest_json(manifest)
+    return {"apiVersion": data["apiVersion"], "kind": data["kind"], "spec": data["spec"]}
+
+
+def digest_of(manifest: BaseModel) -> str:
+    return sha256_digest(identity_body(manifest))
+
+
+def build(kind: str, spec: dict[str, Any] | Strict, metadata: dict[str, Any] | None = None) -> BaseModel:
+    """Build a validated manifest from Python values (importers, runner)."""
+    if isinstance(spec, BaseModel):
+        spec = spec.model_dump(mode="json", exclude_none=True)
+    return parse_manifest(
+        {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata or {}, "spec": spec},
+        f"{kind} {(metadata or {}).get('name', '')}".strip(),
+    )
+
+
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
