@@ -59,8 +59,13 @@ def _utc(value: datetime) -> datetime:
 Instant = Annotated[datetime, AfterValidator(_utc)]
 
 
+def _sort_key(value: Any) -> str:
+    plain = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return json.dumps(plain, sort_keys=True)
+
+
 def _sorted_unique(values: list[Any]) -> list[Any]:
-    unique = {json.dumps(v, sort_keys=True): v for v in values}
+    unique = {_sort_key(v): v for v in values}
     return [unique[k] for k in sorted(unique)]
 
 
@@ -134,6 +139,8 @@ class WorkloadCaseBody(Strict):
     axes: dict[str, int]
     dtypes: dict[str, str]
     tensors: list[ConcreteTensor]
+    # Non-shape parameters that change what is computed (eps, window size, loss weights ...).
+    params: dict[str, int | float | str | bool] = Field(default_factory=dict)
 
 
 # --- SoftwareProject / ImplementationRevision ---------------------------------------------------

@@ -1,0 +1,51 @@
+"""Shape expressions over named axes: ``hidden // q_heads``, ``min(vocab, batch * seq)``.
+
+Hand-rolled on ``ast`` rather than ``eval``: the registry is data and must never execute code;
+only integer arithmetic, names and min/max are accepted.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Mapping
+
+_BINARY = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+}
+_CALLS = {"min": min, "max": max}
+
+
+class ExpressionError(ValueError):
+    pass
+
+
+def evaluate(expression: str | int, axes: Mapping[str, int]) -> int:
+    if isinstance(expression, int):
+        return expression
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"cannot parse expression {expression!r}") from exc
+    return _eval(tree.body, axes, expression)
+
+
+def _eval(node: ast.AST, axes: Mapping[str, int], text: str) -> int:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in axes:
+            raise ExpressionError(f"expression {text!r} uses unknown axis {node.id!r}")
+        return axes[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_eval(node.left, axes, text), _eval(node.right, axes, text))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS:
+        return _CALLS[node.func.id](*(_eval(arg, axes, text) for arg in node.args))
+    raise ExpressionError(f"expression {text!r}: only integers, axis names, + - * // % ** min max allowed")
+
+
+def names_in(expression: str | int) -> set[str]:
+    if isinstance(expression, int):
+        return set()
+    return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)} - set(_CALLS)

@@ -1,0 +1,125 @@
+"""Data shipped with the package: operation specs, the GPU datasheet table, source mappings.
+
+Loading is cached: the registry is read-only at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from kernelindex.domain.manifests import ManifestError, digest_of, parse_manifest
+
+_ROOT = resources.files("kernelindex.registry")
+
+
+class RegistryError(ValueError):
+    pass
+
+
+def _load_yaml(relative: str) -> Any:
+    return yaml.safe_load(_ROOT.joinpath(relative).read_text(encoding="utf-8"))
+
+
+@cache
+def operations() -> dict[str, BaseModel]:
+    """slug → OperationSpec manifest, for every file in registry/operations/."""
+    found: dict[str, BaseModel] = {}
+    for entry in sorted(_ROOT.joinpath("operations").iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        try:
+            manifest = parse_manifest(yaml.safe_load(entry.read_text(encoding="utf-8")), f"registry/operations/{entry.name}")
+        except ManifestError as exc:
+            raise RegistryError(str(exc)) from None
+        slug = manifest.metadata.name
+        if slug != entry.name.removesuffix(".yaml"):
+            raise RegistryError(f"registry/operations/{entry.name}: metadata.name {slug!r} must match the file name")
+        found[slug] = manifest
+    return found
+
+
+def load_operation(slug: str) -> BaseModel:
+    try:
+        return operations()[slug]
+    except KeyError:
+        raise RegistryError(f"no operation {slug!r} in the registry; known: {', '.join(sorted(operations()))}") from None
+
+
+@cache
+def operation_digests() -> dict[str, str]:
+    return {slug: digest_of(m) for slug, m in operations().items()}
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    slug: str
+    name: str
+    short: str
+    vendor: str
+    architecture: str
+    memory_gb: float
+    form_factor: str
+    match: tuple[str, ...]
+    bandwidth_gbps: float
+    peaks_tflops: dict[str, float]
+    source: str
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.bandwidth_gbps * 1e9
+
+
+@cache
+def gpus() -> dict[str, GpuSpec]:
+    data = _load_yaml("gpus.yaml")
+    return {g["slug"]: GpuSpec(**{**g, "match": tuple(g["match"])}) for g in data["gpus"]}
+
+
+@cache
+def priority_gpus() -> tuple[str, ...]:
+    return tuple(_load_yaml("gpus.yaml")["priority"])
+
+
+def gpu_for_product(product: str) -> GpuSpec | None:
+    """Map a device name as reported (``NVIDIA A100-SXM4-80GB``) to its datasheet entry."""
+    wanted = product.strip().lower()
+    for gpu in gpus().values():
+        if any(wanted == m.lower() for m in gpu.match):
+            return gpu
+    return None
+
+
+@cache
+def projects() -> dict[str, dict[str, Any]]:
+    return _load_yaml("projects.yaml")["projects"]
+
+
+@cache
+def project_licenses() -> dict[str, dict[str, str]]:
+    return _load_yaml("projects.yaml")["licenses"]
+
+
+@cache
+def source_mapping(name: str) -> dict[str, Any]:
+    """Merge every YAML file of registry/sources/<name>/: one ``source`` block, implementations, kernels."""
+    merged: dict[str, Any] = {"source": None, "implementations": {}, "kernels": {}}
+    for entry in sorted(_ROOT.joinpath("sources", name).iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        data = yaml.safe_load(entry.read_text(encoding="utf-8")) or {}
+        if "source" in data:
+            if merged["source"] is not None:
+                raise RegistryError(f"registry/sources/{name}/{entry.name}: a second 'source' block")
+            merged["source"] = data["source"]
+        for section in ("implementations", "kernels"):
+            for key, value in (data.get(section) or {}).items():
+                if key in merged[section]:
+                    raise RegistryError(f"registry/sources/{name}/{entry.name}: {section} {key!r} defined twice")
+                merged[section][key] = value
+    return merged
