@@ -20,7 +20,6 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
     ValidationError,
-    field_validator,
 )
 
 from kernelindex.domain.canonical import ManifestSyntaxError, sha256_digest, strict_json_loads

@@ -1,0 +1,1 @@
+"""Catalog storage: SQLAlchemy tables, Alembic migrations, the publication transaction, reads."""

@@ -1,0 +1,10 @@
+"""Alembic environment: migrations run on the connection the catalog hands over."""
+
+from alembic import context
+
+from kernelindex.catalog.models import Base
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

@@ -1,0 +1,71 @@
+"""Evidence levels, derived from stored facts (first match wins):
+replicated > verified > reproducible > reported."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+LEVELS = ("replicated", "verified", "reproducible", "reported")
+LEVEL_ORDER = {level: i for i, level in enumerate(LEVELS)}
+REPLICATION_AGREEMENT = 0.05
+
+SENTENCES = {
+    "replicated": "Verified by at least two independent trusted runners on the same GPU; medians agree within 5%.",
+    "verified": "Measured by a trusted KernelIndex runner with correctness checked against the reference.",
+    "reproducible": "Public source, pinned install and raw samples are all present.",
+    "reported": "Reported by source; not independently reproduced.",
+}
+
+
+@dataclass(frozen=True)
+class EvidenceFacts:
+    run: str
+    implementation: str
+    workload: str
+    gpu: str
+    median_ns: int | None
+    runner_key_id: str | None  # the key that signed the bundle the run came in
+    attested: bool  # its bundle signature and digests were checked at publish
+    correctness_passed: bool  # correctness checked against the reference and passed
+    public_source: bool
+    pinned_install: bool
+    raw_samples: bool
+
+
+def _verified(facts: EvidenceFacts, trusted_keys: set[str]) -> bool:
+    return bool(
+        facts.runner_key_id in trusted_keys and facts.attested and facts.correctness_passed
+    )
+
+
+def evidence_levels(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> dict[str, str]:
+    """Evidence level per run id. Needs the whole set: replication compares runs with each other."""
+    runs = list(runs)
+    levels: dict[str, str] = {}
+    verified_groups: dict[tuple[str, str, str], list[EvidenceFacts]] = defaultdict(list)
+    for facts in runs:
+        if _verified(facts, trusted_keys):
+            verified_groups[(facts.implementation, facts.workload, facts.gpu)].append(facts)
+            levels[facts.run] = "verified"
+        elif facts.public_source and facts.pinned_install and facts.raw_samples:
+            levels[facts.run] = "reproducible"
+        else:
+            levels[facts.run] = "reported"
+    for group in verified_groups.values():
+        for facts in group:
+            if _replicated(facts, group):
+                levels[facts.run] = "replicated"
+    return levels
+
+
+def _replicated(facts: EvidenceFacts, group: list[EvidenceFacts]) -> bool:
+    if facts.median_ns is None:
+        return False
+    for other in group:
+        if other.runner_key_id == facts.runner_key_id or other.median_ns is None:
+            continue
+        if abs(other.median_ns - facts.median_ns) <= REPLICATION_AGREEMENT * min(other.median_ns, facts.median_ns):
+            return True
+    return False

@@ -1,0 +1,86 @@
+"""ranking-v1 inside one cohort: ascending median, dense ranks.
+
+Source-native cohorts: only equal values tie; a row whose p20–p80 interval overlaps the row
+above is marked "within noise". Runner cohorts: two runs tie when their 95% confidence
+intervals overlap or their medians differ by less than 1%; a run joins a tie chain only if it
+ties with every member. Inside a tie, display order is evidence, then newest, then id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from kernelindex.policy.evidence import LEVEL_ORDER
+
+POLICY = "ranking-v1"
+TIE_RELATIVE = 0.01
+
+
+@dataclass(frozen=True)
+class Rankable:
+    id: str
+    median_ns: int
+    low_ns: int | None  # p20 (native) or CI95 low (runner)
+    high_ns: int | None
+    evidence: str
+    observed_at: datetime
+
+
+@dataclass(frozen=True)
+class Ranked:
+    item: Rankable
+    rank: int
+    tied: bool  # shares its rank with another row
+    within_noise: bool  # interval overlaps the row above (native cohorts)
+    vs_first: float  # median / leader's median
+
+    @property
+    def label(self) -> str:
+        return f"{self.rank}=" if self.tied else str(self.rank)
+
+
+def _intervals_overlap(a: Rankable, b: Rankable) -> bool:
+    if None in (a.low_ns, a.high_ns, b.low_ns, b.high_ns):
+        return False
+    return a.low_ns <= b.high_ns and b.low_ns <= a.high_ns  # type: ignore[operator]
+
+
+def runner_tie(a: Rankable, b: Rankable) -> bool:
+    close = abs(a.median_ns - b.median_ns) < TIE_RELATIVE * min(a.median_ns, b.median_ns)
+    return close or _intervals_overlap(a, b)
+
+
+def _groups(items: list[Rankable], native: bool) -> list[list[Rankable]]:
+    groups: list[list[Rankable]] = []
+    for item in items:
+        current = groups[-1] if groups else None
+        if current is not None and (
+            item.median_ns == current[0].median_ns if native else all(runner_tie(item, m) for m in current)
+        ):
+            current.append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+def _display_key(item: Rankable) -> tuple:
+    return (LEVEL_ORDER.get(item.evidence, 99), -item.observed_at.timestamp(), item.id)
+
+
+def rank(items: Sequence[Rankable], *, native: bool) -> list[Ranked]:
+    ordered = sorted(items, key=lambda r: (r.median_ns, r.id))
+    if not ordered:
+        return []
+    leader = ordered[0].median_ns
+    result: list[Ranked] = []
+    previous: Rankable | None = None
+    for position, group in enumerate(_groups(ordered, native), start=1):
+        for item in sorted(group, key=_display_key):
+            noisy = native and previous is not None and item.median_ns != previous.median_ns and (
+                _intervals_overlap(item, previous)
+            )
+            result.append(Ranked(item, position, len(group) > 1, noisy, item.median_ns / leader))
+            previous = item
+    return result

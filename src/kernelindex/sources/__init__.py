@@ -1,0 +1,1 @@
+"""Sources: fetch (through a transport) → snapshot → parse → normalize → reconcile → report → publish."""

@@ -1,0 +1,5 @@
+"""Liger-Kernel benchmark CSV (first source). See registry/sources/liger/ for the curated mapping."""
+
+from kernelindex.sources.liger.importer import bundled_csv_path, import_liger, parse_and_normalize
+
+__all__ = ["bundled_csv_path", "import_liger", "parse_and_normalize"]

@@ -1,0 +1,225 @@
+"""Turn checked Liger rows into manifests, through the curated mapping in registry/sources/liger/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC
+from math import prod
+from typing import Any
+
+from pydantic import BaseModel
+
+from kernelindex import registry
+from kernelindex.domain.dtypes import canonical_dtype
+from kernelindex.domain.expressions import ExpressionError, evaluate
+from kernelindex.domain.manifests import build, digest_of
+from kernelindex.domain.units import ms_to_ns
+from kernelindex.policy.floor import resolved_axes
+from kernelindex.sources.liger.parse import LigerRow
+
+SOURCE = "liger-kernel-benchmarks"
+
+
+class RowProblem(ValueError):
+    """A row the curated mapping does not cover; the message is the skip reason."""
+
+
+@dataclass
+class Normalizer:
+    """Builds manifests, reusing shared objects (operations, projects, protocols, ...) by key."""
+
+    mapping: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        self.shared: dict[tuple, BaseModel] = {}
+
+    def _once(self, key: tuple, make) -> BaseModel:  # noqa: ANN001
+        if key not in self.shared:
+            self.shared[key] = make()
+        return self.shared[key]
+
+    # --- shared objects ---------------------------------------------------------------------
+
+    def source_manifest(self) -> BaseModel:
+        src = self.mapping["source"]
+        notice = _notice_text(src["notice_file"])
+        return self._once(("source",), lambda: build("Source", {
+            "name": src["name"], "url": src["url"], "license": src["license"],
+            "attribution": src["attribution"], "notice": notice,
+        }, {"name": src["name"], "title": src["title"]}))
+
+    def operation(self, slug: str) -> BaseModel:
+        return self._once(("op", slug), lambda: registry.load_operation(slug))
+
+    def project(self, slug: str) -> BaseModel:
+        entry = registry.projects()[slug]
+        return self._once(("project", slug), lambda: build(
+            "SoftwareProject", entry["spec"], {"name": slug, "title": entry["title"]}))
+
+    def implementation(self, line: str, operation_slug: str, liger_version: str) -> BaseModel:
+        entry = self.mapping["implementations"][line]
+        version = liger_version if entry["install"] == "liger_version" else None
+        return self._once(("impl", line, version), lambda: self._build_implementation(line, entry, operation_slug, version))
+
+    def _build_implementation(self, line: str, entry: dict, operation_slug: str, version: str | None) -> BaseModel:
+        project = self.project(entry["project"])
+        license_ = registry.project_licenses().get(entry["project"], {})
+        spec = {
+            "project": digest_of(project), "operation": digest_of(self.operation(operation_slug)),
+            "version": version, "callable": entry["callable"], "role": entry.get("role", "candidate"),
+            "in_place": entry.get("in_place", False), "install": _install(entry, project, version),
+            "license": license_,
+        }
+        if version and project.spec.repository:
+            spec["source_url"] = f"{project.spec.repository}/tree/v{version}"
+        return build("ImplementationRevision", spec, {"name": line, "title": entry["title"]})
+
+    def protocol(self, mode: str) -> BaseModel:
+        src = self.mapping["source"]
+        return self._once(("protocol", mode), lambda: build("BenchmarkProtocol", {
+            "harness": {"name": src["harness"]},
+            "timer": "triton.testing.do_bench: CUDA events around each call",
+            "timed_region": mode,
+            "setup_excluded": True,
+            "warmup": {"time_ns": "25ms"},
+            "repetitions": {},
+            "l2_policy": "L2 cleared before each timed call (do_bench writes a 256 MB buffer)",
+            "input_regeneration": "none: the same inputs for every call",
+            "statistic": "median",
+            "quantiles": [0.2, 0.5, 0.8],
+            "correctness": {"policy": "not_asserted"},
+            "native": True,
+        }, {"name": f"liger-benchmark-scripts-{mode.replace('+', '-')}",
+            "title": f"Liger-Kernel benchmark scripts · {mode}",
+            "description": "Repetition count is set per script (do_bench rep) and not recorded in the CSV."}))
+
+    def environment(self, gpu_name: str) -> BaseModel:
+        gpu = registry.gpu_for_product(gpu_name)
+        if gpu is None:
+            raise RowProblem(f"unknown GPU {gpu_name!r} (no datasheet entry)")
+        return self._once(("env", gpu_name), lambda: build("ExecutionEnvironment", {
+            "hardware": {"vendor": gpu.vendor, "product": gpu_name, "architecture": gpu.architecture,
+                         "memory_bytes": int(gpu.memory_gb * 1e9), "form_factor": gpu.form_factor},
+        }, {"name": f"liger-{gpu.slug}", "title": f"{gpu.name} (software versions not recorded by the source)"}))
+
+    # --- per row ----------------------------------------------------------------------------
+
+    def workload(self, row: LigerRow, kernel: dict) -> BaseModel:
+        operation = self.operation(kernel["operation"])
+        axes, dtypes, params = _bind(row, kernel, operation)
+        key = ("workload", kernel["operation"], tuple(sorted(axes.items())), tuple(sorted(dtypes.items())),
+               tuple(sorted(params.items())), kernel["operation"] + repr(sorted((kernel.get("storage_order") or {}).items())))
+        return self._once(key, lambda: _workload_manifest(operation, axes, dtypes, params, kernel))
+
+    def run(self, row: LigerRow) -> list[BaseModel]:
+        kernel = self.mapping["kernels"].get(row.kernel)
+        if kernel is None:
+            raise RowProblem(f"unknown kernel {row.kernel!r} (no curated operation spec)")
+        line = kernel["providers"].get(row.provider)
+        if line is None:
+            raise RowProblem(f"unknown provider {row.provider!r} for kernel {row.kernel!r}")
+        environment = self.environment(row.gpu_name)
+        workload = self.workload(row, kernel)
+        implementation = self.implementation(line, kernel["operation"], row.liger_version)
+        protocol = self.protocol(row.mode)
+        run = build("BenchmarkRun", {
+            "implementation": digest_of(implementation), "workload": digest_of(workload),
+            "protocol": digest_of(protocol), "environment": digest_of(environment),
+            "status": "passed",
+            "timing": {"median_ns": ms_to_ns(row.y50), "p20_ns": ms_to_ns(row.y20), "p80_ns": ms_to_ns(row.y80),
+                       "raw": row.raw, "method": "triton.testing.do_bench"},
+            "correctness": {"checked": False, "detail": "The Liger-Kernel benchmark scripts do not check outputs."},
+            "observed_at": row.timestamp.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z"),
+            "source": {"name": SOURCE, "external_id": _external_id(row), "time_zone_recorded": False},
+        })
+        project = self.project(self.mapping["implementations"][line]["project"])
+        return [self.source_manifest(), self.operation(kernel["operation"]), project, implementation,
+                workload, protocol, environment, run]
+
+
+def _external_id(row: LigerRow) -> str:
+    mode = {"forward+backward": "full"}.get(row.mode, row.mode)
+    case = f"{row.x_name}={row.x_value} {row.config_text}"
+    return f"{row.kernel}/{mode}/{row.provider}/{row.gpu_name}/{case}/{row.timestamp:%Y-%m-%d %H:%M:%S}"
+
+
+def _install(entry: dict, project: BaseModel, version: str | None) -> dict:
+    install = entry["install"]
+    if install == "liger_version":
+        return {"method": "pip", "packages": [{"name": "liger-kernel", "version": version}]}
+    if install == "script":
+        return {"method": "none", "why_missing": "the implementation is defined inside the benchmark script, not in a package."}
+    if install.startswith("unrecorded:"):
+        title = install.split(":", 1)[1]
+        packages = [{"name": p} for p in project.spec.packages]
+        return {"method": "pip", "packages": packages, "why_missing": f"the source did not record the {title} version."}
+    raise RowProblem(f"implementation mapping has unknown install kind {install!r}")
+
+
+def _bind(row: LigerRow, kernel: dict, operation: BaseModel) -> tuple[dict, dict, dict]:
+    axes: dict[str, int] = dict(kernel.get("fixed") or {})
+    dtypes: dict[str, str] = dict(kernel.get("dtypes") or {})
+    params: dict[str, Any] = {}
+    for key, value in row.config.items():
+        target = (kernel.get("config") or {}).get(key)
+        if target is None:
+            raise RowProblem(f"config key {key!r} of kernel {row.kernel!r} is not in the curated mapping")
+        if value is None or target.startswith("ignore:"):
+            continue
+        if target.startswith("dtype:"):
+            dtype = canonical_dtype(str(value))
+            if dtype is None:
+                raise RowProblem(f"unknown dtype {value!r} in config key {key!r}")
+            dtypes[target.split(":", 1)[1]] = dtype
+        elif target.startswith("param:"):
+            params[target.split(":", 1)[1]] = value
+        else:
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise RowProblem(f"config key {key!r} should be an integer axis value, got {value!r}")
+            axes[target] = value
+    x_axis = (kernel.get("x") or {}).get(row.x_name)
+    if x_axis is None:
+        raise RowProblem(f"x_name {row.x_name!r} of kernel {row.kernel!r} is not in the curated mapping")
+    axes[x_axis] = row.x_value
+    spec = operation.spec
+    wanted = {n for n, a in spec.axes.items() if a.role != "derived"}
+    if missing := sorted(wanted - set(axes)):
+        raise RowProblem(f"axes {', '.join(missing)} of {operation.metadata.name} get no value from this row")
+    if missing_dtypes := sorted(set(spec.dtype_variables) - set(dtypes)):
+        raise RowProblem(f"dtype variable(s) {', '.join(missing_dtypes)} get no value from this row")
+    return axes, dtypes, params
+
+
+def _strides(shape: list[int], order: list[int] | None) -> list[int]:
+    order = order or list(range(len(shape)))
+    strides = [0] * len(shape)
+    step = 1
+    for dim in reversed(order):
+        strides[dim] = step
+        step *= shape[dim]
+    return strides
+
+
+def _workload_manifest(operation: BaseModel, axes: dict, dtypes: dict, params: dict, kernel: dict) -> BaseModel:
+    spec = operation.model_dump(mode="json")["spec"]
+    full_axes = resolved_axes(spec, {"axes": axes})
+    orders = kernel.get("storage_order") or {}
+    tensors = []
+    for decl in spec["inputs"] + spec["outputs"]:
+        try:
+            shape = [evaluate(d, full_axes) for d in decl["shape"]]
+        except ExpressionError as exc:
+            raise RowProblem(str(exc)) from None
+        dtype = dtypes.get(decl["dtype"], decl["dtype"])
+        tensors.append({"name": decl["name"], "dtype": dtype, "shape": shape,
+                        "strides": _strides(shape, orders.get(decl["name"]))})
+    label = " · ".join(f"{k} = {v}" for k, v in axes.items() if spec["axes"].get(k, {}).get("role") != "derived")
+    return build("WorkloadCase", {"operation": digest_of(operation), "axes": axes, "dtypes": dtypes,
+                                  "tensors": tensors, "params": params},
+                 {"title": label})
+
+
+def _notice_text(name: str) -> str:
+    from importlib import resources
+
+    return resources.files("kernelindex.data").joinpath("liger", name).read_text(encoding="utf-8")

@@ -1,0 +1,130 @@
+"""Parse the Liger CSV into checked rows; anything malformed is rejected with a reason, never guessed."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from kernelindex.domain.canonical import ManifestSyntaxError, strict_json_loads
+
+COLUMNS = (
+    "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit",
+    "x_name", "x_label", "x_value", "y_value_50", "y_value_20", "y_value_80",
+    "extra_benchmark_config_str", "gpu_name", "timestamp", "liger_version",
+)
+MODES = {"forward": "forward", "backward": "backward", "full": "forward+backward"}
+
+
+class HeaderError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class LigerRow:
+    line: int  # line number in the file (header = 1)
+    kernel: str
+    provider: str
+    mode: str  # forward | backward | forward+backward
+    x_name: str
+    x_value: int
+    y50: float
+    y20: float
+    y80: float
+    raw: dict[str, str]
+    config: dict
+    config_text: str
+    gpu_name: str
+    timestamp: datetime  # naive, as the source wrote it
+    liger_version: str
+
+
+@dataclass(frozen=True)
+class Rejected:
+    line: int
+    reason: str
+
+
+def _number(text: str, column: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"non-numeric {column}") from None
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError(f"NaN or infinite {column}")
+    if value < 0:
+        raise ValueError(f"negative {column}")
+    return value
+
+
+def _x_value(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("non-numeric x_value") from None
+    if not value.is_integer() or value <= 0:
+        raise ValueError("x_value is not a positive integer")
+    return int(value)
+
+
+def _check_row(line: int, values: dict[str, str]) -> LigerRow | Rejected:
+    if values["metric_name"] == "memory":
+        return Rejected(line, "memory metric (a process-wide peak, not the kernel's footprint)")
+    if values["metric_name"] != "speed":
+        return Rejected(line, f"unknown metric_name {values['metric_name']!r}")
+    if values["metric_unit"] != "ms":
+        return Rejected(line, f"speed row with unit {values['metric_unit']!r}, expected ms")
+    if values["kernel_operation_mode"] not in MODES:
+        return Rejected(line, f"unknown kernel_operation_mode {values['kernel_operation_mode']!r}")
+    try:
+        y50, y20, y80 = (_number(values[c], c) for c in ("y_value_50", "y_value_20", "y_value_80"))
+        x_value = _x_value(values["x_value"])
+    except ValueError as exc:
+        return Rejected(line, str(exc))
+    if not (y20 <= y50 <= y80):
+        return Rejected(line, "quantiles out of order (expected y_value_20 ≤ y_value_50 ≤ y_value_80)")
+    try:
+        config = strict_json_loads(values["extra_benchmark_config_str"])
+    except (ManifestSyntaxError, json.JSONDecodeError):
+        return Rejected(line, "bad JSON in extra_benchmark_config_str")
+    if not isinstance(config, dict):
+        return Rejected(line, "extra_benchmark_config_str is not a JSON object")
+    try:
+        timestamp = datetime.strptime(values["timestamp"], "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return Rejected(line, "timestamp is not 'YYYY-MM-DD HH:MM:SS'")
+    return LigerRow(
+        line=line, kernel=values["kernel_name"], provider=values["kernel_provider"],
+        mode=MODES[values["kernel_operation_mode"]], x_name=values["x_name"], x_value=x_value,
+        y50=y50, y20=y20, y80=y80,
+        raw={"y_value_50": values["y_value_50"], "y_value_20": values["y_value_20"],
+             "y_value_80": values["y_value_80"], "unit": "ms"},
+        config=config, config_text=values["extra_benchmark_config_str"], gpu_name=values["gpu_name"],
+        timestamp=timestamp, liger_version=values["liger_version"],
+    )
+
+
+def parse_csv(content: bytes) -> Iterator[LigerRow | Rejected]:
+    text = content.decode("utf-8-sig")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None or tuple(header) != COLUMNS:
+        missing = [c for c in COLUMNS if header is None or c not in header]
+        extra = [c for c in (header or []) if c not in COLUMNS]
+        raise HeaderError(
+            "the CSV header does not match Liger-Kernel's 15 columns"
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+            + (f"; unexpected: {', '.join(extra)}" if extra else "")
+        )
+    for record in reader:
+        line = reader.line_num
+        if not record or record == [""]:
+            continue
+        if len(record) != len(COLUMNS):
+            yield Rejected(line, f"ragged row: {len(record)} fields, expected {len(COLUMNS)}")
+            continue
+        yield _check_row(line, dict(zip(COLUMNS, record, strict=True)))
