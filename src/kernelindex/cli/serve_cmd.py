@@ -1,0 +1,49 @@
+"""``ki serve``: import the bundled data once, then serve the site with one or more workers."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import typer
+
+APP_FACTORY = "kernelindex.web.app:create_app_from_environment"
+
+
+def _prepare_catalog(database_url: str | None) -> str:
+    """Open (and migrate) the catalog, import the bundled data if it is empty; return its URL."""
+    from kernelindex.catalog.bootstrap import ensure_bundled_data
+    from kernelindex.catalog.db import ENV_URL, open_catalog
+
+    catalog = open_catalog(database_url)
+    ensure_bundled_data(catalog)
+    typer.echo(f"Catalog: {catalog.display_location()}")
+    os.environ[ENV_URL] = catalog.url  # workers open exactly this catalog
+    catalog.engine.dispose()  # no pooled connections are inherited by worker processes
+    return catalog.url
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    port: int = typer.Option(8000, min=1, max=65535, help="TCP port."),
+    workers: int = typer.Option(1, min=1, max=64, help="Worker processes (use PostgreSQL for more than one)."),
+    database_url: str | None = typer.Option(
+        None, "--database-url", help="Catalog URL; default: $KERNELINDEX_DATABASE_URL or the local SQLite file."
+    ),
+    log_level: str = typer.Option("info", help="uvicorn log level."),
+) -> None:
+    """Serve the website and the JSON API."""
+    import uvicorn
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    url = _prepare_catalog(database_url)
+    if workers > 1 and url.startswith("sqlite"):
+        typer.echo("Note: several workers on SQLite serialise writes; PostgreSQL is recommended in production.")
+    typer.echo(f"Serving on http://{host}:{port}/ with {workers} worker(s)")
+    uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, workers=workers, log_level=log_level,
+                proxy_headers=True, access_log=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to the ``ki`` command."""
+    app.command("serve")(serve)

@@ -1,0 +1,111 @@
+"""The FastAPI application: HTML pages, the JSON API (when present), static files, hardening."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from kernelindex.web import pages
+from kernelindex.web.render import ErrorPage, PageError, VersionedCache, error_response
+from kernelindex.web.security import SecurityMiddleware
+
+log = logging.getLogger("kernelindex.web")
+
+
+def _api_router() -> Any | None:
+    """The JSON API router, owned by the search/API module; the site works without it."""
+    try:
+        from kernelindex.web.api import router
+    except ImportError as exc:
+        if exc.name and not exc.name.startswith("kernelindex.web.api"):
+            raise
+        log.warning("kernelindex.web.api is not available; serving HTML pages only")
+        return None
+    return router
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _problem(status: int, title: str, detail: str, code: str) -> JSONResponse:
+    body = {"type": f"https://kernelindex.dev/problems/{code}", "title": title, "status": status,
+            "detail": detail, "code": code}
+    return JSONResponse(body, status_code=status, media_type="application/problem+json")
+
+
+async def _page_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, PageError)
+    if _wants_json(request):
+        return _problem(exc.page.status, exc.page.title, exc.page.detail, exc.page.title.lower().replace(" ", "_"))
+    return error_response(exc.page)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if _wants_json(request):
+        code = "not_found" if exc.status_code == 404 else f"http_{exc.status_code}"
+        return _problem(exc.status_code, str(exc.detail), str(exc.detail), code)
+    if exc.status_code == 404:
+        page = ErrorPage(404, "Not found", f"Nothing lives at {request.url.path}.",
+                         suggestions=pages.suggestions_for_path(request))
+    else:
+        page = ErrorPage(exc.status_code, str(exc.detail), str(exc.detail))
+    return error_response(page)
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    problems = [
+        {"parameter": ".".join(str(p) for p in err.get("loc", ())[1:]) or "request", "message": err.get("msg", "")}
+        for err in exc.errors()
+    ]
+    if _wants_json(request):
+        return _problem(400, "Bad request", "; ".join(f"{p['parameter']}: {p['message']}" for p in problems),
+                        "bad_request")
+    return error_response(ErrorPage(400, "Bad request", "Some query parameters could not be read.", problems))
+
+
+def create_app(catalog: Any | None = None) -> FastAPI:
+    """Build the app over ``catalog`` (opened from the configured URL when not given)."""
+    if catalog is None:
+        from kernelindex.catalog.db import open_catalog
+
+        catalog = open_catalog()
+    app = FastAPI(
+        title="KernelIndex",
+        summary="The fastest known GPU kernel for an exact workload, with its evidence.",
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/v1/openapi.json",
+    )
+    app.state.catalog = catalog
+    app.state.cache = VersionedCache()
+    app.add_middleware(SecurityMiddleware)
+    app.add_exception_handler(PageError, _page_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    api_router = _api_router()
+    if api_router is not None:
+        app.include_router(api_router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(packages=[("kernelindex.web", "static")]), name="static")
+    return app
+
+
+def create_app_from_environment() -> FastAPI:
+    """Import-string factory for uvicorn workers (``kernelindex.web.app:create_app_from_environment``).
+
+    ``ki serve`` has already migrated the schema and imported the bundled data before starting
+    workers, so workers only open the catalog named by ``KERNELINDEX_DATABASE_URL``.
+    """
+    from kernelindex.catalog.db import open_catalog
+
+    return create_app(open_catalog(migrate_schema=False))

@@ -1,0 +1,206 @@
+"""Server-rendered, deterministic SVG for "Scaling by <axis>" (DESIGN §8).
+
+Input is the chart block of an operation page's JSON (so page, JSON twin and picture agree):
+``{"axis": str, "series": [{"implementation": str, "points": [{"x", "median_ns", "run_id"}]}],
+"floor": [{"x", "floor_ns"}]}``. Output is a fixed-size SVG string; the same input always gives
+byte-identical output. Every point is a link to its run with a ``<title>`` giving the exact value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from kernelindex.domain.units import format_duration
+
+WIDTH, HEIGHT = 720, 340
+LEFT, RIGHT, TOP, BOTTOM = 70, 20, 16, 48
+MAX_SERIES = 5
+WIDE_RANGE = 10.0  # max/min above this → log axis
+PALETTE = ("#6cb8ff", "#f0b45a", "#7ad39b", "#d58cff", "#ff8a80")
+FLOOR_COLOUR = "#8b95a1"
+
+
+class ChartError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Scale:
+    low: float
+    high: float
+    log: bool
+    start: float
+    end: float
+
+    def __call__(self, value: float) -> float:
+        lo, hi, v = self.low, self.high, value
+        if self.log:
+            lo, hi, v = math.log10(lo), math.log10(hi), math.log10(value)
+        frac = 0.5 if hi == lo else (v - lo) / (hi - lo)
+        return self.start + frac * (self.end - self.start)
+
+
+def _is_wide(values: Sequence[float]) -> bool:
+    return min(values) > 0 and max(values) / min(values) > WIDE_RANGE
+
+
+def make_scale(values: Sequence[float], start: float, end: float, *, pad: float = 0.0) -> Scale:
+    if not values:
+        raise ChartError("a scale needs at least one value")
+    log = _is_wide(values)
+    low, high = min(values), max(values)
+    if log:
+        factor = 10 ** (pad * (math.log10(high) - math.log10(low)) if high > low else 0.1)
+        return Scale(low / factor, high * factor, True, start, end)
+    span = (high - low) or abs(high) or 1.0
+    return Scale(max(0.0, low - pad * span), high + pad * span, False, start, end)
+
+
+def format_axis_value(x: float) -> str:
+    """1024 → '1024', 8192 → '8k', 131072 → '128k' (powers of two shown in k above 4096)."""
+    if x >= 8192 and x % 1024 == 0:
+        return f"{int(x // 1024)}k"
+    return f"{int(x)}" if float(x).is_integer() else f"{x:g}"
+
+
+def _nice_step(span: float, count: int) -> float:
+    raw = span / max(count, 1)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    for mult in (1, 2, 2.5, 5, 10):
+        if raw <= mult * magnitude:
+            return mult * magnitude
+    return 10 * magnitude
+
+
+def y_ticks(scale: Scale) -> list[float]:
+    """Tick values inside the scale: 1-2-5 decades on log scales, nice steps on linear ones."""
+    if scale.log:
+        ticks = []
+        for exp in range(math.floor(math.log10(scale.low)), math.ceil(math.log10(scale.high)) + 1):
+            for mult in (1, 2, 5):
+                value = mult * 10**exp
+                if scale.low <= value <= scale.high:
+                    ticks.append(float(value))
+        if len(ticks) > 7:
+            ticks = [t for t in ticks if str(int(t)).startswith("1")] or ticks
+        return ticks
+    step = _nice_step(scale.high - scale.low, 5)
+    first = math.ceil(scale.low / step) * step
+    return [first + i * step for i in range(int((scale.high - first) / step) + 1)]
+
+
+def _f(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _point_title(impl: str, axis: str, point: Mapping[str, Any]) -> str:
+    ns = point["median_ns"]
+    return f"{impl} · {axis} = {format_axis_value(point['x'])} · {format_duration(ns)} ({int(ns):,} ns median)"
+
+
+def _series(chart: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    series = [s for s in chart.get("series", []) if s.get("points")]
+    return series[:MAX_SERIES]
+
+
+def _all(values: Iterable[float]) -> list[float]:
+    return [float(v) for v in values if v is not None and v > 0]
+
+
+def render_scaling_svg(chart: Mapping[str, Any], *, chart_id: str = "scaling") -> str:
+    """The chart as an SVG document fragment (deterministic)."""
+    axis = str(chart["axis"])
+    series = _series(chart)
+    floor = [p for p in chart.get("floor", []) or [] if p.get("floor_ns")]
+    if not series:
+        raise ChartError("no series with points to draw")
+    xs = _all(p["x"] for s in series for p in s["points"])
+    ys = _all([p["median_ns"] for s in series for p in s["points"]] + [p["floor_ns"] for p in floor])
+    sx = make_scale(xs, LEFT, WIDTH - RIGHT, pad=0.04)
+    sy = make_scale(ys, HEIGHT - BOTTOM, TOP, pad=0.06)
+    title = f"Scaling by {axis}"
+    desc = (f"Median latency against {axis} for {len(series)} implementation(s)"
+            f"{', with the floor-v1 estimate' if floor else ''}; {'log' if sy.log else 'linear'} latency axis, "
+            f"{'log' if sx.log else 'linear'} {axis} axis.")
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" '
+        f'aria-labelledby="{chart_id}-title {chart_id}-desc" class="scaling-chart" font-family="system-ui, sans-serif">',
+        f'<title id="{chart_id}-title">{escape(title)}</title>',
+        f'<desc id="{chart_id}-desc">{escape(desc)}</desc>',
+        *_grid(sx, sy, sorted(set(xs)), axis),
+    ]
+    if floor:
+        out.append(_floor_path(sx, sy, floor))
+    for index, s in enumerate(series):
+        out.extend(_series_marks(sx, sy, s, PALETTE[index], axis))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _grid(sx: Scale, sy: Scale, xs: list[float], axis: str) -> list[str]:
+    parts = ['<g class="grid" stroke="#262d36" stroke-width="1">']
+    for tick in y_ticks(sy):
+        y = _f(sy(tick))
+        parts.append(f'<line x1="{LEFT}" y1="{y}" x2="{WIDTH - RIGHT}" y2="{y}"/>')
+    parts.append("</g>")
+    parts.append('<g class="y-labels" fill="#a3adb9" font-size="11" text-anchor="end">')
+    for tick in y_ticks(sy):
+        parts.append(f'<text x="{LEFT - 6}" y="{_f(sy(tick) + 4)}">{escape(format_duration(tick))}</text>')
+    parts.append("</g>")
+    parts.append('<g class="x-labels" fill="#a3adb9" font-size="11" text-anchor="middle">')
+    for x in xs:
+        parts.append(f'<text x="{_f(sx(x))}" y="{HEIGHT - BOTTOM + 16}">{escape(format_axis_value(x))}</text>')
+    parts.append("</g>")
+    scale_note = " (log)" if sx.log else ""
+    parts.append(
+        f'<text x="{_f((LEFT + WIDTH - RIGHT) / 2)}" y="{HEIGHT - 8}" fill="#a3adb9" font-size="12" '
+        f'text-anchor="middle">{escape(axis)}{scale_note} →</text>'
+    )
+    parts.append(
+        f'<text x="14" y="{_f((TOP + HEIGHT - BOTTOM) / 2)}" fill="#a3adb9" font-size="12" text-anchor="middle" '
+        f'transform="rotate(-90 14 {_f((TOP + HEIGHT - BOTTOM) / 2)})">median latency{" (log)" if sy.log else ""}</text>'
+    )
+    return parts
+
+
+def _floor_path(sx: Scale, sy: Scale, floor: list[Mapping[str, Any]]) -> str:
+    pts = sorted(floor, key=lambda p: p["x"])
+    d = " ".join(f"{'M' if i == 0 else 'L'}{_f(sx(p['x']))},{_f(sy(p['floor_ns']))}" for i, p in enumerate(pts))
+    tips = "; ".join(f"{format_axis_value(p['x'])}: {format_duration(p['floor_ns'])}" for p in pts)
+    return (
+        f'<path class="floor" d="{d}" fill="none" stroke="{FLOOR_COLOUR}" stroke-width="1.5" '
+        f'stroke-dasharray="5 4"><title>floor-v1 estimate (not evidence) — {escape(tips)}</title></path>'
+    )
+
+
+def _series_marks(sx: Scale, sy: Scale, series: Mapping[str, Any], colour: str, axis: str) -> list[str]:
+    impl = str(series["implementation"])
+    pts = sorted(series["points"], key=lambda p: p["x"])
+    d = " ".join(f"{'M' if i == 0 else 'L'}{_f(sx(p['x']))},{_f(sy(p['median_ns']))}" for i, p in enumerate(pts))
+    parts = [
+        f'<g class="series" data-implementation="{escape(impl)}">',
+        f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="2"/>',
+    ]
+    for p in pts:
+        label = _point_title(impl, axis, p)
+        cx, cy = _f(sx(p["x"])), _f(sy(p["median_ns"]))
+        parts.append(
+            f'<a href="/runs/{escape(str(p["run_id"]))}" aria-label="{escape(label)}">'
+            f'<circle cx="{cx}" cy="{cy}" r="4.5" fill="{colour}" stroke="#0b0d10" stroke-width="1">'
+            f"<title>{escape(label)}</title></circle></a>"
+        )
+    last = pts[-1]
+    parts.append(
+        f'<text x="{_f(min(sx(last["x"]) - 6, WIDTH - RIGHT - 6))}" y="{_f(sy(last["median_ns"]) - 8)}" '
+        f'fill="{colour}" font-size="11" text-anchor="end">{escape(impl)}</text>'
+    )
+    parts.append("</g>")
+    return parts
+
+
+def palette_for(count: int) -> list[str]:
+    return list(PALETTE[: min(count, MAX_SERIES)])

@@ -1,0 +1,84 @@
+"""HTTP hardening and request logging, as one pure ASGI middleware.
+
+Every response gets the security headers; successful public reads (GET/HEAD, 2xx/3xx) get cache
+headers, everything else ``no-store``; every request is logged with its status and duration.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"strict-origin-when-cross-origin"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"permissions-policy", b"camera=(), microphone=(), geolocation=(), interest-cohort=()"),
+)
+# Pages and JSON reads change only when the catalog is published to: a short shared cache with
+# revalidation is safe. Static assets are referenced with a content hash (?v=...) and never change.
+CACHE_PUBLIC_READ = b"public, max-age=60, stale-while-revalidate=300"
+CACHE_STATIC = b"public, max-age=31536000, immutable"
+CACHE_NONE = b"no-store"
+
+log = logging.getLogger("kernelindex.web.access")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def cache_control_for(method: str, path: str, status: int) -> bytes:
+    """The Cache-Control value for one response."""
+    if method not in ("GET", "HEAD") or status >= 400:
+        return CACHE_NONE
+    if path.startswith("/static/"):
+        return CACHE_STATIC
+    return CACHE_PUBLIC_READ
+
+
+class SecurityMiddleware:
+    """Adds security and cache headers to every HTTP response and logs each request."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        method: str = scope.get("method", "GET")
+        path: str = scope.get("path", "")
+        status_holder = [500]
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                status_holder[0] = status
+                headers = [
+                    (k, v) for k, v in message.get("headers", []) if k.lower() != b"cache-control"
+                ]
+                existing = {k.lower() for k, _ in headers}
+                headers.extend(h for h in SECURITY_HEADERS if h[0] not in existing)
+                headers.append((b"cache-control", cache_control_for(method, path, status)))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        finally:
+            duration_ms = (time.perf_counter() - started) * 1000
+            query = scope.get("query_string", b"").decode("latin-1")
+            target = f"{path}?{query}" if query else path
+            log.info("%s %s %d %.1fms", method, target, status_holder[0], duration_ms)
