@@ -1,0 +1,330 @@
+"""The query grammar: free words plus ``key:value`` / ``key=value`` filters and axis bindings.
+
+``rope seq=2048 hidden=8192 gpu:a100 dtype:bf16 trust:verified usable:yes``
+
+Words are recognised as operation names and aliases (close spellings too), GPUs, dtypes, languages,
+modes and evidence levels. Every token ends up either in the request or in an issue placed beside
+it, with a suggestion where one exists: nothing is silently dropped, and parsing never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kernelindex.domain.dtypes import canonical_dtype
+from kernelindex.resolve.request import (
+    MAX_AXES,
+    OperationPick,
+    ResolveRequest,
+    ValueProblem,
+    axis_value,
+    normalise_value,
+    pick_operation,
+    suggest,
+)
+from kernelindex.resolve.vocabulary import (
+    KEY_ALIASES,
+    KEYS,
+    LANGUAGES,
+    MODES,
+    TRUST_LEVELS,
+    Vocabulary,
+    normalise,
+    registry_vocabulary,
+)
+
+MAX_QUERY_CHARS = 500
+MAX_TOKENS = 40
+_TOKEN = re.compile(
+    r"""(?P<key>[^\s:="']+)\s*(?P<sep>[:=])\s*(?P<value>"[^"]*"?|'[^']*'?|[^\s"']*)|(?P<word>"[^"]*"?|'[^']*'?|\S+)"""
+)
+_ARCH_WORD = re.compile(r"^sm_?\d{2,3}[a-z]?$", re.IGNORECASE)
+_FIELD_OF_KEY = {"op": "operation", "lang": "language"}
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    start: int
+    end: int
+    kind: str  # operation | axis | gpu | dtype | arch | mode | language | trust | usable | license | source | issue
+    value: str | int | bool | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"text": self.text, "start": self.start, "end": self.end, "kind": self.kind, "value": self.value}
+
+
+@dataclass(frozen=True)
+class QueryIssue:
+    token: str
+    start: int
+    end: int
+    code: str
+    message: str
+    suggestion: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"token": self.token, "start": self.start, "end": self.end, "code": self.code,
+                "message": self.message, "suggestion": self.suggestion}
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    text: str
+    request: ResolveRequest
+    tokens: tuple[Token, ...]
+    issues: tuple[QueryIssue, ...]
+    operation_candidates: tuple[str, ...] = ()
+    operation_how: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "text": self.text,
+            "tokens": [t.to_json() for t in self.tokens],
+            "issues": [i.to_json() for i in self.issues],
+            "operation_match": self.operation_how,
+            "operation_candidates": list(self.operation_candidates),
+        }
+
+
+@dataclass
+class _Word:
+    text: str
+    start: int
+    end: int
+
+
+@dataclass
+class _State:
+    vocab: Vocabulary
+    values: dict[str, object] = field(default_factory=dict)
+    axes: dict[str, int] = field(default_factory=dict)
+    tokens: list[Token] = field(default_factory=list)
+    issues: list[QueryIssue] = field(default_factory=list)
+    candidates: tuple[str, ...] = ()
+    how: str | None = None
+    axis_tokens: dict[str, Token] = field(default_factory=dict)
+
+    def issue(self, w: _Word, code: str, message: str, suggestion: str | None = None) -> None:
+        self.issues.append(QueryIssue(w.text, w.start, w.end, code, message, suggestion))
+        self.tokens.append(Token(w.text, w.start, w.end, "issue"))
+
+    def set(self, w: _Word, field_name: str, value: object, kind: str | None = None) -> None:
+        if field_name in self.values and self.values[field_name] != value:
+            self.issue(w, "CONFLICT", f"{field_name} is already {self.values[field_name]}; "
+                       f"'{w.text}' asks for {value} as well — one {field_name} per query, keeping the first")
+            return
+        self.values[field_name] = value
+        self.tokens.append(Token(w.text, w.start, w.end, kind or field_name, value))  # type: ignore[arg-type]
+
+
+def _unquote(text: str) -> str:
+    if text[:1] in "\"'":
+        text = text[1:]
+        if text[-1:] in "\"'":
+            text = text[:-1]
+    return text
+
+
+def _tokenise(text: str) -> list[tuple[_Word, str | None, str | None]]:
+    """(word, key, value): key and value are None for a free word."""
+    out: list[tuple[_Word, str | None, str | None]] = []
+    for m in _TOKEN.finditer(text):
+        w = _Word(m.group(0), m.start(), m.end())
+        if m.group("key") is not None:
+            out.append((w, m.group("key"), _unquote(m.group("value"))))
+        else:
+            out.append((w, None, None))
+    return out
+
+
+def _pick(state: _State, w: _Word, pick: OperationPick) -> None:
+    if pick.unique:
+        if "operation" not in state.values and state.candidates:
+            state.candidates = ()
+        state.set(w, "operation", pick.unique)
+        if state.values.get("operation") == pick.unique:
+            state.how = state.how or pick.how
+        return
+    if "operation" in state.values:
+        state.issue(w, "AMBIGUOUS_OPERATION", f"'{w.text}' matches {', '.join(pick.slugs)}; "
+                    f"keeping {state.values['operation']}")
+        return
+    state.candidates = pick.slugs
+    state.how = pick.how
+    state.tokens.append(Token(w.text, w.start, w.end, "operation", None))
+
+
+def _key_value(state: _State, w: _Word, raw_key: str, raw_value: str) -> None:
+    key = raw_key.lower()
+    key = KEY_ALIASES.get(key, key)
+    if key in state.vocab.axis_names:
+        number = axis_value(raw_value)
+        if number is None:
+            state.issue(w, "BAD_VALUE", f"{key} takes a positive whole number, not '{raw_value}'")
+        elif key in state.axes and state.axes[key] != number:
+            state.issue(w, "CONFLICT", f"{key} is already {state.axes[key]}; keeping the first")
+        elif len(state.axes) >= MAX_AXES and key not in state.axes:
+            state.issue(w, "TOO_MANY_AXES", f"at most {MAX_AXES} axis bindings")
+        else:
+            state.axes[key] = number
+            token = Token(w.text, w.start, w.end, "axis", number)
+            state.axis_tokens[key] = token
+            state.tokens.append(token)
+        return
+    if key not in KEYS:
+        choices = sorted(set(KEYS) | set(state.vocab.axis_names) | set(KEY_ALIASES))
+        hint = suggest(key, choices)
+        hint = KEY_ALIASES.get(hint, hint) if hint else None
+        state.issue(w, "UNKNOWN_KEY", f"unknown key '{raw_key}:'" + (f" — did you mean '{hint}:'?" if hint else ""),
+                    f"{hint}:{raw_value}" if hint else None)
+        return
+    field_name = _FIELD_OF_KEY.get(key, key)
+    if field_name == "operation":
+        pick = pick_operation(raw_value, state.vocab) if raw_value.strip() else None
+        if pick:
+            _pick(state, w, pick)
+            return
+    value, problem = normalise_value(field_name, raw_value, state.vocab)
+    if problem:
+        _report(state, w, key, problem)
+        return
+    state.set(w, field_name, value)
+
+
+def _report(state: _State, w: _Word, key: str, problem: ValueProblem) -> None:
+    hint = problem.suggestion
+    message = problem.message + (f" — did you mean '{key}:{hint}'?" if hint else "")
+    state.issue(w, "BAD_VALUE", message, f"{key}:{hint}" if hint else None)
+
+
+def _classify(state: _State, w: _Word) -> bool:
+    """A single free word that is a GPU, dtype, arch, language, mode, evidence level or 'usable'."""
+    word = _unquote(w.text).strip().lower()
+    gpu = state.vocab.gpu(word)
+    if gpu:
+        state.set(w, "gpu", gpu)
+    elif canonical_dtype(word):
+        state.set(w, "dtype", canonical_dtype(word))
+    elif _ARCH_WORD.match(word):
+        state.set(w, "arch", normalise_value("arch", word, state.vocab)[0])
+    elif word in LANGUAGES:
+        state.set(w, "language", word)
+    elif word in MODES:
+        state.set(w, "mode", MODES[word])
+    elif word in TRUST_LEVELS:
+        state.set(w, "trust", word)
+    elif word == "usable":
+        state.set(w, "usable", True)
+    else:
+        return False
+    return True
+
+
+def _free_words(state: _State, words: list[_Word]) -> None:
+    i = 0
+    n_max = state.vocab.max_name_words
+    while i < len(words):
+        taken = _exact_ngram(state, words, i, n_max)
+        if taken:
+            i += taken
+            continue
+        if _classify(state, words[i]):
+            i += 1
+            continue
+        taken = _fuzzy_ngram(state, words, i, n_max)
+        if taken:
+            i += taken
+            continue
+        _unknown_word(state, words[i])
+        i += 1
+
+
+def _joined(words: list[_Word]) -> _Word:
+    return _Word(" ".join(w.text for w in words), words[0].start, words[-1].end)
+
+
+def _exact_ngram(state: _State, words: list[_Word], i: int, n_max: int) -> int:
+    for n in range(min(n_max, len(words) - i), 0, -1):
+        phrase = _joined(words[i:i + n])
+        pick = pick_operation(phrase.text, state.vocab, fuzzy=False)
+        if pick:
+            _pick(state, phrase, pick)
+            return n
+    return 0
+
+
+def _plain(state: _State, w: _Word) -> bool:
+    """A word that could be part of an operation name (not a number, GPU, dtype …)."""
+    word = w.text.lower()
+    return not (word.isdigit() or state.vocab.gpu(word) or canonical_dtype(word) or word in MODES
+                or word in LANGUAGES or word in TRUST_LEVELS)
+
+
+def _fuzzy_ngram(state: _State, words: list[_Word], i: int, n_max: int) -> int:
+    for n in range(min(n_max, len(words) - i), 0, -1):
+        if not all(_plain(state, w) for w in words[i:i + n]):
+            continue
+        phrase = _joined(words[i:i + n])
+        if len(normalise(phrase.text)) < 4:
+            continue
+        pick = pick_operation(phrase.text, state.vocab)
+        if pick:
+            _pick(state, phrase, pick)
+            return n
+    return 0
+
+
+def _unknown_word(state: _State, w: _Word) -> None:
+    word = _unquote(w.text)
+    if axis_value(word) is not None:
+        state.issue(w, "BARE_NUMBER", f"'{word}' is a number without an axis; bind it, e.g. seq={word}")
+        return
+    names = sorted(set(state.vocab.operations) | {g.short.lower() for g in state.vocab.gpus.values()})
+    hint = suggest(word.lower(), names)
+    state.issue(w, "UNKNOWN_WORD", f"'{word}' is not an operation, GPU, dtype, language or mode"
+                + (f" — did you mean '{hint}'?" if hint else ""), hint)
+
+
+def parse_query(text: str, vocab: Vocabulary | None = None) -> ParsedQuery:
+    """Parse a text query. Never raises: every problem becomes an issue beside its token."""
+    vocab = vocab or registry_vocabulary()
+    state = _State(vocab)
+    original = text
+    if len(text) > MAX_QUERY_CHARS:
+        cut = _Word(text[MAX_QUERY_CHARS:], MAX_QUERY_CHARS, len(text))
+        state.issue(cut, "QUERY_TOO_LONG", f"queries are at most {MAX_QUERY_CHARS} characters; the rest is ignored")
+        text = text[:MAX_QUERY_CHARS]
+    pending: list[_Word] = []
+    for count, (w, key, value) in enumerate(_tokenise(text)):
+        if count >= MAX_TOKENS:
+            state.issue(_Word(text[w.start:], w.start, len(text)), "TOO_MANY_TOKENS",
+                        f"at most {MAX_TOKENS} terms per query; the rest is ignored")
+            break
+        if key is None:
+            pending.append(w)
+            continue
+        _free_words(state, pending)
+        pending = []
+        _key_value(state, w, key, value or "")
+    _free_words(state, pending)
+    _check_axes(state)
+    request = ResolveRequest(axes=state.axes, **state.values)  # type: ignore[arg-type]
+    tokens = tuple(sorted(state.tokens, key=lambda t: (t.start, t.end)))
+    issues = tuple(sorted(state.issues, key=lambda i: (i.start, i.end)))
+    return ParsedQuery(original, request, tokens, issues, state.candidates, state.how)
+
+
+def _check_axes(state: _State) -> None:
+    op = state.values.get("operation")
+    if not isinstance(op, str):
+        return
+    allowed = state.vocab.operations[op].axes
+    for name in list(state.axes):
+        if name not in allowed:
+            token = state.axis_tokens[name]
+            del state.axes[name]
+            state.tokens.remove(token)
+            state.issue(_Word(token.text, token.start, token.end), "AXIS_NOT_IN_OPERATION",
+                        f"{op} has no axis '{name}'; its axes are {', '.join(allowed)}", suggest(name, list(allowed)))

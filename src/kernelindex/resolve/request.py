@@ -1,0 +1,214 @@
+"""The structured resolve request: what the text query parses into and what ``POST /api/v1/resolve`` takes.
+
+Both paths go through :func:`normalise_request`, so ``rotary`` / ``A100`` / ``bfloat16`` in JSON mean
+exactly what they mean in a text query.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from rapidfuzz import fuzz, process
+
+from kernelindex.domain.dtypes import canonical_dtype
+from kernelindex.resolve.vocabulary import (
+    BOOLEANS,
+    LANGUAGES,
+    MODES,
+    TRUST_LEVELS,
+    Vocabulary,
+    dtype_words,
+    normalise,
+)
+
+AxisName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+AxisValue = Annotated[int, Field(ge=1, le=2**53)]
+Mode = Literal["forward", "backward", "forward+backward"]
+Trust = Literal["reported", "reproducible", "verified", "replicated"]
+MAX_AXES = 16
+_LICENSE = re.compile(r"^[A-Za-z0-9.+\-() ]{1,100}$")
+_SOURCE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+_ARCH = re.compile(r"^sm_?(\d{2,3}[a-z]?)$")
+
+
+class ResolveRequest(BaseModel):
+    """One exact-workload question. Unset fields are wildcards; ``trust``, ``usable``, ``license``,
+    ``language`` and ``source`` hide rows and never re-rank them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_max_length=120)
+
+    operation: Annotated[str, StringConstraints(min_length=1, max_length=120)] | None = Field(
+        None, description="Operation slug or alias (rope, rotary, layer norm …)."
+    )
+    axes: dict[AxisName, AxisValue] = Field(
+        default_factory=dict, max_length=MAX_AXES, description="Axis bindings, e.g. {\"seq\": 2048}."
+    )
+    dtype: str | None = Field(None, max_length=40, description="bf16, fp32, bfloat16 …")
+    gpu: str | None = Field(None, max_length=80, description="GPU slug or name: a100, H100, b200 …")
+    arch: str | None = Field(None, max_length=20, description="Compute capability, e.g. sm_90.")
+    mode: str | None = Field(None, max_length=40, description="forward, backward or forward+backward.")
+    language: str | None = Field(None, max_length=40, description="Implementation language: triton, cuda, python …")
+    trust: str | None = Field(None, max_length=40, description="Minimum evidence level.")
+    usable: bool | None = Field(None, description="Only rows usable as-is (true) or not usable (false).")
+    license: str | None = Field(None, max_length=100, description="Concluded license (SPDX), e.g. BSD-2-Clause.")
+    source: str | None = Field(None, max_length=100, description="Source name, e.g. liger-kernel-benchmarks.")
+
+
+@dataclass(frozen=True)
+class ValueProblem:
+    field: str
+    value: str
+    message: str
+    suggestion: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"field": self.field, "value": self.value, "message": self.message, "suggestion": self.suggestion}
+
+
+def suggest(word: str, choices: list[str], cutoff: float = 60) -> str | None:
+    if not word or not choices:
+        return None
+    found = process.extractOne(word.lower(), choices, scorer=fuzz.ratio, score_cutoff=cutoff)
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class OperationPick:
+    slugs: tuple[str, ...]
+    how: str  # slug | alias | title | family | fuzzy | text
+
+    @property
+    def unique(self) -> str | None:
+        return self.slugs[0] if len(self.slugs) == 1 else None
+
+
+def pick_operation(phrase: str, vocab: Vocabulary, *, fuzzy: bool = True) -> OperationPick | None:
+    """exact slug > alias > title > family > close spelling > text match."""
+    hits = vocab.operation_hits(phrase)
+    if hits:
+        best = hits[0].how
+        return OperationPick(tuple(h.slug for h in hits if h.how == best), best)
+    key = normalise(phrase)
+    if not fuzzy or len(key) < 4:
+        return None
+    cutoff = 80 if len(key) >= 7 else 85
+    found = process.extractOne(key, list(vocab.operation_names), scorer=fuzz.ratio, score_cutoff=cutoff)
+    if found:
+        slugs = tuple(dict.fromkeys(h.slug for h in vocab.operation_names[found[0]]))
+        return OperationPick(slugs[:1] if len(slugs) == 1 else slugs, "fuzzy")
+    containing = sorted({h.slug for name, hs in vocab.operation_names.items() if key in name for h in hs})
+    return OperationPick(tuple(containing), "text") if containing else None
+
+
+def _operation(value: str, vocab: Vocabulary) -> tuple[str | None, ValueProblem | None]:
+    pick = pick_operation(value, vocab)
+    if pick and pick.unique:
+        return pick.unique, None
+    if pick:
+        return None, ValueProblem("operation", value, f"'{value}' matches several operations: "
+                                  f"{', '.join(pick.slugs)}", pick.slugs[0])
+    return None, ValueProblem("operation", value, f"no operation is called '{value}'",
+                              suggest(value, sorted(vocab.operations)))
+
+
+def _gpu(value: str, vocab: Vocabulary) -> tuple[str | None, ValueProblem | None]:
+    slug = vocab.gpu(value)
+    if slug:
+        return slug, None
+    shorts = sorted({g.short.lower() for g in vocab.gpus.values()} | set(vocab.gpus))
+    return None, ValueProblem("gpu", value, f"no GPU is called '{value}'", suggest(value, shorts))
+
+
+def _dtype(value: str) -> tuple[str | None, ValueProblem | None]:
+    found = canonical_dtype(value)
+    if found:
+        return found, None
+    return None, ValueProblem("dtype", value, f"'{value}' is not a dtype", suggest(value, sorted(dtype_words())))
+
+
+def _arch(value: str, vocab: Vocabulary) -> tuple[str | None, ValueProblem | None]:
+    m = _ARCH.match(value.strip().lower())
+    if m:
+        return f"sm_{m.group(1)}", None
+    return None, ValueProblem("arch", value, f"'{value}' is not a compute capability like sm_90",
+                              suggest(value, sorted(vocab.architectures())))
+
+
+def _choice(field: str, value: str, table: dict[str, str], noun: str) -> tuple[str | None, ValueProblem | None]:
+    key = value.strip().lower()
+    if key in table:
+        return table[key], None
+    return None, ValueProblem(field, value, f"'{value}' is not {noun}", suggest(key, sorted(table)))
+
+
+def _pattern(field: str, value: str, pattern: re.Pattern[str], noun: str) -> tuple[str | None, ValueProblem | None]:
+    if pattern.match(value):
+        return value, None
+    return None, ValueProblem(field, value, f"'{value}' is not {noun}")
+
+
+def normalise_value(field: str, value: str, vocab: Vocabulary) -> tuple[object | None, ValueProblem | None]:
+    """One filter value in user spelling → its canonical form, or a problem with a suggestion."""
+    value = value.strip()
+    if not value:
+        return None, ValueProblem(field, value, f"{field} has no value")
+    if field == "operation":
+        return _operation(value, vocab)
+    if field == "gpu":
+        return _gpu(value, vocab)
+    if field == "dtype":
+        return _dtype(value)
+    if field == "arch":
+        return _arch(value, vocab)
+    if field == "mode":
+        return _choice(field, value, MODES, "a mode (forward, backward, forward+backward)")
+    if field == "language":
+        return _choice(field, value, {x: x for x in LANGUAGES}, f"a language ({', '.join(LANGUAGES)})")
+    if field == "trust":
+        return _choice(field, value, {x: x for x in TRUST_LEVELS}, f"an evidence level ({', '.join(TRUST_LEVELS)})")
+    if field == "usable":
+        key = value.lower()
+        if key in BOOLEANS:
+            return BOOLEANS[key], None
+        return None, ValueProblem(field, value, f"usable is yes or no, not '{value}'", suggest(key, ["yes", "no"]))
+    if field == "license":
+        return _pattern(field, value, _LICENSE, "an SPDX license expression")
+    if field == "source":
+        return _pattern(field, value.lower(), _SOURCE, "a source name such as liger-kernel-benchmarks")
+    raise KeyError(field)
+
+
+def axis_value(value: str) -> int | None:
+    text = value.strip().replace("_", "")
+    if not text.isascii() or not text.isdigit() or len(text) > 16:
+        return None
+    number = int(text)
+    return number if 1 <= number <= 2**53 else None
+
+
+_SCALARS = ("operation", "dtype", "gpu", "arch", "mode", "language", "trust", "license", "source")
+
+
+def normalise_request(request: ResolveRequest, vocab: Vocabulary) -> tuple[ResolveRequest, list[ValueProblem]]:
+    """Canonical spellings for every field, and the problems (each with a suggestion when one exists)."""
+    problems: list[ValueProblem] = []
+    updates: dict[str, object] = {}
+    for field in _SCALARS:
+        raw = getattr(request, field)
+        if raw is None:
+            continue
+        value, problem = normalise_value(field, raw, vocab)
+        if problem:
+            problems.append(problem)
+        updates[field] = value
+    op = updates.get("operation")
+    allowed = set(vocab.operations[op].axes) if isinstance(op, str) else set(vocab.axis_names)
+    for name in request.axes:
+        if name not in allowed:
+            where = f"an axis of {op}" if isinstance(op, str) else "an axis of any operation"
+            problems.append(ValueProblem(f"axes.{name}", name, f"'{name}' is not {where}",
+                                         suggest(name, sorted(allowed))))
+    return request.model_copy(update=updates), problems

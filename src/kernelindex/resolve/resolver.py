@@ -1,0 +1,364 @@
+"""The resolver: a request → exact cohorts (ranked), other protocols, compatible cohorts with their
+mismatches, the nearest measured cases of an unmeasured shape, and coverage gaps.
+
+Ranks are computed once per cohort over every eligible run (ranking-v1, the same function the pages
+use); filters on trust, usability, license, language and source only hide rows afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Protocol
+
+from kernelindex.domain.expressions import ExpressionError, evaluate
+from kernelindex.policy.evidence import LEVEL_ORDER
+from kernelindex.policy.ranking import Rankable, rank
+from kernelindex.policy.reasons import Reason
+from kernelindex.policy.selection import MODE_ORDER
+from kernelindex.policy.staleness import is_stale
+from kernelindex.resolve.interpret import canonical_query, interpretation
+from kernelindex.resolve.request import ResolveRequest
+from kernelindex.resolve.results import (
+    Choice,
+    CohortResult,
+    Gap,
+    Hidden,
+    Mismatch,
+    Nearest,
+    Neighbour,
+    Resolution,
+    Row,
+)
+from kernelindex.resolve.views import RunView
+from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
+
+MAX_COMPATIBLE = 12
+MAX_GAP_WORKLOADS = 3
+
+
+class RunSource(Protocol):
+    """Where runs come from: the catalog's read model (see :mod:`kernelindex.resolve.source`)."""
+
+    def version(self) -> int: ...
+
+    def vocabulary(self) -> Vocabulary: ...
+
+    def priority_gpus(self) -> Sequence[str]: ...
+
+    def cohorts(self, operation: str) -> Sequence[Cohort]: ...
+
+    def eligible_counts(self) -> dict[str, int]: ...
+
+
+@dataclass(frozen=True)
+class Cohort:
+    """One cohort with its ranking computed over all eligible runs (filter-independent)."""
+
+    key: str
+    sample: RunView
+    ranked: tuple[tuple[RunView, int, str, bool, float], ...]  # run, rank, label, within_noise, vs_first
+    excluded: tuple[RunView, ...]
+
+    @property
+    def eligible_runs(self) -> int:
+        return len(self.ranked)
+
+
+def build_cohorts(runs: Sequence[RunView]) -> list[Cohort]:
+    groups: dict[str, list[RunView]] = defaultdict(list)
+    for run in runs:
+        groups[run.cohort_key].append(run)
+    cohorts = []
+    for key, members in groups.items():
+        eligible = [r for r in members if r.eligible and r.median_ns is not None]
+        by_id = {r.run_id: r for r in eligible}
+        items = [Rankable(r.run_id, r.median_ns, r.p20_ns, r.p80_ns, r.evidence, r.observed_at)  # type: ignore[arg-type]
+                 for r in eligible]
+        ranked = tuple((by_id[x.item.id], x.rank, x.label, x.within_noise, x.vs_first)
+                       for x in rank(items, native=members[0].native))
+        excluded = tuple(sorted((r for r in members if r.run_id not in by_id), key=lambda r: r.run_id))
+        cohorts.append(Cohort(key, members[0], ranked, excluded))
+    return cohorts
+
+
+# ---- matching -------------------------------------------------------------------------------
+
+
+def observed_axis(run: RunView, name: str, op: OperationEntry | None) -> int | None:
+    if name in run.axes:
+        return run.axes[name]
+    if op and name in op.derived:
+        try:
+            return evaluate(op.derived[name], run.axes)
+        except (ExpressionError, ZeroDivisionError):
+            return None
+    return None
+
+
+def _mismatches(req: ResolveRequest, run: RunView, op: OperationEntry | None) -> tuple[list[Mismatch], list[Mismatch]]:
+    """(workload/environment mismatches, protocol mismatches)."""
+    found: list[Mismatch] = []
+    for name, wanted in req.axes.items():
+        seen = observed_axis(run, name, op)
+        if seen != wanted:
+            found.append(Mismatch(name, wanted, seen))
+    if req.dtype and req.dtype not in run.dtype_values:
+        found.append(Mismatch("dtype", req.dtype, ", ".join(sorted(run.dtype_values)) or None))
+    if req.gpu and req.gpu != run.gpu:
+        found.append(Mismatch("gpu", req.gpu, run.gpu or run.gpu_label))
+    if req.arch and req.arch != run.arch:
+        found.append(Mismatch("arch", req.arch, run.arch))
+    protocol = [Mismatch("mode", req.mode, run.mode)] if req.mode and req.mode != run.mode else []
+    return found, protocol
+
+
+def _distance(mismatches: Sequence[Mismatch]) -> float:
+    total = 0.0
+    for m in mismatches:
+        if isinstance(m.requested, int) and isinstance(m.observed, int) and m.observed > 0:
+            total += abs(math.log2(m.observed / m.requested))
+        else:
+            total += 1.0
+    return total
+
+
+# ---- filters --------------------------------------------------------------------------------
+
+
+def _hidden_reason(req: ResolveRequest, run: RunView) -> Reason | None:
+    impl = run.implementation
+    if req.language and impl.language != req.language:
+        return Reason("HIDDEN_BY_LANGUAGE", f"Written in {impl.language}; the query asks for {req.language}.")
+    if req.trust and LEVEL_ORDER.get(run.evidence, 99) > LEVEL_ORDER[req.trust]:
+        return Reason("HIDDEN_BY_TRUST", f"Evidence is {run.evidence}; the query asks for {req.trust} or better.")
+    if req.usable is not None and impl.usable != req.usable:
+        words = "usable as-is" if impl.usable else "not usable as-is"
+        return Reason("HIDDEN_BY_USABLE", f"The implementation is {words}; the query asks for the opposite.")
+    if req.license and (impl.license or "").lower() != req.license.lower():
+        return Reason("HIDDEN_BY_LICENSE", f"License is {impl.license or 'unknown'}; the query asks for {req.license}.")
+    if req.source and not run.source.lower().startswith(req.source.lower()):
+        return Reason("HIDDEN_BY_SOURCE", f"Source is {run.source}; the query asks for {req.source}.")
+    return None
+
+
+def _cohort_result(c: Cohort, req: ResolveRequest, now: datetime, mismatches: Sequence[Mismatch] = (),
+                   query: str = "") -> CohortResult:
+    rows: list[Row] = []
+    hidden: list[Hidden] = []
+    for run, position, label, noisy, vs_first in c.ranked:
+        reason = _hidden_reason(req, run)
+        if reason:
+            hidden.append(Hidden(run.run_id, run.implementation.title, reason))
+        else:
+            rows.append(Row(run, position, label, noisy, vs_first, is_stale(run.observed_at, now)))
+    excluded = tuple(
+        Hidden(r.run_id, r.implementation.title, r.ineligible_reasons[0] if r.ineligible_reasons
+               else Reason("NOT_ELIGIBLE", "The run is not eligible for ranking."))
+        for r in c.excluded
+    )
+    s = c.sample
+    return CohortResult(
+        key=c.key, operation=s.operation, workload_key=s.workload_key, workload_ref=s.workload_ref,
+        cohort_ref=s.cohort_ref, axes=dict(s.axes), dtypes=dict(s.dtypes), gpu=s.gpu, gpu_label=s.gpu_label,
+        arch=s.arch, mode=s.mode, native=s.native, eligible_runs=c.eligible_runs, rows=tuple(rows),
+        hidden=tuple(hidden), excluded=excluded, mismatches=tuple(mismatches), query=query,
+    )
+
+
+# ---- the resolver ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Context:
+    req: ResolveRequest
+    source: RunSource
+    vocab: Vocabulary
+    now: datetime
+
+    def gpu_order(self, gpu: str | None) -> int:
+        order = list(self.source.priority_gpus())
+        return order.index(gpu) if gpu in order else len(order)
+
+    def cohort_order(self, c: Cohort) -> tuple:
+        s = c.sample
+        return (MODE_ORDER.get(s.mode, 9), self.gpu_order(s.gpu), s.gpu_label,
+                tuple(sorted(s.axes.items())), 0 if s.native else 1, c.key)
+
+
+def resolve(req: ResolveRequest, source: RunSource, *, parsed: dict[str, object] | None = None,
+            candidates: Sequence[str] = (), now: datetime | None = None) -> Resolution:
+    """Resolve a normalised request (see :func:`kernelindex.resolve.request.normalise_request`)."""
+    vocab = source.vocabulary()
+    ctx = _Context(req, source, vocab, now or datetime.now(UTC))
+    base = {
+        "request": req.model_dump(mode="json"),
+        "interpretation": interpretation(req, vocab),
+        "canonical_query": canonical_query(req, vocab),
+        "parsed": parsed,
+        "catalog_version": source.version(),
+        "now": ctx.now,
+    }
+    if not req.operation:
+        return _chooser(ctx, candidates, base)
+    op = vocab.operations.get(req.operation)
+    op_json = {"slug": req.operation, "title": op.title if op else req.operation,
+               "family": op.family if op else None, "url": f"/operations/{req.operation}"}
+    cohorts = list(source.cohorts(req.operation))
+    if not cohorts:
+        return Resolution(status="no_runs", message=f"No runs of {req.operation} are in the catalog yet.",
+                          operation=op_json, **base)  # type: ignore[arg-type]
+    return _resolve_operation(ctx, op, op_json, cohorts, base)
+
+
+def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[str, object],
+                       cohorts: list[Cohort], base: dict) -> Resolution:
+    req = ctx.req
+    exact: list[Cohort] = []
+    other: list[tuple[Cohort, list[Mismatch]]] = []
+    compatible: list[tuple[Cohort, list[Mismatch]]] = []
+    for c in cohorts:
+        workload_env, protocol = _mismatches(req, c.sample, op)
+        if workload_env:
+            compatible.append((c, workload_env + protocol))
+        elif protocol:
+            other.append((c, protocol))
+        else:
+            exact.append(c)
+    exact.sort(key=ctx.cohort_order)
+    other.sort(key=lambda p: ctx.cohort_order(p[0]))
+    compatible.sort(key=lambda p: (len(p[1]), _distance(p[1]), ctx.cohort_order(p[0])))
+    nearest = None if exact or other else _nearest(ctx, op, compatible)
+    query = canonical_query(req, ctx.vocab)
+    exact_results = tuple(_cohort_result(c, req, ctx.now, query=query) for c in exact)
+    other_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c)) for c, m in other)
+    compat_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c))
+                           for c, m in compatible[:MAX_COMPATIBLE])
+    gaps = _gaps(ctx, cohorts, exact)
+    status, message = _status(ctx, exact_results, other_results, compatible, nearest)
+    return Resolution(
+        status=status, message=message, operation=op_json, exact=exact_results, other_protocols=other_results,
+        compatible=compat_results, compatible_total=len(compatible), nearest=nearest, gaps=gaps,
+        notes=_notes(req), **base,
+    )
+
+
+def _query_for(ctx: _Context, c: Cohort) -> str:
+    """A query that resolves this cohort exactly: the request with its mismatched fields replaced."""
+    s = c.sample
+    req = ctx.req
+    op = ctx.vocab.operations.get(req.operation or "")
+    axes = {name: observed_axis(s, name, op) or value for name, value in req.axes.items()}
+    update: dict[str, object] = {"axes": axes}
+    if req.dtype and req.dtype not in s.dtype_values and len(s.dtype_values) == 1:
+        update["dtype"] = next(iter(s.dtype_values))
+    if req.gpu and req.gpu != s.gpu:
+        update["gpu"] = s.gpu
+    if req.arch and req.arch != s.arch:
+        update["arch"] = s.arch
+    update["mode"] = s.mode
+    return canonical_query(req.model_copy(update=update), ctx.vocab)
+
+
+def _nearest(ctx: _Context, op: OperationEntry | None, compatible: list[tuple[Cohort, list[Mismatch]]]
+             ) -> Nearest | None:
+    """Along the one differing axis: the closest measured value below and above (never interpolated)."""
+    req = ctx.req
+    by_axis: dict[str, dict[int, list[Cohort]]] = defaultdict(lambda: defaultdict(list))
+    for c, mismatches in compatible:
+        if len(mismatches) == 1 and mismatches[0].field in req.axes and isinstance(mismatches[0].observed, int):
+            by_axis[mismatches[0].field][mismatches[0].observed].append(c)
+    axis_order = list(op.axes) if op else sorted(req.axes)
+    for axis in [a for a in axis_order if a in by_axis]:
+        wanted = req.axes[axis]
+        values = sorted(by_axis[axis])
+        below = max((v for v in values if v < wanted), default=None)
+        above = min((v for v in values if v > wanted), default=None)
+        return Nearest(axis, wanted, _neighbour(ctx, axis, below, by_axis[axis]),
+                       _neighbour(ctx, axis, above, by_axis[axis]))
+    return None
+
+
+def _neighbour(ctx: _Context, axis: str, value: int | None, cohorts: dict[int, list[Cohort]]) -> Neighbour | None:
+    if value is None:
+        return None
+    req = ctx.req.model_copy(update={"axes": {**ctx.req.axes, axis: value}})
+    query = canonical_query(req, ctx.vocab)
+    members = sorted(cohorts[value], key=ctx.cohort_order)
+    return Neighbour(value, query, tuple(_cohort_result(c, ctx.req, ctx.now, query=query) for c in members))
+
+
+def _gaps(ctx: _Context, cohorts: list[Cohort], exact: list[Cohort]) -> tuple[Gap, ...]:
+    req = ctx.req
+    gaps: list[Gap] = []
+    op = req.operation or ""
+    if req.gpu and not any(c.eligible_runs for c in exact if c.sample.gpu == req.gpu):
+        gpu = ctx.vocab.gpus.get(req.gpu)
+        label = gpu.short if gpu else req.gpu
+        what = interpretation(req.model_copy(update={"gpu": None}), ctx.vocab).split(" · ", 1)
+        scope = what[1] if len(what) > 1 else "this operation"
+        gaps.append(Gap(req.gpu, label, "request", f"Not measured on {label} for {op} · {scope}",
+                        f"/challenges?operation={op}&gpu={req.gpu}"))
+    workloads = list(dict.fromkeys(c.sample.workload_key for c in exact))[:MAX_GAP_WORKLOADS]
+    for workload in workloads:
+        measured = {c.sample.gpu for c in cohorts if c.sample.workload_key == workload and c.eligible_runs}
+        sample = next(c.sample for c in exact if c.sample.workload_key == workload)
+        shape = " · ".join(f"{k} {v}" for k, v in sample.axes.items())
+        for slug in ctx.source.priority_gpus():
+            if slug in measured or slug == req.gpu:
+                continue
+            gpu = ctx.vocab.gpus.get(slug)
+            label = gpu.short if gpu else slug
+            gaps.append(Gap(slug, label, "workload", f"Not measured on {label} for {op} · {shape}",
+                            f"/challenges?operation={op}&gpu={slug}"))
+    return tuple(gaps)
+
+
+def _status(ctx: _Context, exact: Sequence[CohortResult], other: Sequence[CohortResult],
+            compatible: list[tuple[Cohort, list[Mismatch]]], nearest: Nearest | None) -> tuple[str, str]:
+    what = interpretation(ctx.req, ctx.vocab)
+    if exact:
+        runs = sum(c.eligible_runs for c in exact)
+        return "exact", f"Exact evidence: {runs} eligible runs in {len(exact)} cohort(s) for {what}."
+    if other:
+        return "other_protocols", (f"No run measured {ctx.req.mode} for {what}; "
+                                   f"{len(other)} cohort(s) measured it under another protocol.")
+    if nearest:
+        sides = [f"{nearest.axis} {n.value}" for n in (nearest.below, nearest.above) if n]
+        return "not_measured", (f"Not measured at {nearest.axis} {nearest.requested}; nearest measured: "
+                                f"{' and '.join(sides)}.")
+    if compatible:
+        fields = sorted({m.field for _, ms in compatible[:MAX_COMPATIBLE] for m in ms})
+        return "no_exact_evidence", (f"No exact evidence for {what}; {len(compatible)} compatible cohort(s) "
+                                     f"differ in {', '.join(fields)}.")
+    return "no_exact_evidence", f"No exact evidence for {what}."
+
+
+def _notes(req: ResolveRequest) -> tuple[Reason, ...]:
+    if any(getattr(req, f) is not None for f in ("language", "trust", "usable", "license", "source")):
+        return (Reason("FILTERS_HIDE_NOT_RERANK",
+                       "Filters hide rows; ranks are computed over every eligible run of the cohort."),)
+    return ()
+
+
+def _chooser(ctx: _Context, candidates: Sequence[str], base: dict) -> Resolution:
+    counts = ctx.source.eligible_counts()
+    slugs = list(candidates) or sorted(set(counts) | set(ctx.vocab.operations),
+                                       key=lambda s: (-counts.get(s, 0), s))
+    choices = []
+    for slug in slugs:
+        op = ctx.vocab.operations.get(slug)
+        query = canonical_query(ctx.req.model_copy(update={"operation": slug}), ctx.vocab)
+        choices.append(Choice(slug, op.title if op else slug, op.family if op else "", counts.get(slug, 0), query))
+    if candidates:
+        status, message = "choose_operation", f"Several operations match: {', '.join(candidates)}. Pick one."
+    else:
+        status, message = "no_operation", "No operation named; pick one (or add an operation name to the query)."
+    return Resolution(status=status, message=message, operation=None, choices=tuple(choices), **base)
+
+
+def with_parsed(resolution: Resolution, parsed: dict[str, object]) -> Resolution:
+    return replace(resolution, parsed=parsed)

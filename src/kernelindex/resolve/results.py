@@ -1,0 +1,220 @@
+"""What a resolution says, as dataclasses with ``to_json()`` (the API, the CLI and the page share it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import urlencode
+
+from kernelindex.domain.units import format_duration
+from kernelindex.policy.reasons import Reason
+from kernelindex.resolve.views import RunView
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    field: str
+    requested: str | int
+    observed: str | int | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"field": self.field, "requested": self.requested, "observed": self.observed}
+
+    def sentence(self) -> str:
+        return f"{self.field} {self.observed} (asked {self.requested})"
+
+
+@dataclass(frozen=True)
+class Row:
+    run: RunView
+    rank: int
+    rank_label: str
+    within_noise: bool
+    vs_first: float
+    stale: bool
+
+    def to_json(self) -> dict[str, object]:
+        r = self.run
+        return {
+            "run_id": r.run_id,
+            "rank": self.rank,
+            "rank_label": self.rank_label,
+            "within_noise": self.within_noise,
+            "implementation": r.implementation.to_json(),
+            "median_ns": r.median_ns,
+            "median": format_duration(r.median_ns, 2),
+            "p20_ns": r.p20_ns,
+            "p80_ns": r.p80_ns,
+            "vs_first": round(self.vs_first, 4),
+            "evidence": r.evidence,
+            "source": r.source,
+            "observed_at": r.observed_at.isoformat(),
+            "stale": self.stale,
+            "url": f"/runs/{r.run_id}",
+        }
+
+
+@dataclass(frozen=True)
+class Hidden:
+    run_id: str
+    implementation: str
+    reason: Reason
+
+    def to_json(self) -> dict[str, object]:
+        return {"run_id": self.run_id, "implementation": self.implementation, **self.reason.to_json()}
+
+
+@dataclass(frozen=True)
+class CohortResult:
+    key: str
+    operation: str
+    workload_key: str
+    workload_ref: str
+    cohort_ref: str
+    axes: Mapping[str, int]
+    dtypes: Mapping[str, str]
+    gpu: str | None
+    gpu_label: str
+    arch: str | None
+    mode: str
+    native: bool
+    eligible_runs: int
+    rows: tuple[Row, ...]
+    hidden: tuple[Hidden, ...]
+    excluded: tuple[Hidden, ...]
+    mismatches: tuple[Mismatch, ...] = ()
+    query: str = ""
+
+    @property
+    def leader(self) -> Row | None:
+        return self.rows[0] if self.rows else None
+
+    @property
+    def url(self) -> str:
+        params = {k: v for k, v in (("workload", self.workload_ref), ("cohort", self.cohort_ref)) if v}
+        return f"/operations/{self.operation}" + (f"?{urlencode(params)}" if params else "")
+
+    def label(self) -> str:
+        return f"{self.gpu_label} · {self.mode}" + ("" if self.native else " · KernelIndex runner")
+
+    def to_json(self, *, rows: bool = True) -> dict[str, object]:
+        out: dict[str, object] = {
+            "cohort_key": self.key,
+            "label": self.label(),
+            "workload": {"key": self.workload_key, "ref": self.workload_ref, "axes": dict(self.axes),
+                         "dtypes": dict(self.dtypes)},
+            "gpu": {"slug": self.gpu, "label": self.gpu_label, "arch": self.arch},
+            "mode": self.mode,
+            "protocol": "source-native" if self.native else "kernelindex-runner",
+            "ranking": "ranking-v1 (source-native: only equal values tie)" if self.native
+            else "ranking-v1 (runner: ties when 95% CIs overlap or medians within 1%)",
+            "eligible_runs": self.eligible_runs,
+            "leader": self.leader.to_json() if self.leader else None,
+            "hidden_by_filters": [h.to_json() for h in self.hidden],
+            "not_ranked": [h.to_json() for h in self.excluded],
+            "mismatches": [m.to_json() for m in self.mismatches],
+            "query": self.query,
+            "url": self.url,
+        }
+        if rows:
+            out["rows"] = [r.to_json() for r in self.rows]
+        return out
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    value: int
+    query: str
+    cohorts: tuple[CohortResult, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"value": self.value, "query": self.query,
+                "leaders": [c.to_json(rows=False) for c in self.cohorts]}
+
+
+@dataclass(frozen=True)
+class Nearest:
+    axis: str
+    requested: int
+    below: Neighbour | None
+    above: Neighbour | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "axis": self.axis,
+            "requested": self.requested,
+            "message": f"Not measured at {self.axis} {self.requested}",
+            "note": "Nearest measured cases; KernelIndex never interpolates a number.",
+            "below": self.below.to_json() if self.below else None,
+            "above": self.above.to_json() if self.above else None,
+        }
+
+
+@dataclass(frozen=True)
+class Gap:
+    gpu: str
+    gpu_label: str
+    scope: str
+    message: str
+    url: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"gpu": self.gpu, "gpu_label": self.gpu_label, "scope": self.scope, "message": self.message,
+                "url": self.url}
+
+
+@dataclass(frozen=True)
+class Choice:
+    slug: str
+    title: str
+    family: str
+    eligible_runs: int
+    query: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"slug": self.slug, "title": self.title, "family": self.family,
+                "eligible_runs": self.eligible_runs, "query": self.query, "url": f"/operations/{self.slug}"}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    status: str  # exact | not_measured | no_exact_evidence | choose_operation | no_operation | no_runs
+    message: str
+    request: dict[str, object]
+    interpretation: str
+    canonical_query: str
+    operation: dict[str, object] | None
+    exact: tuple[CohortResult, ...] = ()
+    other_protocols: tuple[CohortResult, ...] = ()
+    compatible: tuple[CohortResult, ...] = ()
+    compatible_total: int = 0
+    nearest: Nearest | None = None
+    gaps: tuple[Gap, ...] = ()
+    choices: tuple[Choice, ...] = ()
+    notes: tuple[Reason, ...] = ()
+    parsed: dict[str, object] | None = None
+    catalog_version: int | None = None
+    now: datetime | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def answer(self) -> dict[str, object]:
+        """Everything but the text-parse details: equal for a text query and its structured form."""
+        return {
+            "status": self.status,
+            "message": self.message,
+            "request": self.request,
+            "interpretation": self.interpretation,
+            "canonical_query": self.canonical_query,
+            "operation": self.operation,
+            "exact": [c.to_json() for c in self.exact],
+            "other_protocols": [c.to_json() for c in self.other_protocols],
+            "compatible": {"total": self.compatible_total, "shown": [c.to_json(rows=False) for c in self.compatible]},
+            "nearest": self.nearest.to_json() if self.nearest else None,
+            "gaps": [g.to_json() for g in self.gaps],
+            "choices": [c.to_json() for c in self.choices],
+            "notes": [n.to_json() for n in self.notes],
+        }
+
+    def to_json(self) -> dict[str, object]:
+        return {"query": self.parsed, **self.answer()}

@@ -1,0 +1,67 @@
+"""What the resolver needs to know about one run, independent of how the catalog stores it.
+
+:mod:`kernelindex.resolve.source` fills these from the read model (``load_operation_runs``), so
+filters, cohorts and ranks here are the ones the pages show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kernelindex.policy.reasons import Reason
+
+
+@dataclass(frozen=True)
+class ImplementationView:
+    slug: str
+    title: str
+    language: str
+    license: str | None
+    usable: bool
+    baseline: bool = False
+    project: str | None = None
+    install_command: str | None = None
+    unusable_reasons: tuple[Reason, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "slug": self.slug, "title": self.title, "project": self.project, "language": self.language,
+            "license": self.license, "usable": self.usable, "baseline": self.baseline,
+            "install_command": self.install_command,
+            "not_usable_reasons": [r.to_json() for r in self.unusable_reasons],
+            "url": f"/implementations/{self.slug}",
+        }
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_id: str
+    operation: str
+    cohort_key: str
+    workload_key: str
+    axes: Mapping[str, int]
+    dtypes: Mapping[str, str]
+    gpu: str | None  # registry slug, None when the product is not in the datasheet table
+    gpu_label: str
+    arch: str | None
+    mode: str  # forward | backward | forward+backward
+    protocol_key: str
+    native: bool  # measured by a source's own harness (source-native ranking)
+    implementation: ImplementationView
+    evidence: str
+    eligible: bool
+    median_ns: int | None
+    p20_ns: int | None
+    p80_ns: int | None
+    observed_at: datetime
+    source: str
+    ineligible_reasons: tuple[Reason, ...] = ()
+    workload_ref: str = ""  # the value of ?workload= on the operation page
+    cohort_ref: str = ""  # the value of ?cohort= on the operation page
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def dtype_values(self) -> frozenset[str]:
+        return frozenset(self.dtypes.values())

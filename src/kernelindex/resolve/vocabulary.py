@@ -1,0 +1,150 @@
+"""What words a query can use: operations and their aliases, GPUs, dtypes, languages, modes, keys.
+
+Built from the registry (operation specs, GPU datasheet table), so the parser needs no database.
+Matching is on a normalised form (lower case, separators removed) so that ``layer norm``,
+``layer-norm`` and ``LayerNorm`` are one name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+
+from kernelindex import registry
+from kernelindex.domain.dtypes import DTYPE_ALIASES, DTYPE_BYTES
+
+_SEPARATORS = re.compile(r"[\s_\-./:+()]+")
+
+# Evidence levels in increasing order of trust; a ``trust:`` filter keeps this level and above.
+TRUST_LEVELS: tuple[str, ...] = ("reported", "reproducible", "verified", "replicated")
+LANGUAGES: tuple[str, ...] = ("triton", "cuda", "python", "c++", "cutlass", "cute", "tilelang", "mojo")
+MODES: dict[str, str] = {
+    "forward": "forward", "fwd": "forward", "fw": "forward", "inference": "forward",
+    "backward": "backward", "bwd": "backward", "bw": "backward",
+    "full": "forward+backward", "forward+backward": "forward+backward", "fwd+bwd": "forward+backward",
+    "fwdbwd": "forward+backward", "forwardbackward": "forward+backward", "training": "forward+backward",
+}
+MODE_LABELS: dict[str, str] = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward"}
+BOOLEANS: dict[str, bool] = {"yes": True, "true": True, "1": True, "y": True, "no": False, "false": False, "0": False,
+                             "n": False}
+
+# Filter keys (besides axis names) and the spellings users write for them.
+KEYS: tuple[str, ...] = ("op", "gpu", "arch", "dtype", "lang", "trust", "usable", "license", "source", "mode")
+KEY_ALIASES: dict[str, str] = {
+    "operation": "op", "kernel": "op", "device": "gpu", "hardware": "gpu", "architecture": "arch", "sm": "arch",
+    "precision": "dtype", "type": "dtype", "language": "lang", "evidence": "trust", "level": "trust",
+    "usability": "usable", "licence": "license", "protocol": "mode", "pass": "mode", "direction": "mode",
+}
+
+
+def normalise(text: str) -> str:
+    return _SEPARATORS.sub("", text.strip().lower())
+
+
+@dataclass(frozen=True)
+class OperationEntry:
+    slug: str
+    title: str
+    family: str
+    aliases: tuple[str, ...]
+    axes: tuple[str, ...]
+    derived: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GpuEntry:
+    slug: str
+    short: str
+    name: str
+    architecture: str
+    match: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NameHit:
+    slug: str
+    how: str  # slug | alias | title | family
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    operations: Mapping[str, OperationEntry]
+    gpus: Mapping[str, GpuEntry]
+    operation_names: Mapping[str, tuple[NameHit, ...]]
+    gpu_names: Mapping[str, str]
+    axis_names: frozenset[str]
+    max_name_words: int
+
+    def operation_hits(self, phrase: str) -> tuple[NameHit, ...]:
+        return self.operation_names.get(normalise(phrase), ())
+
+    def gpu(self, word: str) -> str | None:
+        return self.gpu_names.get(normalise(word))
+
+    def architectures(self) -> frozenset[str]:
+        return frozenset(g.architecture for g in self.gpus.values())
+
+
+_HOW_ORDER = {"slug": 0, "alias": 1, "title": 2, "family": 3}
+
+
+def build_vocabulary(operations: Iterable[OperationEntry], gpus: Iterable[GpuEntry]) -> Vocabulary:
+    names: dict[str, dict[str, str]] = {}
+
+    def add(phrase: str, slug: str, how: str) -> None:
+        key = normalise(phrase)
+        if not key:
+            return
+        seen = names.setdefault(key, {})
+        if slug not in seen or _HOW_ORDER[how] < _HOW_ORDER[seen[slug]]:
+            seen[slug] = how
+
+    ops = {op.slug: op for op in operations}
+    max_words = 1
+    for op in ops.values():
+        for phrase, how in [(op.slug, "slug"), (op.title, "title"), (op.family, "family")] + [
+            (a, "alias") for a in op.aliases
+        ]:
+            add(phrase, op.slug, how)
+            max_words = max(max_words, len(_SEPARATORS.split(phrase.strip())))
+    operation_names = {
+        key: tuple(sorted((NameHit(s, h) for s, h in hits.items()), key=lambda n: (_HOW_ORDER[n.how], n.slug)))
+        for key, hits in names.items()
+    }
+    gpu_entries = {g.slug: g for g in gpus}
+    gpu_names: dict[str, str] = {}
+    # Slugs and names first, then the short labels, so "h100" means the SXM part, not "H100 PCIe".
+    for g in gpu_entries.values():
+        gpu_names.setdefault(normalise(g.short), g.slug)
+    for g in gpu_entries.values():
+        for phrase in (g.slug, g.name, *g.match):
+            gpu_names.setdefault(normalise(phrase), g.slug)
+    axis_names = frozenset(a for op in ops.values() for a in op.axes)
+    return Vocabulary(ops, gpu_entries, operation_names, gpu_names, axis_names, min(max_words, 5))
+
+
+@cache
+def registry_vocabulary() -> Vocabulary:
+    operations = []
+    for slug, manifest in registry.operations().items():
+        spec = manifest.spec
+        axes = tuple(spec.axes)
+        derived = {
+            name: axis.expression for name, axis in spec.axes.items() if getattr(axis, "role", None) == "derived"
+        }
+        operations.append(OperationEntry(
+            slug=slug,
+            title=manifest.metadata.title or slug,
+            family=spec.family,
+            aliases=tuple(manifest.metadata.aliases or ()),
+            axes=axes,
+            derived=derived,
+        ))
+    gpus = [GpuEntry(g.slug, g.short, g.name, g.architecture, tuple(g.match)) for g in registry.gpus().values()]
+    return build_vocabulary(operations, gpus)
+
+
+def dtype_words() -> frozenset[str]:
+    return frozenset(DTYPE_BYTES) | frozenset(DTYPE_ALIASES)
