@@ -1,0 +1,134 @@
+"""A verification campaign: one or more operations on the local GPU, one signed bundle each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from kernelindex.domain.manifests import digest_of
+from kernelindex.runner import records
+from kernelindex.runner.adapters import Adapter, select
+from kernelindex.runner.timing import TimingPolicy
+from kernelindex.runner.verify import CaseOutcome, Context, Event, RunnerDevice, case_label, verify_case
+from kernelindex.trust.bundles import VerifiedBundle, write_bundle
+from kernelindex.trust.keys import load_private_key
+
+
+@dataclass
+class OperationResult:
+    operation: BaseModel
+    manifests: list[BaseModel] = field(default_factory=list)
+    samples: list[bytes] = field(default_factory=list)
+    cases: list[CaseOutcome] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # adapter key → why it did not run
+
+    def runs(self) -> list[BaseModel]:
+        return [m for m in self.manifests if m.kind == "BenchmarkRun"]
+
+
+def campaign_id(now: datetime | None = None) -> str:
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def available_adapters(operation: BaseModel, keys: list[str] | None) -> tuple[list[Adapter], dict[str, str]]:
+    usable, skipped = [], {}
+    for adapter in select(operation.metadata.name, keys):
+        reason = adapter.missing()
+        if reason is None:
+            usable.append(adapter)
+        else:
+            skipped[adapter.key] = reason
+    return usable, skipped
+
+
+def verify_operation(
+    operation: BaseModel,
+    workloads: list[BaseModel],
+    adapter_keys: list[str] | None,
+    *,
+    device: RunnerDevice,
+    environment: BaseModel,
+    runner: dict[str, str],
+    policy: TimingPolicy,
+    calls_per_sample: int,
+    campaign: str,
+    do_bench: Callable[[Callable[[], object]], float | None] | None = None,
+    on_event: Event | None = None,
+    adapters: list[Adapter] | None = None,
+) -> OperationResult:
+    """Check and time every available adapter on every workload case of one operation."""
+    result = OperationResult(operation)
+    if adapters is None:
+        adapters, result.skipped = available_adapters(operation, adapter_keys)
+    for key, reason in result.skipped.items():
+        if on_event:
+            on_event("skipped", {"adapter": key, "reason": reason})
+    protocol = records.protocol_manifest(operation, policy, calls_per_sample)
+    impls = [(a, records.implementation_manifest(a, operation)) for a in adapters]
+    projects = {a.project: records.project_manifest(a.project) for a in adapters}
+    result.manifests = [records.source_manifest(), operation, *workloads, *projects.values(),
+                        *(impl for _, impl in impls), protocol, environment]
+    ctx = Context(operation=operation, protocol=protocol, environment=environment, device=device, policy=policy,
+                  runner=runner, campaign=campaign, do_bench=do_bench, on_event=on_event)
+    for index, workload in enumerate(workloads):
+        _check_workload(operation, workload)
+        ctx.emit("case", index=index, total=len(workloads), label=case_label(workload), steps=len(impls) + 1)
+        case = verify_case(ctx, workload, impls)
+        result.cases.append(case)
+        for outcome in case.impls:
+            result.manifests.append(outcome.run)
+            if outcome.samples_blob is not None:
+                result.samples.append(outcome.samples_blob)
+        ctx.emit("case_done", index=index, case=case)
+    return result
+
+
+def _check_workload(operation: BaseModel, workload: BaseModel) -> None:
+    if workload.spec.operation != digest_of(operation):
+        raise ValueError(f"workload {digest_of(workload)} belongs to another operation than {operation.metadata.name}")
+
+
+def write_result_bundle(result: OperationResult, out_dir: Path, key_path: Path, runner_name: str) -> VerifiedBundle:
+    return write_bundle(out_dir, result.manifests, result.samples, key=load_private_key(key_path),
+                        runner_name=runner_name)
+
+
+def select_workloads(workloads: list[BaseModel], selector: str) -> list[BaseModel]:
+    """``reference`` / ``all``: every case given (the catalog's reference cases); otherwise a digest
+    prefix (``sha256:`` optional) or axis bindings such as ``seq=2048,hidden=8192``."""
+    if selector in ("reference", "all"):
+        return list(workloads)
+    wanted = selector.removeprefix("sha256:")
+    if "=" not in wanted:
+        found = [w for w in workloads if digest_of(w).removeprefix("sha256:").startswith(wanted)]
+    else:
+        binding = dict(part.split("=", 1) for part in wanted.split(","))
+        found = [w for w in workloads if all(str(w.spec.axes.get(k)) == v for k, v in binding.items())]
+    if not found:
+        raise ValueError(f"no workload case matches {selector!r}")
+    return found
+
+
+def outcome_rows(result: OperationResult) -> list[dict[str, Any]]:
+    """One row per run, for tables and JSON output."""
+    rows = []
+    for case in result.cases:
+        for o in case.impls:
+            timing = o.run.spec.timing if o.run is not None else None
+            rows.append({
+                "case": case_label(case.workload), "implementation": o.adapter.key, "status": o.status,
+                "median_ns": timing.median_ns if timing else None,
+                "p20_ns": timing.p20_ns if timing else None, "p80_ns": timing.p80_ns if timing else None,
+                "do_bench_ns": timing.secondary.get("do_bench_median_ns") if timing else None,
+                "host_ns": timing.host_ns if timing else None,
+                "floor_ns": None if case.floor_ns is None else round(case.floor_ns),
+                "method": timing.method if timing else None,
+                "relative_error": o.check.relative_error if o.check else None,
+                "detail": (o.check.detail if o.check else "") or (o.error or ""),
+            })
+    return rows

@@ -1,0 +1,91 @@
+"""Environment probe: what the runs ran on, read from the machine (never guessed)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+import torch
+from pydantic import BaseModel
+
+from kernelindex.domain.manifests import build
+
+LIBRARIES = ("torch", "triton", "transformers", "liger-kernel")
+_SMI_FIELDS = ("name", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")
+
+
+@dataclass
+class Probe:
+    product: str
+    architecture: str
+    memory_bytes: int
+    software: dict[str, str] = field(default_factory=dict)
+    clocks: dict[str, str] = field(default_factory=dict)
+    copy_bandwidth_bytes_per_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def nvidia_smi() -> dict[str, str]:
+    """Read-only query of driver version and clocks; empty when nvidia-smi is absent."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return {}
+    query = ",".join(_SMI_FIELDS)
+    try:
+        out = subprocess.run(
+            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", str(torch.cuda.current_device())],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout.strip().splitlines()
+    except (subprocess.SubprocessError, OSError):
+        return {}
+    if not out:
+        return {}
+    values = [v.strip() for v in out[0].split(",")]
+    return {k: v for k, v in zip(_SMI_FIELDS, values, strict=False) if v and "N/A" not in v}
+
+
+def library_versions() -> dict[str, str]:
+    found = {}
+    for dist in LIBRARIES:
+        try:
+            found[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def probe(copy_bandwidth: float | None) -> Probe:
+    """Probe the current CUDA device. Call after the copy-bandwidth measurement, so the clocks
+    read are the clocks under load."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    smi = nvidia_smi()
+    software = {"python": platform.python_version(), **library_versions()}
+    if torch.version.cuda:
+        software["cuda"] = torch.version.cuda
+    if "driver_version" in smi:
+        software["driver"] = smi["driver_version"]
+    clocks = {}
+    for key, name in (("clocks.sm", "sm_mhz_seen"), ("clocks.mem", "mem_mhz_seen"),
+                      ("clocks.max.sm", "sm_mhz_max"), ("clocks.max.mem", "mem_mhz_max")):
+        if key in smi:
+            clocks[name] = smi[key]
+    return Probe(
+        product=torch.cuda.get_device_name(), architecture=f"sm_{props.major}{props.minor}",
+        memory_bytes=int(props.total_memory), software=software, clocks=clocks,
+        copy_bandwidth_bytes_per_s=copy_bandwidth,
+        notes=[] if smi else ["nvidia-smi not available: driver version and clocks not recorded"],
+    )
+
+
+def environment_manifest(p: Probe) -> BaseModel:
+    hardware = {"vendor": "NVIDIA", "product": p.product, "architecture": p.architecture,
+                "memory_bytes": p.memory_bytes}
+    spec = {"hardware": hardware, "software": p.software, "clocks": p.clocks}
+    if p.copy_bandwidth_bytes_per_s is not None:
+        # Rounded to 1 GB/s: finer digits are noise between probes.
+        spec["copy_bandwidth_bytes_per_s"] = float(round(p.copy_bandwidth_bytes_per_s / 1e9) * 1e9)
+    title = f"{p.product} · torch {p.software.get('torch', '?')} · CUDA {p.software.get('cuda', '?')}"
+    return build("ExecutionEnvironment", spec, {"title": title, "labels": {"measured_by": "kernelindex-runner"}})

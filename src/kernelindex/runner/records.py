@@ -1,0 +1,126 @@
+"""Manifests the runner produces: projects, implementation revisions, its protocol, runs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from kernelindex import registry
+from kernelindex.domain.manifests import build, digest_of
+from kernelindex.runner.correctness import CheckResult
+from kernelindex.runner.timing import TimingPolicy
+
+HARNESS = "kernelindex-runner"
+HARNESS_VERSION = "1"
+SOURCE = "kernelindex-runner"
+
+
+def project_manifest(slug: str) -> BaseModel:
+    """The catalog's SoftwareProject for a registry project (same spec, same digest)."""
+    entry = registry.projects()[slug]
+    return build("SoftwareProject", entry["spec"], {"name": slug, "title": entry["title"]})
+
+
+def _public_version(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def implementation_manifest(adapter: Any, operation: BaseModel) -> BaseModel:
+    """ImplementationRevision for an adapter, pinned to the versions installed here."""
+    project = project_manifest(adapter.project)
+    versions = adapter.versions()
+    primary = adapter.packages[0]
+    spec: dict[str, Any] = {
+        "project": digest_of(project),
+        "operation": digest_of(operation),
+        "version": versions[primary],
+        "callable": {"language": adapter.language, "module": adapter.module, "symbol": adapter.symbol},
+        "role": adapter.role,
+        "in_place": adapter.in_place,
+        "install": {"method": "pip", "packages": [{"name": d, "version": v} for d, v in versions.items()]},
+        "license": registry.project_licenses().get(adapter.project, {}),
+    }
+    if project.spec.repository:
+        spec["source_url"] = f"{project.spec.repository}/tree/v{_public_version(versions[primary])}"
+    return build("ImplementationRevision", spec, {"name": adapter.line, "title": adapter.title})
+
+
+def protocol_manifest(operation: BaseModel, policy: TimingPolicy, calls_per_sample: int) -> BaseModel:
+    spec = {
+        "harness": {"name": HARNESS, "version": HARNESS_VERSION},
+        "timer": (
+            f"CUDA graph replay: {calls_per_sample} calls per graph, each between CUDA events recorded inside "
+            "the graph (per-call CUDA events where capture fails; the run's timing.method says which)"
+        ),
+        "timed_region": "forward",
+        "setup_excluded": True,
+        "warmup": {"count": policy.warmup_calls, "time_ns": policy.warmup_time_ns},
+        "repetitions": {"count": policy.min_samples, "time_ns": policy.time_budget_ns},
+        "l2_policy": "flushed before every timed call: a 256 MiB buffer is zeroed inside the graph",
+        "input_regeneration": (
+            "fresh random inputs for each of 3 correctness checks; timing uses one further fresh input set "
+            "per implementation (in-place implementations keep transforming it)"
+        ),
+        "statistic": "median",
+        "quantiles": [0.2, 0.5, 0.8],
+        "correctness": {
+            "policy": "asserted",
+            "comparator": (
+                "relative Frobenius error ||out - ref|| / ||ref|| against a float64 PyTorch reference on the same "
+                "inputs; NaN/Inf fail; an output with norm under 1e-3 of the reference fails; outputs poisoned "
+                "(0xFF) before the call; input mutation checked against the in-place declaration"
+            ),
+            "tolerances": dict(operation.spec.tolerance),
+        },
+        "native": False,
+    }
+    slug = operation.metadata.name
+    return build("BenchmarkProtocol", spec, {
+        "name": f"{HARNESS}-v{HARNESS_VERSION}-{slug}-forward",
+        "title": f"KernelIndex runner v{HARNESS_VERSION} · forward",
+        "description": (
+            f"Warm-up: {policy.warmup_calls} calls and {policy.warmup_time_ns / 1e6:.0f} ms; at least "
+            f"{policy.min_samples} samples, then stop at relative standard error {policy.target_rse:.1%}, "
+            f"{policy.max_samples} samples or {policy.time_budget_ns / 1e9:.0f} s per case; implementations "
+            "interleaved round by round. Host time per call is recorded separately."
+        ),
+    })
+
+
+def source_manifest() -> BaseModel:
+    return build("Source", {
+        "name": SOURCE,
+        "url": "/docs#runner",
+        "license": "Apache-2.0",
+        "attribution": "Measured by a KernelIndex verification runner; each run comes in a bundle signed by its key.",
+    }, {"name": SOURCE, "title": "KernelIndex verification runner"})
+
+
+def correctness_json(result: CheckResult | None, detail: str | None = None) -> dict[str, Any]:
+    if result is None:
+        return {"checked": False, "detail": detail or "not checked"}
+    data: dict[str, Any] = {
+        "checked": True, "passed": result.passed, "tolerance": result.tolerance,
+        "mutated_inputs": result.mutated_inputs, "detail": result.detail,
+    }
+    if result.relative_error is not None:
+        data["relative_error"] = float(f"{result.relative_error:.6g}")
+    return data
+
+
+def run_manifest(
+    *, implementation: BaseModel, workload: BaseModel, protocol: BaseModel, environment: BaseModel,
+    status: str, timing: dict[str, Any], correctness: dict[str, Any], observed_at: datetime,
+    external_id: str, runner: dict[str, str], artifacts: dict[str, str], title: str,
+) -> BaseModel:
+    spec = {
+        "implementation": digest_of(implementation), "workload": digest_of(workload),
+        "protocol": digest_of(protocol), "environment": digest_of(environment),
+        "status": status, "timing": timing, "correctness": correctness,
+        "observed_at": observed_at.isoformat().replace("+00:00", "Z"),
+        "source": {"name": SOURCE, "external_id": external_id},
+        "runner": runner, "artifacts": artifacts,
+    }
+    return build("BenchmarkRun", spec, {"title": title})

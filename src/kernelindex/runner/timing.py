@@ -1,0 +1,121 @@
+"""The timing protocol, independent of any device.
+
+A ``Device`` turns a zero-argument call into a ``Sampler`` (on CUDA: a captured graph that flushes
+L2 and records events around each call) and measures host time. ``measure_interleaved`` warms
+every sampler up, then takes samples round-robin across implementations (the order rotates every
+round) until each has enough: at least ``min_samples``, then it stops when the relative standard
+error is under target, at ``max_samples``, or when the case's time budget is spent. Tests drive it
+with a fake device clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kernelindex.runner.stats import Summary, relative_standard_error, summarize
+
+Call = Callable[[], object]
+
+
+class Sampler(Protocol):
+    method: str  # e.g. "cuda_graph_replay" or "per_call_events"
+
+    def sample(self) -> list[float]:
+        """Run a batch of timed calls; return the device time of each call in ns."""
+        ...
+
+
+class Device(Protocol):
+    name: str
+
+    def sampler(self, call: Call) -> Sampler: ...
+
+    def host_times_ns(self, call: Call, calls: int) -> list[float]:
+        """Host time of each call (launch cost), the device drained before each call."""
+        ...
+
+    def wall_ns(self) -> int: ...
+
+    def synchronize(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    warmup_calls: int = 10
+    warmup_time_ns: int = 50_000_000
+    min_samples: int = 100
+    max_samples: int = 2_000
+    target_rse: float = 0.005
+    time_budget_ns: int = 4_000_000_000  # per case, all implementations together
+    host_calls: int = 50
+
+
+@dataclass
+class Measurement:
+    method: str
+    samples: list[float] = field(default_factory=list)
+    stop_reason: str = ""
+    warmup_calls: int = 0
+    host_samples: list[float] = field(default_factory=list)
+
+    def summary(self) -> Summary:
+        return summarize(self.samples)
+
+
+def warm_up(call: Call, sampler: Sampler, device: Device, policy: TimingPolicy) -> int:
+    """Plain calls by count (compilation, autotuning), then sampler batches until the time is spent."""
+    for _ in range(policy.warmup_calls):
+        call()
+    device.synchronize()
+    start, batches = device.wall_ns(), 0
+    while device.wall_ns() - start < policy.warmup_time_ns or batches == 0:
+        sampler.sample()
+        batches += 1
+    return policy.warmup_calls + batches
+
+
+def _finished(m: Measurement, policy: TimingPolicy, elapsed_ns: int) -> str:
+    n = len(m.samples)
+    if n >= policy.max_samples:
+        return f"max_samples ({policy.max_samples})"
+    if elapsed_ns >= 3 * policy.time_budget_ns:
+        return "hard time limit (3x the case budget) before min_samples"
+    out_of_time = elapsed_ns >= policy.time_budget_ns
+    if n < policy.min_samples:
+        return ""
+    if relative_standard_error(m.samples) <= policy.target_rse:
+        return f"relative standard error <= {policy.target_rse:.2%}"
+    return "time budget" if out_of_time else ""
+
+
+def measure_interleaved(
+    calls: dict[str, Call],
+    samplers: dict[str, Sampler],
+    device: Device,
+    policy: TimingPolicy,
+    on_round: Callable[[dict[str, Measurement]], None] | None = None,
+) -> dict[str, Measurement]:
+    """Time several implementations of one workload, interleaved round by round."""
+    results = {name: Measurement(method=samplers[name].method) for name in samplers}
+    for name, sampler in samplers.items():
+        results[name].warmup_calls = warm_up(calls[name], sampler, device, policy)
+    start, round_index = device.wall_ns(), 0
+    pending = list(samplers)
+    while pending:
+        order = pending[round_index % len(pending):] + pending[: round_index % len(pending)]
+        for name in order:
+            results[name].samples.extend(samplers[name].sample())
+        for name in list(pending):
+            reason = _finished(results[name], policy, device.wall_ns() - start)
+            if reason:
+                results[name].stop_reason = reason
+                pending.remove(name)
+        round_index += 1
+        if on_round is not None:
+            on_round(results)
+    for name, call in calls.items():
+        if name in results:
+            results[name].host_samples = device.host_times_ns(call, policy.host_calls)
+    return results

@@ -1,0 +1,299 @@
+"""Signed result bundles: what a KernelIndex runner hands to ``ki publish``.
+
+A bundle is a directory::
+
+    manifests.jsonl      one manifest per line (operation, workloads, projects, implementations,
+                         protocol, environment, runs), each in canonical JSON (RFC 8785)
+    samples/<hex>.json   raw timing samples of one run; <hex> is the file's own SHA-256,
+                         and the run's ``timing.samples_digest`` names it
+    bundle.json          format, creation time, runner identity, the SHA-256 of every other file
+                         and ``digest`` = SHA-256 of the canonical JSON of all of that
+    bundle.sig           Ed25519 signature over the bundle digest, with the public key and key id
+
+``bundle.json`` and ``bundle.sig`` must be byte-for-byte canonical JSON, so that every byte of
+every file is covered: change any byte anywhere and verification fails.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import BaseModel
+
+from kernelindex.domain.canonical import (
+    ManifestSyntaxError,
+    bytes_digest,
+    canonical_bytes,
+    sha256_digest,
+    strict_json_loads,
+)
+from kernelindex.domain.manifests import ManifestError, digest_of, parse_manifest_text
+from kernelindex.trust.keys import ALGORITHM, key_id_of, public_key_hex, verify_signature
+
+BUNDLE_FORMAT = "kernelindex-bundle/v1"
+MANIFESTS_FILE = "manifests.jsonl"
+INDEX_FILE = "bundle.json"
+SIGNATURE_FILE = "bundle.sig"
+SAMPLES_DIR = "samples"
+_HEX = re.compile(r"^[0-9a-f]+$")
+
+
+class BundleError(ValueError):
+    """A bundle that must not be published; the message says what failed."""
+
+
+class UntrustedRunnerError(BundleError):
+    """A correctly signed bundle whose key is not a trusted runner in this catalog."""
+
+
+@dataclass(frozen=True)
+class VerifiedBundle:
+    path: Path
+    digest: str
+    runner_name: str
+    key_id: str
+    public_key: str
+    created_at: str
+    manifests: list[BaseModel] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(m.kind for m in self.manifests))
+
+    def runs(self) -> list[BaseModel]:
+        return [m for m in self.manifests if m.kind == "BenchmarkRun"]
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def samples_file_name(data: bytes) -> str:
+    return f"{SAMPLES_DIR}/{bytes_digest(data).removeprefix('sha256:')}.json"
+
+
+def write_bundle(
+    out_dir: Path,
+    manifests: list[BaseModel],
+    samples: list[bytes],
+    *,
+    key: Ed25519PrivateKey,
+    runner_name: str,
+    created_at: datetime | None = None,
+) -> VerifiedBundle:
+    """Write and sign a bundle, then verify what was written."""
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise BundleError(f"{out_dir} is not empty; choose a new directory for the bundle")
+    (out_dir / SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    lines = b"".join(canonical_bytes(_plain(m)) + b"\n" for m in _unique(manifests))
+    files[MANIFESTS_FILE] = _write(out_dir, MANIFESTS_FILE, lines)
+    for data in samples:
+        name = samples_file_name(data)
+        files[name] = _write(out_dir, name, data)
+    public = public_key_hex(key)
+    when = (created_at or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    index: dict[str, Any] = {
+        "format": BUNDLE_FORMAT,
+        "created_at": when,
+        "runner": {"name": runner_name, "key_id": key_id_of(public)},
+        "files": dict(sorted(files.items())),
+    }
+    index["digest"] = sha256_digest(index)
+    _write(out_dir, INDEX_FILE, canonical_bytes(index))
+    signature = key.sign(index["digest"].encode("ascii"))
+    sig = {"algorithm": ALGORITHM, "key_id": key_id_of(public), "public_key": public,
+           "signature": signature.hex()}
+    _write(out_dir, SIGNATURE_FILE, canonical_bytes(sig))
+    return verify_bundle(out_dir)
+
+
+def _plain(manifest: BaseModel) -> dict[str, Any]:
+    return manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+def _unique(manifests: list[BaseModel]) -> list[BaseModel]:
+    seen: dict[str, BaseModel] = {}
+    for manifest in manifests:
+        seen.setdefault(digest_of(manifest), manifest)
+    return list(seen.values())
+
+
+def _write(root: Path, name: str, data: bytes) -> str:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return bytes_digest(data)
+
+
+# --- verification --------------------------------------------------------------------------------
+
+
+def verify_bundle(path: Path) -> VerifiedBundle:
+    """Check the signature, every file digest and the bundle's internal references.
+
+    Raises BundleError naming the first problem found.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise BundleError(
+            f"{path}: a bundle is a directory with {INDEX_FILE}, {SIGNATURE_FILE} and {MANIFESTS_FILE}"
+        )
+    index = _canonical_json(path / INDEX_FILE)
+    sig = _canonical_json(path / SIGNATURE_FILE)
+    digest = _check_index(index)
+    key_id, public = _check_signature(sig, digest, index)
+    _check_files(path, index["files"])
+    manifests = _read_manifests(path / MANIFESTS_FILE)
+    _check_references(manifests, index["files"], key_id)
+    return VerifiedBundle(
+        path=path, digest=digest, runner_name=index["runner"]["name"], key_id=key_id, public_key=public,
+        created_at=index["created_at"], manifests=manifests,
+    )
+
+
+def _canonical_json(file: Path) -> dict[str, Any]:
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise BundleError(f"{file.parent}: {file.name} is missing") from None
+    try:
+        data = strict_json_loads(raw)
+    except (ManifestSyntaxError, ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{file}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BundleError(f"{file}: expected a JSON object")
+    if canonical_bytes(data) != raw:
+        raise BundleError(f"{file}: bytes differ from the canonical JSON form; the file was altered")
+    return data
+
+
+def _check_index(index: dict[str, Any]) -> str:
+    expected = {"format", "created_at", "runner", "files", "digest"}
+    if set(index) != expected:
+        raise BundleError(f"{INDEX_FILE}: expected exactly the keys {sorted(expected)}, got {sorted(index)}")
+    if index["format"] != BUNDLE_FORMAT:
+        raise BundleError(f"{INDEX_FILE}: format {index['format']!r} is not {BUNDLE_FORMAT!r}")
+    runner, files = index["runner"], index["files"]
+    if not isinstance(runner, dict) or set(runner) != {"name", "key_id"}:
+        raise BundleError(f"{INDEX_FILE}: runner must hold exactly name and key_id")
+    if not isinstance(files, dict) or MANIFESTS_FILE not in files:
+        raise BundleError(f"{INDEX_FILE}: files must list {MANIFESTS_FILE} and every samples file")
+    body = {k: v for k, v in index.items() if k != "digest"}
+    digest = sha256_digest(body)
+    if digest != index["digest"]:
+        raise BundleError(f"{INDEX_FILE}: digest {index['digest']} does not match its content ({digest})")
+    return digest
+
+
+def _check_signature(sig: dict[str, Any], digest: str, index: dict[str, Any]) -> tuple[str, str]:
+    if set(sig) != {"algorithm", "key_id", "public_key", "signature"} or sig["algorithm"] != ALGORITHM:
+        raise BundleError(f"{SIGNATURE_FILE}: expected algorithm ed25519, key_id, public_key, signature")
+    public, signature = sig["public_key"], sig["signature"]
+    if not (isinstance(public, str) and len(public) == 64 and _HEX.match(public)):
+        raise BundleError(f"{SIGNATURE_FILE}: public_key must be 64 lowercase hex digits")
+    if not (isinstance(signature, str) and len(signature) == 128 and _HEX.match(signature)):
+        raise BundleError(f"{SIGNATURE_FILE}: signature must be 128 lowercase hex digits")
+    key_id = key_id_of(public)
+    if sig["key_id"] != key_id or index["runner"]["key_id"] != key_id:
+        raise BundleError(
+            f"{SIGNATURE_FILE}: key id does not match the public key or the runner named in {INDEX_FILE}"
+        )
+    if not verify_signature(public, digest.encode("ascii"), bytes.fromhex(signature)):
+        raise BundleError(f"{SIGNATURE_FILE}: the signature does not verify for bundle digest {digest}")
+    return key_id, public
+
+
+def _check_files(root: Path, files: dict[str, Any]) -> None:
+    present = {
+        p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()
+    } - {INDEX_FILE, SIGNATURE_FILE}
+    missing, extra = sorted(set(files) - present), sorted(present - set(files))
+    if missing:
+        raise BundleError(f"{root}: files listed in {INDEX_FILE} are missing: {', '.join(missing)}")
+    if extra:
+        raise BundleError(f"{root}: files not covered by the signature: {', '.join(extra)}")
+    for name, expected in sorted(files.items()):
+        actual = bytes_digest((root / name).read_bytes())
+        if actual != expected:
+            raise BundleError(f"{root / name}: content digest {actual} is not {expected} ({INDEX_FILE})")
+
+
+def _read_manifests(file: Path) -> list[BaseModel]:
+    manifests = []
+    for number, line in enumerate(file.read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            manifests.append(parse_manifest_text(line, f"{file.name} line {number}"))
+        except ManifestError as exc:
+            raise BundleError(str(exc)) from None
+    if not manifests:
+        raise BundleError(f"{file}: no manifests")
+    return manifests
+
+
+def _check_references(manifests: list[BaseModel], files: dict[str, str], key_id: str) -> None:
+    digests = {digest_of(m) for m in manifests}
+    sample_digests = {d for name, d in files.items() if name.startswith(f"{SAMPLES_DIR}/")}
+    for manifest in manifests:
+        if manifest.kind == "ImplementationRevision":
+            _require(digests, manifest.spec.operation, "operation", manifest)
+            _require(digests, manifest.spec.project, "project", manifest)
+        if manifest.kind == "WorkloadCase":
+            _require(digests, manifest.spec.operation, "operation", manifest)
+        if manifest.kind != "BenchmarkRun":
+            continue
+        spec = manifest.spec
+        for name in ("implementation", "workload", "protocol", "environment"):
+            _require(digests, getattr(spec, name), name, manifest)
+        if spec.runner is None or spec.runner.key_id != key_id:
+            raise BundleError(f"run {spec.source.external_id}: runner.key_id is not the signing key {key_id}")
+        if spec.timing.samples_digest is not None and spec.timing.samples_digest not in sample_digests:
+            raise BundleError(
+                f"run {spec.source.external_id}: samples {spec.timing.samples_digest} are not in the bundle"
+            )
+
+
+def _require(digests: set[str], digest: str, what: str, manifest: BaseModel) -> None:
+    if digest not in digests:
+        name = manifest.metadata.name or manifest.kind
+        raise BundleError(f"{manifest.kind} {name}: its {what} {digest} is not in the bundle")
+
+
+# --- bundles shipped with the package and publication ----------------------------------------------
+
+
+def bundled_bundles() -> list[Path]:
+    """The signed bundles shipped in ``kernelindex/data/verified/`` (one directory each)."""
+    folder = Path(str(resources.files("kernelindex").joinpath("data", "verified")))
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if (p / INDEX_FILE).is_file())
+
+
+def publish_bundle(
+    catalog: Any, path: Path, *, allow_untrusted: bool = False, actor: str = "local operator"
+) -> Any:
+    """Verify a bundle and publish its manifests in one transaction.
+
+    A bundle signed by a key that is not a trusted runner in the catalog is refused unless
+    ``allow_untrusted`` (``--as-reported``): then its runs are stored but evidence policy never
+    derives ``verified`` for them while the key stays untrusted.
+    """
+    from kernelindex.catalog.publish import publish_manifests
+    from kernelindex.catalog.reads import trusted_runner_keys
+
+    bundle = verify_bundle(path)
+    trusted = trusted_runner_keys(catalog)
+    if bundle.key_id not in trusted and not allow_untrusted:
+        raise UntrustedRunnerError(
+            f"{path}: signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
+            "runner in this catalog; register it with `ki runner trust` or publish with --as-reported"
+        )
+    return publish_manifests(catalog, bundle.manifests, actor=actor)
