@@ -1,0 +1,3 @@
+from kernelindex.cli import main
+
+main()

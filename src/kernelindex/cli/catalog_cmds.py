@@ -1,0 +1,175 @@
+"""Catalog commands: import, export, manifest validate|digest, retract, supersede."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kernelindex.catalog.export import JsonlError, import_jsonl, write_export
+from kernelindex.catalog.lifecycle import UnknownRunError, retract, supersede
+from kernelindex.catalog.publish import PublishError
+from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
+from kernelindex.domain.manifests import ManifestError, digest_of, load_manifest_file
+from kernelindex.sources.base import FileTransport, ImportReport
+from kernelindex.sources.liger.parse import HeaderError
+
+import_app = typer.Typer(help="Import a source into the catalog.", no_args_is_help=True)
+manifest_app = typer.Typer(help="Validate manifests and compute their identity.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(import_app, name="import")
+    app.add_typer(manifest_app, name="manifest")
+    app.command("export")(export_cmd)
+    app.command("retract")(retract_cmd)
+    app.command("supersede")(supersede_cmd)
+
+
+def _mode(dry_run: bool, publish: bool) -> bool:
+    if dry_run == publish:
+        fail("say either --dry-run (report only, writes nothing) or --publish (write)", code=2)
+    return dry_run
+
+
+@import_app.command("liger")
+def import_liger_cmd(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the report; write nothing."),
+    publish: bool = typer.Option(False, "--publish", help="Publish in one transaction."),
+    file: Path = typer.Option(None, "--file", exists=True, dir_okay=False, help="CSV to import (default: bundled)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable report."),
+    database: str = DatabaseOption,
+) -> None:
+    """Import Liger-Kernel's benchmark CSV (speed rows; memory rows are skipped and counted)."""
+    from kernelindex.sources.liger import import_liger
+
+    dry = _mode(dry_run, publish)
+    catalog = open_for_cli(database)
+    transport = FileTransport(file) if file else None
+    try:
+        with _progress(as_json) as bar:
+            task = bar.add_task("rows", total=None)
+            report = import_liger(catalog, transport, dry_run=dry, actor=actor(),
+                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
+    except HeaderError as exc:
+        fail(f"{file or 'bundled CSV'}: {exc}")
+    except PublishError as exc:
+        fail(f"nothing was published: {exc}")
+    if as_json:
+        print_json(report.to_json())
+    else:
+        _print_report(report)
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True, disable=quiet)
+
+
+def _print_report(report: ImportReport) -> None:
+    verb = "published" if report.published else "dry run — nothing written"
+    console.print(f"[bold]{report.source}[/] ({verb})\nsnapshot {report.snapshot_digest}\n{report.locator}")
+    console.print(f"rows read {report.rows_read:,} · accepted {report.accepted:,} · skipped {report.skipped_total:,}")
+    if report.skipped:
+        table = Table("skipped because", "rows", "row numbers", box=None)
+        for reason, rows in sorted(report.skipped.items(), key=lambda kv: -len(kv[1])):
+            shown = ", ".join(map(str, rows[:8])) + (f", … (+{len(rows) - 8})" if len(rows) > 8 else "")
+            table.add_row(reason, f"{len(rows):,}", shown)
+        console.print(table)
+    table = Table("kind", "new", "existing", box=None)
+    for kind in sorted(set(report.new) | set(report.existing)):
+        table.add_row(kind, f"{report.new.get(kind, 0):,}", f"{report.existing.get(kind, 0):,}")
+    console.print(table)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+
+
+@import_app.command("jsonl")
+def import_jsonl_cmd(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="A `ki export` file."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check and count; write nothing."),
+    database: str = DatabaseOption,
+) -> None:
+    """Import a JSON Lines export (one manifest per line)."""
+    catalog = open_for_cli(database)
+    try:
+        report = import_jsonl(catalog, file, actor=actor(), dry_run=dry_run)
+    except (JsonlError, PublishError) as exc:
+        fail(str(exc))
+    console.print(f"{'dry run' if dry_run else 'imported'}: new {dict(report.new)} existing {dict(report.existing)}")
+
+
+def export_cmd(
+    output: Path = typer.Option(None, "--output", "-o", help="File to write (default: standard output)."),
+    database: str = DatabaseOption,
+) -> None:
+    """Write the whole catalog as JSON Lines, sources (license, attribution) first."""
+    from kernelindex.catalog.export import export_lines
+
+    catalog = open_for_cli(database)
+    if output is None:
+        for line in export_lines(catalog):
+            typer.echo(line)
+        return
+    count = write_export(catalog, output)
+    console.print(f"wrote {count:,} manifests to {output}")
+
+
+@manifest_app.command("validate")
+def validate_cmd(files: list[Path] = typer.Argument(..., exists=True, dir_okay=False)) -> None:
+    """Validate manifests; every problem is printed with its document and field."""
+    bad = 0
+    for path in files:
+        try:
+            manifest = load_manifest_file(path)
+            console.print(f"[green]ok[/] {path} ({manifest.kind}) {digest_of(manifest)}", highlight=False)
+        except ManifestError as exc:
+            bad += 1
+            for problem in exc.problems:
+                console.print(f"[red]invalid[/] {exc.document}: {problem}", highlight=False)
+    if bad:
+        raise typer.Exit(1)
+
+
+@manifest_app.command("digest")
+def digest_cmd(file: Path = typer.Argument(..., exists=True, dir_okay=False)) -> None:
+    """Print the identity digest: sha256 over the RFC 8785 form of {apiVersion, kind, spec}."""
+    try:
+        typer.echo(digest_of(load_manifest_file(file)))
+    except ManifestError as exc:
+        fail(str(exc))
+
+
+def retract_cmd(
+    run: str = typer.Argument(..., help="Run id (16 hex digits) or digest."),
+    reason: str = typer.Option(..., "--reason", help="Why; shown on the run's page."),
+    database: str = DatabaseOption,
+) -> None:
+    """Retract a run: it stays readable with a banner and leaves every ranking and count."""
+    if not reason.strip():
+        fail("--reason must say why the run is retracted", code=2)
+    catalog = open_for_cli(database)
+    try:
+        fact = retract(catalog, run, reason=reason, actor=actor())
+    except UnknownRunError as exc:
+        fail(str(exc))
+    console.print(f"retracted {run} ({fact})")
+
+
+def supersede_cmd(
+    new: str = typer.Argument(..., help="The run that replaces."),
+    old: str = typer.Argument(..., help="The run that is replaced."),
+    reason: str = typer.Option(..., "--reason"),
+    database: str = DatabaseOption,
+) -> None:
+    """Record that NEW supersedes OLD; OLD leaves rankings and links to NEW."""
+    if not reason.strip():
+        fail("--reason must say why", code=2)
+    catalog = open_for_cli(database)
+    try:
+        fact = supersede(catalog, new, old, reason=reason, actor=actor())
+    except (UnknownRunError, ValueError) as exc:
+        fail(str(exc))
+    console.print(f"{new} supersedes {old} ({fact})")

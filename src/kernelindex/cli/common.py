@@ -1,0 +1,41 @@
+"""Shared CLI plumbing: opening the catalog, the actor, failing with a clear message."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from kernelindex.catalog.db import Catalog, open_catalog
+
+console = Console()
+errors = Console(stderr=True)
+
+DatabaseOption = typer.Option(
+    None, "--database", envvar="KERNELINDEX_DATABASE_URL",
+    help="Catalog URL (sqlite:///path or postgresql://...). Default: an SQLite file in your data directory.",
+)
+
+
+def open_for_cli(database: str | None) -> Catalog:
+    try:
+        return open_catalog(database)
+    except Exception as exc:  # noqa: BLE001 - any driver error becomes one clear line
+        fail(f"cannot open the catalog at {database or 'the default location'}: {exc}")
+
+
+def actor() -> str:
+    return os.environ.get("KERNELINDEX_ACTOR") or getpass.getuser()
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str))

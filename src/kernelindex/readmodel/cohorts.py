@@ -1,0 +1,65 @@
+"""Cohorts of one operation: grouping, ranking and records, from loaded data and policy."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from kernelindex.policy.ranking import Rankable, Ranked, rank
+from kernelindex.policy.records import RecordEvent, record_events
+from kernelindex.readmodel.loading import OperationData, Run
+
+
+@dataclass
+class Cohort:
+    key: str
+    workload: str
+    protocol: str
+    environment: str
+    runs: list[Run]  # every run of the cohort, eligible or not
+    ranked: list[Ranked]
+    native: bool
+
+    @property
+    def eligible(self) -> list[Run]:
+        return [r for r in self.runs if r.eligible]
+
+    @property
+    def leader(self) -> Run | None:
+        return self.run(self.ranked[0].item.id) if self.ranked else None
+
+    def run(self, digest: str) -> Run:
+        return next(r for r in self.runs if r.digest == digest)
+
+
+def rankable(run: Run) -> Rankable:
+    low, high = run.interval
+    return Rankable(run.digest, run.median_ns or 0, low, high, run.evidence, run.observed_at)
+
+
+def cohorts_of(data: OperationData) -> dict[str, Cohort]:
+    grouped: dict[str, list[Run]] = defaultdict(list)
+    for run in data.runs:
+        grouped[run.cohort_key].append(run)
+    cohorts = {}
+    for key, runs in grouped.items():
+        first = runs[0]
+        native = data.protocols[first.protocol]["spec"].get("native", True)
+        ranked = rank([rankable(r) for r in runs if r.eligible], native=native)
+        cohorts[key] = Cohort(key, first.workload, first.protocol, first.environment, runs, ranked, native)
+    return cohorts
+
+
+def cohort_record_events(cohort: Cohort) -> list[RecordEvent]:
+    """Runs eligible apart from corrections, walked in time; corrections applied at their time."""
+    candidates = [r for r in cohort.runs if r.status == "passed" and r.median_ns is not None]
+    removals = [(r.retracted["at"], r.digest) for r in candidates if r.retracted]
+    removals += [(r.superseded_by["at"], r.digest) for r in candidates if r.superseded_by]
+    removals = [(_aware(at), d) for at, d in removals]
+    return record_events([rankable(r) for r in candidates], removals)
+
+
+def _aware(value):  # noqa: ANN001, ANN202
+    from datetime import UTC
+
+    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -1,0 +1,67 @@
+"""How objects are named on every surface (one wording for pages, API and CLI)."""
+
+from __future__ import annotations
+
+from kernelindex import registry
+from kernelindex.domain.canonical import short_digest
+
+MODE_WORDS = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward"}
+
+
+def axis_order(operation: dict) -> list[str]:
+    """Non-derived axes in the order the curated spec declares them (canonical JSON sorts keys,
+    so the stored body has lost it; the registry keeps it)."""
+    curated = registry.operations().get(operation.get("metadata", {}).get("name", ""))
+    axes = curated.spec.axes if curated is not None else None
+    names = list(axes) if axes else list(operation["spec"]["axes"])
+    return [n for n in names if operation["spec"]["axes"][n]["role"] != "derived"]
+
+
+def workload_label(operation: dict, workload: dict) -> str:
+    """'seq = 2048 · hidden = 8192 · q_heads = 32 · kv_heads = 8 · bf16' in the operation's axis order."""
+    spec = workload["spec"]
+    axes = spec["axes"]
+    order = [n for n in axis_order(operation) if n in axes]
+    order += [n for n in axes if n not in order]
+    parts = [f"{n} = {axes[n]}" for n in order]
+    parts += [f"{k} = {v}" for k, v in sorted(spec.get("params", {}).items())]
+    parts += sorted(set(spec.get("dtypes", {}).values()))
+    return " · ".join(parts)
+
+
+def workload_key(digest: str) -> str:
+    return short_digest(digest)
+
+
+def cohort_key_short(cohort_key: str) -> str:
+    return short_digest(cohort_key)
+
+
+def gpu_label(environment: dict) -> str:
+    product = environment["spec"]["hardware"]["product"]
+    gpu = registry.gpu_for_product(product)
+    return gpu.name if gpu else product
+
+
+def protocol_label(protocol: dict) -> str:
+    spec = protocol["spec"]
+    return f"{spec['harness']['name']} · {MODE_WORDS.get(spec['timed_region'], spec['timed_region'])}"
+
+
+def cohort_label(environment: dict, protocol: dict) -> str:
+    """What distinguishes a cohort of one workload: GPU, timed region, harness — never 'env 2'."""
+    spec = protocol["spec"]
+    harness = "KernelIndex runner" if not spec.get("native", True) else spec["harness"]["name"]
+    return f"{gpu_label(environment)} · {spec['timed_region']} · {harness}"
+
+
+def implementation_title(implementation: dict) -> str:
+    return implementation.get("metadata", {}).get("title") or implementation["spec"]["callable"]["symbol"]
+
+
+def implementation_slug(implementation: dict) -> str:
+    return implementation.get("metadata", {}).get("name") or short_digest(implementation["spec"]["project"])
+
+
+def project_title(project: dict) -> str:
+    return project.get("metadata", {}).get("title") or project["spec"]["name"]

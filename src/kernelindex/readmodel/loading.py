@@ -1,0 +1,213 @@
+"""Load everything one operation's answers need, in a handful of indexed queries, cached per
+catalog version (every write bumps it), and derive the policy facts once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from kernelindex import registry
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import (
+    AttestationRow,
+    ObjectRow,
+    RetractionRow,
+    RunRow,
+    SupersessionRow,
+    TrustedRunnerRow,
+)
+from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
+from kernelindex.policy.evidence import EvidenceFacts, evidence_levels
+from kernelindex.policy.usability import Usability, usability
+from kernelindex.registry import GpuSpec
+
+
+class NotFound(LookupError):
+    """Something the user named does not exist; the message says what and what to try."""
+
+
+@dataclass
+class Run:
+    digest: str
+    run_id: str
+    spec: dict
+    cohort_key: str
+    implementation: str
+    workload: str
+    protocol: str
+    environment: str
+    status: str
+    median_ns: int | None
+    p20_ns: int | None
+    p80_ns: int | None
+    observed_at: datetime
+    source: str
+    retracted: dict | None = None
+    superseded_by: dict | None = None
+    supersedes: list[str] = field(default_factory=list)
+    attested: bool = False
+    evidence: str = "reported"
+    eligibility: Eligibility | None = None
+
+    @property
+    def eligible(self) -> bool:
+        return bool(self.eligibility and self.eligibility.eligible)
+
+    @property
+    def interval(self) -> tuple[int | None, int | None]:
+        timing = self.spec["timing"]
+        if timing.get("ci95_low_ns") is not None:
+            return timing.get("ci95_low_ns"), timing.get("ci95_high_ns")
+        return self.p20_ns, self.p80_ns
+
+
+@dataclass
+class OperationData:
+    slug: str
+    operation: dict  # manifest JSON
+    digest: str
+    runs: list[Run]
+    workloads: dict[str, dict]
+    implementations: dict[str, dict]
+    projects: dict[str, dict]
+    protocols: dict[str, dict]
+    environments: dict[str, dict]
+    usability: dict[str, Usability]  # per implementation digest
+    trusted_keys: dict[str, str]  # key id → runner name
+    version: int
+
+    def gpu_of(self, environment: str) -> GpuSpec | None:
+        return registry.gpu_for_product(self.environments[environment]["spec"]["hardware"]["product"])
+
+
+_CACHE: OrderedDict[tuple, OperationData] = OrderedDict()
+_LOCK = threading.Lock()
+_CACHE_SIZE = 64
+
+
+def load_operation(catalog: Catalog, slug: str) -> OperationData:
+    version = catalog.version()
+    key = (catalog.url, version, slug)
+    with _LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    data = _load(catalog, slug, version)
+    with _LOCK:
+        _CACHE[key] = data
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return data
+
+
+def operation_slugs(catalog: Catalog) -> dict[str, str]:
+    """slug → digest of every operation stored in the catalog."""
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(select(ObjectRow.name, ObjectRow.digest).where(ObjectRow.kind == "OperationSpec"))
+        return {name: digest for name, digest in rows}
+
+
+def _bodies(conn, digests: set[str]) -> dict[str, dict]:  # noqa: ANN001
+    found: dict[str, dict] = {}
+    ordered = sorted(digests)
+    for start in range(0, len(ordered), 500):
+        rows = conn.execute(select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.digest.in_(ordered[start:start + 500])))
+        found.update({d: json.loads(b) for d, b in rows})
+    return found
+
+
+def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
+    with catalog.engine.connect() as conn:
+        op_row = conn.execute(
+            select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "OperationSpec", ObjectRow.name == slug)
+        ).first()
+        if op_row is None:
+            raise NotFound(f"no operation {slug!r} in the catalog")
+        digest = op_row.digest
+        rows = conn.execute(select(*RunRow.__table__.columns).where(RunRow.operation == digest)).all()
+        run_digests = [r.digest for r in rows]
+        retractions = _facts(conn, RetractionRow, RetractionRow.run, run_digests)
+        supersessions = _facts(conn, SupersessionRow, SupersessionRow.old, run_digests)
+        superseding = _facts(conn, SupersessionRow, SupersessionRow.new, run_digests)
+        attested = set(_facts(conn, AttestationRow, AttestationRow.run, run_digests))
+        trusted = dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).all())
+        refs = {getattr(r, f) for r in rows for f in ("implementation", "workload", "protocol", "environment")}
+        bodies = _bodies(conn, refs)
+        workload_rows = conn.execute(
+            select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "WorkloadCase", ObjectRow.operation == digest)
+        )
+        bodies.update({d: json.loads(b) for d, b in workload_rows})
+        projects = _bodies(conn, {b["spec"]["project"] for b in bodies.values() if b["kind"] == "ImplementationRevision"})
+    runs = [_run(r, retractions, supersessions, superseding, attested) for r in rows]
+    by_kind = _split(bodies)
+    usable = {d: usability(b["spec"], projects.get(b["spec"]["project"], {}).get("spec", {}))
+              for d, b in by_kind["ImplementationRevision"].items()}
+    data = OperationData(slug, json.loads(op_row.body), digest, runs, by_kind["WorkloadCase"],
+                         by_kind["ImplementationRevision"], projects, by_kind["BenchmarkProtocol"],
+                         by_kind["ExecutionEnvironment"], usable, trusted, version)
+    _derive_policy(data)
+    return data
+
+
+def _facts(conn, table, column, digests: list[str]) -> dict[str, dict]:  # noqa: ANN001
+    found: dict[str, dict] = {}
+    for start in range(0, len(digests), 500):
+        query = select(*table.__table__.columns).where(column.in_(digests[start:start + 500]))
+        for row in conn.execute(query).mappings():
+            found.setdefault(row[column.key], dict(row))
+    return found
+
+
+def _split(bodies: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    split: dict[str, dict[str, dict]] = {k: {} for k in ("WorkloadCase", "ImplementationRevision",
+                                                         "BenchmarkProtocol", "ExecutionEnvironment")}
+    for digest, body in bodies.items():
+        split.setdefault(body["kind"], {})[digest] = body
+    return split
+
+
+def _run(row: Any, retractions: dict, supersessions: dict, superseding: dict, attested: set[str]) -> Run:
+    return Run(
+        digest=row.digest, run_id=row.run_id, spec=json.loads(row.body)["spec"], cohort_key=row.cohort_key,
+        implementation=row.implementation, workload=row.workload, protocol=row.protocol,
+        environment=row.environment, status=row.status, median_ns=row.median_ns, p20_ns=row.p20_ns,
+        p80_ns=row.p80_ns, observed_at=_aware(row.observed_at), source=row.source,
+        retracted=retractions.get(row.digest), superseded_by=supersessions.get(row.digest),
+        supersedes=[superseding[row.digest]["old"]] if row.digest in superseding else [],
+        attested=row.digest in attested,
+    )
+
+
+def _aware(value: datetime) -> datetime:
+    from datetime import UTC
+
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _derive_policy(data: OperationData) -> None:
+    facts = []
+    for run in data.runs:
+        run.eligibility = eligibility(EligibilityFacts(
+            status=run.status, published=True, retracted=run.retracted is not None,
+            superseded=run.superseded_by is not None, median_ns=run.median_ns))
+        usable = data.usability.get(run.implementation)
+        gpu = data.gpu_of(run.environment)
+        correctness = run.spec.get("correctness", {})
+        facts.append(EvidenceFacts(
+            run=run.digest, implementation=run.implementation, workload=run.workload,
+            gpu=gpu.slug if gpu else data.environments[run.environment]["spec"]["hardware"]["product"],
+            median_ns=run.median_ns, runner_key_id=(run.spec.get("runner") or {}).get("key_id"),
+            attested=run.attested, correctness_passed=bool(correctness.get("checked") and correctness.get("passed")),
+            public_source=bool(usable and usable.source_url),
+            pinned_install=bool(usable and usable.install_command),
+            raw_samples=bool(run.spec["timing"].get("samples_digest")),
+        ))
+    levels = evidence_levels(facts, set(data.trusted_keys))
+    for run in data.runs:
+        run.evidence = levels[run.digest]

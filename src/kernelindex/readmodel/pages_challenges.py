@@ -1,0 +1,88 @@
+"""Challenges (/challenges): where a new measurement would add the most.
+
+Exact workload × priority-GPU cells with no eligible run, unbeaten baselines (cohorts led by the
+source's own reference implementation), single-entry cohorts, and stale records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kernelindex import registry
+from kernelindex.catalog.db import Catalog
+from kernelindex.domain.canonical import short_digest
+from kernelindex.readmodel import labels
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries, utc_now
+
+
+@dataclass
+class MissingCell(JsonModel):
+    workload: str
+    workload_label: str
+    missing_gpus: list[str]
+    measured_on: list[str]
+    url: str
+
+
+@dataclass
+class OperationGaps(JsonModel):
+    operation: str
+    operation_title: str
+    cells: list[MissingCell]
+
+    @property
+    def missing_total(self) -> int:
+        return sum(len(c.missing_gpus) for c in self.cells)
+
+
+@dataclass
+class ChallengesPage(JsonModel):
+    priority_gpus: list[dict[str, str]]
+    unmeasured: list[OperationGaps] = field(default_factory=list)
+    unbeaten_baselines: list[CohortSummary] = field(default_factory=list)
+    single_entry: list[CohortSummary] = field(default_factory=list)
+    stale_records: list[CohortSummary] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def challenges_page(catalog: Catalog, *, now: datetime | None = None) -> ChallengesPage:
+    clock = utc_now(now)
+    gpus = registry.gpus()
+    priority = [g for g in registry.priority_gpus() if g in gpus]
+    page = ChallengesPage([{"slug": g, "name": gpus[g].name, "short": gpus[g].short} for g in priority])
+    for data in all_operations(catalog):
+        summaries = [s for s in cohort_summaries(data, clock) if s.leader]
+        gaps = _gaps(data, priority)
+        if gaps.cells:
+            page.unmeasured.append(gaps)
+        page.unbeaten_baselines += [s for s in summaries if s.leader and s.leader.baseline]
+        page.single_entry += [s for s in summaries if s.eligible_runs == 1]
+        page.stale_records += [s for s in summaries if s.leader and s.leader.stale]
+    page.counts = {
+        "unmeasured_cells": sum(g.missing_total for g in page.unmeasured),
+        "unbeaten_baselines": len(page.unbeaten_baselines),
+        "single_entry": len(page.single_entry),
+        "stale_records": len(page.stale_records),
+    }
+    return page
+
+
+def _gaps(data, priority: list[str]) -> OperationGaps:  # noqa: ANN001 - OperationData
+    """Workloads with eligible runs that lack one on a priority GPU (measured: GPU slug or product)."""
+    measured: dict[str, set[str]] = {}
+    for run in data.runs:
+        if run.eligible:
+            gpu = data.gpu_of(run.environment)
+            product = data.environments[run.environment]["spec"]["hardware"]["product"]
+            measured.setdefault(run.workload, set()).add(gpu.slug if gpu else product)
+    gpus = registry.gpus()
+    cells = []
+    for digest in sorted(measured, key=lambda d: labels.workload_label(data.operation, data.workloads[d])):
+        missing = [gpus[g].short for g in priority if g not in measured[digest]]
+        if missing:
+            shown = sorted(gpus[m].short if m in gpus else m for m in measured[digest])
+            cells.append(MissingCell(short_digest(digest), labels.workload_label(data.operation, data.workloads[digest]),
+                                     missing, shown, f"/operations/{data.slug}?workload={short_digest(digest)}"))
+    title = data.operation.get("metadata", {}).get("title") or data.slug
+    return OperationGaps(data.slug, title, cells)

@@ -1,0 +1,182 @@
+"""Shared pieces of the site-wide read models (home, records, GPUs, challenges, implementations,
+compare): every cohort of every operation, with its leader and record history, computed from the
+lead's loading/cohort functions and the policy modules — never a second ranking path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from kernelindex import registry
+from kernelindex.catalog.db import Catalog
+from kernelindex.domain.canonical import short_digest
+from kernelindex.policy.evidence import SENTENCES
+from kernelindex.policy.records import RecordEvent
+from kernelindex.policy.staleness import is_stale
+from kernelindex.readmodel import labels
+from kernelindex.readmodel.cohorts import Cohort, cohort_record_events, cohorts_of
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.loading import NotFound, OperationData, Run, load_operation, operation_slugs
+
+__all__ = ["NotFound", "RunRef", "CohortSummary", "EventView", "all_operations", "cohort_summaries", "run_ref"]
+
+
+def utc_now(now: datetime | None) -> datetime:
+    return now if now is not None else datetime.now(UTC)
+
+
+@dataclass
+class RunRef(JsonModel):
+    """One run as the site-wide pages show it."""
+
+    run_id: str
+    implementation: str
+    implementation_slug: str
+    project: str
+    language: str
+    baseline: bool
+    median_ns: int | None
+    evidence: str
+    evidence_sentence: str
+    usable: bool
+    observed_at: datetime
+    stale: bool
+
+
+def run_ref(data: OperationData, run: Run, now: datetime) -> RunRef:
+    impl = data.implementations[run.implementation]
+    project = data.projects.get(impl["spec"]["project"], {})
+    usable = data.usability.get(run.implementation)
+    return RunRef(
+        run_id=run.run_id,
+        implementation=labels.implementation_title(impl),
+        implementation_slug=labels.implementation_slug(impl),
+        project=labels.project_title(project) if project else "",
+        language=impl["spec"]["callable"]["language"],
+        baseline=impl["spec"].get("role") == "baseline",
+        median_ns=run.median_ns,
+        evidence=run.evidence,
+        evidence_sentence=SENTENCES.get(run.evidence, ""),
+        usable=bool(usable and usable.usable),
+        observed_at=run.observed_at,
+        stale=is_stale(run.observed_at, now),
+    )
+
+
+@dataclass
+class EventView(JsonModel):
+    at: datetime
+    kind: str  # first | beaten | retraction
+    holder: RunRef | None
+    previous: RunRef | None
+    median_ns: int | None
+    margin: float | None  # previous median / new median
+
+
+@dataclass
+class CohortSummary(JsonModel):
+    operation: str
+    operation_title: str
+    key: str  # short cohort key, as used in ?cohort=
+    cohort_key: str
+    workload: str  # short workload key, as used in ?workload=
+    workload_label: str
+    label: str  # GPU · timed region · harness
+    gpu: str | None  # registry slug
+    gpu_name: str
+    mode: str
+    native: bool
+    eligible_runs: int
+    leader: RunRef | None
+    second: RunRef | None
+    margin_vs_second: float | None
+    events: list[EventView] = field(default_factory=list)
+    last_observed: datetime | None = None
+    url: str = ""
+
+    @property
+    def last_event(self) -> EventView | None:
+        return self.events[-1] if self.events else None
+
+
+def all_operations(catalog: Catalog) -> list[OperationData]:
+    """Every operation in the catalog, loaded (cached per catalog version by the loader)."""
+    return [load_operation(catalog, slug) for slug in sorted(operation_slugs(catalog))]
+
+
+def _events(data: OperationData, cohort: Cohort, now: datetime) -> list[EventView]:
+    by_digest = {r.digest: r for r in cohort.runs}
+
+    def ref(digest: str | None) -> RunRef | None:
+        return run_ref(data, by_digest[digest], now) if digest in by_digest else None
+
+    return [_event_view(e, ref) for e in cohort_record_events(cohort)]
+
+
+def _event_view(event: RecordEvent, ref) -> EventView:  # noqa: ANN001 - local callable
+    return EventView(event.at, event.kind, ref(event.holder), ref(event.previous), event.median_ns, event.margin)
+
+
+def cohort_summaries(data: OperationData, now: datetime) -> list[CohortSummary]:
+    out = []
+    for cohort in cohorts_of(data).values():
+        out.append(_summary(data, cohort, now))
+    return sorted(out, key=lambda c: (c.operation, c.workload_label, c.label))
+
+
+def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummary:
+    env = data.environments[cohort.environment]
+    protocol = data.protocols[cohort.protocol]
+    workload = data.workloads[cohort.workload]
+    gpu = data.gpu_of(cohort.environment)
+    ranked = cohort.ranked
+    leader = cohort.run(ranked[0].item.id) if ranked else None
+    second = cohort.run(ranked[1].item.id) if len(ranked) > 1 else None
+    margin = second.median_ns / leader.median_ns if leader and second and leader.median_ns else None
+    eligible = cohort.eligible
+    key, wkey = short_digest(cohort.key), short_digest(cohort.workload)
+    return CohortSummary(
+        operation=data.slug,
+        operation_title=data.operation.get("metadata", {}).get("title") or data.slug,
+        key=key,
+        cohort_key=cohort.key,
+        workload=wkey,
+        workload_label=labels.workload_label(data.operation, workload),
+        label=labels.cohort_label(env, protocol),
+        gpu=gpu.slug if gpu else None,
+        gpu_name=labels.gpu_label(env),
+        mode=protocol["spec"]["timed_region"],
+        native=cohort.native,
+        eligible_runs=len(eligible),
+        leader=run_ref(data, leader, now) if leader else None,
+        second=run_ref(data, second, now) if second else None,
+        margin_vs_second=margin,
+        events=_events(data, cohort, now),
+        last_observed=max((r.observed_at for r in eligible), default=None),
+        url=f"/operations/{data.slug}?workload={wkey}&cohort={key}",
+    )
+
+
+def gpu_slug_of_product(product: str) -> str | None:
+    gpu = registry.gpu_for_product(product)
+    return gpu.slug if gpu else None
+
+
+class BadParameter(ValueError):
+    """A query parameter with a value the page cannot use; names the parameter and what is allowed."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(f"{parameter}: {message}")
+        self.parameter = parameter
+        self.message = message
+
+
+def check_choice(parameter: str, value: str | None, allowed: list[str]) -> str | None:
+    if value is None or value in allowed:
+        return value
+    from difflib import get_close_matches
+
+    close = get_close_matches(value, allowed, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    shown = ", ".join(allowed[:12]) + (" …" if len(allowed) > 12 else "")
+    raise BadParameter(parameter, f"{value!r} is not one of {shown}{hint}")

@@ -1,0 +1,105 @@
+"""GPU pages (/gpus/{slug}): datasheet peaks, measured ceilings, coverage, records held."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kernelindex import registry
+from kernelindex.catalog.db import Catalog
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.pages_common import CohortSummary, NotFound, all_operations, cohort_summaries, utc_now
+
+
+@dataclass
+class GpuFacts(JsonModel):
+    slug: str
+    name: str
+    short: str
+    vendor: str
+    architecture: str
+    memory_gb: float
+    form_factor: str
+    bandwidth_gbps: float
+    peaks_tflops: dict[str, float]
+    source: str
+    priority: bool
+
+
+@dataclass
+class MeasuredCeiling(JsonModel):
+    environment: str
+    copy_bandwidth_bytes_per_s: float
+    software: dict[str, str]
+
+
+@dataclass
+class Coverage(JsonModel):
+    operation: str
+    operation_title: str
+    workloads_measured: int
+    workloads_total: int
+    cohorts: int
+    eligible_runs: int
+    url: str
+
+
+@dataclass
+class GpuPage(JsonModel):
+    gpu: GpuFacts
+    measured_ceilings: list[MeasuredCeiling] = field(default_factory=list)
+    coverage: list[Coverage] = field(default_factory=list)
+    records: list[CohortSummary] = field(default_factory=list)
+
+
+@dataclass
+class GpuIndexEntry(JsonModel):
+    gpu: GpuFacts
+    cohorts: int
+    eligible_runs: int
+    url: str
+
+
+def _facts(spec: registry.GpuSpec) -> GpuFacts:
+    return GpuFacts(spec.slug, spec.name, spec.short, spec.vendor, spec.architecture, spec.memory_gb,
+                    spec.form_factor, spec.bandwidth_gbps, dict(spec.peaks_tflops), spec.source,
+                    spec.slug in registry.priority_gpus())
+
+
+def gpu_page(catalog: Catalog, slug: str, *, now: datetime | None = None) -> GpuPage:
+    spec = registry.gpus().get(slug)
+    if spec is None:
+        known = ", ".join(sorted(registry.gpus()))
+        raise NotFound(f"no GPU {slug!r} in the datasheet table; known: {known}")
+    clock = utc_now(now)
+    page = GpuPage(_facts(spec))
+    for data in all_operations(catalog):
+        envs = {d for d in data.environments if data.gpu_of(d) is not None and data.gpu_of(d).slug == slug}
+        for digest in sorted(envs):
+            env = data.environments[digest]["spec"]
+            bandwidth = env.get("copy_bandwidth_bytes_per_s")
+            if bandwidth and digest not in {m.environment for m in page.measured_ceilings}:
+                page.measured_ceilings.append(MeasuredCeiling(digest, bandwidth, env.get("software", {})))
+        runs = [r for r in data.runs if r.eligible and r.environment in envs]
+        summaries = [s for s in cohort_summaries(data, clock) if s.gpu == slug and s.leader]
+        if runs:
+            page.coverage.append(Coverage(
+                data.slug, data.operation.get("metadata", {}).get("title") or data.slug,
+                len({r.workload for r in runs}), len(data.workloads), len(summaries), len(runs),
+                f"/records?operation={data.slug}&gpu={slug}"))
+        page.records.extend(summaries)
+    return page
+
+
+def gpus_index(catalog: Catalog) -> list[GpuIndexEntry]:
+    counts: dict[str, tuple[int, int]] = {}
+    for data in all_operations(catalog):
+        for run in data.runs:
+            gpu = data.gpu_of(run.environment)
+            if gpu is None or not run.eligible:
+                continue
+            cohorts, runs = counts.get(gpu.slug, (set(), 0))  # type: ignore[assignment]
+            cohorts.add(run.cohort_key)  # type: ignore[attr-defined]
+            counts[gpu.slug] = (cohorts, runs + 1)  # type: ignore[assignment]
+    return [GpuIndexEntry(_facts(spec), len(counts.get(slug, (set(), 0))[0]), counts.get(slug, (set(), 0))[1],
+                          f"/gpus/{slug}") for slug, spec in registry.gpus().items()]

@@ -1,0 +1,110 @@
+"""The home page (/): corpus counts, sources with freshness, latest records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.pages_common import all_operations, cohort_summaries, utc_now
+from kernelindex.readmodel.pages_records import LedgerEvent
+
+LATEST_RECORDS = 8
+VERIFIED_LEVELS = ("verified", "replicated")
+
+
+@dataclass
+class SourceFreshness(JsonModel):
+    name: str
+    title: str
+    url: str | None
+    license: str | None
+    attribution: str | None
+    runs: int
+    last_observed: datetime | None
+    last_published: datetime | None
+
+
+@dataclass
+class OperationLink(JsonModel):
+    slug: str
+    title: str
+    family: str
+    eligible_runs: int
+    url: str
+
+
+@dataclass
+class HomePage(JsonModel):
+    tagline: str
+    counts: dict[str, int]
+    sources: list[SourceFreshness] = field(default_factory=list)
+    latest_records: list[LedgerEvent] = field(default_factory=list)
+    operations: list[OperationLink] = field(default_factory=list)
+
+
+TAGLINE = ("The fastest known GPU kernel for an exact workload — operation, shapes, dtype, GPU — "
+           "with the evidence behind the number and the physical floor beside it.")
+
+
+def home_page(catalog: Catalog, *, now: datetime | None = None) -> HomePage:
+    clock = utc_now(now)
+    datas = all_operations(catalog)
+    runs = [r for d in datas for r in d.runs]
+    eligible = [r for r in runs if r.eligible]
+    lines = {impl.get("metadata", {}).get("name") or digest for d in datas for digest, impl in d.implementations.items()}
+    summaries = [s for d in datas for s in cohort_summaries(d, clock) if s.leader]
+    counts = {
+        "operations": len(datas),
+        "operations_measured": sum(1 for d in datas if any(r.eligible for r in d.runs)),
+        "implementations": len(lines),
+        "eligible_runs": len(eligible),
+        "verified_runs": sum(1 for r in eligible if r.evidence in VERIFIED_LEVELS),
+        "cohorts": len(summaries),
+    }
+    operations = sorted(
+        (OperationLink(d.slug, d.operation.get("metadata", {}).get("title") or d.slug, d.operation["spec"]["family"],
+                       sum(1 for r in d.runs if r.eligible), f"/operations/{d.slug}") for d in datas),
+        key=lambda o: (-o.eligible_runs, o.slug),
+    )
+    return HomePage(TAGLINE, counts, _sources(catalog), _latest(summaries), operations)
+
+
+def _latest(summaries: list) -> list[LedgerEvent]:  # noqa: ANN001 - list[CohortSummary]
+    events = [
+        LedgerEvent(s.operation, s.operation_title, s.key, s.label, s.workload_label, e, s.url)
+        for s in summaries for e in s.events
+    ]
+    events.sort(key=lambda le: (le.event.at, le.operation, le.cohort), reverse=True)
+    return events[:LATEST_RECORDS]
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+def _sources(catalog: Catalog) -> list[SourceFreshness]:
+    with catalog.engine.connect() as conn:
+        bodies = [json.loads(b) for (b,) in conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "Source"))]
+        runs = {name: (n, last) for name, n, last in conn.execute(
+            select(RunRow.source, func.count(), func.max(RunRow.observed_at)).group_by(RunRow.source))}
+        published = dict(conn.execute(select(PublicationRow.source, func.max(PublicationRow.at))
+                                      .group_by(PublicationRow.source)).all())
+    found = []
+    names = set()
+    for body in sorted(bodies, key=lambda b: b["spec"]["name"]):
+        spec, name = body["spec"], body["spec"]["name"]
+        names.add(name)
+        count, last = runs.get(name, (0, None))
+        found.append(SourceFreshness(name, body.get("metadata", {}).get("title") or name, spec.get("url"),
+                                     spec.get("license"), spec.get("attribution"), count, _aware(last),
+                                     _aware(published.get(name))))
+    for name, (count, last) in sorted(runs.items()):
+        if name not in names:  # e.g. the KernelIndex runner: runs without a Source manifest
+            found.append(SourceFreshness(name, name, None, None, None, count, _aware(last), _aware(published.get(name))))
+    return found

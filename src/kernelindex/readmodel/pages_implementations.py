@@ -1,0 +1,137 @@
+"""Implementation pages (/implementations/{slug}): one implementation line (project + callable)
+with its revisions — "Can I use this?", license declared vs concluded, records held, runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import ObjectRow
+from kernelindex.domain.canonical import short_digest
+from kernelindex.readmodel import labels
+from kernelindex.readmodel.cohorts import cohorts_of
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.loading import OperationData, load_operation
+from kernelindex.readmodel.pages_common import CohortSummary, NotFound, cohort_summaries, utc_now
+
+
+@dataclass
+class Revision(JsonModel):
+    digest: str
+    version: str | None
+    commit: str | None
+    usable: bool
+    install_command: str | None
+    reasons: list[dict[str, str]]
+    license_declared: str | None
+    license_concluded: str | None
+    license_concluded_from: str | None
+    source_url: str | None
+    eligible_runs: int
+
+
+@dataclass
+class RunRow(JsonModel):
+    run_id: str
+    workload: str
+    workload_label: str
+    cohort: str
+    cohort_label: str
+    median_ns: int | None
+    rank: str | None
+    cohort_size: int
+    version: str | None
+    evidence: str
+    eligible: bool
+    url: str
+
+
+@dataclass
+class ImplementationPage(JsonModel):
+    slug: str
+    title: str
+    project: dict[str, str | None]
+    operation: dict[str, str]
+    language: str
+    invocation: str
+    role: str
+    in_place: bool
+    revisions: list[Revision]
+    records_held: list[CohortSummary] = field(default_factory=list)
+    runs: list[RunRow] = field(default_factory=list)
+    gpus: list[str] = field(default_factory=list)
+
+
+def _operation_slug_for(catalog: Catalog, slug: str) -> str:
+    with catalog.engine.connect() as conn:
+        row = conn.execute(select(ObjectRow.operation).where(
+            ObjectRow.kind == "ImplementationRevision", ObjectRow.name == slug).limit(1)).first()
+        if row is None:
+            raise NotFound(f"no implementation {slug!r} in the catalog")
+        op = conn.execute(select(ObjectRow.name).where(ObjectRow.digest == row.operation)).scalar_one()
+    return op
+
+
+def implementation_page(catalog: Catalog, slug: str, *, now: datetime | None = None) -> ImplementationPage:
+    data = load_operation(catalog, _operation_slug_for(catalog, slug))
+    digests = [d for d, impl in data.implementations.items() if labels.implementation_slug(impl) == slug]
+    if not digests:
+        raise NotFound(f"no implementation {slug!r} has runs for {data.slug}")
+    first = data.implementations[digests[0]]
+    spec = first["spec"]
+    project = data.projects.get(spec["project"], {})
+    call = spec["callable"]
+    page = ImplementationPage(
+        slug=slug,
+        title=labels.implementation_title(first),
+        project={"title": labels.project_title(project) if project else None,
+                 "repository": project.get("spec", {}).get("repository"),
+                 "homepage": project.get("spec", {}).get("homepage")},
+        operation={"slug": data.slug, "title": data.operation.get("metadata", {}).get("title") or data.slug},
+        language=call["language"],
+        invocation=f"{call['module']}:{call['symbol']}",
+        role=spec.get("role", "candidate"),
+        in_place=bool(spec.get("in_place")),
+        revisions=[_revision(data, d) for d in digests],
+    )
+    page.revisions.sort(key=lambda r: (r.version or "", r.digest), reverse=True)
+    clock = utc_now(now)
+    page.records_held = [s for s in cohort_summaries(data, clock)
+                         if s.leader and s.leader.implementation_slug == slug]
+    page.runs = _runs(data, set(digests))
+    page.gpus = sorted({s.gpu_name for s in cohort_summaries(data, clock)
+                        if any(r.cohort == s.key for r in page.runs)})
+    return page
+
+
+def _revision(data: OperationData, digest: str) -> Revision:
+    spec = data.implementations[digest]["spec"]
+    usable = data.usability[digest]
+    lic = spec.get("license", {})
+    return Revision(
+        digest=digest, version=spec.get("version"), commit=spec.get("commit"), usable=usable.usable,
+        install_command=usable.install_command, reasons=[r.to_json() for r in usable.reasons],
+        license_declared=lic.get("declared"), license_concluded=lic.get("concluded"),
+        license_concluded_from=lic.get("concluded_from"), source_url=usable.source_url,
+        eligible_runs=sum(1 for r in data.runs if r.implementation == digest and r.eligible),
+    )
+
+
+def _runs(data: OperationData, digests: set[str]) -> list[RunRow]:
+    rows = []
+    for cohort in cohorts_of(data).values():
+        ranks = {r.item.id: r.label for r in cohort.ranked}
+        env, protocol = data.environments[cohort.environment], data.protocols[cohort.protocol]
+        for run in cohort.runs:
+            if run.implementation not in digests:
+                continue
+            wl = data.workloads[run.workload]
+            rows.append(RunRow(
+                run.run_id, short_digest(run.workload), labels.workload_label(data.operation, wl),
+                short_digest(cohort.key), labels.cohort_label(env, protocol), run.median_ns,
+                ranks.get(run.digest), len(cohort.ranked), data.implementations[run.implementation]["spec"].get("version"),
+                run.evidence, run.eligible, f"/runs/{run.run_id}"))
+    return sorted(rows, key=lambda r: (r.workload_label, r.cohort_label, r.median_ns or 0))

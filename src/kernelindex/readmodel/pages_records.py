@@ -1,0 +1,103 @@
+"""The records ledger (/records): cohorts with their current holder, history and margin.
+Cohorts are never ranked against each other: the ledger is ordered by operation and workload
+(current), by the time of the last change (recently broken) or by event time (history)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kernelindex import registry
+from kernelindex.catalog.db import Catalog
+from kernelindex.policy.evidence import LEVELS
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.pages_common import (
+    CohortSummary,
+    EventView,
+    NotFound,
+    all_operations,
+    check_choice,
+    cohort_summaries,
+    utc_now,
+)
+
+VIEWS = ["current", "recently-broken", "history"]
+HISTORY_LIMIT = 300
+
+
+@dataclass
+class LedgerEvent(JsonModel):
+    operation: str
+    operation_title: str
+    cohort: str
+    cohort_label: str
+    workload_label: str
+    event: EventView
+    url: str
+
+
+@dataclass
+class RecordsPage(JsonModel):
+    view: str
+    filters: dict[str, str | None]
+    options: dict[str, list[dict[str, str]]]
+    cohorts: list[CohortSummary] = field(default_factory=list)
+    events: list[LedgerEvent] = field(default_factory=list)
+    events_truncated: bool = False
+    cohort: CohortSummary | None = None
+    total_cohorts: int = 0
+
+
+def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | None = None,
+                 evidence: str | None = None, view: str | None = None, cohort: str | None = None,
+                 now: datetime | None = None) -> RecordsPage:
+    clock = utc_now(now)
+    summaries = [s for data in all_operations(catalog) for s in cohort_summaries(data, clock) if s.leader]
+    options = _options(summaries)
+    check_choice("operation", operation, [o["value"] for o in options["operation"]])
+    check_choice("gpu", gpu, [o["value"] for o in options["gpu"]])
+    check_choice("evidence", evidence, list(LEVELS))
+    view = check_choice("view", view, VIEWS) or "current"
+    filters = {"operation": operation, "gpu": gpu, "evidence": evidence, "view": view, "cohort": cohort}
+    page = RecordsPage(view=view, filters=filters, options=options, total_cohorts=len(summaries))
+    if cohort is not None:
+        page.cohort = next((s for s in summaries if s.key == cohort or s.cohort_key == cohort), None)
+        if page.cohort is None:
+            raise NotFound(f"no cohort {cohort!r} holds a record; cohort keys are the 12 hex digits in ?cohort=")
+        return page
+    chosen = [s for s in summaries if _matches(s, operation, gpu, evidence)]
+    if view == "current":
+        page.cohorts = chosen
+    elif view == "recently-broken":
+        broken = [s for s in chosen if any(e.kind != "first" for e in s.events)]
+        page.cohorts = sorted(broken, key=lambda s: (s.last_event.at if s.last_event else clock), reverse=True)
+    else:
+        page.events, page.events_truncated = _history(chosen)
+    return page
+
+
+def _matches(s: CohortSummary, operation: str | None, gpu: str | None, evidence: str | None) -> bool:
+    return ((operation is None or s.operation == operation) and (gpu is None or s.gpu == gpu)
+            and (evidence is None or (s.leader is not None and s.leader.evidence == evidence)))
+
+
+def _history(chosen: list[CohortSummary]) -> tuple[list[LedgerEvent], bool]:
+    events = [
+        LedgerEvent(s.operation, s.operation_title, s.key, s.label, s.workload_label, e,
+                    f"/records?cohort={s.key}")
+        for s in chosen for e in s.events
+    ]
+    events.sort(key=lambda le: (le.event.at, le.operation, le.cohort), reverse=True)
+    return events[:HISTORY_LIMIT], len(events) > HISTORY_LIMIT
+
+
+def _options(summaries: list[CohortSummary]) -> dict[str, list[dict[str, str]]]:
+    ops = sorted({(s.operation, s.operation_title) for s in summaries})
+    gpus = sorted({s.gpu for s in summaries if s.gpu})
+    names = registry.gpus()
+    return {
+        "operation": [{"value": slug, "label": title} for slug, title in ops],
+        "gpu": [{"value": g, "label": names[g].name if g in names else g} for g in gpus],
+        "evidence": [{"value": level, "label": level} for level in LEVELS],
+        "view": [{"value": v, "label": v.replace("-", " ")} for v in VIEWS],
+    }

@@ -1,0 +1,108 @@
+"""The evidence dossier of one run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
+from kernelindex.catalog.models import ObjectRow, RunRow
+from kernelindex.domain.canonical import short_digest
+from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
+from kernelindex.policy.staleness import is_stale
+from kernelindex.readmodel.cohorts import cohorts_of
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
+from kernelindex.readmodel.loading import NotFound, load_operation
+from kernelindex.readmodel.operations import ImplementationRef, floor_for, implementation_ref
+
+
+@dataclass
+class RunDossier(JsonModel):
+    run_id: str
+    digest: str
+    status: str
+    operation: str
+    operation_title: str
+    implementation: ImplementationRef
+    timing: dict
+    rank: int | None
+    rank_label: str | None
+    cohort_size: int
+    vs_first: float | None
+    not_ranked_reasons: list[dict]
+    evidence: str
+    evidence_sentence: str
+    workload: dict
+    protocol: dict
+    environment: dict
+    gpu: str
+    cohort: str
+    cohort_label: str
+    correctness: dict
+    source: dict
+    runner: dict | None
+    observed_at: datetime
+    stale: bool
+    floor_ns: float | None
+    floor_ratio: float | None
+    retraction: dict | None
+    superseded_by: str | None
+    supersedes: list[str]
+    artifacts: dict
+    manifest: dict
+    operation_url: str
+
+
+def _operation_slug(catalog: Catalog, digest: str) -> str:
+    with catalog.engine.connect() as conn:
+        op = conn.execute(select(RunRow.operation).where(RunRow.digest == digest)).scalar_one()
+        return conn.execute(select(ObjectRow.name).where(ObjectRow.digest == op)).scalar_one()
+
+
+def _run_id(catalog: Catalog, digest: str) -> str:
+    with catalog.engine.connect() as conn:
+        return conn.execute(select(RunRow.run_id).where(RunRow.digest == digest)).scalar_one()
+
+
+def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) -> RunDossier:
+    try:
+        digest = resolve_run_digest(catalog, run_ref)
+    except UnknownRunError as exc:
+        raise NotFound(str(exc)) from None
+    now = now or datetime.now(UTC)
+    data = load_operation(catalog, _operation_slug(catalog, digest))
+    run = next(r for r in data.runs if r.digest == digest)
+    cohort = cohorts_of(data)[run.cohort_key]
+    entry = next((e for e in cohort.ranked if e.item.id == digest), None)
+    floors = floor_for(data, run.workload, run.environment)
+    floor_ns = floors[0].floor_ns if floors else None
+    workload = data.workloads[run.workload]
+    return RunDossier(
+        run_id=run.run_id, digest=digest, status=run.status, operation=data.slug,
+        operation_title=data.operation["metadata"].get("title", data.slug),
+        implementation=implementation_ref(data, run.implementation), timing=run.spec["timing"],
+        rank=entry.rank if entry else None, rank_label=entry.label if entry else None,
+        cohort_size=len(cohort.ranked), vs_first=entry.vs_first if entry else None,
+        not_ranked_reasons=[r.to_json() for r in run.eligibility.reasons] if run.eligibility else [],
+        evidence=run.evidence, evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
+        workload={"key": workload_key(run.workload), "digest": run.workload,
+                  "label": workload_label(data.operation, workload), **workload["spec"]},
+        protocol={"digest": run.protocol, **data.protocols[run.protocol]},
+        environment={"digest": run.environment, **data.environments[run.environment]},
+        gpu=gpu_label(data.environments[run.environment]), cohort=cohort_key_short(run.cohort_key),
+        cohort_label=cohort_label(data.environments[run.environment], data.protocols[run.protocol]),
+        correctness=run.spec["correctness"], source=run.spec["source"], runner=run.spec.get("runner"),
+        observed_at=run.observed_at, stale=is_stale(run.observed_at, now), floor_ns=floor_ns,
+        floor_ratio=run.median_ns / floor_ns if floor_ns and run.median_ns else None,
+        retraction=run.retracted, superseded_by=_run_id(catalog, run.superseded_by["new"]) if run.superseded_by else None,
+        supersedes=[_run_id(catalog, d) for d in run.supersedes], artifacts=run.spec.get("artifacts", {}),
+        manifest={"apiVersion": "kernelindex/v1", "kind": "BenchmarkRun", "metadata": {}, "spec": run.spec},
+        operation_url=f"/operations/{data.slug}?workload={workload_key(run.workload)}&cohort={cohort_key_short(run.cohort_key)}",
+    )
+
+
+__all__ = ["RunDossier", "run_dossier", "short_digest"]
