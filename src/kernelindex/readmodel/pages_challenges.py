@@ -82,7 +82,8 @@ def _gaps(data, priority: list[str]) -> OperationGaps:  # noqa: ANN001 - Operati
         missing = [gpus[g].short for g in priority if g not in measured[digest]]
         if missing:
             shown = sorted(gpus[m].short if m in gpus else m for m in measured[digest])
-            cells.append(MissingCell(short_digest(digest), labels.workload_label(data.operation, data.workloads[digest]),
+            label = labels.workload_label(data.operation, data.workloads[digest])
+            cells.append(MissingCell(short_digest(digest), label,
                                      missing, shown, f"/operations/{data.slug}?workload={short_digest(digest)}"))
     title = data.operation.get("metadata", {}).get("title") or data.slug
     return OperationGaps(data.slug, title, cells)

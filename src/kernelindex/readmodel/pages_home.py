@@ -57,7 +57,8 @@ def home_page(catalog: Catalog, *, now: datetime | None = None) -> HomePage:
     datas = all_operations(catalog)
     runs = [r for d in datas for r in d.runs]
     eligible = [r for r in runs if r.eligible]
-    lines = {impl.get("metadata", {}).get("name") or digest for d in datas for digest, impl in d.implementations.items()}
+    lines = {impl.get("metadata", {}).get("name") or digest
+             for d in datas for digest, impl in d.implementations.items()}
     summaries = [s for d in datas for s in cohort_summaries(d, clock) if s.leader]
     counts = {
         "operations": len(datas),
@@ -106,5 +107,6 @@ def _sources(catalog: Catalog) -> list[SourceFreshness]:
                                      _aware(published.get(name))))
     for name, (count, last) in sorted(runs.items()):
         if name not in names:  # e.g. the KernelIndex runner: runs without a Source manifest
-            found.append(SourceFreshness(name, name, None, None, None, count, _aware(last), _aware(published.get(name))))
+            found.append(SourceFreshness(name, name, None, None, None, count, _aware(last),
+                                         _aware(published.get(name))))
     return found

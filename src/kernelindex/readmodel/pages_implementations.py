@@ -132,6 +132,7 @@ def _runs(data: OperationData, digests: set[str]) -> list[RunRow]:
             rows.append(RunRow(
                 run.run_id, short_digest(run.workload), labels.workload_label(data.operation, wl),
                 short_digest(cohort.key), labels.cohort_label(env, protocol), run.median_ns,
-                ranks.get(run.digest), len(cohort.ranked), data.implementations[run.implementation]["spec"].get("version"),
+                ranks.get(run.digest), len(cohort.ranked),
+                data.implementations[run.implementation]["spec"].get("version"),
                 run.evidence, run.eligible, f"/runs/{run.run_id}"))
     return sorted(rows, key=lambda r: (r.workload_label, r.cohort_label, r.median_ns or 0))

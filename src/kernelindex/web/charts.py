@@ -128,7 +128,8 @@ def render_scaling_svg(chart: Mapping[str, Any], *, chart_id: str = "scaling") -
             f"{'log' if sx.log else 'linear'} {axis} axis.")
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" '
-        f'aria-labelledby="{chart_id}-title {chart_id}-desc" class="scaling-chart" font-family="system-ui, sans-serif">',
+        f'aria-labelledby="{chart_id}-title {chart_id}-desc" class="scaling-chart" '
+        'font-family="system-ui, sans-serif">',
         f'<title id="{chart_id}-title">{escape(title)}</title>',
         f'<desc id="{chart_id}-desc">{escape(desc)}</desc>',
         *_grid(sx, sy, sorted(set(xs)), axis),
@@ -160,9 +161,10 @@ def _grid(sx: Scale, sy: Scale, xs: list[float], axis: str) -> list[str]:
         f'<text x="{_f((LEFT + WIDTH - RIGHT) / 2)}" y="{HEIGHT - 8}" fill="#a3adb9" font-size="12" '
         f'text-anchor="middle">{escape(axis)}{scale_note} →</text>'
     )
+    mid = _f((TOP + HEIGHT - BOTTOM) / 2)
     parts.append(
-        f'<text x="14" y="{_f((TOP + HEIGHT - BOTTOM) / 2)}" fill="#a3adb9" font-size="12" text-anchor="middle" '
-        f'transform="rotate(-90 14 {_f((TOP + HEIGHT - BOTTOM) / 2)})">median latency{" (log)" if sy.log else ""}</text>'
+        f'<text x="14" y="{mid}" fill="#a3adb9" font-size="12" text-anchor="middle" '
+        f'transform="rotate(-90 14 {mid})">median latency{" (log)" if sy.log else ""}</text>'
     )
     return parts
 

@@ -1,0 +1,148 @@
+"""Compare (/compare?run=…&run=…): 2–8 runs side by side. A winner only when all share one
+cohort; otherwise the first material difference (operation, workload, protocol, environment) is
+named and no winner is declared (DESIGN §1.1: no false equivalence)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import ObjectRow
+from kernelindex.catalog.models import RunRow as RunTable
+from kernelindex.domain.canonical import short_digest
+from kernelindex.readmodel import labels
+from kernelindex.readmodel.cohorts import cohorts_of
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.loading import OperationData, Run, load_operation
+from kernelindex.readmodel.pages_common import BadParameter, NotFound, RunRef, run_ref, utc_now
+
+MIN_RUNS, MAX_RUNS = 2, 8
+
+
+@dataclass
+class ComparedRun(JsonModel):
+    run: RunRef
+    operation: str
+    operation_title: str
+    workload: str
+    workload_label: str
+    axes: dict[str, int]
+    dtypes: dict[str, str]
+    cohort: str
+    cohort_label: str
+    gpu_name: str
+    timed_region: str
+    harness: str
+    status: str
+    eligible: bool
+    not_ranked_because: list[str]
+    p20_ns: int | None
+    p80_ns: int | None
+    rank: str | None
+    within_noise: bool
+    install_command: str | None
+    license: str | None
+    url: str
+
+
+@dataclass
+class Difference(JsonModel):
+    field: str
+    sentence: str
+    values: list[str]
+
+
+@dataclass
+class ComparePage(JsonModel):
+    runs: list[ComparedRun]
+    same_cohort: bool
+    winner: str | None
+    verdict: str
+    difference: Difference | None = None
+    multiples: dict[str, float] = field(default_factory=dict)  # run id → median / fastest median
+
+
+def _locate(catalog: Catalog, run_id: str) -> tuple[OperationData, Run]:
+    with catalog.engine.connect() as conn:
+        op = conn.execute(select(RunTable.operation).where(RunTable.run_id == run_id)).scalar_one_or_none()
+        if op is None:
+            raise NotFound(f"no run {run_id!r} in the catalog (run ids are 16 hex digits)")
+        slug = conn.execute(select(ObjectRow.name).where(ObjectRow.digest == op)).scalar_one()
+    data = load_operation(catalog, slug)
+    return data, next(r for r in data.runs if r.run_id == run_id)
+
+
+def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
+    cohort = cohorts_of(data)[run.cohort_key]
+    ranked = next((r for r in cohort.ranked if r.item.id == run.digest), None)
+    wl = data.workloads[run.workload]
+    protocol, env = data.protocols[run.protocol], data.environments[run.environment]
+    usable = data.usability.get(run.implementation)
+    return ComparedRun(
+        run=run_ref(data, run, now), operation=data.slug,
+        operation_title=data.operation.get("metadata", {}).get("title") or data.slug,
+        workload=short_digest(run.workload), workload_label=labels.workload_label(data.operation, wl),
+        axes=dict(wl["spec"]["axes"]), dtypes=dict(wl["spec"].get("dtypes", {})),
+        cohort=short_digest(run.cohort_key), cohort_label=labels.cohort_label(env, protocol),
+        gpu_name=labels.gpu_label(env), timed_region=protocol["spec"]["timed_region"],
+        harness=protocol["spec"]["harness"]["name"], status=run.status, eligible=run.eligible,
+        not_ranked_because=[r.sentence for r in (run.eligibility.reasons if run.eligibility else ())],
+        p20_ns=run.p20_ns, p80_ns=run.p80_ns, rank=ranked.label if ranked else None,
+        within_noise=bool(ranked and ranked.within_noise),
+        install_command=usable.install_command if usable else None, license=usable.license if usable else None,
+        url=f"/runs/{run.run_id}",
+    )
+
+
+def _first_difference(runs: list[ComparedRun]) -> Difference | None:
+    checks = [
+        ("operation", "They measure different operations", lambda r: r.operation_title),
+        ("workload", "They measure different workloads", lambda r: r.workload_label),
+        ("timed_region", "They time different regions", lambda r: r.timed_region),
+        ("protocol", "They use different benchmark protocols", lambda r: r.harness),
+        ("gpu", "They ran on different GPUs", lambda r: r.gpu_name),
+        ("environment", "They ran in different software environments", lambda r: r.cohort_label),
+        ("cohort", "They belong to different cohorts", lambda r: r.cohort),
+    ]
+    for name, sentence, value in checks:
+        values = [value(r) for r in runs]
+        if len(set(values)) > 1:
+            return Difference(name, sentence + "; no winner is declared across cohorts.", values)
+    return None
+
+
+def _verdict(runs: list[ComparedRun]) -> tuple[str | None, str]:
+    ranked = [r for r in runs if r.rank is not None]
+    if not ranked:
+        return None, "None of these runs is eligible for ranking, so there is no winner."
+    best = min(ranked, key=lambda r: int(r.rank.rstrip("=")))  # type: ignore[union-attr]
+    tied = [r for r in ranked if r.rank == best.rank]
+    if len(tied) > 1:
+        return None, f"Tied at rank {best.rank} in their cohort: " + ", ".join(r.run.run_id for r in tied) + "."
+    runner_up = sorted((r for r in ranked if r is not best), key=lambda r: int(r.rank.rstrip("=")))  # type: ignore[union-attr]
+    noise = " (within noise of the next run)" if runner_up and runner_up[0].within_noise else ""
+    return best.run.run_id, (f"{best.run.implementation} ({best.run.run_id}) is faster: rank {best.rank} in the "
+                             f"shared cohort{noise}.")
+
+
+def compare_page(catalog: Catalog, run_ids: list[str], *, now: datetime | None = None) -> ComparePage:
+    if not MIN_RUNS <= len(run_ids) <= MAX_RUNS:
+        raise BadParameter("run", f"give between {MIN_RUNS} and {MAX_RUNS} runs (got {len(run_ids)})")
+    if len(set(run_ids)) != len(run_ids):
+        raise BadParameter("run", "the same run is listed twice")
+    clock = utc_now(now)
+    runs = [_compared(*_locate(catalog, rid), clock) for rid in run_ids]
+    same = len({r.cohort for r in runs}) == 1
+    page = ComparePage(runs=runs, same_cohort=same, winner=None, verdict="")
+    if same:
+        page.winner, page.verdict = _verdict(runs)
+        fastest = min((r.run.median_ns for r in runs if r.eligible and r.run.median_ns), default=None)
+        if fastest:
+            page.multiples = {r.run.run_id: r.run.median_ns / fastest for r in runs if r.run.median_ns}
+    else:
+        page.difference = _first_difference(runs)
+        page.verdict = page.difference.sentence if page.difference else "They belong to different cohorts."
+    return page
