@@ -61,6 +61,7 @@ class VerifiedBundle:
     key_id: str
     public_key: str
     created_at: str
+    signature: str
     manifests: list[BaseModel] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
@@ -153,7 +154,7 @@ def verify_bundle(path: Path) -> VerifiedBundle:
     _check_references(manifests, index["files"], key_id)
     return VerifiedBundle(
         path=path, digest=digest, runner_name=index["runner"]["name"], key_id=key_id, public_key=public,
-        created_at=index["created_at"], manifests=manifests,
+        created_at=index["created_at"], signature=sig["signature"], manifests=manifests,
     )
 
 
@@ -280,20 +281,26 @@ def bundled_bundles() -> list[Path]:
 def publish_bundle(
     catalog: Any, path: Path, *, allow_untrusted: bool = False, actor: str = "local operator"
 ) -> Any:
-    """Verify a bundle and publish its manifests in one transaction.
+    """Verify a bundle and publish its manifests in one transaction, with an attestation per run
+    (bundle digest, key id, signature) recording that signature and digests were checked.
 
     A bundle signed by a key that is not a trusted runner in the catalog is refused unless
-    ``allow_untrusted`` (``--as-reported``): then its runs are stored but evidence policy never
-    derives ``verified`` for them while the key stays untrusted.
+    ``allow_untrusted`` (``--as-reported``): then its runs are stored without attestations, so
+    evidence policy never derives ``verified`` for them.
     """
-    from kernelindex.catalog.publish import publish_manifests
+    from kernelindex.catalog.publish import Attestation, publish_manifests
     from kernelindex.catalog.reads import trusted_runner_keys
 
     bundle = verify_bundle(path)
-    trusted = trusted_runner_keys(catalog)
-    if bundle.key_id not in trusted and not allow_untrusted:
+    trusted = bundle.key_id in trusted_runner_keys(catalog)
+    if not trusted and not allow_untrusted:
         raise UntrustedRunnerError(
             f"{path}: signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
             "runner in this catalog; register it with `ki runner trust` or publish with --as-reported"
         )
-    return publish_manifests(catalog, bundle.manifests, actor=actor)
+    attestations = {}
+    if trusted:
+        signature = bundle.signature
+        attestations = {digest_of(run): Attestation(bundle.digest, bundle.key_id, signature) for run in bundle.runs()}
+    return publish_manifests(catalog, bundle.manifests, actor=actor, source="kernelindex-runner",
+                             snapshot_digest=bundle.digest, locator=str(path), attestations=attestations)

@@ -1,7 +1,8 @@
 """Ed25519 runner keys: generation, storage, identity and the keys shipped with the package.
 
-A runner key signs result bundles. Its identity (``key_id``) is ``sha256:`` + hex SHA-256 of the
-raw 32-byte public key. Private keys live outside the repository: by default in
+A runner key signs result bundles. Its identity (``key_id``) is the digest of the canonical JSON
+``{"ed25519": "<public key hex>"}`` (the same definition the catalog uses for TrustedRunner rows).
+Private keys live outside the repository: by default in
 ``$XDG_CONFIG_HOME/kernelindex/runner/`` (``~/.config/kernelindex/runner/``), or in the
 git-ignored ``.keys/`` folder of a checkout. Public keys travel as small JSON files (``*.pub``).
 """
@@ -15,18 +16,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel
 
-from kernelindex.domain.canonical import bytes_digest
+from kernelindex.domain.canonical import sha256_digest
 from kernelindex.domain.manifests import build
 
 ALGORITHM = "ed25519"
 PRIVATE_KEY_FILE = "runner.key"
 PUBLIC_KEY_FILE = "runner.pub"
+BUNDLED_TRUSTED_BY = "kernelindex package (bundled runner key)"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
@@ -41,8 +44,8 @@ def default_key_dir() -> Path:
 
 
 def key_id_of(public_key_hex: str) -> str:
-    """``sha256:`` + hex digest of the raw public key bytes."""
-    return bytes_digest(bytes.fromhex(public_key_hex))
+    """``sha256:`` + hex SHA-256 of the RFC 8785 JSON ``{"ed25519": public_key_hex}``."""
+    return sha256_digest({"ed25519": public_key_hex})
 
 
 def public_key_hex(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
@@ -159,7 +162,7 @@ def parse_public_key(data: object, where: str) -> RunnerKey:
     return RunnerKey(name=validate_name(str(name)), public_key=public, created_at=created.astimezone(UTC))
 
 
-def bundled_runner_keys() -> list[RunnerKey]:
+def shipped_runner_keys() -> list[RunnerKey]:
     """Public keys of the runners whose signed bundles ship with the package (data/runners/*.pub)."""
     folder = resources.files("kernelindex").joinpath("data", "runners")
     if not folder.is_dir():
@@ -172,8 +175,18 @@ def bundled_runner_keys() -> list[RunnerKey]:
     return keys
 
 
-def bundled_trusted_runners(trusted_by: str = "kernelindex package") -> list[BaseModel]:
+def bundled_trusted_runners(trusted_by: str = BUNDLED_TRUSTED_BY) -> list[BaseModel]:
     """TrustedRunner manifests for the shipped keys; ``at`` is the key's creation time, so the
     manifests (and their digests) are the same on every bootstrap."""
-    keys = bundled_runner_keys()
-    return [key.trusted_runner_manifest(trusted_by=trusted_by, at=key.created_at) for key in keys]
+    return [key.trusted_runner_manifest(trusted_by=trusted_by, at=key.created_at) for key in shipped_runner_keys()]
+
+
+def bundled_runner_keys(catalog: Any | None = None, *, actor: str = BUNDLED_TRUSTED_BY) -> list[RunnerKey]:
+    """The shipped runner keys. Given a catalog, also registers them there as trusted runners
+    (one transaction, idempotent: the same manifests every time)."""
+    keys = shipped_runner_keys()
+    if catalog is not None and keys:
+        from kernelindex.catalog.publish import publish_manifests
+
+        publish_manifests(catalog, bundled_trusted_runners(), actor=actor, source="kernelindex-package")
+    return keys

@@ -1,0 +1,264 @@
+"""``ki verify``, ``ki publish`` and ``ki runner keygen|trust``: the verification runner's commands.
+
+torch is imported only inside ``ki verify``, so the other commands work without the runner extra.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from kernelindex.domain.manifests import ManifestError, digest_of, parse_manifest_text
+from kernelindex.domain.units import format_duration
+from kernelindex.trust import keys as runner_keys
+from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, publish_bundle, verify_bundle
+
+console = Console()
+err = Console(stderr=True)
+DB_HELP = "Catalog URL; default: $KERNELINDEX_DATABASE_URL or the local SQLite file."
+
+
+def local_actor() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local operator"
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    return typer.Exit(code)
+
+
+def _open_catalog(database_url: str | None) -> Any:
+    from kernelindex.catalog.db import open_catalog
+
+    return open_catalog(database_url)
+
+
+# --- ki runner keygen / trust ---------------------------------------------------------------------
+
+runner_app = typer.Typer(help="Runner keys: make one, or trust one in this catalog.", no_args_is_help=True)
+
+
+@runner_app.command("keygen")
+def keygen(
+    out: Path = typer.Option(None, "--out", help="Directory for runner.key and runner.pub "
+                             "(default: ~/.config/kernelindex/runner; .keys/ in a checkout is git-ignored)."),
+    name: str = typer.Option(None, "--name", help="Runner name recorded in its runs (default: <host>-runner)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing key."),
+) -> None:
+    """Make an Ed25519 runner key. The private key never leaves this machine; publish runner.pub."""
+    folder = out or runner_keys.default_key_dir()
+    runner_name = name or f"{socket.gethostname().split('.')[0] or 'local'}-runner"
+    try:
+        private, public, key = runner_keys.generate(runner_name, folder, overwrite=force)
+    except runner_keys.RunnerKeyError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"Private key: {private} (mode 600; keep it out of any repository)")
+    console.print(f"Public key:  {public}")
+    console.print(f"Key id:      {key.key_id}")
+    console.print(f"Trust it in a catalog with: ki runner trust {public} --name {key.name}")
+
+
+def _read_pubkey(pubkey: str, name: str | None) -> runner_keys.RunnerKey:
+    if len(pubkey) == 64 and all(c in "0123456789abcdef" for c in pubkey):
+        if not name:
+            raise _fail("a bare public key needs --name", code=2)
+        from datetime import UTC, datetime
+
+        return runner_keys.RunnerKey(runner_keys.validate_name(name), pubkey, datetime.now(UTC))
+    key = runner_keys.load_public_key(Path(pubkey))
+    if name and name != key.name:
+        key = runner_keys.RunnerKey(runner_keys.validate_name(name), key.public_key, key.created_at)
+    return key
+
+
+@runner_app.command("trust")
+def trust(
+    pubkey: str = typer.Argument(..., help="A runner.pub file, or 64 hex digits of a raw Ed25519 public key."),
+    name: str = typer.Option(None, "--name", help="Runner name (default: the name in the .pub file)."),
+    database_url: str | None = typer.Option(None, "--database-url", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Register a runner key as trusted: its signed bundles publish as verified runs."""
+    from kernelindex.catalog.publish import publish_manifests
+
+    try:
+        key = _read_pubkey(pubkey, name)
+    except runner_keys.RunnerKeyError as exc:
+        raise _fail(str(exc), code=2) from None
+    actor = local_actor()
+    manifest = key.trusted_runner_manifest(trusted_by=actor)
+    report = publish_manifests(_open_catalog(database_url), [manifest], actor=actor, source="ki runner trust")
+    if as_json:
+        typer.echo(json.dumps({"key_id": key.key_id, "name": key.name, "manifest": digest_of(manifest),
+                               **report.to_json()}, sort_keys=True))
+        return
+    console.print(f"Trusted runner {key.name} ({key.key_id}) — TrustedRunner {digest_of(manifest)}")
+
+
+# --- ki publish -----------------------------------------------------------------------------------
+
+
+def publish(
+    bundle: Path = typer.Argument(..., help="A result bundle directory written by `ki verify`."),
+    as_reported: bool = typer.Option(False, "--as-reported", help="Publish a bundle from an untrusted key; "
+                                     "its runs stay 'reported'."),
+    database_url: str | None = typer.Option(None, "--database-url", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Check a bundle's signature and every digest, then publish its runs."""
+    try:
+        checked = verify_bundle(bundle)
+        report = publish_bundle(_open_catalog(database_url), bundle, allow_untrusted=as_reported, actor=local_actor())
+    except UntrustedRunnerError as exc:
+        raise _fail(str(exc)) from None
+    except BundleError as exc:
+        raise _fail(f"bundle refused: {exc}") from None
+    if as_json:
+        typer.echo(json.dumps({"bundle": checked.digest, "key_id": checked.key_id, "runner": checked.runner_name,
+                               **report.to_json()}, sort_keys=True))
+        return
+    console.print(f"Bundle {checked.digest} signed by {checked.runner_name} ({checked.key_id}): signature and "
+                  f"{len(checked.manifests)} manifests checked.")
+    new, existing = report.to_json()["new"], report.to_json()["existing"]
+    console.print(f"Published: {sum(new.values())} new ({_counts(new)}), {sum(existing.values())} already present.")
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing"
+
+
+# --- ki verify ------------------------------------------------------------------------------------
+
+
+def _workloads_from_file(path: Path, operation: BaseModel) -> list[BaseModel]:
+    wanted, found = digest_of(operation), []
+    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            manifest = parse_manifest_text(line, f"{path.name} line {number}")
+        except ManifestError:
+            continue  # an export also holds kinds and versions this command does not need
+        if manifest.kind == "WorkloadCase" and manifest.spec.operation == wanted:
+            found.append(manifest)
+    return found
+
+
+def _load_workloads(operation: BaseModel, manifests: Path | None, database_url: str | None) -> list[BaseModel]:
+    if manifests is not None:
+        workloads = _workloads_from_file(manifests, operation)
+        where = str(manifests)
+    else:
+        from kernelindex.catalog.bootstrap import ensure_bundled_data
+        from kernelindex.catalog.reads import workload_manifests
+
+        catalog = _open_catalog(database_url)
+        ensure_bundled_data(catalog)
+        workloads = list(workload_manifests(catalog, operation.metadata.name))
+        where = catalog.display_location()
+    if not workloads:
+        raise _fail(f"no workload cases of {operation.metadata.name} in {where}")
+    return sorted(workloads, key=lambda w: sorted(w.spec.axes.items()))
+
+
+def _runner_identity(key: Path) -> tuple[str, str]:
+    private = runner_keys.load_private_key(key)
+    public_hex = runner_keys.public_key_hex(private)
+    pub_file = key.with_name(runner_keys.PUBLIC_KEY_FILE)
+    name = runner_keys.load_public_key(pub_file).name if pub_file.exists() else "local-runner"
+    return name, runner_keys.key_id_of(public_hex)
+
+
+def verify(
+    operation: str = typer.Option(..., "--operation", help="Operation slug: rope or embedding."),
+    workloads: str = typer.Option("reference", "--workloads", help="reference | all | a case "
+                                  "(digest prefix, or axis bindings such as seq=2048,hidden=8192)."),
+    impl: str = typer.Option("baseline,liger,torch-compile", "--impl", help="Comma-separated adapters."),
+    out: Path = typer.Option(..., "--out", help="Directory for the signed result bundle (must be new or empty)."),
+    key: Path = typer.Option(None, "--key", help="Runner private key (default: ~/.config/kernelindex/runner/"
+                             "runner.key)."),
+    manifests: Path = typer.Option(None, "--manifests", help="Read workload cases from this JSON Lines export "
+                                   "instead of the catalog."),
+    database_url: str | None = typer.Option(None, "--database-url", help=DB_HELP),
+    min_samples: int = typer.Option(100, min=10, help="Samples per implementation before the stop rule applies."),
+    time_budget: float = typer.Option(4.0, min=0.1, help="Seconds of timing per case, all implementations."),
+    calls_per_sample: int = typer.Option(10, min=1, max=100, help="Calls captured per CUDA graph."),
+    no_graphs: bool = typer.Option(False, "--no-graphs", help="Per-call CUDA events instead of graph replay."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Measure implementations on the local GPU: correctness first, then timing; write a signed bundle."""
+    from kernelindex import registry
+
+    key = key or runner_keys.default_key_dir() / runner_keys.PRIVATE_KEY_FILE
+    try:
+        runner_name, key_id = _runner_identity(key)
+        op = registry.load_operation(operation)
+    except (runner_keys.RunnerKeyError, registry.RegistryError) as exc:
+        raise _fail(str(exc), code=2) from None
+    if out.exists() and any(out.iterdir()):
+        raise _fail(f"{out} is not empty; choose a new directory for the bundle", code=2)
+    try:
+        from kernelindex.runner.campaign import select_workloads
+        from kernelindex.runner.session import run_session
+    except ImportError as exc:
+        raise _fail(f"`ki verify` needs the runner extra (pip install 'kernelindex[runner]'): {exc}") from None
+    try:
+        cases = select_workloads(_load_workloads(op, manifests, database_url), workloads)
+    except ValueError as exc:
+        raise _fail(str(exc), code=2) from None
+    keys = [k.strip() for k in impl.split(",") if k.strip()]
+    try:
+        session = run_session(
+            [(op, cases, keys)], key_path=key, runner_name=runner_name, key_id=key_id, out_dirs=[out],
+            min_samples=min_samples, time_budget_s=time_budget, calls_per_sample=calls_per_sample,
+            use_graphs=not no_graphs, console=None if as_json else err,
+        )
+    except (RuntimeError, ValueError, BundleError) as exc:
+        raise _fail(str(exc)) from None
+    result, bundle = session.results[0], session.bundles[0]
+    from kernelindex.runner.campaign import outcome_rows
+
+    rows = outcome_rows(result)
+    if as_json:
+        typer.echo(json.dumps({"bundle": str(out), "digest": bundle.digest, "skipped": result.skipped,
+                               "copy_bandwidth_bytes_per_s": session.copy_bandwidth, "runs": rows},
+                              sort_keys=True))
+        return
+    print_results(op.metadata.name, rows, result.skipped)
+    console.print(f"Bundle {out} ({bundle.digest}), signed by {runner_name}. Publish it with: ki publish {out}")
+
+
+def print_results(operation: str, rows: list[dict[str, Any]], skipped: dict[str, str]) -> None:
+    table = Table(title=f"{operation}: verification results", title_justify="left")
+    for column in ("case", "impl", "status", "median", "p20–p80", "do_bench", "host", "× floor", "rel. error"):
+        table.add_column(column, justify="left" if column in ("case", "impl", "status") else "right")
+    for r in rows:
+        spread = f"{format_duration(r['p20_ns'])}–{format_duration(r['p80_ns'])}" if r["p20_ns"] else "—"
+        ratio = f"{r['median_ns'] / r['floor_ns']:.2f}×" if r["median_ns"] and r["floor_ns"] else "—"
+        error = f"{r['relative_error']:.2g}" if r["relative_error"] is not None else "—"
+        table.add_row(r["case"], r["implementation"], r["status"], format_duration(r["median_ns"]), spread,
+                      format_duration(r["do_bench_ns"]), format_duration(r["host_ns"]), ratio, error)
+    console.print(table)
+    for adapter, reason in skipped.items():
+        console.print(f"[yellow]skipped {adapter}:[/yellow] {reason}")
+    for r in rows:
+        if r["status"] != "passed":
+            console.print(f"[red]{r['case']} {r['implementation']}: {r['status']}[/red] {r['detail']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``verify``, ``publish`` and ``runner keygen|trust`` to the ``ki`` command."""
+    app.command("verify")(verify)
+    app.command("publish")(publish)
+    app.add_typer(runner_app, name="runner")

@@ -1,0 +1,81 @@
+"""One verification session on the local GPU: probe the environment once, verify each operation,
+write one signed bundle per operation. Used by ``ki verify`` and by ``bench/campaign.py``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kernelindex.runner.campaign import OperationResult, campaign_id, verify_operation, write_result_bundle
+from kernelindex.runner.cuda import CudaDevice, copy_bandwidth, do_bench_median_ns
+from kernelindex.runner.environment import Probe, environment_manifest, probe
+from kernelindex.runner.timing import TimingPolicy
+from kernelindex.trust.bundles import VerifiedBundle
+
+Plan = list[tuple[BaseModel, list[BaseModel], list[str] | None]]
+
+
+@dataclass
+class Session:
+    probe: Probe
+    environment: BaseModel
+    copy_bandwidth: float
+    results: list[OperationResult] = field(default_factory=list)
+    bundles: list[VerifiedBundle] = field(default_factory=list)
+
+
+class _ProgressEvents:
+    """Rich progress: one bar over all cases, one over the steps of the current case."""
+
+    def __init__(self, progress: Progress | None, console: Console | None, total_cases: int) -> None:
+        self.progress, self.console = progress, console
+        self.overall = progress.add_task("cases", total=total_cases) if progress else None
+        self.case = progress.add_task("", total=1) if progress else None
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        if self.progress is None:
+            return
+        if kind == "case":
+            self.progress.reset(self.case, total=data["steps"], description=f"  {data['label']}")
+        elif kind == "step":
+            self.progress.update(self.case, description=f"  {data['label']}")
+            self.progress.advance(self.case)
+        elif kind == "case_done":
+            self.progress.update(self.case, completed=self.progress.tasks[self.case].total)
+            self.progress.advance(self.overall)
+        elif kind in ("skipped", "warning") and self.console is not None:
+            text = f"{data['adapter']}: {data['reason']}" if kind == "skipped" else data["message"]
+            self.progress.console.print(f"[yellow]{kind}[/yellow] {text}", highlight=False)
+
+
+def run_session(
+    plan: Plan, *, key_path: Path, runner_name: str, key_id: str, out_dirs: list[Path],
+    min_samples: int = 100, time_budget_s: float = 4.0, calls_per_sample: int = 10, use_graphs: bool = True,
+    console: Console | None = None, do_bench: bool = True,
+) -> Session:
+    device = CudaDevice(calls_per_sample=calls_per_sample, use_graphs=use_graphs)
+    bandwidth = copy_bandwidth(device)
+    found = probe(bandwidth)
+    session = Session(probe=found, environment=environment_manifest(found), copy_bandwidth=bandwidth)
+    policy = TimingPolicy(min_samples=min_samples, time_budget_ns=int(time_budget_s * 1e9))
+    runner = {"name": runner_name, "key_id": key_id}
+    campaign = campaign_id()
+    total = sum(len(cases) for _, cases, _ in plan)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=console is None) as progress:
+        events = _ProgressEvents(progress if console is not None else None, console, total)
+        for (operation, cases, keys), out in zip(plan, out_dirs, strict=True):
+            result = verify_operation(
+                operation, cases, keys, device=device, environment=session.environment, runner=runner,
+                policy=policy, calls_per_sample=calls_per_sample, campaign=campaign,
+                do_bench=do_bench_median_ns if do_bench else None, on_event=events,
+            )
+            session.results.append(result)
+            if result.runs():
+                session.bundles.append(write_result_bundle(result, out, key_path, runner_name))
+    return session
