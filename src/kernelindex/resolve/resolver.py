@@ -37,7 +37,6 @@ from kernelindex.resolve.views import RunView
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
 
 MAX_COMPATIBLE = 12
-MAX_GAP_WORKLOADS = 3
 
 
 class RunSource(Protocol):
@@ -302,19 +301,33 @@ def _gaps(ctx: _Context, cohorts: list[Cohort], exact: list[Cohort]) -> tuple[Ga
         scope = what[1] if len(what) > 1 else "this operation"
         gaps.append(Gap(req.gpu, label, "request", f"Not measured on {label} for {op} · {scope}",
                         f"/challenges?operation={op}&gpu={req.gpu}"))
-    workloads = list(dict.fromkeys(c.sample.workload_key for c in exact))[:MAX_GAP_WORKLOADS]
-    for workload in workloads:
-        measured = {c.sample.gpu for c in cohorts if c.sample.workload_key == workload and c.eligible_runs}
-        sample = next(c.sample for c in exact if c.sample.workload_key == workload)
-        shape = " · ".join(f"{k} {v}" for k, v in sample.axes.items())
-        for slug in ctx.source.priority_gpus():
-            if slug in measured or slug == req.gpu:
-                continue
-            gpu = ctx.vocab.gpus.get(slug)
-            label = gpu.short if gpu else slug
-            gaps.append(Gap(slug, label, "workload", f"Not measured on {label} for {op} · {shape}",
-                            f"/challenges?operation={op}&gpu={slug}"))
+    workloads = {c.sample.workload_key: c.sample for c in exact}
+    if not workloads:
+        return tuple(gaps)
+    measured: dict[str, set[str | None]] = defaultdict(set)
+    for c in cohorts:
+        if c.sample.workload_key in workloads and c.eligible_runs:
+            measured[c.sample.workload_key].add(c.sample.gpu)
+    for slug in ctx.source.priority_gpus():
+        missing = [w for w in workloads if slug not in measured[w]]
+        if not missing or slug == req.gpu:
+            continue
+        gpu = ctx.vocab.gpus.get(slug)
+        label = gpu.short if gpu else slug
+        if len(workloads) == 1:
+            scope = _shape(workloads[missing[0]], ctx.vocab.operations.get(op))
+        else:
+            scope = f"{len(missing)} of the {len(workloads)} matching workloads"
+        gaps.append(Gap(slug, label, "workload", f"Not measured on {label} for {op} · {scope}",
+                        f"/challenges?operation={op}&gpu={slug}"))
     return tuple(gaps)
+
+
+def _shape(run: RunView, op: OperationEntry | None) -> str:
+    declared = op.axes if op else ()
+    order = [a for a in declared if a in run.axes] + sorted(a for a in run.axes if a not in declared)
+    dtypes = sorted(set(run.dtypes.values()))
+    return " · ".join([f"{a} {run.axes[a]}" for a in order] + dtypes)
 
 
 def _status(ctx: _Context, exact: Sequence[CohortResult], other: Sequence[CohortResult],

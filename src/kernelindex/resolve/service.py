@@ -1,0 +1,36 @@
+"""The two entry points every surface uses: a text query and a structured request, one resolver."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.resolve.grammar import parse_query
+from kernelindex.resolve.request import ResolveRequest, ValueProblem, normalise_request
+from kernelindex.resolve.resolver import resolve
+from kernelindex.resolve.results import Resolution
+from kernelindex.resolve.source import CatalogRunSource
+
+
+class RequestProblems(ValueError):
+    """A structured request names things that do not exist; each problem carries a suggestion."""
+
+    def __init__(self, problems: list[ValueProblem]) -> None:
+        super().__init__("; ".join(f"{p.field}: {p.message}" for p in problems))
+        self.problems = problems
+
+
+def search(catalog: Catalog, text: str, *, now: datetime | None = None) -> Resolution:
+    """Resolve a text query; problems in the text are reported beside their tokens, never raised."""
+    source = CatalogRunSource(catalog)
+    parsed = parse_query(text, source.vocabulary())
+    return resolve(parsed.request, source, parsed=parsed.to_json(), candidates=parsed.operation_candidates, now=now)
+
+
+def resolve_structured(catalog: Catalog, request: ResolveRequest, *, now: datetime | None = None) -> Resolution:
+    """Resolve a structured request; raises :class:`RequestProblems` when a value names nothing."""
+    source = CatalogRunSource(catalog)
+    normalised, problems = normalise_request(request, source.vocabulary())
+    if problems:
+        raise RequestProblems(problems)
+    return resolve(normalised, source, now=now)

@@ -1,0 +1,150 @@
+"""RFC 9457 problem details with stable codes, and a route class that turns every API error into one.
+
+The route class catches errors inside each API handler, so the API's error shape does not depend
+on the app's global handlers: 400 bad parameters and cursors, 404 unknown ids, 413 oversized
+bodies, 415 non-JSON bodies, 422 well-formed bodies that do not validate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.responses import Response
+
+PROBLEM_BASE = "https://kernelindex.dev/problems/"
+MAX_BODY_BYTES = 16 * 1024
+MAX_QUERY_STRING = 2048
+
+TITLES = {
+    "bad_request": "Bad request",
+    "bad_cursor": "Bad cursor",
+    "unknown_parameter": "Unknown parameter",
+    "query_too_long": "Query string too long",
+    "not_found": "Not found",
+    "payload_too_large": "Request body too large",
+    "unsupported_media_type": "Unsupported media type",
+    "invalid_json": "Body is not valid JSON",
+    "invalid_request": "Request does not validate",
+    "bad_selection": "Bad selection",
+}
+STATUS = {
+    "bad_request": 400, "bad_cursor": 400, "unknown_parameter": 400, "query_too_long": 400, "invalid_json": 400,
+    "bad_selection": 400, "not_found": 404, "payload_too_large": 413, "unsupported_media_type": 415,
+    "invalid_request": 422,
+}
+
+
+class ApiProblem(Exception):
+    def __init__(self, code: str, detail: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+        self.errors = errors or []
+
+    @property
+    def status(self) -> int:
+        return STATUS[self.code]
+
+
+def problem_response(problem: ApiProblem, instance: str | None = None) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": PROBLEM_BASE + problem.code,
+        "title": TITLES[problem.code],
+        "status": problem.status,
+        "detail": problem.detail,
+        "code": problem.code,
+    }
+    if instance:
+        body["instance"] = instance
+    if problem.errors:
+        body["errors"] = problem.errors
+    return JSONResponse(body, status_code=problem.status, media_type="application/problem+json")
+
+
+def _validation_problem(exc: RequestValidationError) -> ApiProblem:
+    errors = []
+    in_body = False
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ())]
+        in_body = in_body or (loc[:1] == ["body"])
+        errors.append({"field": ".".join(loc[1:]) or loc[0] if loc else "request", "in": loc[0] if loc else "request",
+                       "message": err.get("msg", "")})
+    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    if any(err.get("type") == "json_invalid" for err in exc.errors()):
+        return ApiProblem("invalid_json", "The body is not valid JSON: " + detail, errors)
+    return ApiProblem("invalid_request" if in_body else "bad_request", detail, errors)
+
+
+async def _check_body(request: Request) -> None:
+    if request.method not in ("POST", "PUT", "PATCH"):
+        return
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise ApiProblem("payload_too_large", f"Request bodies are at most {MAX_BODY_BYTES} bytes.")
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise ApiProblem("payload_too_large", f"Request bodies are at most {MAX_BODY_BYTES} bytes.")
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json":
+        raise ApiProblem("unsupported_media_type", "Send the request body as application/json.")
+
+
+class ProblemRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                if len(request.scope.get("query_string", b"")) > MAX_QUERY_STRING:
+                    raise ApiProblem("query_too_long", f"Query strings are at most {MAX_QUERY_STRING} bytes.")
+                _check_params(request, self)
+                await _check_body(request)
+                return await handler(request)
+            except ApiProblem as problem:
+                return problem_response(problem, request.url.path)
+            except RequestValidationError as exc:
+                return problem_response(_validation_problem(exc), request.url.path)
+
+        return route
+
+
+def _check_params(request: Request, route: APIRoute) -> None:
+    allowed = {p.alias for p in route.dependant.query_params}
+    unknown = sorted(set(request.query_params.keys()) - allowed)
+    if unknown:
+        expected = ", ".join(sorted(allowed)) or "no query parameters"
+        raise ApiProblem("unknown_parameter", f"Unknown query parameter(s) {', '.join(unknown)}; this endpoint takes "
+                         f"{expected}.", [{"field": u, "in": "query", "message": "unknown parameter"} for u in unknown])
+    for name in allowed:
+        if name not in ("run",) and len(request.query_params.getlist(name)) > 1:
+            raise ApiProblem("bad_request", f"The parameter {name!r} was given more than once.",
+                             [{"field": name, "in": "query", "message": "give it once"}])
+
+
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["type", "title", "status", "detail", "code"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "code": {"type": "string", "enum": sorted(STATUS)},
+        "instance": {"type": "string"},
+        "errors": {"type": "array", "items": {"type": "object"}},
+    },
+}
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    descriptions = {400: "Bad parameter, cursor or query", 404: "Unknown id", 413: "Body too large",
+                    415: "Body is not JSON", 422: "Body does not validate"}
+    return {
+        s: {"description": descriptions[s], "content": {"application/problem+json": {"schema": PROBLEM_SCHEMA}}}
+        for s in statuses
+    }

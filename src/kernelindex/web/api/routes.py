@@ -1,0 +1,256 @@
+"""REST API v1. Every endpoint serves the ``to_json()`` of the read model its page renders (or the
+resolver's answer), so the API, the pages and the CLI cannot disagree."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Iterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from kernelindex.readmodel.loading import NotFound
+from kernelindex.readmodel.operations import BadSelection, operation_page, operations_index
+from kernelindex.readmodel.pages_challenges import challenges_page
+from kernelindex.readmodel.pages_common import BadParameter
+from kernelindex.readmodel.pages_compare import compare_page
+from kernelindex.readmodel.pages_gpus import gpu_page, gpus_index
+from kernelindex.readmodel.pages_implementations import implementation_page
+from kernelindex.readmodel.pages_records import records_page
+from kernelindex.readmodel.runs import run_dossier
+from kernelindex.resolve.grammar import MAX_QUERY_CHARS
+from kernelindex.resolve.listings import implementations_list, workloads_list
+from kernelindex.resolve.request import ResolveRequest
+from kernelindex.resolve.service import RequestProblems, resolve_structured, search
+from kernelindex.resolve.source import CatalogRunSource
+from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
+from kernelindex.web.api.problems import ApiProblem, ProblemRoute, problem_responses
+
+router = APIRouter(prefix="/api/v1", route_class=ProblemRoute, tags=["v1"])
+
+SLUG = r"^[a-z0-9][a-z0-9._-]{0,119}$"
+KEY = r"^[A-Za-z0-9:._-]{1,80}$"
+RUN_ID = r"^[0-9a-f]{6,64}$"
+OBJECT = {"type": "object", "additionalProperties": True}
+LIST_SCHEMA = {
+    "type": "object",
+    "required": ["items", "next_cursor", "limit", "total"],
+    "properties": {
+        "items": {"type": "array", "items": OBJECT},
+        "next_cursor": {"type": ["string", "null"]},
+        "limit": {"type": "integer"},
+        "total": {"type": "integer"},
+    },
+}
+
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1–{MAX_LIMIT}.")]
+Cursor = Annotated[str | None, Query(max_length=512, pattern=r"^[A-Za-z0-9_-]+$",
+                                     description="Opaque cursor from the previous page's next_cursor.")]
+Slug = Annotated[str, Path(pattern=SLUG, max_length=120)]
+
+
+def _ok(description: str, schema: dict[str, Any] | None = None, *errors: int) -> dict[int | str, Any]:
+    return {200: {"description": description, "content": {"application/json": {"schema": schema or OBJECT}}},
+            **problem_responses(400, *errors)}
+
+
+def _catalog(request: Request) -> Any:
+    return request.app.state.catalog
+
+
+def _cached(request: Request, key: Hashable, compute: Callable[[], Any]) -> Any:
+    """Read models are pure functions of the catalog: cache their JSON per catalog version."""
+    catalog = _catalog(request)
+    cache = getattr(request.app.state, "cache", None)
+    if cache is None:
+        return compute()
+    return cache.get_or_compute(catalog.version(), ("api",) + (key if isinstance(key, tuple) else (key,)), compute)
+
+
+def _read(compute: Callable[[], Any]) -> Any:
+    """Translate the read model's errors into problems with stable codes."""
+    try:
+        return compute()
+    except NotFound as exc:
+        raise ApiProblem("not_found", str(exc)) from None
+    except BadSelection as exc:
+        raise ApiProblem("bad_selection", str(exc)) from None
+    except BadParameter as exc:
+        raise ApiProblem("bad_request", str(exc), [{"field": exc.parameter, "in": "query", "message": exc.message}]) \
+            from None
+
+
+def _json(data: Any) -> JSONResponse:
+    return JSONResponse(data)
+
+
+# ---- operations and workloads ---------------------------------------------------------------
+
+
+@router.get("/operations", summary="List operations", responses=_ok("Operations, by slug", LIST_SCHEMA))
+def list_operations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JSONResponse:
+    items = _cached(request, "operations",
+                    lambda: [o.to_json() for o in _read(lambda: operations_index(_catalog(request)))])
+    return _json(paginate("operations", items, lambda o: [o["slug"]], limit, cursor))
+
+
+@router.get("/operations/{slug}", summary="Operation detail (the operation page's model)",
+            responses=_ok("The operation page: workloads, cohorts, headline slots, ranked rows, floor", None, 404))
+def get_operation(
+    request: Request,
+    slug: Slug,
+    workload: Annotated[str | None, Query(pattern=KEY, description="Workload key (12 hex digits).")] = None,
+    cohort: Annotated[str | None, Query(pattern=KEY, description="Cohort key (12 hex digits).")] = None,
+) -> JSONResponse:
+    data = _cached(request, ("operation", slug, workload, cohort),
+                   lambda: _read(lambda: operation_page(_catalog(request), slug, workload=workload,
+                                                        cohort=cohort).to_json()))
+    return _json(data)
+
+
+@router.get("/operations/{slug}/workloads", summary="Workload cases of one operation",
+            responses=_ok("Workloads with eligible runs", LIST_SCHEMA, 404))
+def list_operation_workloads(request: Request, slug: Slug, limit: Limit = DEFAULT_LIMIT,
+                             cursor: Cursor = None) -> JSONResponse:
+    items = _workloads(request, slug)
+    return _json(paginate(f"workloads:{slug}", items, lambda w: [w["key"]], limit, cursor))
+
+
+@router.get("/workloads", summary="Workload cases, optionally of one operation",
+            responses=_ok("Workloads with eligible runs", LIST_SCHEMA, 404))
+def list_workloads(
+    request: Request,
+    operation: Annotated[str | None, Query(pattern=SLUG, description="Operation slug.")] = None,
+    limit: Limit = DEFAULT_LIMIT,
+    cursor: Cursor = None,
+) -> JSONResponse:
+    items = _workloads(request, operation)
+    return _json(paginate(f"workloads:{operation or '*'}", items, lambda w: [w["operation"], w["key"]], limit,
+                          cursor))
+
+
+def _workloads(request: Request, operation: str | None) -> list[dict[str, Any]]:
+    source = CatalogRunSource(_catalog(request))
+    if operation is not None and operation not in source.eligible_counts():
+        raise ApiProblem("not_found", f"no operation {operation!r} in the catalog; list them at /api/v1/operations")
+    return _cached(request, ("workloads", operation), lambda: workloads_list(source, operation))
+
+
+# ---- implementations, runs, records, GPUs, challenges, compare --------------------------------
+
+
+@router.get("/implementations", summary="Implementation lines", responses=_ok("Implementations", LIST_SCHEMA))
+def list_implementations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JSONResponse:
+    items = _cached(request, "implementations", lambda: implementations_list(CatalogRunSource(_catalog(request))))
+    return _json(paginate("implementations", items, lambda i: [i["slug"]], limit, cursor))
+
+
+@router.get("/implementations/{slug}", summary="One implementation line (the implementation page's model)",
+            responses=_ok("Revisions, install, license, runs per workload and GPU", None, 404))
+def get_implementation(request: Request, slug: Slug) -> JSONResponse:
+    return _json(_cached(request, ("implementation", slug),
+                         lambda: _read(lambda: implementation_page(_catalog(request), slug).to_json())))
+
+
+@router.get("/runs/{run_id}", summary="Evidence dossier of one run",
+            responses=_ok("Status, timing, rank or the reason it is not ranked, workload, protocol, environment",
+                          None, 404))
+def get_run(request: Request, run_id: Annotated[str, Path(pattern=RUN_ID)]) -> JSONResponse:
+    return _json(_cached(request, ("run", run_id),
+                         lambda: _read(lambda: run_dossier(_catalog(request), run_id).to_json())))
+
+
+@router.get("/records", summary="The records ledger", responses=_ok("Cohorts with their holder and history", None,
+                                                                     404))
+def get_records(
+    request: Request,
+    operation: Annotated[str | None, Query(pattern=SLUG)] = None,
+    gpu: Annotated[str | None, Query(pattern=SLUG)] = None,
+    evidence: Annotated[str | None, Query(pattern=SLUG)] = None,
+    view: Annotated[str | None, Query(pattern=SLUG, description="current, recently-broken or history")] = None,
+    cohort: Annotated[str | None, Query(pattern=KEY)] = None,
+) -> JSONResponse:
+    key = ("records", operation, gpu, evidence, view, cohort)
+    return _json(_cached(request, key, lambda: _read(lambda: records_page(
+        _catalog(request), operation=operation, gpu=gpu, evidence=evidence, view=view, cohort=cohort).to_json())))
+
+
+@router.get("/gpus", summary="GPUs in the datasheet table", responses=_ok("GPUs", LIST_SCHEMA))
+def list_gpus(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JSONResponse:
+    items = _cached(request, "gpus", lambda: [g.to_json() for g in gpus_index(_catalog(request))])
+    return _json(paginate("gpus", items, lambda g: [g["url"]], limit, cursor))
+
+
+@router.get("/gpus/{slug}", summary="One GPU: peaks, measured ceilings, coverage, records",
+            responses=_ok("The GPU page's model", None, 404))
+def get_gpu(request: Request, slug: Slug) -> JSONResponse:
+    return _json(_cached(request, ("gpu", slug), lambda: _read(lambda: gpu_page(_catalog(request), slug).to_json())))
+
+
+@router.get("/challenges", summary="Open challenges", responses=_ok("Unmeasured cells, unbeaten baselines, "
+                                                                     "single-entry cohorts, stale records"))
+def get_challenges(request: Request) -> JSONResponse:
+    return _json(_cached(request, "challenges", lambda: _read(lambda: challenges_page(_catalog(request)).to_json())))
+
+
+@router.get("/compare", summary="Compare 2–8 runs", responses=_ok("Runs side by side; a winner only within one "
+                                                                  "cohort, else the first material difference", None,
+                                                                  404))
+def get_compare(
+    request: Request,
+    run: Annotated[list[str], Query(min_length=2, max_length=8, description="Run ids (repeat the parameter).")],
+) -> JSONResponse:
+    for run_id in run:
+        if not re.fullmatch(RUN_ID, run_id):
+            raise ApiProblem("bad_request", f"{run_id[:40]!r} is not a run id (hex digits)",
+                             [{"field": "run", "in": "query", "message": "not a run id"}])
+    return _json(_cached(request, ("compare", tuple(run)),
+                         lambda: _read(lambda: compare_page(_catalog(request), list(run)).to_json())))
+
+
+# ---- search and resolve ---------------------------------------------------------------------
+
+
+@router.get("/search", summary="Search with the query grammar",
+            description="Free words plus key:value filters and axis bindings, e.g. "
+                        "`rope seq=2048 hidden=8192 gpu:a100`. Problems in the text come back beside their token "
+                        "in `query.issues`; the rest still resolves.",
+            responses=_ok("The resolution: exact cohorts, other protocols, compatible, nearest, gaps"))
+def get_search(
+    request: Request,
+    q: Annotated[str, Query(max_length=MAX_QUERY_CHARS, description="The query text; empty lists operations.")] = "",
+) -> JSONResponse:
+    return _json(_cached(request, ("search", q), lambda: search(_catalog(request), q).to_json()))
+
+
+@router.post("/resolve", summary="Resolve a structured request",
+             description="The same resolver as the text query: the structured form of a query returns the same "
+                         "answer. Unknown fields are rejected; a value that names nothing is a 422 with a "
+                         "suggestion.",
+             responses=_ok("The resolution", None, 413, 415, 422))
+def post_resolve(request: Request, body: Annotated[ResolveRequest, Body()]) -> JSONResponse:
+    try:
+        resolution = resolve_structured(_catalog(request), body)
+    except RequestProblems as exc:
+        raise ApiProblem("invalid_request", str(exc), [p.to_json() for p in exc.problems]) from None
+    return _json(resolution.to_json())
+
+
+# ---- export ---------------------------------------------------------------------------------
+
+
+@router.get("/export", summary="The whole catalog as JSON Lines",
+            description="One manifest per line: sources (license, attribution) first, then objects, runs and "
+                        "lifecycle facts. Re-importable with `ki import jsonl`.",
+            responses={200: {"description": "JSON Lines", "content": {"application/jsonl": {"schema": {
+                "type": "string"}}}}, **problem_responses(400)})
+def get_export(request: Request) -> StreamingResponse:
+    from kernelindex.catalog.export import export_lines
+
+    def lines() -> Iterator[bytes]:
+        for line in export_lines(_catalog(request)):
+            yield (line if line.endswith("\n") else line + "\n").encode()
+
+    return StreamingResponse(lines(), media_type="application/jsonl",
+                             headers={"content-disposition": 'attachment; filename="kernelindex-export.jsonl"'})
