@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -73,8 +75,15 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     return error_response(ErrorPage(400, "Bad request", "Some query parameters could not be read.", problems))
 
 
-def create_app(catalog: Any | None = None) -> FastAPI:
-    """Build the app over ``catalog`` (opened from the configured URL when not given)."""
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | None = None) -> FastAPI:
+    """Build the app over ``catalog`` (opened from the configured URL when not given).
+
+    ``clock`` is the injectable "now" for staleness and "last observed" (tests pin it).
+    """
     if catalog is None:
         from kernelindex.catalog.db import open_catalog
 
@@ -88,6 +97,7 @@ def create_app(catalog: Any | None = None) -> FastAPI:
     )
     app.state.catalog = catalog
     app.state.cache = VersionedCache()
+    app.state.clock = clock or _utc_now
     app.add_middleware(SecurityMiddleware)
     app.add_exception_handler(PageError, _page_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

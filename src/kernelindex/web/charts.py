@@ -48,10 +48,12 @@ def _is_wide(values: Sequence[float]) -> bool:
     return min(values) > 0 and max(values) / min(values) > WIDE_RANGE
 
 
-def make_scale(values: Sequence[float], start: float, end: float, *, pad: float = 0.0) -> Scale:
+def make_scale(values: Sequence[float], start: float, end: float, *, pad: float = 0.0,
+               log: bool | None = None) -> Scale:
+    """Linear or log scale over ``values``; ``log=None`` decides from the range (> 10× → log)."""
     if not values:
         raise ChartError("a scale needs at least one value")
-    log = _is_wide(values)
+    log = _is_wide(values) if log is None else (log and min(values) > 0)
     low, high = min(values), max(values)
     if log:
         factor = 10 ** (pad * (math.log10(high) - math.log10(low)) if high > low else 0.1)
@@ -120,8 +122,8 @@ def render_scaling_svg(chart: Mapping[str, Any], *, chart_id: str = "scaling") -
         raise ChartError("no series with points to draw")
     xs = _all(p["x"] for s in series for p in s["points"])
     ys = _all([p["median_ns"] for s in series for p in s["points"]] + [p["floor_ns"] for p in floor])
-    sx = make_scale(xs, LEFT, WIDTH - RIGHT, pad=0.04)
-    sy = make_scale(ys, HEIGHT - BOTTOM, TOP, pad=0.06)
+    sx = make_scale(xs, LEFT, WIDTH - RIGHT, pad=0.04, log=chart.get("log_x"))
+    sy = make_scale(ys, HEIGHT - BOTTOM, TOP, pad=0.06, log=chart.get("log_y"))
     title = f"Scaling by {axis}"
     desc = (f"Median latency against {axis} for {len(series)} implementation(s)"
             f"{', with the floor-v1 estimate' if floor else ''}; {'log' if sy.log else 'linear'} latency axis, "
@@ -180,11 +182,11 @@ def _floor_path(sx: Scale, sy: Scale, floor: list[Mapping[str, Any]]) -> str:
 
 
 def _series_marks(sx: Scale, sy: Scale, series: Mapping[str, Any], colour: str, axis: str) -> list[str]:
-    impl = str(series["implementation"])
+    impl = str(series.get("title") or series["implementation"])
     pts = sorted(series["points"], key=lambda p: p["x"])
     d = " ".join(f"{'M' if i == 0 else 'L'}{_f(sx(p['x']))},{_f(sy(p['median_ns']))}" for i, p in enumerate(pts))
     parts = [
-        f'<g class="series" data-implementation="{escape(impl)}">',
+        f'<g class="series" data-implementation="{escape(str(series["implementation"]))}">',
         f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="2"/>',
     ]
     for p in pts:

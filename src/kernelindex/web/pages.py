@@ -4,7 +4,9 @@ under ``/api/v1`` serves — so the page and the API cannot disagree (DESIGN §1
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -107,3 +109,94 @@ def docs_page(request: Request) -> Response:
 
     doc = runner_doc_html()
     return render("docs.html", nav="docs", runner_doc=Markup(doc) if doc else None)
+
+
+# --- read-model plumbing --------------------------------------------------------------------------
+
+
+def now_of(request: Request) -> datetime:
+    return request.app.state.clock()
+
+
+@contextmanager
+def page_errors() -> Iterator[None]:
+    """Translate read-model errors into helpful 404 / clear 400 pages."""
+    from kernelindex.readmodel.loading import NotFound
+    from kernelindex.readmodel.operations import BadSelection
+    from kernelindex.readmodel.pages_common import BadParameter
+
+    try:
+        yield
+    except NotFound as exc:
+        raise not_found(str(exc)[:300] + ".") from None
+    except BadSelection as exc:
+        raise bad_request(str(exc), [{"parameter": "workload/cohort", "message": str(exc)}]) from None
+    except BadParameter as exc:
+        raise bad_request(f"The value of {exc.parameter!r} cannot be used.",
+                          [{"parameter": exc.parameter, "message": exc.message}]) from None
+
+
+def html_cached(request: Request, key: tuple[Any, ...], build: Callable[[], HTMLResponse]) -> HTMLResponse:
+    """Rendered pages are cached per catalog version and day (staleness moves by days)."""
+    day = now_of(request).date().isoformat()
+    body, status = cached(request, ("html", day, *key), lambda: _body(build()))
+    return HTMLResponse(body, status_code=status)
+
+
+def _body(response: HTMLResponse) -> tuple[bytes, int]:
+    return bytes(response.body), response.status_code
+
+
+def source_info(request: Request) -> dict[str, dict[str, Any]]:
+    from kernelindex.readmodel.pages_home import _sources
+
+    def compute() -> dict[str, dict[str, Any]]:
+        return {s.name: s.to_json() for s in _sources(catalog_of(request))}
+
+    return cached(request, ("source-info",), compute)
+
+
+# --- operation page -------------------------------------------------------------------------------
+
+
+def _known_operation(request: Request, slug: str) -> None:
+    from kernelindex.readmodel.loading import operation_slugs
+
+    slugs = cached(request, ("operation-slugs",), lambda: sorted(operation_slugs(catalog_of(request))))
+    if slug not in slugs:
+        from difflib import get_close_matches
+
+        close = get_close_matches(slug, slugs, n=3, cutoff=0.5)
+        raise not_found(f"There is no operation {slug!r}.",
+                        [{"url": f"/operations/{s}", "label": f"/operations/{s}"} for s in close])
+
+
+@router.get("/operations/{slug}", response_class=HTMLResponse)
+def operation_route(request: Request, slug: str) -> Response:
+    reject_unknown_params(request, {"workload", "cohort"})
+    workload = single_param(request, "workload", KEY)
+    cohort = single_param(request, "cohort", KEY)
+    _known_operation(request, slug)
+
+    def build() -> HTMLResponse:
+        from kernelindex.readmodel.operations import operation_page
+
+        with page_errors():
+            page = operation_page(catalog_of(request), slug, workload=workload, cohort=cohort, now=now_of(request))
+        return render_operation(page.to_json(), source_info(request))
+
+    return html_cached(request, ("operation", slug, workload, cohort), build)
+
+
+def render_operation(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> HTMLResponse:
+    from kernelindex.web.charts import ChartError, render_scaling_svg
+
+    svg, xs = None, []
+    if data.get("scaling"):
+        try:
+            svg = render_scaling_svg(data["scaling"])
+        except ChartError:
+            data = {**data, "scaling": None}
+        xs = sorted({p["x"] for s in data["scaling"]["series"] for p in s["points"]}) if svg else []
+    return render("operation.html", page=data, json_url=data.get("json_url"), scaling_svg=svg or "",
+                  chart_xs=xs, source_info=sources, nav="search")

@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
@@ -75,7 +75,7 @@ def environment() -> Environment:
     env = Environment(
         loader=PackageLoader("kernelindex.web", "templates"),
         autoescape=select_autoescape(["html", "svg", "xml"]),
-        undefined=StrictUndefined,
+        undefined=Undefined,  # JSON omits absent fields: a missing key renders as nothing
         trim_blocks=True,
         lstrip_blocks=True,
     )

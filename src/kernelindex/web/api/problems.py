@@ -141,9 +141,9 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 }
 
 
-def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+def problem_responses(*statuses: int | str) -> dict[int | str, dict[str, Any]]:
     descriptions = {400: "Bad parameter, cursor or query", 404: "Unknown id", 413: "Body too large",
-                    415: "Body is not JSON", 422: "Body does not validate"}
+                    415: "Body is not JSON", 422: "Body does not validate", "4XX": "Any other client error"}
     return {
         s: {"description": descriptions[s], "content": {"application/problem+json": {"schema": PROBLEM_SCHEMA}}}
         for s in statuses

@@ -52,7 +52,7 @@ Slug = Annotated[str, Path(pattern=SLUG, max_length=120)]
 
 def _ok(description: str, schema: dict[str, Any] | None = None, *errors: int) -> dict[int | str, Any]:
     return {200: {"description": description, "content": {"application/json": {"schema": schema or OBJECT}}},
-            **problem_responses(400, *errors)}
+            **problem_responses(400, *errors, "4XX")}
 
 
 def _catalog(request: Request) -> Any:
@@ -244,7 +244,7 @@ def post_resolve(request: Request, body: Annotated[ResolveRequest, Body()]) -> J
             description="One manifest per line: sources (license, attribution) first, then objects, runs and "
                         "lifecycle facts. Re-importable with `ki import jsonl`.",
             responses={200: {"description": "JSON Lines", "content": {"application/jsonl": {"schema": {
-                "type": "string"}}}}, **problem_responses(400)})
+                "type": "string"}}}}, **problem_responses(400, "4XX")})
 def get_export(request: Request) -> StreamingResponse:
     from kernelindex.catalog.export import export_lines
 
