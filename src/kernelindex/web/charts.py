@@ -140,6 +140,7 @@ def render_scaling_svg(chart: Mapping[str, Any], *, chart_id: str = "scaling") -
         out.append(_floor_path(sx, sy, floor))
     for index, s in enumerate(series):
         out.extend(_series_marks(sx, sy, s, PALETTE[index], axis))
+    out.extend(_end_labels(sx, sy, series))
     out.append("</svg>")
     return "\n".join(out)
 
@@ -197,11 +198,26 @@ def _series_marks(sx: Scale, sy: Scale, series: Mapping[str, Any], colour: str, 
             f'<circle cx="{cx}" cy="{cy}" r="4.5" fill="{colour}" stroke="#0b0d10" stroke-width="1">'
             f"<title>{escape(label)}</title></circle></a>"
         )
-    last = pts[-1]
-    parts.append(
-        f'<text x="{_f(min(sx(last["x"]) - 6, WIDTH - RIGHT - 6))}" y="{_f(sy(last["median_ns"]) - 8)}" '
-        f'fill="{colour}" font-size="11" text-anchor="end">{escape(impl)}</text>'
-    )
+    parts.append("</g>")
+    return parts
+
+
+LABEL_GAP = 13.0
+
+
+def _end_labels(sx: Scale, sy: Scale, series: list[Mapping[str, Any]]) -> list[str]:
+    """Series names at their last point, pushed apart vertically so they never overlap."""
+    ends = []
+    for index, s in enumerate(series):
+        last = max(s["points"], key=lambda p: p["x"])
+        ends.append([sy(last["median_ns"]) - 8, sx(last["x"]), index, str(s.get("title") or s["implementation"])])
+    ends.sort(key=lambda e: (e[0], e[2]))
+    for i in range(1, len(ends)):
+        ends[i][0] = max(ends[i][0], ends[i - 1][0] + LABEL_GAP)
+    parts = ['<g class="labels" font-size="11" text-anchor="end">']
+    for y, x, index, name in sorted(ends, key=lambda e: e[2]):
+        parts.append(f'<text x="{_f(min(x - 6, WIDTH - RIGHT - 6))}" y="{_f(max(y, TOP + 10))}" '
+                     f'fill="{PALETTE[index]}">{escape(name)}</text>')
     parts.append("</g>")
     return parts
 

@@ -199,4 +199,149 @@ def render_operation(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -
             data = {**data, "scaling": None}
         xs = sorted({p["x"] for s in data["scaling"]["series"] for p in s["points"]}) if svg else []
     return render("operation.html", page=data, json_url=data.get("json_url"), scaling_svg=svg or "",
-                  chart_xs=xs, source_info=sources, nav="search")
+                  chart_xs=xs, source_info=sources, nav="search", axis_names=axis_names(data))
+
+
+def axis_names(data: dict[str, Any]) -> list[str]:
+    """The operation's axis order, as the workload labels spell it ("seq = 2048 · hidden = 8192 · …")."""
+    workloads = data.get("workloads") or []
+    if not workloads:
+        return []
+    named = [part.split(" = ", 1)[0] for part in workloads[0]["label"].split(" · ") if " = " in part]
+    return [n for n in named if n in workloads[0]["axes"]] + sorted(set(workloads[0]["axes"]) - set(named))
+
+
+# --- the other pages ------------------------------------------------------------------------------
+
+
+def _page_json(request: Request, key: tuple[Any, ...], build: Callable[[], Any]) -> dict[str, Any]:
+    """A read model's JSON, cached per catalog version and day; read-model errors become pages."""
+    day = now_of(request).date().isoformat()
+
+    def compute() -> dict[str, Any]:
+        with page_errors():
+            return build().to_json()
+
+    return cached(request, ("json", day, *key), compute)
+
+
+@router.get("/", response_class=HTMLResponse)
+def home_route(request: Request) -> Response:
+    reject_unknown_params(request, set())
+    from kernelindex.readmodel.pages_home import home_page
+
+    def build() -> HTMLResponse:
+        page = _page_json(request, ("home",), lambda: home_page(catalog_of(request), now=now_of(request)))
+        return render("home.html", page=page)
+
+    return html_cached(request, ("home",), build)
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+def run_route(request: Request, run_id: str) -> Response:
+    reject_unknown_params(request, set())
+    if not RUN_ID.fullmatch(run_id):
+        raise not_found(f"{run_id[:40]!r} is not a run id: run ids are hex digits (16 on every page).")
+    from kernelindex.readmodel.runs import run_dossier
+
+    def build() -> HTMLResponse:
+        run = _page_json(request, ("run", run_id), lambda: run_dossier(catalog_of(request), run_id, now=now_of(request)))
+        import json
+
+        text = json.dumps(run["manifest"], indent=2, sort_keys=True, ensure_ascii=False)
+        return render("run.html", run=run, manifest_text=text, json_url=f"/api/v1/runs/{run_id}")
+
+    return html_cached(request, ("run", run_id), build)
+
+
+@router.get("/implementations/{slug}", response_class=HTMLResponse)
+def implementation_route(request: Request, slug: str) -> Response:
+    reject_unknown_params(request, set())
+    if not SLUG.fullmatch(slug):
+        raise not_found(f"{slug[:40]!r} is not an implementation slug.")
+    from kernelindex.readmodel.pages_implementations import implementation_page
+
+    def build() -> HTMLResponse:
+        page = _page_json(request, ("implementation", slug),
+                          lambda: implementation_page(catalog_of(request), slug, now=now_of(request)))
+        return render("implementation.html", page=page, json_url=f"/api/v1/implementations/{slug}")
+
+    return html_cached(request, ("implementation", slug), build)
+
+
+RECORD_PARAMS = ("operation", "gpu", "evidence", "view", "cohort")
+
+
+@router.get("/records", response_class=HTMLResponse)
+def records_route(request: Request) -> Response:
+    reject_unknown_params(request, set(RECORD_PARAMS))
+    params = {name: single_param(request, name, KEY) for name in RECORD_PARAMS}
+    from kernelindex.readmodel.pages_records import records_page
+
+    def build() -> HTMLResponse:
+        page = _page_json(request, ("records", *params.values()),
+                          lambda: records_page(catalog_of(request), now=now_of(request), **params))
+        return render("records.html", page=page, nav="records", json_url=json_twin(request, "/api/v1/records"))
+
+    return html_cached(request, ("records", *params.values()), build)
+
+
+@router.get("/gpus", response_class=HTMLResponse)
+def gpus_route(request: Request) -> Response:
+    reject_unknown_params(request, set())
+    from kernelindex.readmodel.pages_gpus import gpus_index
+
+    def build() -> HTMLResponse:
+        entries = cached(request, ("gpus-index",), lambda: [e.to_json() for e in gpus_index(catalog_of(request))])
+        return render("gpus.html", entries=entries, json_url="/api/v1/gpus")
+
+    return html_cached(request, ("gpus",), build)
+
+
+@router.get("/gpus/{slug}", response_class=HTMLResponse)
+def gpu_route(request: Request, slug: str) -> Response:
+    reject_unknown_params(request, set())
+    if not SLUG.fullmatch(slug):
+        raise not_found(f"{slug[:40]!r} is not a GPU slug.")
+    from kernelindex.readmodel.pages_gpus import gpu_page
+
+    def build() -> HTMLResponse:
+        page = _page_json(request, ("gpu", slug), lambda: gpu_page(catalog_of(request), slug, now=now_of(request)))
+        return render("gpu.html", page=page, json_url=f"/api/v1/gpus/{slug}")
+
+    return html_cached(request, ("gpu", slug), build)
+
+
+@router.get("/challenges", response_class=HTMLResponse)
+def challenges_route(request: Request) -> Response:
+    reject_unknown_params(request, set())
+    from kernelindex.readmodel.pages_challenges import challenges_page
+
+    def build() -> HTMLResponse:
+        page = _page_json(request, ("challenges",), lambda: challenges_page(catalog_of(request), now=now_of(request)))
+        return render("challenges.html", page=page, nav="challenges", json_url="/api/v1/challenges")
+
+    return html_cached(request, ("challenges",), build)
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_route(request: Request) -> Response:
+    reject_unknown_params(request, {"run"})
+    runs = [r.strip().lower() for r in request.query_params.getlist("run") if r.strip()]
+    bad = [r for r in runs if not RUN_ID.fullmatch(r)]
+    if bad:
+        raise bad_request("Run ids are hex digits.", [{"parameter": "run", "message": f"{b[:40]!r} is not a run id"}
+                                                      for b in bad])
+    if len(runs) > 8:
+        raise bad_request("Compare takes at most 8 runs.", [{"parameter": "run", "message": f"{len(runs)} given"}])
+    if len(runs) < 2:
+        return render("compare.html", page=None, prefill=runs, json_url=None)
+    from kernelindex.readmodel.pages_compare import compare_page
+
+    def build() -> HTMLResponse:
+        page = _page_json(request, ("compare", *runs),
+                          lambda: compare_page(catalog_of(request), runs, now=now_of(request)))
+        twin = "/api/v1/compare?" + "&".join(f"run={r}" for r in runs)
+        return render("compare.html", page=page, prefill=runs, json_url=twin)
+
+    return html_cached(request, ("compare", *runs), build)

@@ -31,10 +31,12 @@ TITLES = {
     "invalid_json": "Body is not valid JSON",
     "invalid_request": "Request does not validate",
     "bad_selection": "Bad selection",
+    "method_not_allowed": "Method not allowed",
 }
 STATUS = {
     "bad_request": 400, "bad_cursor": 400, "unknown_parameter": 400, "query_too_long": 400, "invalid_json": 400,
     "bad_selection": 400, "not_found": 404, "payload_too_large": 413, "unsupported_media_type": 415,
+    "method_not_allowed": 405,
     "invalid_request": 422,
 }
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 
 from kernelindex.readmodel.loading import NotFound
 from kernelindex.readmodel.operations import BadSelection, operation_page, operations_index
@@ -25,7 +26,7 @@ from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.service import RequestProblems, resolve_structured, search
 from kernelindex.resolve.source import CatalogRunSource
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
-from kernelindex.web.api.problems import ApiProblem, ProblemRoute, problem_responses
+from kernelindex.web.api.problems import ApiProblem, ProblemRoute, problem_response, problem_responses
 
 router = APIRouter(prefix="/api/v1", route_class=ProblemRoute, tags=["v1"])
 
@@ -254,3 +255,33 @@ def get_export(request: Request) -> StreamingResponse:
 
     return StreamingResponse(lines(), media_type="application/jsonl",
                              headers={"content-disposition": 'attachment; filename="kernelindex-export.jsonl"'})
+
+
+# ---- methods a path does not take -----------------------------------------------------------
+
+
+def _fallback(request: Request) -> JSONResponse:
+    """Reached only when no declared route took the request (any method): a 405 with ``Allow``, or a 404."""
+    allowed: set[str] = {"GET"} if request.url.path == "/api/v1/openapi.json" else set()
+    for route in router.routes:
+        if isinstance(route, APIRoute) and route.path_regex.match(request.url.path):
+            allowed |= set(route.methods or ())
+    if not allowed:
+        return problem_response(ApiProblem("not_found", f"Nothing lives at {request.url.path}; the API is described "
+                                           "at /api/v1/openapi.json."), request.url.path)
+    if "GET" in allowed:
+        allowed.add("HEAD")
+    response = problem_response(ApiProblem("method_not_allowed", f"{request.method} is not allowed here; use "
+                                           f"{', '.join(sorted(allowed))}."), request.url.path)
+    response.headers["allow"] = ", ".join(sorted(allowed))
+    return response
+
+
+class _Fallback:
+    """An ASGI endpoint (not a function), so Starlette matches it for every HTTP method."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await _fallback(Request(scope, receive))(scope, receive, send)
+
+
+router.add_route("/api/v1/{path:path}", _Fallback(), include_in_schema=False)
