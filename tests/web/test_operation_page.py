@@ -61,7 +61,9 @@ def test_rope_ranked_table(rope: str) -> None:
 
 def test_rope_current_records_label_cohorts_by_what_distinguishes_them(rope: str) -> None:
     block = section(text_of(rope), "Current records", "Source-native comparison")
-    for label in ("NVIDIA A100 80GB · forward 58.9 µs", "NVIDIA A100 80GB · backward", "NVIDIA A100 80GB · forward+backward"):
+    labels = ("NVIDIA A100 80GB · forward 58.9 µs", "NVIDIA A100 80GB · backward",
+              "NVIDIA A100 80GB · forward+backward")
+    for label in labels:
         assert label in block
     assert "env 2" not in text_of(rope)
     assert "Not measured on H100, H200, B200 for this workload. Challenges →" in block

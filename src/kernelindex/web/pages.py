@@ -3,6 +3,7 @@ under ``/api/v1`` serves — so the page and the API cannot disagree (DESIGN §1
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -245,8 +246,8 @@ def run_route(request: Request, run_id: str) -> Response:
     from kernelindex.readmodel.runs import run_dossier
 
     def build() -> HTMLResponse:
-        run = _page_json(request, ("run", run_id), lambda: run_dossier(catalog_of(request), run_id, now=now_of(request)))
-        import json
+        run = _page_json(request, ("run", run_id),
+                         lambda: run_dossier(catalog_of(request), run_id, now=now_of(request)))
 
         text = json.dumps(run["manifest"], indent=2, sort_keys=True, ensure_ascii=False)
         return render("run.html", run=run, manifest_text=text, json_url=f"/api/v1/runs/{run_id}")
