@@ -14,6 +14,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 PROBLEM_BASE = "https://kernelindex.dev/problems/"
@@ -96,6 +97,10 @@ async def _check_body(request: Request) -> None:
         raise ApiProblem("unsupported_media_type", "Send the request body as application/json.")
 
 
+_HTTP_CODES = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
+               415: "unsupported_media_type", 422: "invalid_request"}
+
+
 class ProblemRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -111,6 +116,9 @@ class ProblemRoute(APIRoute):
                 return problem_response(problem, request.url.path)
             except RequestValidationError as exc:
                 return problem_response(_validation_problem(exc), request.url.path)
+            except HTTPException as exc:
+                code = _HTTP_CODES.get(exc.status_code, "bad_request")
+                return problem_response(ApiProblem(code, str(exc.detail)), request.url.path)
 
         return route
 

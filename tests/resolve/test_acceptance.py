@@ -1,0 +1,123 @@
+"""Issue 4 acceptance for the resolver, on the real bundled catalog."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.readmodel.operations import operation_page
+from kernelindex.resolve.request import ResolveRequest
+from kernelindex.resolve.service import search
+
+
+def _native(cohorts, mode: str, gpu: str = "a100-80gb"):
+    return [c for c in cohorts if c.mode == mode and c.gpu == gpu and c.native]
+
+
+def test_exact_rope_forward_cohort_ranks_liger_first(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "rope seq=2048 hidden=8192 gpu:a100", now=now)
+    assert r.status == "exact"
+    assert r.interpretation == "Operation Rotary position embedding (rope) · seq 2048 · hidden 8192 · gpu A100"
+    (forward,) = _native(r.exact, "forward")
+    leader = forward.rows[0]
+    assert (leader.rank, leader.run.implementation.title, leader.run.median_ns) == (1, "Liger", 58880)
+    assert forward.rows[1].run.median_ns == 59488 and forward.rows[1].within_noise
+    assert [row.run.median_ns for row in forward.rows[2:]] == [516096, 516800]
+    modes = {c.mode for c in r.exact}
+    assert {"forward", "backward", "forward+backward"} <= modes
+    assert len(_native(r.exact, "backward")) == 1 and len(_native(r.exact, "forward+backward")) == 1
+
+
+def test_ranks_agree_with_the_operation_page(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "rope seq=2048 hidden=8192 gpu:a100 mode:forward", now=now)
+    (forward,) = _native(r.exact, "forward")
+    page = operation_page(catalog, "rope", workload=forward.workload_ref, cohort=forward.cohort_ref, now=now)
+    assert [(row.rank_label, row.run_id) for row in page.ranked] == [
+        (row.rank_label, row.run.run_id) for row in forward.rows]
+
+
+def test_unmeasured_seq_gives_nearest_cases_with_exact_queries(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "rope seq=3000 hidden=8192 a100", now=now)
+    assert r.status == "not_measured"
+    assert r.exact == ()
+    assert r.nearest is not None and r.nearest.axis == "seq" and r.nearest.requested == 3000
+    assert r.nearest.to_json()["message"] == "Not measured at seq 3000"
+    below, above = r.nearest.below, r.nearest.above
+    assert below is not None and above is not None
+    assert (below.value, above.value) == (2048, 4096)
+    forward_below = next(c for c in below.cohorts if c.mode == "forward" and c.native)
+    assert forward_below.leader.run.median_ns == 58880
+    forward_above = next(c for c in above.cohorts if c.mode == "forward" and c.native)
+    assert forward_above.leader.run.median_ns == 108992
+    for neighbour in (below, above):
+        again = search(catalog, neighbour.query, now=now)
+        assert again.status == "exact"
+        assert {c.key for c in again.exact} >= {c.key for c in neighbour.cohorts}
+    text = str(r.to_json())
+    assert "3000" in text and "interpolat" in text  # says it never interpolates; no number for 3000
+
+
+def test_unknown_key_suggests_and_the_rest_still_resolves(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "rope gpuu:a100", now=now)
+    issues = r.parsed["issues"]
+    assert issues[0]["code"] == "UNKNOWN_KEY" and issues[0]["suggestion"] == "gpu:a100"
+    assert r.operation["slug"] == "rope" and r.status == "exact"
+
+
+def test_typo_finds_embedding(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "embeding", now=now)
+    assert r.operation["slug"] == "embedding"
+    assert r.status == "exact"
+
+
+def test_layer_norm_fp32_h100_resolves_h100_cohorts(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "layer norm fp32 h100", now=now)
+    assert r.operation["slug"] == "layer-norm"
+    assert r.exact and all(c.gpu == "h100-sxm" for c in r.exact)
+    assert {c.mode for c in r.exact} == {"forward", "backward", "forward+backward"}
+
+
+def test_layer_norm_fp32_b200_is_compatible_with_gpu_mismatch_and_gap(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "layer norm fp32 b200", now=now)
+    assert r.status == "no_exact_evidence"
+    assert r.exact == ()
+    assert r.compatible and r.compatible_total >= len(r.compatible)
+    for c in r.compatible:
+        assert [m.field for m in c.mismatches] == ["gpu"]
+        assert c.mismatches[0].requested == "b200"
+    assert any(g.gpu == "b200" and g.scope == "request" for g in r.gaps)
+    assert "Not measured on B200" in r.gaps[0].message
+
+
+def test_filters_hide_rows_and_never_rerank(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "embedding batch=32 seq=512 vocab=1024 hidden=768 a100 mode:forward usable:yes", now=now)
+    (forward,) = _native(r.exact, "forward")
+    assert [row.rank for row in forward.rows][0] == 2  # torch.compile (#1) is hidden, Liger keeps rank 2
+    assert forward.rows[0].run.implementation.title == "Liger"
+    assert any(h.reason.code == "HIDDEN_BY_USABLE" for h in forward.hidden)
+    assert r.notes and r.notes[0].code == "FILTERS_HIDE_NOT_RERANK"
+
+
+def test_structured_request_resolves_like_the_text(catalog: Catalog, now: datetime) -> None:
+    from kernelindex.resolve.service import resolve_structured
+
+    pairs = [
+        ("rope seq=2048 hidden=8192 gpu:a100", ResolveRequest(operation="rope", axes={"seq": 2048, "hidden": 8192},
+                                                              gpu="A100")),
+        ("rope seq=3000 hidden=8192 a100", ResolveRequest(operation="rotary", axes={"seq": 3000, "hidden": 8192},
+                                                          gpu="a100")),
+        ("rope gpuu:a100", ResolveRequest(operation="rope")),
+        ("embeding", ResolveRequest(operation="embedding")),
+        ("layer norm fp32 h100", ResolveRequest(operation="layer norm", dtype="float32", gpu="h100")),
+        ("layer norm fp32 b200", ResolveRequest(operation="layer-norm", dtype="fp32", gpu="B200")),
+    ]
+    for text, structured in pairs:
+        assert search(catalog, text, now=now).answer() == resolve_structured(catalog, structured, now=now).answer()
+
+
+def test_ambiguous_word_offers_a_chooser(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "normalization fp32", now=now)
+    assert r.status == "choose_operation"
+    slugs = [c.slug for c in r.choices]
+    assert "layer-norm" in slugs and "rms-norm" in slugs
+    assert all(c.query.startswith(f"op:{c.slug}") and "dtype:fp32" in c.query for c in r.choices)
