@@ -1,0 +1,81 @@
+"""Shared fixtures: real catalogs on a real SQLite file, and on PostgreSQL when
+KERNELINDEX_TEST_DATABASE_URL is set (each catalog gets its own schema, so parallel tests and
+other users of the database never see each other's tables)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from kernelindex.catalog.db import Catalog, normalize_url, open_catalog
+
+PG_URL = os.environ.get("KERNELINDEX_TEST_DATABASE_URL")
+BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
+
+
+@pytest.fixture
+def now() -> datetime:
+    """The injectable clock: staleness and 'last observed' are computed against it."""
+    return NOW
+
+
+def _pg_schema_url(schema: str) -> str:
+    base = normalize_url(PG_URL or "")
+    separator = "&" if "?" in base else "?"
+    return f"{base}{separator}options=-csearch_path%3D{schema}"
+
+
+def _new_catalog(backend: str, tmp_dir: Path) -> tuple[Catalog, callable]:
+    if backend == "sqlite":
+        path = tmp_dir / f"catalog-{uuid.uuid4().hex[:8]}.sqlite"
+        catalog = open_catalog(f"sqlite:///{path}")
+        return catalog, lambda: catalog.engine.dispose()
+    schema = f"ki_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(normalize_url(PG_URL or ""))
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    catalog = open_catalog(_pg_schema_url(schema))
+
+    def cleanup() -> None:
+        catalog.engine.dispose()
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+    return catalog, cleanup
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
+    """A fresh, empty catalog (schema migrated) per test, on each backend."""
+    catalog, cleanup = _new_catalog(request.param, tmp_path)
+    yield catalog
+    cleanup()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def catalog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
+    """The bundled real data (Liger CSV, plus bundled verified runs when shipped), published once
+    per backend. Read-only: tests that write use ``empty_catalog`` or ``liger_catalog``."""
+    from kernelindex.catalog.bootstrap import ensure_bundled_data
+
+    catalog, cleanup = _new_catalog(request.param, tmp_path_factory.mktemp("catalog"))
+    ensure_bundled_data(catalog)
+    yield catalog
+    cleanup()
+
+
+@pytest.fixture
+def liger_catalog(empty_catalog: Catalog) -> Catalog:
+    """A writable catalog with only the bundled Liger CSV published (function scope)."""
+    from kernelindex.sources.liger import import_liger
+
+    import_liger(empty_catalog, dry_run=False, actor="test")
+    return empty_catalog

@@ -1,0 +1,134 @@
+from datetime import UTC, datetime, timedelta
+
+from kernelindex import registry
+from kernelindex.policy.eligibility import EligibilityFacts, eligibility
+from kernelindex.policy.evidence import EvidenceFacts, evidence_levels
+from kernelindex.policy.floor import floor_estimate
+from kernelindex.policy.selection import CohortChoice, WorkloadChoice, default_cohort, default_workload
+from kernelindex.policy.staleness import is_stale
+from kernelindex.policy.usability import usability
+
+LIGER_PROJECT = {"name": "Liger-Kernel", "kind": "library", "repository": "https://github.com/linkedin/Liger-Kernel"}
+
+
+def test_usable_liger_revision() -> None:
+    result = usability({"install": {"method": "pip", "packages": [{"name": "liger-kernel", "version": "0.2.1"}]},
+                        "license": {"declared": "BSD-2-Clause", "concluded": "BSD-2-Clause"}}, LIGER_PROJECT)
+    assert result.usable and result.install_command == 'pip install "liger-kernel==0.2.1"'
+
+
+def test_unpinned_torch_compile_is_not_usable_with_reason() -> None:
+    result = usability({"install": {"method": "pip", "packages": [{"name": "torch"}],
+                                    "why_missing": "the source did not record the PyTorch version."},
+                        "license": {"concluded": "BSD-3-Clause"}}, {"repository": "https://github.com/pytorch/pytorch"})
+    assert not result.usable
+    assert [r.code for r in result.reasons] == ["NO_PINNED_INSTALL"]
+    assert result.reasons[0].sentence == "No pinned install: the source did not record the PyTorch version."
+
+
+def test_every_usability_reason() -> None:
+    result = usability({"install": {"method": "none"}, "license": {"declared": "MIT"}}, {})
+    assert [r.code for r in result.reasons] == ["NO_PUBLIC_SOURCE", "NO_PINNED_INSTALL", "LICENSE_UNKNOWN"]
+    assert "declared MIT" in result.reasons[2].sentence
+
+
+def test_transformers_and_liger_both_pinned_for_a_compiled_function() -> None:
+    result = usability({"install": {"method": "pip", "packages": [{"name": "torch", "version": "2.11.0"},
+                                                                  {"name": "transformers", "version": "5.17.0"}]},
+                        "license": {"concluded": "Apache-2.0"}}, {"repository": "r"})
+    assert result.install_command == 'pip install "torch==2.11.0" "transformers==5.17.0"'
+
+
+def test_eligibility_reasons() -> None:
+    ok = eligibility(EligibilityFacts("passed", True, False, False, 100))
+    assert ok.eligible and not ok.reasons
+    bad = eligibility(EligibilityFacts("incorrect_numerical", True, True, True, None))
+    assert [r.code for r in bad.reasons] == ["STATUS_NOT_PASSED", "RETRACTED", "SUPERSEDED", "NO_PRIMARY_VALUE"]
+
+
+def test_staleness_at_180_days() -> None:
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    assert is_stale(now - timedelta(days=181), now)
+    assert not is_stale(now - timedelta(days=180), now)
+
+
+def _facts(run: str, key: str | None, median: int, **kw: bool) -> EvidenceFacts:
+    defaults = dict(attested=True, correctness_passed=True, public_source=False, pinned_install=False, raw_samples=False)
+    defaults.update(kw)
+    return EvidenceFacts(run, "impl", "wl", "h200", median, key, **defaults)
+
+
+def test_evidence_levels() -> None:
+    runs = [
+        _facts("reported", None, 100, attested=False, correctness_passed=False),
+        _facts("reproducible", None, 100, attested=False, public_source=True, pinned_install=True, raw_samples=True),
+        _facts("untrusted", "k-unknown", 100),
+        _facts("unattested", "k1", 100, attested=False),
+        _facts("v1", "k1", 100),
+    ]
+    levels = evidence_levels(runs, {"k1", "k2"})
+    assert levels == {"reported": "reported", "reproducible": "reproducible", "untrusted": "reported",
+                      "unattested": "reported", "v1": "verified"}
+
+
+def test_replicated_needs_two_trusted_runners_within_five_percent() -> None:
+    levels = evidence_levels([_facts("a", "k1", 100), _facts("b", "k2", 104), _facts("c", "k1", 101)], {"k1", "k2"})
+    assert levels == {"a": "replicated", "b": "replicated", "c": "replicated"}
+    far = evidence_levels([_facts("a", "k1", 100), _facts("b", "k2", 120)], {"k1", "k2"})
+    assert far == {"a": "verified", "b": "verified"}
+
+
+def _rope_workload(seq: int = 2048, hidden: int = 8192) -> tuple[dict, dict]:
+    op = registry.load_operation("rope").model_dump(mode="json")["spec"]
+    head_dim = hidden // 32
+    q = [1, 32, seq, head_dim]
+    k = [1, 8, seq, head_dim]
+    cs = [1, seq, head_dim]
+    tensors = [{"name": n, "dtype": "bf16", "shape": s, "strides": []} for n, s in
+               (("q", q), ("k", k), ("cos", cs), ("sin", cs), ("q_out", q), ("k_out", k))]
+    return op, {"axes": {"seq": seq, "hidden": hidden, "q_heads": 32, "kv_heads": 8}, "dtypes": {"T": "bf16"},
+                "tensors": tensors}
+
+
+def test_floor_v1_rope_on_a100_counts_outputs() -> None:
+    op, wl = _rope_workload()
+    floor = floor_estimate(op, wl, registry.gpus()["a100-80gb"])
+    assert round(floor.floor_ns / 1000, 1) == 42.2
+    assert round(58880 / floor.floor_ns, 2) == 1.40
+    assert floor.bound == "bandwidth" and floor.compute_ns is None
+    assert {t.name: t.bytes for t in floor.tensors}["q_out"] == 33_554_432
+    assert "2,039 GB/s" in floor.bandwidth_source
+
+
+def test_floor_v1_embedding_counts_only_touchable_rows() -> None:
+    op = registry.load_operation("embedding").model_dump(mode="json")["spec"]
+    wl = {"axes": {"batch": 32, "seq": 512, "vocab": 1024, "hidden": 768}, "dtypes": {"T": "fp32"},
+          "tensors": [{"name": "input_ids", "dtype": "int64", "shape": [32, 512], "strides": [512, 1]},
+                      {"name": "weight", "dtype": "fp32", "shape": [1024, 768], "strides": [768, 1]},
+                      {"name": "y", "dtype": "fp32", "shape": [32, 512, 768], "strides": [393216, 768, 1]}]}
+    floor = floor_estimate(op, wl, registry.gpus()["a100-80gb"])
+    assert round(floor.floor_ns / 1000, 1) == 26.3
+    assert round(39712 / floor.floor_ns, 2) == 1.51
+    big_vocab = {**wl, "axes": {**wl["axes"], "vocab": 131072},
+                 "tensors": [wl["tensors"][0], {**wl["tensors"][1], "shape": [131072, 768]}, wl["tensors"][2]]}
+    weight = next(t for t in floor_estimate(op, big_vocab, registry.gpus()["a100-80gb"]).tensors if t.name == "weight")
+    assert weight.bytes == 16384 * 768 * 4 and "16,384 of 131,072 rows" in weight.note
+
+
+def test_measured_floor_uses_the_measured_bandwidth() -> None:
+    op, wl = _rope_workload()
+    floor = floor_estimate(op, wl, registry.gpus()["h200"], measured_bandwidth_bytes_per_s=4.3e12)
+    assert floor.measured and abs(floor.floor_ns - floor.bytes_total / 4.3e12 * 1e9) < 1e-6
+
+
+def test_default_workload_and_cohort() -> None:
+    choices = [WorkloadChoice("big", 6, 268_000_000, (8, 2048, 1024, 4096)),
+               WorkloadChoice("small", 6, 53_000_000, (32, 512, 1024, 768)),
+               WorkloadChoice("few", 3, 1, (1, 1, 1, 1))]
+    assert default_workload(choices) == "small"
+    t = datetime(2024, 9, 3, tzinfo=UTC)
+    cohorts = [CohortChoice("a100-fwd", 3, "forward", None, t),
+               CohortChoice("h200-fwd", 3, "forward", "h200", t + timedelta(days=800)),
+               CohortChoice("a100-full", 3, "forward+backward", None, t)]
+    assert default_cohort(cohorts, ["h100-sxm", "h200", "b200"]) == "a100-fwd"
+    assert default_cohort(cohorts[1:], ["h100-sxm", "h200", "b200"]) == "h200-fwd"

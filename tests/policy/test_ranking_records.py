@@ -1,0 +1,81 @@
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernelindex.policy.ranking import Rankable, rank
+from kernelindex.policy.records import record_events
+
+T0 = datetime(2024, 9, 3, tzinfo=UTC)
+
+
+def item(id_: str, median: int, low: int | None = None, high: int | None = None, days: int = 0,
+         evidence: str = "reported") -> Rankable:
+    return Rankable(id_, median, low, high, evidence, T0 + timedelta(days=days))
+
+
+def test_native_rope_cohort_ranks_and_noise() -> None:
+    # The reference rope cohort (A100, forward): medians with their p20/p80.
+    ranked = rank([item("hf2", 516800, 515000, 518000), item("l1", 58880, 58600, 59300),
+                   item("hf1", 516096, 515500, 517000), item("l2", 59488, 59200, 59900)], native=True)
+    assert [(r.item.id, r.label, r.within_noise) for r in ranked] == [
+        ("l1", "1", False), ("l2", "2", True), ("hf1", "3", False), ("hf2", "4", True)]
+    assert round(ranked[2].vs_first, 2) == 8.77
+
+
+def test_native_ties_only_on_equal_values() -> None:
+    ranked = rank([item("a", 100), item("b", 100), item("c", 101)], native=True)
+    assert [r.label for r in ranked] == ["1=", "1=", "2"]
+
+
+def test_runner_ties_by_ci_overlap_or_one_percent_and_chain_rule() -> None:
+    a = item("a", 1000, 990, 1010)
+    b = item("b", 1009, 1005, 1013)  # within 1% of a
+    c = item("c", 1016, 1014, 1018)  # ties with b (1%) but not with a → new rank
+    ranked = rank([c, b, a], native=False)
+    assert [(r.item.id, r.label) for r in ranked] == [("a", "1="), ("b", "1="), ("c", "2")]
+
+
+def test_display_order_inside_tie_prefers_evidence_then_newest() -> None:
+    ranked = rank([item("old", 100, days=0), item("new", 100, days=5), item("ver", 100, evidence="verified")],
+                  native=True)
+    assert [r.item.id for r in ranked] == ["ver", "new", "old"]
+
+
+medians = st.lists(st.integers(min_value=1000, max_value=5000), min_size=1, max_size=12)
+
+
+@given(medians, st.randoms())
+def test_ranking_does_not_depend_on_input_order(values: list[int], rnd) -> None:  # noqa: ANN001
+    items = [item(f"r{i}", v, v - 30, v + 30) for i, v in enumerate(values)]
+    shuffled = items[:]
+    rnd.shuffle(shuffled)
+    for native in (True, False):
+        first = [(r.item.id, r.rank, r.tied, r.within_noise) for r in rank(items, native=native)]
+        second = [(r.item.id, r.rank, r.tied, r.within_noise) for r in rank(shuffled, native=native)]
+        assert first == second
+
+
+@given(medians)
+def test_ranks_are_dense_and_ascending(values: list[int]) -> None:
+    ranked = rank([item(f"r{i}", v) for i, v in enumerate(values)], native=True)
+    ranks = [r.rank for r in ranked]
+    assert ranks[0] == 1 and all(b - a in (0, 1) for a, b in zip(ranks, ranks[1:], strict=False))
+    assert [r.item.median_ns for r in ranked] == sorted(values)
+
+
+def test_record_only_beyond_noise() -> None:
+    events = record_events([
+        item("first", 100, 95, 105, days=0),
+        item("within", 98, 96, 101, days=1),  # lower median but overlapping interval: not a record
+        item("beyond", 80, 78, 82, days=2),
+    ])
+    assert [(e.kind, e.holder) for e in events] == [("first", "first"), ("beaten", "beyond")]
+    assert round(events[-1].margin, 2) == 1.25
+
+
+def test_retraction_hands_the_record_to_the_best_remaining_run() -> None:
+    runs = [item("a", 100, days=0), item("b", 90, days=1), item("c", 70, days=2)]
+    events = record_events(runs, removals=[(T0 + timedelta(days=3), "c")])
+    assert [(e.kind, e.holder) for e in events] == [("first", "a"), ("beaten", "b"), ("beaten", "c"),
+                                                     ("retraction", "b")]

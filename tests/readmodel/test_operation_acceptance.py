@@ -1,0 +1,90 @@
+"""The reference pages' numbers, pinned (DESIGN §10, issue 2 acceptance)."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.readmodel.loading import NotFound
+from kernelindex.readmodel.operations import BadSelection, operation_page
+
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
+
+
+def _a100_forward(page):  # noqa: ANN001, ANN202
+    return next(c for c in page.cohorts if c.gpu == "NVIDIA A100 80GB" and c.mode == "forward")
+
+
+def test_rope_reference_cohort(catalog: Catalog) -> None:
+    page = operation_page(catalog, "rope", now=NOW)
+    assert page.eligible_runs >= 48  # 48 from Liger; verified runs add to it
+    selected = next(w for w in page.workloads if w.selected)
+    assert selected.label == "seq = 2048 · hidden = 8192 · q_heads = 32 · kv_heads = 8 · bf16"
+    page = operation_page(catalog, "rope", workload=page.selected_workload, cohort=_a100_forward(page).key, now=NOW)
+    rows = [(r.rank_label, r.implementation.title, r.median_ns) for r in page.ranked]
+    assert rows == [("1", "Liger", 58880), ("2", "Liger", 59488), ("3", "Transformers", 516096),
+                    ("4", "Transformers", 516800)]
+    leader = page.ranked[0]
+    assert round(leader.faster_than_baseline, 2) == 8.77
+    assert page.ranked[1].within_noise
+    assert leader.implementation.install_command == 'pip install "liger-kernel==0.2.1"'
+    assert leader.implementation.license == "BSD-2-Clause" and leader.implementation.usable
+    assert leader.evidence == "reported" and leader.stale
+    assert page.ranked[2].implementation.role == "baseline"
+    assert page.headline[0].kind == "fastest_usable"
+    assert page.headline[0].title == "Fastest reported · usable today"
+    assert round(page.floor.datasheet["floor_ns"] / 1000, 1) == 42.2
+    assert round(page.floor.record_ratio, 2) == 1.40
+    assert {t["name"] for t in page.floor.datasheet["tensors"]} == {"q", "k", "cos", "sin", "q_out", "k_out"}
+    assert [(lang.language, lang.implementation) for lang in page.fastest_by_language] == [
+        ("triton", "Liger"), ("python", "Transformers")]
+    assert page.scaling.axis == "seq"
+    series = {s.title: [p.median_ns for p in s.points] for s in page.scaling.series}
+    assert [round(v / 1000, 1) for v in series["Liger"]] == [34.4, 58.9, 109.0, 209.3, 410.5]
+    assert [round(v / 1000, 1) for v in series["Transformers"]] == [280.8, 516.1, 994.8, 1933.3, 3817.0]
+    assert {"H100", "B200"} <= set(page.coverage_gaps)
+    labels = {c.label for c in page.cohorts}
+    assert {"NVIDIA A100 80GB · forward · Liger-Kernel benchmark scripts",
+            "NVIDIA A100 80GB · backward · Liger-Kernel benchmark scripts",
+            "NVIDIA A100 80GB · forward+backward · Liger-Kernel benchmark scripts"} <= labels
+
+
+def test_embedding_reference_cohorts(catalog: Catalog) -> None:
+    page = operation_page(catalog, "embedding", now=NOW)
+    assert page.eligible_runs >= 96 and len(page.workloads) == 16
+    selected = next(w for w in page.workloads if w.selected)
+    assert selected.label == "batch = 32 · seq = 512 · vocab = 1024 · hidden = 768 · fp32"
+    page = operation_page(catalog, "embedding", workload=page.selected_workload, cohort=_a100_forward(page).key, now=NOW)
+    kinds = [(h.kind, h.row.implementation.title, h.row.median_ns) for h in page.headline if h.kind != "fastest_verified"]
+    assert kinds == [("best_usable", "Liger", 42624), ("fastest_not_usable", "torch.compile", 39712)]
+    best_usable, fastest = page.headline[0], page.headline[1]
+    assert round(best_usable.vs_fastest, 2) == 1.07
+    assert round(fastest.faster_than_baseline, 2) == 4.20
+    assert fastest.row.implementation.not_usable_reasons == [
+        {"code": "NO_PINNED_INSTALL", "sentence": "No pinned install: the source did not record the PyTorch version."}]
+    baseline = page.ranked[-1]
+    assert (baseline.implementation.title, baseline.implementation.project, baseline.median_ns) == (
+        "PyTorch nn.Embedding", "PyTorch", 166720)
+    assert round(page.floor.datasheet["floor_ns"] / 1000, 1) == 26.3
+    assert round(page.floor.record_ratio, 2) == 1.51
+    full = next(c for c in page.cohorts if c.mode == "forward+backward" and c.gpu == "NVIDIA A100 80GB")
+    assert (full.best_implementation, full.best_ns) == ("torch.compile", 300128)
+    assert page.scaling.axis == "vocab"
+    assert all(len(s.points) == 8 for s in page.scaling.series) and len(page.scaling.series) == 3
+
+
+def test_selection_errors_are_specific(catalog: Catalog) -> None:
+    with pytest.raises(NotFound, match="no operation 'warp'"):
+        operation_page(catalog, "warp")
+    with pytest.raises(BadSelection, match="workload 'nope'"):
+        operation_page(catalog, "rope", workload="nope")
+    with pytest.raises(BadSelection, match="cohort 'nope'"):
+        operation_page(catalog, "rope", cohort="nope")
+
+
+def test_json_twin_is_plain_json(catalog: Catalog) -> None:
+    import json
+
+    data = operation_page(catalog, "rope", now=NOW).to_json()
+    assert json.loads(json.dumps(data))["ranked"][0]["implementation"]["title"] == "Liger"
+    assert data["json_url"].startswith("/api/v1/operations/rope?workload=")
