@@ -335,7 +335,9 @@ def _status(ctx: _Context, exact: Sequence[CohortResult], other: Sequence[Cohort
     what = interpretation(ctx.req, ctx.vocab)
     if exact:
         runs = sum(c.eligible_runs for c in exact)
-        return "exact", f"Exact evidence: {runs} eligible runs in {len(exact)} cohort(s) for {what}."
+        shown = sum(len(c.rows) for c in exact)
+        hidden = f" ({shown} shown after filters)" if shown != runs else ""
+        return "exact", f"Exact evidence: {runs} eligible runs{hidden} in {len(exact)} cohort(s) for {what}."
     if other:
         return "other_protocols", (f"No run measured {ctx.req.mode} for {what}; "
                                    f"{len(other)} cohort(s) measured it under another protocol.")

@@ -19,7 +19,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow
 from kernelindex.policy.reasons import Reason
 from kernelindex.readmodel.cohorts import cohorts_of
-from kernelindex.readmodel.labels import cohort_key_short, workload_key
+from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.operations import implementation_ref, load_operation_runs
 from kernelindex.resolve.resolver import Cohort
@@ -38,6 +38,7 @@ def _implementation(data: OperationData, digest: str) -> ImplementationView:
 
 def _run_views(data: OperationData) -> dict[str, RunView]:
     impls = {d: _implementation(data, d) for d in data.implementations}
+    order = axis_order(data.operation)
     views = {}
     for run in data.runs:
         workload = data.workloads[run.workload]["spec"]
@@ -46,7 +47,7 @@ def _run_views(data: OperationData) -> dict[str, RunView]:
         gpu = data.gpu_of(run.environment)
         views[run.digest] = RunView(
             run_id=run.run_id, operation=data.slug, cohort_key=run.cohort_key, workload_key=run.workload,
-            axes=dict(workload.get("axes", {})), dtypes=dict(workload.get("dtypes", {})),
+            axes=_ordered_axes(workload.get("axes", {}), order), dtypes=dict(workload.get("dtypes", {})),
             gpu=gpu.slug if gpu else None, gpu_label=gpu.short if gpu else environment["product"],
             arch=gpu.architecture if gpu else environment.get("architecture"),
             mode=protocol["timed_region"], protocol_key=run.protocol, native=protocol.get("native", True),
@@ -57,6 +58,11 @@ def _run_views(data: OperationData) -> dict[str, RunView]:
             workload_ref=workload_key(run.workload), cohort_ref=cohort_key_short(run.cohort_key),
         )
     return views
+
+
+def _ordered_axes(axes: dict[str, int], order: list[str]) -> dict[str, int]:
+    """Axes in the operation's declared order (seq, hidden, … for rope), the rest after."""
+    return {**{a: axes[a] for a in order if a in axes}, **{a: v for a, v in sorted(axes.items()) if a not in order}}
 
 
 def cohorts_from(data: OperationData) -> list[Cohort]:

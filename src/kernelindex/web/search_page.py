@@ -1,0 +1,61 @@
+"""``/search?q=``: the resolver's answer as a page (its JSON twin is ``/api/v1/search?q=``).
+
+An empty query browses operations by family."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from starlette.responses import HTMLResponse, Response
+
+from kernelindex.readmodel.operations import operations_index
+from kernelindex.resolve.grammar import MAX_QUERY_CHARS
+from kernelindex.resolve.service import search
+from kernelindex.web.pages import cached, catalog_of, reject_unknown_params, single_param
+from kernelindex.web.render import bad_request, render
+
+router = APIRouter(include_in_schema=False)
+MAX_PAGE_QUERY = 4 * MAX_QUERY_CHARS
+
+
+def _search_url(q: str) -> str:
+    return "/search?" + urlencode({"q": q})
+
+
+def _fixes(text: str, issues: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each issue with a link to the query where its token is replaced by the suggestion."""
+    out = []
+    for issue in issues:
+        fixed = None
+        if issue.get("suggestion"):
+            fixed = text[: issue["start"]] + issue["suggestion"] + text[issue["end"]:]
+        out.append({**issue, "fix_url": _search_url(fixed) if fixed else None, "fixed": fixed})
+    return out
+
+
+def _families(request: Request) -> list[tuple[str, list[dict[str, Any]]]]:
+    operations = cached(request, ("search-families",),
+                        lambda: [o.to_json() for o in operations_index(catalog_of(request))])
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for op in operations:
+        grouped[op["family"]].append(op)
+    return sorted(grouped.items())
+
+
+@router.get("/search", response_class=HTMLResponse)
+def search_page(request: Request) -> Response:
+    reject_unknown_params(request, {"q"})
+    q = single_param(request, "q") or ""
+    if len(q) > MAX_PAGE_QUERY:
+        raise bad_request(f"The query is {len(q)} characters long; queries are at most {MAX_QUERY_CHARS}.",
+                          [{"parameter": "q", "message": "too long"}])
+    json_url = "/api/v1/search" + (f"?{urlencode({'q': q})}" if q else "")
+    if not q.strip():
+        return render("search/search.html", nav="search", search_query="", json_url=json_url, q="",
+                      families=_families(request), result=None, issues=[])
+    result = cached(request, ("search-page", q), lambda: search(catalog_of(request), q).to_json())
+    return render("search/search.html", nav="search", search_query=q, json_url=json_url, q=q, families=None,
+                  result=result, issues=_fixes(q, result["query"]["issues"]), search_url=_search_url)
