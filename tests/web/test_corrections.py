@@ -29,7 +29,7 @@ def test_retraction_banner_and_new_leader(liger_catalog: Catalog) -> None:
         forward = text_of(client.get("/operations/rope?cohort=fcb1a7e92a28").text)
         assert "Fastest reported · usable today 59.5 µs" in forward
         history = client.get("/records?cohort=fcb1a7e92a28").text
-        assert "leader removed by a correction" in text_of(history)
+        assert "Current holder: Liger · 59.5 µs" in text_of(history)
 
 
 def test_supersession_banners_link_both_ways(liger_catalog: Catalog) -> None:
