@@ -33,6 +33,18 @@ def _api_router() -> Any | None:
     return router
 
 
+def _search_router() -> Any | None:
+    """The /search page, owned by the search module; the site works without it."""
+    try:
+        from kernelindex.web.search_page import router
+    except ImportError as exc:
+        if exc.name and not exc.name.startswith("kernelindex.web.search_page"):
+            raise
+        log.warning("kernelindex.web.search_page is not available; /search is not served")
+        return None
+    return router
+
+
 def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
 
@@ -105,6 +117,9 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     api_router = _api_router()
     if api_router is not None:
         app.include_router(api_router)
+    search_router = _search_router()
+    if search_router is not None:
+        app.include_router(search_router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(packages=[("kernelindex.web", "static")]), name="static")
     return app
