@@ -22,7 +22,7 @@ from kernelindex.catalog.models import (
     SupersessionRow,
     TrustedRunnerRow,
 )
-from kernelindex.domain.canonical import canonical_bytes, sha256_digest
+from kernelindex.domain.canonical import sha256_digest
 from kernelindex.domain.manifests import digest_of, manifest_json
 from kernelindex.policy.cohorts import cohort_key
 
@@ -72,8 +72,15 @@ def _items(manifests: Iterable[BaseModel]) -> list[_Item]:
     for manifest in manifests:
         data = manifest_json(manifest)
         digest = digest_of(manifest)
-        seen.setdefault(digest, _Item(digest, data["kind"], data, canonical_bytes(data).decode()))
+        if digest not in seen:
+            seen[digest] = _Item(digest, data["kind"], data, _stored_json(data))
     return list(seen.values())
+
+
+def _stored_json(data: dict) -> str:
+    # Stored bodies are compact sorted JSON; identity never depends on them (digests are JCS),
+    # and the RFC 8785 serializer is too slow to run twice per row on every import.
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _existing(conn: Connection, column, digests: Sequence[str]) -> set[str]:  # noqa: ANN001

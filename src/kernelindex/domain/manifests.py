@@ -17,6 +17,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     TypeAdapter,
     ValidationError,
@@ -73,6 +74,9 @@ SetList = AfterValidator(_sorted_unique)
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+    # Manifests are frozen, so their JSON form and digest are computed once and kept.
+    _json_cache: dict[str, Any] | None = PrivateAttr(default=None)
+    _digest_cache: str | None = PrivateAttr(default=None)
 
 
 class Metadata(Strict):
@@ -419,8 +423,13 @@ def load_manifest_file(path: Path) -> BaseModel:
 
 
 def manifest_json(manifest: BaseModel) -> dict[str, Any]:
-    """The manifest as plain JSON data, normalized; absent fields stay absent."""
-    return manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
+    """The manifest as plain JSON data, normalized; absent fields stay absent. Treat as read-only."""
+    cached = getattr(manifest, "_json_cache", None)
+    if cached is None:
+        cached = manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
+        if isinstance(manifest, Strict):
+            manifest._json_cache = cached
+    return cached
 
 
 def identity_body(manifest: BaseModel) -> dict[str, Any]:
@@ -429,7 +438,12 @@ def identity_body(manifest: BaseModel) -> dict[str, Any]:
 
 
 def digest_of(manifest: BaseModel) -> str:
-    return sha256_digest(identity_body(manifest))
+    cached = getattr(manifest, "_digest_cache", None)
+    if cached is None:
+        cached = sha256_digest(identity_body(manifest))
+        if isinstance(manifest, Strict):
+            manifest._digest_cache = cached
+    return cached
 
 
 def build(kind: str, spec: dict[str, Any] | Strict, metadata: dict[str, Any] | None = None) -> BaseModel:

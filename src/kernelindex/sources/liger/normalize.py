@@ -42,10 +42,9 @@ class Normalizer:
 
     def source_manifest(self) -> BaseModel:
         src = self.mapping["source"]
-        notice = _notice_text(src["notice_file"])
         return self._once(("source",), lambda: build("Source", {
             "name": src["name"], "url": src["url"], "license": src["license"],
-            "attribution": src["attribution"], "notice": notice,
+            "attribution": src["attribution"], "notice": _notice_text(src["notice_file"]),
         }, {"name": src["name"], "title": src["title"]}))
 
     def operation(self, slug: str) -> BaseModel:
