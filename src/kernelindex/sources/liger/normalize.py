@@ -120,7 +120,7 @@ class Normalizer:
         environment = self.environment(row.gpu_name)
         workload = self.workload(row, kernel)
         implementation = self.implementation(line, kernel["operation"], row.liger_version)
-        protocol = self.protocol(row.mode)
+        protocol = self.protocol((kernel.get("modes") or {}).get(row.mode, row.mode))
         run = build("BenchmarkRun", {
             "implementation": digest_of(implementation), "workload": digest_of(workload),
             "protocol": digest_of(protocol), "environment": digest_of(environment),
