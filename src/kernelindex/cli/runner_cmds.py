@@ -5,43 +5,22 @@ torch is imported only inside ``ki verify``, so the other commands work without 
 
 from __future__ import annotations
 
-import getpass
 import json
 import socket
 from pathlib import Path
-from typing import Any
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
-from rich.table import Table
 
-from kernelindex.domain.manifests import ManifestError, digest_of, parse_manifest_text
-from kernelindex.domain.units import format_duration
+from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli
+from kernelindex.domain.manifests import digest_of
+from kernelindex.runner.report import print_results, workloads_from_file
 from kernelindex.trust import keys as runner_keys
 from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, publish_bundle, verify_bundle
 
 console = Console()
 err = Console(stderr=True)
-DB_HELP = "Catalog URL; default: $KERNELINDEX_DATABASE_URL or the local SQLite file."
-
-
-def local_actor() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "local operator"
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
-    return typer.Exit(code)
-
-
-def _open_catalog(database_url: str | None) -> Any:
-    from kernelindex.catalog.db import open_catalog
-
-    return open_catalog(database_url)
 
 
 # --- ki runner keygen / trust ---------------------------------------------------------------------
@@ -62,7 +41,7 @@ def keygen(
     try:
         private, public, key = runner_keys.generate(runner_name, folder, overwrite=force)
     except runner_keys.RunnerKeyError as exc:
-        raise _fail(str(exc)) from None
+        fail(str(exc))
     console.print(f"Private key: {private} (mode 600; keep it out of any repository)")
     console.print(f"Public key:  {public}")
     console.print(f"Key id:      {key.key_id}")
@@ -72,7 +51,7 @@ def keygen(
 def _read_pubkey(pubkey: str, name: str | None) -> runner_keys.RunnerKey:
     if len(pubkey) == 64 and all(c in "0123456789abcdef" for c in pubkey):
         if not name:
-            raise _fail("a bare public key needs --name", code=2)
+            fail("a bare public key needs --name", code=2)
         from datetime import UTC, datetime
 
         return runner_keys.RunnerKey(runner_keys.validate_name(name), pubkey, datetime.now(UTC))
@@ -86,7 +65,7 @@ def _read_pubkey(pubkey: str, name: str | None) -> runner_keys.RunnerKey:
 def trust(
     pubkey: str = typer.Argument(..., help="A runner.pub file, or 64 hex digits of a raw Ed25519 public key."),
     name: str = typer.Option(None, "--name", help="Runner name (default: the name in the .pub file)."),
-    database_url: str | None = typer.Option(None, "--database-url", help=DB_HELP),
+    database: str | None = DatabaseOption,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Register a runner key as trusted: its signed bundles publish as verified runs."""
@@ -95,10 +74,10 @@ def trust(
     try:
         key = _read_pubkey(pubkey, name)
     except runner_keys.RunnerKeyError as exc:
-        raise _fail(str(exc), code=2) from None
-    actor = local_actor()
-    manifest = key.trusted_runner_manifest(trusted_by=actor)
-    report = publish_manifests(_open_catalog(database_url), [manifest], actor=actor, source="ki runner trust")
+        fail(str(exc), code=2)
+    who = actor()
+    manifest = key.trusted_runner_manifest(trusted_by=who)
+    report = publish_manifests(open_for_cli(database), [manifest], actor=who, source="ki runner trust")
     if as_json:
         typer.echo(json.dumps({"key_id": key.key_id, "name": key.name, "manifest": digest_of(manifest),
                                **report.to_json()}, sort_keys=True))
@@ -113,17 +92,17 @@ def publish(
     bundle: Path = typer.Argument(..., help="A result bundle directory written by `ki verify`."),
     as_reported: bool = typer.Option(False, "--as-reported", help="Publish a bundle from an untrusted key; "
                                      "its runs stay 'reported'."),
-    database_url: str | None = typer.Option(None, "--database-url", help=DB_HELP),
+    database: str | None = DatabaseOption,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Check a bundle's signature and every digest, then publish its runs."""
     try:
         checked = verify_bundle(bundle)
-        report = publish_bundle(_open_catalog(database_url), bundle, allow_untrusted=as_reported, actor=local_actor())
+        report = publish_bundle(open_for_cli(database), bundle, allow_untrusted=as_reported, actor=actor())
     except UntrustedRunnerError as exc:
-        raise _fail(str(exc)) from None
+        fail(str(exc))
     except BundleError as exc:
-        raise _fail(f"bundle refused: {exc}") from None
+        fail(f"bundle refused: {exc}")
     if as_json:
         typer.echo(json.dumps({"bundle": checked.digest, "key_id": checked.key_id, "runner": checked.runner_name,
                                **report.to_json()}, sort_keys=True))
@@ -141,34 +120,20 @@ def _counts(counts: dict[str, int]) -> str:
 # --- ki verify ------------------------------------------------------------------------------------
 
 
-def _workloads_from_file(path: Path, operation: BaseModel) -> list[BaseModel]:
-    wanted, found = digest_of(operation), []
-    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            manifest = parse_manifest_text(line, f"{path.name} line {number}")
-        except ManifestError:
-            continue  # an export also holds kinds and versions this command does not need
-        if manifest.kind == "WorkloadCase" and manifest.spec.operation == wanted:
-            found.append(manifest)
-    return found
-
-
-def _load_workloads(operation: BaseModel, manifests: Path | None, database_url: str | None) -> list[BaseModel]:
+def _load_workloads(operation: BaseModel, manifests: Path | None, database: str | None) -> list[BaseModel]:
     if manifests is not None:
-        workloads = _workloads_from_file(manifests, operation)
+        workloads = workloads_from_file(manifests, operation)
         where = str(manifests)
     else:
         from kernelindex.catalog.bootstrap import ensure_bundled_data
         from kernelindex.catalog.reads import workload_manifests
 
-        catalog = _open_catalog(database_url)
+        catalog = open_for_cli(database)
         ensure_bundled_data(catalog)
         workloads = list(workload_manifests(catalog, operation.metadata.name))
         where = catalog.display_location()
     if not workloads:
-        raise _fail(f"no workload cases of {operation.metadata.name} in {where}")
+        fail(f"no workload cases of {operation.metadata.name} in {where}")
     return sorted(workloads, key=lambda w: sorted(w.spec.axes.items()))
 
 
@@ -190,7 +155,7 @@ def verify(
                              "runner.key)."),
     manifests: Path = typer.Option(None, "--manifests", help="Read workload cases from this JSON Lines export "
                                    "instead of the catalog."),
-    database_url: str | None = typer.Option(None, "--database-url", help=DB_HELP),
+    database: str | None = DatabaseOption,
     min_samples: int = typer.Option(100, min=10, help="Samples per implementation before the stop rule applies."),
     time_budget: float = typer.Option(4.0, min=0.1, help="Seconds of timing per case, all implementations."),
     calls_per_sample: int = typer.Option(10, min=1, max=100, help="Calls captured per CUDA graph."),
@@ -205,18 +170,18 @@ def verify(
         runner_name, key_id = _runner_identity(key)
         op = registry.load_operation(operation)
     except (runner_keys.RunnerKeyError, registry.RegistryError) as exc:
-        raise _fail(str(exc), code=2) from None
+        fail(str(exc), code=2)
     if out.exists() and any(out.iterdir()):
-        raise _fail(f"{out} is not empty; choose a new directory for the bundle", code=2)
+        fail(f"{out} is not empty; choose a new directory for the bundle", code=2)
     try:
         from kernelindex.runner.campaign import select_workloads
         from kernelindex.runner.session import run_session
     except ImportError as exc:
-        raise _fail(f"`ki verify` needs the runner extra (pip install 'kernelindex[runner]'): {exc}") from None
+        fail(f"`ki verify` needs the runner extra (pip install 'kernelindex[runner]'): {exc}")
     try:
-        cases = select_workloads(_load_workloads(op, manifests, database_url), workloads)
+        cases = select_workloads(_load_workloads(op, manifests, database), workloads)
     except ValueError as exc:
-        raise _fail(str(exc), code=2) from None
+        fail(str(exc), code=2)
     keys = [k.strip() for k in impl.split(",") if k.strip()]
     try:
         session = run_session(
@@ -225,8 +190,12 @@ def verify(
             use_graphs=not no_graphs, console=None if as_json else err,
         )
     except (RuntimeError, ValueError, BundleError) as exc:
-        raise _fail(str(exc)) from None
-    result, bundle = session.results[0], session.bundles[0]
+        fail(str(exc))
+    result = session.results[0]
+    if not session.bundles:
+        reasons = "; ".join(result.skipped.values()) or "no implementation ran"
+        fail(f"nothing to put in a bundle: {reasons}")
+    bundle = session.bundles[0]
     from kernelindex.runner.campaign import outcome_rows
 
     rows = outcome_rows(result)
@@ -235,26 +204,8 @@ def verify(
                                "copy_bandwidth_bytes_per_s": session.copy_bandwidth, "runs": rows},
                               sort_keys=True))
         return
-    print_results(op.metadata.name, rows, result.skipped)
+    print_results(console, op.metadata.name, rows, result.skipped)
     console.print(f"Bundle {out} ({bundle.digest}), signed by {runner_name}. Publish it with: ki publish {out}")
-
-
-def print_results(operation: str, rows: list[dict[str, Any]], skipped: dict[str, str]) -> None:
-    table = Table(title=f"{operation}: verification results", title_justify="left")
-    for column in ("case", "impl", "status", "median", "p20–p80", "do_bench", "host", "× floor", "rel. error"):
-        table.add_column(column, justify="left" if column in ("case", "impl", "status") else "right")
-    for r in rows:
-        spread = f"{format_duration(r['p20_ns'])}–{format_duration(r['p80_ns'])}" if r["p20_ns"] else "—"
-        ratio = f"{r['median_ns'] / r['floor_ns']:.2f}×" if r["median_ns"] and r["floor_ns"] else "—"
-        error = f"{r['relative_error']:.2g}" if r["relative_error"] is not None else "—"
-        table.add_row(r["case"], r["implementation"], r["status"], format_duration(r["median_ns"]), spread,
-                      format_duration(r["do_bench_ns"]), format_duration(r["host_ns"]), ratio, error)
-    console.print(table)
-    for adapter, reason in skipped.items():
-        console.print(f"[yellow]skipped {adapter}:[/yellow] {reason}")
-    for r in rows:
-        if r["status"] != "passed":
-            console.print(f"[red]{r['case']} {r['implementation']}: {r['status']}[/red] {r['detail']}")
 
 
 def register(app: typer.Typer) -> None:
