@@ -1,0 +1,199 @@
+"""Website benchmark: latency (p50/p99) and requests/s of the main pages, the JSON twin and a static
+asset, served by ``uvicorn`` in its own process on (1) the full bundled Liger catalog and (2) a
+synthetic catalog 100× larger generated through the publish API.
+
+    .venv/bin/python bench/web.py [--requests 300] [--concurrency 8] [--scale 100] [--keep DIR]
+
+Goals (issue 3): operation page p50 ≤ 2× the static asset's p50; on the 100× catalog the operation
+page p50 grows ≤ 2×. This is a benchmark that prints figures, not a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+PATHS = ["/", "/operations/rope", "/operations/embedding", "/records", "/api/v1/operations/rope", "STATIC"]
+FACTORY = "kernelindex.web.app:create_app_from_environment"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def build_catalog(url: str, scale: int) -> int:
+    """Bundled data, plus ``scale - 1`` synthetic copies of every Liger run on distinct
+    (synthetic) machines, so every operation has ``scale``× the cohorts and runs."""
+    from kernelindex.catalog.bootstrap import ensure_bundled_data
+    from kernelindex.catalog.db import open_catalog
+
+    catalog = open_catalog(url)
+    started = time.perf_counter()
+    try:
+        ensure_bundled_data(catalog)
+    except ImportError as exc:  # the verified bundles need the runner's trust package
+        from kernelindex.sources.liger import import_liger
+
+        print(f"  bundled verified runs not loaded ({exc}); Liger data only")
+        import_liger(catalog, dry_run=False, actor="bench")
+    if scale > 1:
+        publish_synthetic(catalog, scale)
+    with catalog.engine.connect() as conn:
+        from sqlalchemy import func, select
+
+        from kernelindex.catalog.models import RunRow
+
+        runs = conn.execute(select(func.count()).select_from(RunRow)).scalar_one()
+    print(f"  catalog ready: {runs:,} runs in {time.perf_counter() - started:.1f}s")
+    catalog.engine.dispose()
+    return runs
+
+
+def publish_synthetic(catalog, scale: int) -> None:  # noqa: ANN001 - Catalog
+    from kernelindex.catalog.publish import publish_manifests
+    from kernelindex.domain.manifests import build, digest_of, manifest_json
+    from kernelindex.sources.base import ImportReport
+    from kernelindex.sources.liger import bundled_csv_path, parse_and_normalize
+
+    report = ImportReport(source="synthetic", locator="bench", snapshot_digest=None)
+    manifests = parse_and_normalize(bundled_csv_path().read_bytes(), report)
+    envs = [manifest_json(m) for m in manifests if m.kind == "ExecutionEnvironment"]
+    runs = [manifest_json(m) for m in manifests if m.kind == "BenchmarkRun"]
+    for copy in range(1, scale):
+        batch, renamed = [], {}
+        for env in envs:
+            spec = {**env["spec"], "hardware": {**env["spec"]["hardware"],
+                                                "product": f"{env['spec']['hardware']['product']} (synthetic node {copy:03d})"}}
+            new = build("ExecutionEnvironment", spec, env.get("metadata"))
+            renamed[digest_of(build("ExecutionEnvironment", env["spec"], env.get("metadata")))] = digest_of(new)
+            batch.append(new)
+        factor = 1 + copy / 1000
+        for run in runs:
+            spec = dict(run["spec"])
+            timing = {k: (round(v * factor) if k in ("median_ns", "p20_ns", "p80_ns") else v)
+                      for k, v in spec["timing"].items()}
+            spec.update(environment=renamed[spec["environment"]], timing=timing,
+                        source={**spec["source"], "external_id": f"{spec['source']['external_id']}/synthetic-{copy}"})
+            batch.append(build("BenchmarkRun", spec, run.get("metadata")))
+        publish_manifests(catalog, batch, actor="bench", source="synthetic")
+        if copy % 10 == 0:
+            print(f"  synthetic copies published: {copy}/{scale - 1}", flush=True)
+
+
+def start_server(url: str, port: int) -> subprocess.Popen:
+    env = {**os.environ, "KERNELINDEX_DATABASE_URL": url}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--factory", FACTORY, "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "warning", "--no-access-log"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/docs", timeout=1.0)
+            return proc
+        except httpx.TransportError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}") from None
+            time.sleep(0.1)
+    proc.terminate()
+    raise RuntimeError("server did not start within 60 s")
+
+
+def static_path(base: str) -> str:
+    from kernelindex.web.render import static_url
+
+    return static_url("site.css")
+
+
+def measure(base: str, path: str, requests: int, concurrency: int) -> dict[str, float]:
+    with httpx.Client(base_url=base, timeout=30.0) as client:
+        for _ in range(10):  # warm caches and connections
+            client.get(path).raise_for_status()
+        latencies = []
+        for _ in range(requests):
+            started = time.perf_counter()
+            client.get(path).raise_for_status()
+            latencies.append(time.perf_counter() - started)
+
+    def worker(count: int) -> None:
+        with httpx.Client(base_url=base, timeout=30.0) as c:
+            for _ in range(count):
+                c.get(path).raise_for_status()
+
+    per_worker = max(requests // concurrency, 1)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(worker, [per_worker] * concurrency))
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        "rps": per_worker * concurrency / elapsed,
+    }
+
+
+def run_suite(label: str, url: str, requests: int, concurrency: int) -> dict[str, dict[str, float]]:
+    port = free_port()
+    proc = start_server(url, port)
+    base = f"http://127.0.0.1:{port}"
+    results = {}
+    try:
+        print(f"\n{label}\n{'path':34} {'p50 ms':>9} {'p99 ms':>9} {'req/s':>9}")
+        for path in PATHS:
+            target = static_path(base) if path == "STATIC" else path
+            cold_started = time.perf_counter()
+            httpx.get(base + target, timeout=300.0).raise_for_status()
+            cold = (time.perf_counter() - cold_started) * 1000
+            stats = measure(base, target, requests, concurrency)
+            shown = "static /static/site.css" if path == "STATIC" else path
+            print(f"{shown:34} {stats['p50_ms']:9.2f} {stats['p99_ms']:9.2f} {stats['rps']:9.0f}"
+                  f"   (first request {cold:.0f} ms)")
+            results[path] = stats
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--scale", type=int, default=100)
+    parser.add_argument("--keep", type=Path, help="keep the catalogs in this directory (reused when present)")
+    args = parser.parse_args()
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="kernelindex-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    full_url = f"sqlite:///{workdir / 'full.sqlite'}"
+    big_url = f"sqlite:///{workdir / f'x{args.scale}.sqlite'}"
+    print("Building the full Liger catalog")
+    build_catalog(full_url, 1)
+    full = run_suite("Full Liger catalog", full_url, args.requests, args.concurrency)
+    print(f"\nBuilding a synthetic catalog {args.scale}× larger")
+    build_catalog(big_url, args.scale)
+    big = run_suite(f"Synthetic catalog, {args.scale}× the runs", big_url, args.requests, args.concurrency)
+    static = full["STATIC"]["p50_ms"]
+    print("\nGoals")
+    for op in ("/operations/rope", "/operations/embedding"):
+        ratio = full[op]["p50_ms"] / static
+        growth = big[op]["p50_ms"] / full[op]["p50_ms"]
+        print(f"  {op}: p50 {ratio:.2f}× the static asset (goal ≤ 2×) {'OK' if ratio <= 2 else 'MISSED'}; "
+              f"{args.scale}× catalog grows p50 {growth:.2f}× (goal ≤ 2×) {'OK' if growth <= 2 else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
