@@ -1,0 +1,111 @@
+"""Keys, trust and publication through the ``ki`` commands, against a scratch SQLite catalog.
+
+No torch needed: the shipped H200 bundles are real runner output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("kernelindex.catalog.reads")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from kernelindex.catalog.db import open_catalog  # noqa: E402
+from kernelindex.cli import app  # noqa: E402
+from kernelindex.trust import keys  # noqa: E402
+from kernelindex.trust.bundles import (  # noqa: E402
+    BundleError,
+    UntrustedRunnerError,
+    bundled_bundles,
+    publish_bundle,
+    verify_bundle,
+)
+
+runner = CliRunner()
+
+
+def trusted_runner_keys(catalog: object) -> dict[str, str]:
+    from kernelindex.catalog import reads
+
+    return reads.trusted_runner_keys(catalog)
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'catalog.sqlite'}"
+
+
+def _ki(*args: str) -> object:
+    return runner.invoke(app, list(args))
+
+
+def test_shipped_bundles_verify_and_name_the_shipped_key() -> None:
+    paths = bundled_bundles()
+    assert {p.name.split("-")[1] for p in paths} == {"rope", "embedding"}
+    (key,) = keys.bundled_runner_keys()
+    for path in paths:
+        bundle = verify_bundle(path)
+        assert bundle.key_id == key.key_id
+        assert all(run.spec.status == "passed" for run in bundle.runs())
+    counts = {p.name.split("-")[1]: verify_bundle(p).counts()["BenchmarkRun"] for p in paths}
+    assert counts == {"rope": 21, "embedding": 48}
+
+
+def test_keygen_writes_a_private_key_only_the_owner_reads(tmp_path: Path) -> None:
+    result = _ki("runner", "keygen", "--out", str(tmp_path / "k"), "--name", "lab-runner")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "k" / "runner.key").stat().st_mode & 0o777 == 0o600
+    pub = keys.load_public_key(tmp_path / "k" / "runner.pub")
+    assert pub.name == "lab-runner"
+    again = _ki("runner", "keygen", "--out", str(tmp_path / "k"))
+    assert again.exit_code == 1 and "refusing to overwrite" in again.output
+
+
+def test_untrusted_bundle_is_refused_then_published_once_trusted(db_url: str, tmp_path: Path) -> None:
+    source = next(p for p in bundled_bundles() if "rope" in p.name)
+    bundle = tmp_path / source.name
+    shutil.copytree(source, bundle)
+    refused = _ki("publish", str(bundle), "--database", db_url)
+    assert refused.exit_code == 1 and "not a trusted runner" in refused.output
+    pub = next(Path(str(p)) for p in sorted((source.parent.parent / "runners").iterdir()))
+    trusted = _ki("runner", "trust", str(pub), "--database", db_url, "--json")
+    assert trusted.exit_code == 0, trusted.output
+    assert json.loads(trusted.output)["key_id"] in trusted_runner_keys(open_catalog(db_url))
+    published = _ki("publish", str(bundle), "--database", db_url, "--json")
+    assert published.exit_code == 0, published.output
+    assert json.loads(published.output)["new"]["BenchmarkRun"] == 21
+    again = _ki("publish", str(bundle), "--database", db_url, "--json")
+    assert json.loads(again.output)["new"] == {}
+
+
+def test_tampered_bundle_is_refused_by_publish(db_url: str, tmp_path: Path) -> None:
+    source = next(p for p in bundled_bundles() if "embedding" in p.name)
+    bundle = tmp_path / source.name
+    shutil.copytree(source, bundle)
+    lines = (bundle / "manifests.jsonl").read_bytes()
+    (bundle / "manifests.jsonl").write_bytes(lines.replace(b'"median_ns":', b'"median_ns":1', 1))
+    result = _ki("publish", str(bundle), "--database", db_url)
+    assert result.exit_code == 1 and "bundle refused" in result.output
+    with pytest.raises(BundleError):
+        publish_bundle(open_catalog(db_url), bundle)
+
+
+def test_as_reported_publishes_without_attestation(db_url: str) -> None:
+    catalog = open_catalog(db_url)
+    path = next(p for p in bundled_bundles() if "rope" in p.name)
+    with pytest.raises(UntrustedRunnerError):
+        publish_bundle(catalog, path)
+    report = publish_bundle(catalog, path, allow_untrusted=True)
+    assert report.new["BenchmarkRun"] == 21
+
+
+def test_bootstrap_trusts_the_shipped_key(db_url: str) -> None:
+    catalog = open_catalog(db_url)
+    (key,) = keys.bundled_runner_keys(catalog)
+    assert trusted_runner_keys(catalog) == {key.key_id: key.name}
+    keys.bundled_runner_keys(catalog)  # idempotent
+    assert trusted_runner_keys(catalog) == {key.key_id: key.name}
