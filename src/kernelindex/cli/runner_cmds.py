@@ -178,11 +178,14 @@ def verify(
         from kernelindex.runner.session import run_session
     except ImportError as exc:
         fail(f"`ki verify` needs the runner extra (pip install 'kernelindex[runner]'): {exc}")
+    keys = [k.strip() for k in impl.split(",") if k.strip()]
     try:
+        from kernelindex.runner.adapters import select
+
+        select(operation, keys)
         cases = select_workloads(_load_workloads(op, manifests, database), workloads)
     except ValueError as exc:
         fail(str(exc), code=2)
-    keys = [k.strip() for k in impl.split(",") if k.strip()]
     try:
         session = run_session(
             [(op, cases, keys)], key_path=key, runner_name=runner_name, key_id=key_id, out_dirs=[out],
