@@ -13,7 +13,7 @@ from kernelindex.resolve.source import CatalogRunSource
 def workloads_list(source: CatalogRunSource, operation: str | None = None) -> list[dict[str, object]]:
     """One entry per workload case with eligible runs: its axes, dtypes, GPUs and modes measured."""
     vocab = source.vocabulary()
-    slugs = [operation] if operation else sorted(source.eligible_counts())
+    slugs = [operation] if operation else source.operations()
     out: list[dict[str, object]] = []
     for slug in slugs:
         op = vocab.operations.get(slug)
@@ -41,7 +41,7 @@ def workloads_list(source: CatalogRunSource, operation: str | None = None) -> li
 def implementations_list(source: CatalogRunSource) -> list[dict[str, object]]:
     """One entry per implementation line, with the operations it has eligible runs for."""
     found: dict[str, dict[str, object]] = {}
-    for slug in sorted(source.eligible_counts()):
+    for slug in source.operations():
         for cohort in source.cohorts(slug):
             for run, *_ in cohort.ranked:
                 impl = run.implementation

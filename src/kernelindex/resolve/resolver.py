@@ -7,6 +7,7 @@ use); filters on trust, usability, license, language and source only hide rows a
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from kernelindex.resolve.views import RunView
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
 
 MAX_COMPATIBLE = 12
+MAX_LISTED = 24  # exact and other-protocol cohorts listed in full; the totals are always reported
 
 
 class RunSource(Protocol):
@@ -50,7 +52,9 @@ class RunSource(Protocol):
 
     def cohorts(self, operation: str) -> Sequence[Cohort]: ...
 
-    def eligible_counts(self) -> dict[str, int]: ...
+    def operations(self) -> list[str]: ...
+
+    def eligible_count(self, operation: str) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -61,13 +65,21 @@ class Cohort:
     sample: RunView
     ranked: tuple[tuple[RunView, int, str, bool, float], ...]  # run, rank, label, within_noise, vs_first
     excluded: tuple[RunView, ...]
+    order: tuple = ()  # display order: mode, priority GPU, GPU, axes, native first (see order_key)
 
     @property
     def eligible_runs(self) -> int:
         return len(self.ranked)
 
 
-def build_cohorts(runs: Sequence[RunView]) -> list[Cohort]:
+def order_key(sample: RunView, key: str, priority_gpus: Sequence[str]) -> tuple:
+    """Forward before backward, priority GPUs first, then the workload: computed once per cohort."""
+    gpu_rank = list(priority_gpus).index(sample.gpu) if sample.gpu in priority_gpus else len(priority_gpus)
+    return (MODE_ORDER.get(sample.mode, 9), gpu_rank, sample.gpu_label, tuple(sorted(sample.axes.items())),
+            0 if sample.native else 1, key)
+
+
+def build_cohorts(runs: Sequence[RunView], priority_gpus: Sequence[str] = ()) -> list[Cohort]:
     groups: dict[str, list[RunView]] = defaultdict(list)
     for run in runs:
         groups[run.cohort_key].append(run)
@@ -80,7 +92,7 @@ def build_cohorts(runs: Sequence[RunView]) -> list[Cohort]:
         ranked = tuple((by_id[x.item.id], x.rank, x.label, x.within_noise, x.vs_first)
                        for x in rank(items, native=members[0].native))
         excluded = tuple(sorted((r for r in members if r.run_id not in by_id), key=lambda r: r.run_id))
-        cohorts.append(Cohort(key, members[0], ranked, excluded))
+        cohorts.append(Cohort(key, members[0], ranked, excluded, order_key(members[0], key, priority_gpus)))
     return cohorts
 
 
@@ -178,14 +190,8 @@ class _Context:
     vocab: Vocabulary
     now: datetime
 
-    def gpu_order(self, gpu: str | None) -> int:
-        order = list(self.source.priority_gpus())
-        return order.index(gpu) if gpu in order else len(order)
-
     def cohort_order(self, c: Cohort) -> tuple:
-        s = c.sample
-        return (MODE_ORDER.get(s.mode, 9), self.gpu_order(s.gpu), s.gpu_label,
-                tuple(sorted(s.axes.items())), 0 if s.native else 1, c.key)
+        return c.order or order_key(c.sample, c.key, self.source.priority_gpus())
 
 
 def resolve(req: ResolveRequest, source: RunSource, *, parsed: dict[str, object] | None = None,
@@ -229,19 +235,19 @@ def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[s
             exact.append(c)
     exact.sort(key=ctx.cohort_order)
     other.sort(key=lambda p: ctx.cohort_order(p[0]))
-    compatible.sort(key=lambda p: (len(p[1]), _distance(p[1]), ctx.cohort_order(p[0])))
+    closest = heapq.nsmallest(MAX_COMPATIBLE, compatible,
+                              key=lambda p: (len(p[1]), _distance(p[1]), ctx.cohort_order(p[0])))
     nearest = None if exact or other else _nearest(ctx, op, compatible)
     query = canonical_query(req, ctx.vocab)
-    exact_results = tuple(_cohort_result(c, req, ctx.now, query=query) for c in exact)
-    other_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c)) for c, m in other)
-    compat_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c))
-                           for c, m in compatible[:MAX_COMPATIBLE])
+    exact_results = tuple(_cohort_result(c, req, ctx.now, query=query) for c in exact[:MAX_LISTED])
+    other_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c)) for c, m in other[:MAX_LISTED])
+    compat_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c)) for c, m in closest)
     gaps = _gaps(ctx, cohorts, exact)
-    status, message = _status(ctx, exact_results, other_results, compatible, nearest)
+    status, message = _status(ctx, exact, exact_results, other_results, closest, len(compatible), nearest)
     return Resolution(
-        status=status, message=message, operation=op_json, exact=exact_results, other_protocols=other_results,
-        compatible=compat_results, compatible_total=len(compatible), nearest=nearest, gaps=gaps,
-        notes=_notes(req), **base,
+        status=status, message=message, operation=op_json, exact=exact_results, exact_total=len(exact),
+        other_protocols=other_results, other_protocols_total=len(other), compatible=compat_results,
+        compatible_total=len(compatible), nearest=nearest, gaps=gaps, notes=_notes(req), **base,
     )
 
 
@@ -286,7 +292,7 @@ def _neighbour(ctx: _Context, axis: str, value: int | None, cohorts: dict[int, l
         return None
     req = ctx.req.model_copy(update={"axes": {**ctx.req.axes, axis: value}})
     query = canonical_query(req, ctx.vocab)
-    members = sorted(cohorts[value], key=ctx.cohort_order)
+    members = sorted(cohorts[value], key=ctx.cohort_order)[:MAX_LISTED]
     return Neighbour(value, query, tuple(_cohort_result(c, ctx.req, ctx.now, query=query) for c in members))
 
 
@@ -330,14 +336,17 @@ def _shape(run: RunView, op: OperationEntry | None) -> str:
     return " · ".join([f"{a} {run.axes[a]}" for a in order] + dtypes)
 
 
-def _status(ctx: _Context, exact: Sequence[CohortResult], other: Sequence[CohortResult],
-            compatible: list[tuple[Cohort, list[Mismatch]]], nearest: Nearest | None) -> tuple[str, str]:
+def _status(ctx: _Context, exact: Sequence[Cohort], shown: Sequence[CohortResult], other: Sequence[CohortResult],
+            closest: list[tuple[Cohort, list[Mismatch]]], compatible_total: int,
+            nearest: Nearest | None) -> tuple[str, str]:
     what = interpretation(ctx.req, ctx.vocab)
     if exact:
         runs = sum(c.eligible_runs for c in exact)
-        shown = sum(len(c.rows) for c in exact)
-        hidden = f" ({shown} shown after filters)" if shown != runs else ""
-        return "exact", f"Exact evidence: {runs} eligible runs{hidden} in {len(exact)} cohort(s) for {what}."
+        listed = f" (the first {len(shown)} listed; bind more axes to narrow)" if len(shown) < len(exact) else ""
+        visible = sum(len(c.rows) for c in shown)
+        hidden = sum(len(c.hidden) for c in shown)
+        filtered = f"; filters hide {hidden} of the {visible + hidden} listed rows" if hidden else ""
+        return "exact", f"Exact evidence: {runs} eligible runs in {len(exact)} cohort(s){listed} for {what}{filtered}."
     if other:
         return "other_protocols", (f"No run measured {ctx.req.mode} for {what}; "
                                    f"{len(other)} cohort(s) measured it under another protocol.")
@@ -345,9 +354,9 @@ def _status(ctx: _Context, exact: Sequence[CohortResult], other: Sequence[Cohort
         sides = [f"{nearest.axis} {n.value}" for n in (nearest.below, nearest.above) if n]
         return "not_measured", (f"Not measured at {nearest.axis} {nearest.requested}; nearest measured: "
                                 f"{' and '.join(sides)}.")
-    if compatible:
-        fields = sorted({m.field for _, ms in compatible[:MAX_COMPATIBLE] for m in ms})
-        return "no_exact_evidence", (f"No exact evidence for {what}; {len(compatible)} compatible cohort(s) "
+    if closest:
+        fields = sorted({m.field for _, ms in closest for m in ms})
+        return "no_exact_evidence", (f"No exact evidence for {what}; {compatible_total} compatible cohort(s) "
                                      f"differ in {', '.join(fields)}.")
     return "no_exact_evidence", f"No exact evidence for {what}."
 
@@ -360,9 +369,10 @@ def _notes(req: ResolveRequest) -> tuple[Reason, ...]:
 
 
 def _chooser(ctx: _Context, candidates: Sequence[str], base: dict) -> Resolution:
-    counts = ctx.source.eligible_counts()
-    slugs = list(candidates) or sorted(set(counts) | set(ctx.vocab.operations),
-                                       key=lambda s: (-counts.get(s, 0), s))
+    known = set(ctx.source.operations())
+    pool = list(candidates) or sorted(known | set(ctx.vocab.operations))
+    counts = {slug: ctx.source.eligible_count(slug) if slug in known else 0 for slug in pool}
+    slugs = pool if candidates else sorted(pool, key=lambda s: (-counts[s], s))
     choices = []
     for slug in slugs:
         op = ctx.vocab.operations.get(slug)

@@ -186,7 +186,9 @@ class Resolution:
     canonical_query: str
     operation: dict[str, object] | None
     exact: tuple[CohortResult, ...] = ()
+    exact_total: int = 0
     other_protocols: tuple[CohortResult, ...] = ()
+    other_protocols_total: int = 0
     compatible: tuple[CohortResult, ...] = ()
     compatible_total: int = 0
     nearest: Nearest | None = None
@@ -208,7 +210,9 @@ class Resolution:
             "canonical_query": self.canonical_query,
             "operation": self.operation,
             "exact": [c.to_json() for c in self.exact],
+            "exact_total": self.exact_total,
             "other_protocols": [c.to_json() for c in self.other_protocols],
+            "other_protocols_total": self.other_protocols_total,
             "compatible": {"total": self.compatible_total, "shown": [c.to_json(rows=False) for c in self.compatible]},
             "nearest": self.nearest.to_json() if self.nearest else None,
             "gaps": [g.to_json() for g in self.gaps],

@@ -7,6 +7,7 @@ publication loads an operation once; later queries only filter in memory.
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.operations import implementation_ref, load_operation_runs
-from kernelindex.resolve.resolver import Cohort
+from kernelindex.resolve.resolver import Cohort, order_key
 from kernelindex.resolve.views import ImplementationView, RunView
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary, build_vocabulary, registry_vocabulary
 
@@ -74,7 +75,8 @@ def cohorts_from(data: OperationData) -> list[Cohort]:
         ranked_ids = {e.item.id for e in cohort.ranked}
         excluded = tuple(sorted((views[r.digest] for r in cohort.runs if r.digest not in ranked_ids),
                                 key=lambda v: v.run_id))
-        out.append(Cohort(key, views[cohort.runs[0].digest], ranked, excluded))
+        sample = views[cohort.runs[0].digest]
+        out.append(Cohort(key, sample, ranked, excluded, order_key(sample, key, registry.priority_gpus())))
     return out
 
 
@@ -110,13 +112,16 @@ class _Snapshot:
             found: list[Cohort] = []
         else:
             found = cohorts_from(load_operation_runs(self.catalog, slug))
+            # The loaded runs live as long as this catalog version: keep the cyclic garbage collector
+            # from re-scanning them on every later collection (on the 100× catalog a full scan of the
+            # cache costs ~200 ms and would land inside some unlucky query).
+            gc.freeze()
         with self._lock:
             self._cohorts[slug] = found
         return found
 
-    @cached_property
-    def eligible_counts(self) -> dict[str, int]:
-        return {slug: sum(c.eligible_runs for c in self.cohorts(slug)) for slug in self.operation_manifests}
+    def eligible_count(self, slug: str) -> int:
+        return sum(c.eligible_runs for c in self.cohorts(slug))
 
 
 def _entry(slug: str, manifest: dict) -> OperationEntry:
@@ -157,5 +162,9 @@ class CatalogRunSource:
     def cohorts(self, operation: str) -> Sequence[Cohort]:
         return self.snapshot.cohorts(operation)
 
-    def eligible_counts(self) -> dict[str, int]:
-        return self.snapshot.eligible_counts
+    def operations(self) -> list[str]:
+        """Slugs of the operations stored in the catalog (no runs loaded)."""
+        return sorted(self.snapshot.operation_manifests)
+
+    def eligible_count(self, operation: str) -> int:
+        return self.snapshot.eligible_count(operation)

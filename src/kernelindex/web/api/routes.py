@@ -133,7 +133,7 @@ def list_workloads(
 
 def _workloads(request: Request, operation: str | None) -> list[dict[str, Any]]:
     source = CatalogRunSource(_catalog(request))
-    if operation is not None and operation not in source.eligible_counts():
+    if operation is not None and operation not in source.operations():
         raise ApiProblem("not_found", f"no operation {operation!r} in the catalog; list them at /api/v1/operations")
     return _cached(request, ("workloads", operation), lambda: workloads_list(source, operation))
 
