@@ -195,13 +195,15 @@ def render_resolution(data: dict[str, Any]) -> None:
     for choice in data["choices"]:
         console.print(f"  {choice['slug']:<28} {choice['title']} · {choice['eligible_runs']} runs", highlight=False)
     for cohort in data["exact"]:
-        console.print(_rows_table(cohort))
-        _hidden_lines(cohort)
+        _cohort_block(cohort)
+    if data["exact_total"] > len(data["exact"]):
+        console.print(f"[dim]{data['exact_total'] - len(data['exact'])} more exact cohort(s) not listed; bind more "
+                      "axes or add gpu:/mode: to narrow[/]", highlight=False)
     if data["nearest"]:
         _render_nearest(data["nearest"])
     for cohort in data["other_protocols"]:
         console.print("[dim]Other protocol (not ranked against exact):[/]")
-        console.print(_rows_table(cohort))
+        _cohort_block(cohort)
     if data["compatible"]["shown"] and not data["exact"] and not data["nearest"]:
         _render_compatible(data["compatible"])
     for gap in data["gaps"]:
@@ -209,6 +211,17 @@ def render_resolution(data: dict[str, Any]) -> None:
     for note in data["notes"]:
         console.print(f"[dim]{note['sentence']}[/]", highlight=False)
     _hint(data)
+
+
+def _cohort_block(cohort: dict[str, Any]) -> None:
+    if cohort["rows"]:
+        console.print(_rows_table(cohort))
+        _hidden_lines(cohort)
+        return
+    hidden = len(cohort["hidden_by_filters"])
+    why = "; ".join(sorted({h["sentence"] for h in cohort["hidden_by_filters"]}))
+    console.print(f"{cohort['label']} · {_axes(cohort)}: [dim]all {hidden} row(s) hidden by the filters — {why}[/]",
+                  highlight=False)
 
 
 def _hidden_lines(cohort: dict[str, Any]) -> None:
