@@ -100,7 +100,12 @@ def runner_doc_html() -> str | None:
 
     text = path.read_text(encoding="utf-8")
     text = re.sub(r"^# .*\n", "", text, count=1)  # the page already has the section heading
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    # Wide tables and code scroll inside their own focusable container (phones, keyboard users).
+    count = iter(range(1, 1000))
+    html = re.sub("<table>", lambda _: f'<div class="table-wrap" tabindex="0" role="region" '
+                  f'aria-label="Runner table {next(count)}"><table>', html).replace("</table>", "</table></div>")
+    return html.replace("<pre>", '<pre tabindex="0">')
 
 
 @router.get("/docs", response_class=HTMLResponse)
