@@ -140,3 +140,11 @@ def test_committed_openapi_matches_the_served_document(api: TestClient) -> None:
         "openapi/openapi.json is out of date: run `.venv/bin/python -m kernelindex.web.api.openapi > "
         "openapi/openapi.json` and commit it")
     assert api.get("/api/v1/openapi.json").json() == json.loads(committed)
+
+
+@pytest.mark.parametrize("q", ["rope seq=2048 hidden=8192 gpu:a100", "rope seq=3000 hidden=8192 a100",
+                               "rope gpuu:a100", "norm", "", "layer norm fp32 b200", "rope trust:verified bwd"])
+def test_search_answers_match_the_documented_schema(api: TestClient, q: str) -> None:
+    from kernelindex.web.api.schemas import ResolutionOut
+
+    ResolutionOut.model_validate(api.get("/api/v1/search", params={"q": q}).json())

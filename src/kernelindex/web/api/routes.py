@@ -27,6 +27,7 @@ from kernelindex.resolve.service import RequestProblems, resolve_structured, sea
 from kernelindex.resolve.source import CatalogRunSource
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
 from kernelindex.web.api.problems import ApiProblem, ProblemRoute, problem_response, problem_responses
+from kernelindex.web.api.schemas import ResolutionOut
 
 router = APIRouter(prefix="/api/v1", route_class=ProblemRoute, tags=["v1"])
 
@@ -54,6 +55,10 @@ Slug = Annotated[str, Path(pattern=SLUG, max_length=120)]
 def _ok(description: str, schema: dict[str, Any] | None = None, *errors: int) -> dict[int | str, Any]:
     return {200: {"description": description, "content": {"application/json": {"schema": schema or OBJECT}}},
             **problem_responses(400, *errors, "4XX")}
+
+
+def _resolution(description: str, *errors: int) -> dict[int | str, Any]:
+    return {200: {"description": description, "model": ResolutionOut}, **problem_responses(400, *errors, "4XX")}
 
 
 def _catalog(request: Request) -> Any:
@@ -217,7 +222,7 @@ def get_compare(
             description="Free words plus key:value filters and axis bindings, e.g. "
                         "`rope seq=2048 hidden=8192 gpu:a100`. Problems in the text come back beside their token "
                         "in `query.issues`; the rest still resolves.",
-            responses=_ok("The resolution: exact cohorts, other protocols, compatible, nearest, gaps"))
+            responses=_resolution("The resolution: exact cohorts, other protocols, compatible, nearest, gaps"))
 def get_search(
     request: Request,
     q: Annotated[str, Query(max_length=MAX_QUERY_CHARS, description="The query text; empty lists operations.")] = "",
@@ -229,7 +234,7 @@ def get_search(
              description="The same resolver as the text query: the structured form of a query returns the same "
                          "answer. Unknown fields are rejected; a value that names nothing is a 422 with a "
                          "suggestion.",
-             responses=_ok("The resolution", None, 413, 415, 422))
+             responses=_resolution("The resolution (query is null: there was no text to parse)", 413, 415, 422))
 def post_resolve(request: Request, body: Annotated[ResolveRequest, Body()]) -> JSONResponse:
     try:
         resolution = resolve_structured(_catalog(request), body)

@@ -1,0 +1,183 @@
+"""Response schemas of the resolver endpoints, for the OpenAPI document (and so for Schemathesis,
+which checks every response against them). They describe ``Resolution.to_json()`` exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReasonOut(_Doc):
+    code: str
+    sentence: str
+
+
+class ImplementationOut(_Doc):
+    slug: str
+    title: str
+    project: str | None
+    language: str
+    license: str | None
+    usable: bool
+    baseline: bool
+    install_command: str | None
+    not_usable_reasons: list[ReasonOut]
+    url: str
+
+
+class RowOut(_Doc):
+    run_id: str
+    rank: int
+    rank_label: str
+    within_noise: bool
+    implementation: ImplementationOut
+    median_ns: int | None
+    median: str
+    p20_ns: int | None
+    p80_ns: int | None
+    vs_first: float
+    evidence: str
+    source: str
+    observed_at: str
+    stale: bool
+    url: str
+
+
+class HiddenOut(_Doc):
+    run_id: str
+    implementation: str
+    code: str
+    sentence: str
+
+
+class MismatchOut(_Doc):
+    field: str
+    requested: str | int
+    observed: str | int | None
+
+
+class WorkloadOut(_Doc):
+    key: str
+    ref: str
+    axes: dict[str, int]
+    dtypes: dict[str, str]
+
+
+class GpuOut(_Doc):
+    slug: str | None
+    label: str
+    arch: str | None
+
+
+class CohortOut(_Doc):
+    cohort_key: str
+    label: str
+    workload: WorkloadOut
+    gpu: GpuOut
+    mode: str
+    protocol: str
+    ranking: str
+    eligible_runs: int
+    leader: RowOut | None
+    hidden_by_filters: list[HiddenOut]
+    not_ranked: list[HiddenOut]
+    mismatches: list[MismatchOut]
+    query: str
+    url: str
+    rows: list[RowOut] | None = None
+
+
+class NeighbourOut(_Doc):
+    value: int
+    query: str
+    leaders: list[CohortOut]
+
+
+class NearestOut(_Doc):
+    axis: str
+    requested: int
+    message: str
+    note: str
+    below: NeighbourOut | None
+    above: NeighbourOut | None
+
+
+class CompatibleOut(_Doc):
+    total: int
+    shown: list[CohortOut]
+
+
+class GapOut(_Doc):
+    gpu: str
+    gpu_label: str
+    scope: str
+    message: str
+    url: str
+
+
+class ChoiceOut(_Doc):
+    slug: str
+    title: str
+    family: str
+    eligible_runs: int
+    query: str
+    url: str
+
+
+class TokenOut(_Doc):
+    text: str
+    start: int
+    end: int
+    kind: str
+    value: str | int | bool | None
+
+
+class IssueOut(_Doc):
+    token: str
+    start: int
+    end: int
+    code: str
+    message: str
+    suggestion: str | None
+
+
+class ParsedOut(_Doc):
+    text: str
+    tokens: list[TokenOut]
+    issues: list[IssueOut]
+    operation_match: str | None
+    operation_candidates: list[str]
+
+
+class OperationRef(_Doc):
+    slug: str
+    title: str
+    family: str | None
+    url: str
+
+
+class ResolutionOut(_Doc):
+    """Exact cohorts (ranked inside each), other protocols, compatible cohorts with their mismatches,
+    the nearest measured cases of an unmeasured shape, coverage gaps, or a chooser of operations."""
+
+    query: ParsedOut | None
+    status: str
+    message: str
+    request: dict[str, Any]
+    interpretation: str
+    canonical_query: str
+    operation: OperationRef | None
+    exact: list[CohortOut]
+    exact_total: int
+    other_protocols: list[CohortOut]
+    other_protocols_total: int
+    compatible: CompatibleOut
+    nearest: NearestOut | None
+    gaps: list[GapOut]
+    choices: list[ChoiceOut]
+    notes: list[ReasonOut]
