@@ -11,7 +11,7 @@ import heapq
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -205,7 +205,6 @@ def resolve(req: ResolveRequest, source: RunSource, *, parsed: dict[str, object]
         "canonical_query": canonical_query(req, vocab),
         "parsed": parsed,
         "catalog_version": source.version(),
-        "now": ctx.now,
     }
     if not req.operation:
         return _chooser(ctx, candidates, base)
@@ -383,7 +382,3 @@ def _chooser(ctx: _Context, candidates: Sequence[str], base: dict) -> Resolution
     else:
         status, message = "no_operation", "No operation named; pick one (or add an operation name to the query)."
     return Resolution(status=status, message=message, operation=None, choices=tuple(choices), **base)
-
-
-def with_parsed(resolution: Resolution, parsed: dict[str, object]) -> Resolution:
-    return replace(resolution, parsed=parsed)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from kernelindex.domain.units import format_duration
@@ -197,8 +196,6 @@ class Resolution:
     notes: tuple[Reason, ...] = ()
     parsed: dict[str, object] | None = None
     catalog_version: int | None = None
-    now: datetime | None = None
-    extra: dict[str, object] = field(default_factory=dict)
 
     def answer(self) -> dict[str, object]:
         """Everything but the text-parse details: equal for a text query and its structured form."""
@@ -221,4 +218,4 @@ class Resolution:
         }
 
     def to_json(self) -> dict[str, object]:
-        return {"query": self.parsed, **self.answer()}
+        return {"query": self.parsed, **self.answer(), "catalog_version": self.catalog_version}

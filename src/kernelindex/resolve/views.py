@@ -7,7 +7,7 @@ filters, cohorts and ranks here are the ones the pages show.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from kernelindex.policy.reasons import Reason
@@ -60,7 +60,6 @@ class RunView:
     ineligible_reasons: tuple[Reason, ...] = ()
     workload_ref: str = ""  # the value of ?workload= on the operation page
     cohort_ref: str = ""  # the value of ?cohort= on the operation page
-    extra: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def dtype_values(self) -> frozenset[str]:

@@ -181,3 +181,4 @@ class ResolutionOut(_Doc):
     gaps: list[GapOut]
     choices: list[ChoiceOut]
     notes: list[ReasonOut]
+    catalog_version: int | None = None
