@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("kernelindex.catalog.reads")
+pytest.importorskip("sqlalchemy")
 
 from typer.testing import CliRunner  # noqa: E402
 
@@ -22,16 +22,12 @@ from kernelindex.trust.bundles import (  # noqa: E402
     UntrustedRunnerError,
     bundled_bundles,
     publish_bundle,
+    trusted_runner_keys,
     verify_bundle,
 )
 
 runner = CliRunner()
 
-
-def trusted_runner_keys(catalog: object) -> dict[str, str]:
-    from kernelindex.catalog import reads
-
-    return reads.trusted_runner_keys(catalog)
 
 
 @pytest.fixture

@@ -278,6 +278,16 @@ def bundled_bundles() -> list[Path]:
     return sorted(p for p in folder.iterdir() if (p / INDEX_FILE).is_file())
 
 
+def trusted_runner_keys(catalog: Any) -> dict[str, str]:
+    """key id → runner name of every TrustedRunner in the catalog."""
+    from sqlalchemy import select
+
+    from kernelindex.catalog.models import TrustedRunnerRow
+
+    with catalog.engine.connect() as conn:
+        return dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).all())
+
+
 def publish_bundle(
     catalog: Any, path: Path, *, allow_untrusted: bool = False, actor: str = "local operator"
 ) -> Any:
@@ -289,7 +299,6 @@ def publish_bundle(
     evidence policy never derives ``verified`` for them.
     """
     from kernelindex.catalog.publish import Attestation, publish_manifests
-    from kernelindex.catalog.reads import trusted_runner_keys
 
     bundle = verify_bundle(path)
     trusted = bundle.key_id in trusted_runner_keys(catalog)
