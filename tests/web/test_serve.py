@@ -1,0 +1,52 @@
+"""``ki serve``: imports the bundled data once, before the workers start, then serves with N workers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ki_serve_imports_once_then_serves(tmp_path: Path, workers: int) -> None:
+    port = _free_port()
+    url = f"sqlite:///{tmp_path / 'catalog.sqlite'}"
+    env = {k: v for k, v in os.environ.items() if k != "KERNELINDEX_DATABASE_URL"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(port), "--workers", str(workers),
+         "--database-url", url, "--log-level", "warning"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/operations/rope", timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+                assert time.monotonic() < deadline, "ki serve did not answer within 120 s"
+                time.sleep(0.2)
+        assert response.status_code == 200
+        assert "eligible runs" in response.text
+        for _ in range(6):  # every worker answers from the same, already imported catalog
+            assert httpx.get(f"http://127.0.0.1:{port}/records", timeout=30).status_code == 200
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        output = proc.communicate(timeout=30)[0].decode()
+    assert f"Catalog: {url}" in output
+    assert f"with {workers} worker(s)" in output
