@@ -112,3 +112,14 @@ def test_parser_never_raises_and_round_trips(text: str) -> None:
     assert again.request == parsed.request
     assert not again.issues
     assert interpretation(again.request) == interpretation(parsed.request)
+
+
+def test_axis_names_as_scripts_spell_them() -> None:
+    r = parse_query("rope seq_len=2048 hidden_size=8192 num_q_heads=32").request
+    assert r.axes == {"seq": 2048, "hidden": 8192, "q_heads": 32}
+
+
+def test_shorthand_numbers_are_refused_with_both_readings() -> None:
+    (issue,) = parse_query("rope seq=2k").issues
+    assert issue.code == "BAD_VALUE" and "2000 or 2048" in issue.message
+    assert issue.suggestion == "seq=2048"

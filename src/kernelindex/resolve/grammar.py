@@ -24,6 +24,7 @@ from kernelindex.resolve.request import (
     suggest,
 )
 from kernelindex.resolve.vocabulary import (
+    AXIS_ALIASES,
     KEY_ALIASES,
     KEYS,
     LANGUAGES,
@@ -159,10 +160,13 @@ def _pick(state: _State, w: _Word, pick: OperationPick) -> None:
 def _key_value(state: _State, w: _Word, raw_key: str, raw_value: str) -> None:
     key = raw_key.lower()
     key = KEY_ALIASES.get(key, key)
+    if key not in state.vocab.axis_names and AXIS_ALIASES.get(key) in state.vocab.axis_names:
+        key = AXIS_ALIASES[key]
     if key in state.vocab.axis_names:
         number = axis_value(raw_value)
         if number is None:
-            state.issue(w, "BAD_VALUE", f"{key} takes a positive whole number, not '{raw_value}'")
+            state.issue(w, "BAD_VALUE", f"{key} takes a positive whole number, not '{raw_value}'"
+                        + _shorthand_hint(key, raw_value), _shorthand_suggestion(key, raw_value))
         elif key in state.axes and state.axes[key] != number:
             state.issue(w, "CONFLICT", f"{key} is already {state.axes[key]}; keeping the first")
         elif len(state.axes) >= MAX_AXES and key not in state.axes:
@@ -191,6 +195,25 @@ def _key_value(state: _State, w: _Word, raw_key: str, raw_value: str) -> None:
         _report(state, w, key, problem)
         return
     state.set(w, field_name, value)
+
+
+_SHORTHAND = re.compile(r"^(\d+)([kKmM])$")
+
+
+def _shorthand_hint(key: str, raw: str) -> str:
+    m = _SHORTHAND.match(raw.strip())
+    if not m:
+        return ""
+    n, unit = int(m.group(1)), m.group(2).lower()
+    decimal, binary = n * (1000 if unit == "k" else 1_000_000), n * (1024 if unit == "k" else 1024 * 1024)
+    return f" — write the whole number: {raw} could mean {decimal} or {binary} (e.g. {key}={binary})"
+
+
+def _shorthand_suggestion(key: str, raw: str) -> str | None:
+    m = _SHORTHAND.match(raw.strip())
+    if not m:
+        return None
+    return f"{key}={int(m.group(1)) * (1024 if m.group(2).lower() == 'k' else 1024 * 1024)}"
 
 
 def _report(state: _State, w: _Word, key: str, problem: ValueProblem) -> None:

@@ -37,6 +37,12 @@ KEY_ALIASES: dict[str, str] = {
     "precision": "dtype", "type": "dtype", "language": "lang", "evidence": "trust", "level": "trust",
     "usability": "usable", "licence": "license", "protocol": "mode", "pass": "mode", "direction": "mode",
 }
+# Axis names as benchmark scripts and model configs spell them.
+AXIS_ALIASES: dict[str, str] = {
+    "seq_len": "seq", "seqlen": "seq", "sequence": "seq", "tokens": "seq", "hidden_size": "hidden",
+    "d_model": "hidden", "dim": "hidden", "vocab_size": "vocab", "batch_size": "batch", "bs": "batch",
+    "num_q_heads": "q_heads", "num_heads": "q_heads", "num_kv_heads": "kv_heads",
+}
 
 
 def normalise(text: str) -> str:
