@@ -62,3 +62,14 @@ def test_gap_and_mismatch_on_the_page(site: TestClient) -> None:
 
 def test_unknown_parameter_is_a_400(site: TestClient) -> None:
     assert site.get("/search", params={"q": "rope", "page": "2"}).status_code == 400
+
+
+@pytest.mark.parametrize("q", ["rope seq=2048 hidden=8192 gpu:a100", "rope seq=3000 hidden=8192 a100",
+                               "layer norm fp32 b200", "norm", "rope gpuu:a100"])
+def test_every_link_on_the_page_resolves(site: TestClient, q: str) -> None:
+    html = site.get("/search", params={"q": q}).text
+    links = {href.replace("&amp;", "&").split("#")[0] for href in re.findall(r'href="(/[^"]*)"', html)}
+    links -= {""}
+    broken = [(link, status) for link in sorted(links)
+              if not link.startswith("/static/") and (status := site.get(link).status_code) >= 400]
+    assert not broken

@@ -17,7 +17,6 @@ from typing import Protocol
 
 from kernelindex.domain.expressions import ExpressionError, evaluate
 from kernelindex.policy.evidence import LEVEL_ORDER
-from kernelindex.policy.ranking import Rankable, rank
 from kernelindex.policy.reasons import Reason
 from kernelindex.policy.selection import MODE_ORDER
 from kernelindex.policy.staleness import is_stale
@@ -38,6 +37,7 @@ from kernelindex.resolve.views import RunView
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
 
 MAX_COMPATIBLE = 12
+CHALLENGES_URL = "/challenges#unmeasured"
 MAX_LISTED = 24  # exact and other-protocol cohorts listed in full; the totals are always reported
 
 
@@ -77,23 +77,6 @@ def order_key(sample: RunView, key: str, priority_gpus: Sequence[str]) -> tuple:
     gpu_rank = list(priority_gpus).index(sample.gpu) if sample.gpu in priority_gpus else len(priority_gpus)
     return (MODE_ORDER.get(sample.mode, 9), gpu_rank, sample.gpu_label, tuple(sorted(sample.axes.items())),
             0 if sample.native else 1, key)
-
-
-def build_cohorts(runs: Sequence[RunView], priority_gpus: Sequence[str] = ()) -> list[Cohort]:
-    groups: dict[str, list[RunView]] = defaultdict(list)
-    for run in runs:
-        groups[run.cohort_key].append(run)
-    cohorts = []
-    for key, members in groups.items():
-        eligible = [r for r in members if r.eligible and r.median_ns is not None]
-        by_id = {r.run_id: r for r in eligible}
-        items = [Rankable(r.run_id, r.median_ns, r.p20_ns, r.p80_ns, r.evidence, r.observed_at)  # type: ignore[arg-type]
-                 for r in eligible]
-        ranked = tuple((by_id[x.item.id], x.rank, x.label, x.within_noise, x.vs_first)
-                       for x in rank(items, native=members[0].native))
-        excluded = tuple(sorted((r for r in members if r.run_id not in by_id), key=lambda r: r.run_id))
-        cohorts.append(Cohort(key, members[0], ranked, excluded, order_key(members[0], key, priority_gpus)))
-    return cohorts
 
 
 # ---- matching -------------------------------------------------------------------------------
@@ -305,7 +288,7 @@ def _gaps(ctx: _Context, cohorts: list[Cohort], exact: list[Cohort]) -> tuple[Ga
         what = interpretation(req.model_copy(update={"gpu": None}), ctx.vocab).split(" · ", 1)
         scope = what[1] if len(what) > 1 else "this operation"
         gaps.append(Gap(req.gpu, label, "request", f"Not measured on {label} for {op} · {scope}",
-                        f"/challenges?operation={op}&gpu={req.gpu}"))
+                        CHALLENGES_URL))
     workloads = {c.sample.workload_key: c.sample for c in exact}
     if not workloads:
         return tuple(gaps)
@@ -324,7 +307,7 @@ def _gaps(ctx: _Context, cohorts: list[Cohort], exact: list[Cohort]) -> tuple[Ga
         else:
             scope = f"{len(missing)} of the {len(workloads)} matching workloads"
         gaps.append(Gap(slug, label, "workload", f"Not measured on {label} for {op} · {scope}",
-                        f"/challenges?operation={op}&gpu={slug}"))
+                        CHALLENGES_URL))
     return tuple(gaps)
 
 
