@@ -16,6 +16,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from kernelindex.catalog.db import open_catalog  # noqa: E402
 from kernelindex.cli import app  # noqa: E402
+from kernelindex.domain.manifests import digest_of  # noqa: E402
 from kernelindex.trust import keys  # noqa: E402
 from kernelindex.trust.bundles import (  # noqa: E402
     BundleError,
@@ -105,3 +106,20 @@ def test_bootstrap_trusts_the_shipped_key(db_url: str) -> None:
     assert trusted_runner_keys(catalog) == {key.key_id: key.name}
     keys.bundled_runner_keys(catalog)  # idempotent
     assert trusted_runner_keys(catalog) == {key.key_id: key.name}
+
+
+def test_verify_takes_the_catalogs_reference_cases(db_url: str) -> None:
+    from kernelindex import registry
+    from kernelindex.catalog.bootstrap import ensure_bundled_data
+    from kernelindex.cli.runner_cmds import catalog_workloads
+
+    catalog = open_catalog(db_url)
+    ensure_bundled_data(catalog)
+    for slug, count in (("rope", 7), ("embedding", 16)):
+        operation = registry.load_operation(slug)
+        reference = catalog_workloads(catalog, operation, reference_only=True)
+        assert len(reference) == count
+        assert len(catalog_workloads(catalog, operation, reference_only=False)) == count
+        shipped = {digest_of(m) for p in bundled_bundles() for m in verify_bundle(p).manifests
+                   if m.kind == "WorkloadCase" and m.spec.operation == digest_of(operation)}
+        assert shipped == {digest_of(w) for w in reference}  # the runner measured exactly the reference cases

@@ -8,14 +8,15 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
 
 from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli
-from kernelindex.domain.manifests import digest_of
-from kernelindex.runner.report import print_results, workloads_from_file
+from kernelindex.domain.manifests import digest_of, parse_manifest_text
+from kernelindex.runner.report import RUNNER_SOURCE, print_results, workloads_from_file
 from kernelindex.trust import keys as runner_keys
 from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, publish_bundle, verify_bundle
 
@@ -120,17 +121,35 @@ def _counts(counts: dict[str, int]) -> str:
 # --- ki verify ------------------------------------------------------------------------------------
 
 
-def _load_workloads(operation: BaseModel, manifests: Path | None, database: str | None) -> list[BaseModel]:
+def catalog_workloads(catalog: Any, operation: BaseModel, *, reference_only: bool) -> list[BaseModel]:
+    """The operation's WorkloadCases in the catalog; ``reference_only``: those with runs from a source
+    other than the KernelIndex runner (the reference cases, e.g. the imported Liger ones)."""
+    from sqlalchemy import select
+
+    from kernelindex.catalog.models import ObjectRow, RunRow
+
+    digest = digest_of(operation)
+    query = select(ObjectRow.body).where(ObjectRow.kind == "WorkloadCase", ObjectRow.operation == digest)
+    if reference_only:
+        sourced = select(RunRow.workload).where(RunRow.operation == digest, RunRow.source != RUNNER_SOURCE).distinct()
+        query = query.where(ObjectRow.digest.in_(sourced))
+    with catalog.engine.connect() as conn:
+        bodies = conn.execute(query).scalars().all()
+    return [parse_manifest_text(body, "catalog WorkloadCase") for body in bodies]
+
+
+def _load_workloads(
+    operation: BaseModel, manifests: Path | None, database: str | None, selector: str
+) -> list[BaseModel]:
     if manifests is not None:
         workloads = workloads_from_file(manifests, operation)
         where = str(manifests)
     else:
         from kernelindex.catalog.bootstrap import ensure_bundled_data
-        from kernelindex.catalog.reads import workload_manifests
 
         catalog = open_for_cli(database)
         ensure_bundled_data(catalog)
-        workloads = list(workload_manifests(catalog, operation.metadata.name))
+        workloads = catalog_workloads(catalog, operation, reference_only=selector == "reference")
         where = catalog.display_location()
     if not workloads:
         fail(f"no workload cases of {operation.metadata.name} in {where}")
@@ -183,7 +202,7 @@ def verify(
         from kernelindex.runner.adapters import select
 
         select(operation, keys)
-        cases = select_workloads(_load_workloads(op, manifests, database), workloads)
+        cases = select_workloads(_load_workloads(op, manifests, database, workloads), workloads)
     except ValueError as exc:
         fail(str(exc), code=2)
     try:

@@ -10,11 +10,12 @@ from pydantic import BaseModel
 from kernelindex import registry
 from kernelindex.domain.manifests import build, digest_of
 from kernelindex.runner.correctness import CheckResult
+from kernelindex.runner.report import RUNNER_SOURCE
 from kernelindex.runner.timing import TimingPolicy
 
 HARNESS = "kernelindex-runner"
 HARNESS_VERSION = "1"
-SOURCE = "kernelindex-runner"
+SOURCE = RUNNER_SOURCE
 
 
 def project_manifest(slug: str) -> BaseModel:

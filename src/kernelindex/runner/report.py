@@ -12,6 +12,8 @@ from rich.table import Table
 from kernelindex.domain.manifests import ManifestError, digest_of, parse_manifest_text
 from kernelindex.domain.units import format_duration
 
+RUNNER_SOURCE = "kernelindex-runner"  # the source name of every run the runner produces
+
 
 def workloads_from_file(path: Path, operation: BaseModel) -> list[BaseModel]:
     wanted, found = digest_of(operation), []
