@@ -534,8 +534,9 @@ def _implementation_summaries(data: OperationData, cohort: Cohort | None, rows: 
         in_cohort = [r for r in rows if r.implementation.slug == slug]
         best = in_cohort[0] if in_cohort else None
         newest = max(runs, key=lambda r: r.observed_at)
+        # Availability follows the revision measured in the selected cohort, else the newest one.
         summaries.append(ImplementationSummary(
-            implementation=implementation_ref(data, newest.implementation),
+            implementation=best.implementation if best else implementation_ref(data, newest.implementation),
             workloads_measured=len({r.workload for r in runs}),
             best_ns_in_cohort=best.median_ns if best else None,
             vs_leader=best.median_ns / leader if best and leader else None,
