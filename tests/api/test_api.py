@@ -148,3 +148,12 @@ def test_search_answers_match_the_documented_schema(api: TestClient, q: str) -> 
     from kernelindex.web.api.schemas import ResolutionOut
 
     ResolutionOut.model_validate(api.get("/api/v1/search", params={"q": q}).json())
+
+
+def test_records_ledger_is_paginated(api: TestClient) -> None:
+    first = api.get("/api/v1/records?limit=5").json()
+    assert len(first["cohorts"]) == 5 and first["pagination"]["list"] == "cohorts"
+    second = api.get(f"/api/v1/records?limit=5&cursor={first['pagination']['next_cursor']}").json()
+    assert {c["key"] for c in first["cohorts"]}.isdisjoint({c["key"] for c in second["cohorts"]})
+    foreign = api.get(f"/api/v1/records?operation=rope&cursor={first['pagination']['next_cursor']}")
+    assert foreign.status_code == 400 and foreign.json()["code"] == "bad_cursor"

@@ -110,3 +110,10 @@ def test_api_errors_map_to_exit_codes(remote: str, tmp_path: Path) -> None:
     result = runner.invoke(ki, ["resolve", "--manifest", str(manifest), "--api", remote])
     assert result.exit_code == 2 and "a100" in result.output
     assert runner.invoke(ki, ["show", "run", "0123456789abcdef", "--api", remote]).exit_code == 1
+
+
+def test_records_over_the_api_follow_the_cursors(catalog: Catalog, remote: str) -> None:
+    local = _json(_ki(catalog, "records", "--json"))
+    over_http = runner.invoke(ki, ["records", "--json", "--api", remote])
+    assert over_http.exit_code == 0, over_http.output
+    assert json.loads(over_http.stdout) == local and len(local["cohorts"]) > 50

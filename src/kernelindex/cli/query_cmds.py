@@ -132,7 +132,18 @@ class HttpBackend:
             raise CommandError(f"cannot reach {self.base}: {exc}", 1) from None
 
     def get(self, path: str, params: dict[str, Any]) -> Any:
-        return self._send("GET", path, params={k: v for k, v in params.items() if v is not None})
+        params = {k: v for k, v in params.items() if v is not None}
+        data = self._send("GET", path, params=params)
+        while isinstance(data, dict) and isinstance(data.get("pagination"), dict):
+            # A paginated page model (the records ledger): follow the cursors, then show it whole,
+            # exactly as the local catalog would.
+            paging = data.pop("pagination")
+            if not paging["next_cursor"]:
+                break
+            more = self._send("GET", path, params={**params, "limit": 200, "cursor": paging["next_cursor"]})
+            more[paging["list"]] = data[paging["list"]] + more[paging["list"]]
+            data = more
+        return data
 
     def post_resolve(self, body: dict[str, Any]) -> Any:
         return self._send("POST", "/resolve", json=body)

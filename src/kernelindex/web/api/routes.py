@@ -167,8 +167,10 @@ def get_run(request: Request, run_id: Annotated[str, Path(pattern=RUN_ID)]) -> J
                          lambda: _read(lambda: run_dossier(_catalog(request), run_id).to_json())))
 
 
-@router.get("/records", summary="The records ledger", responses=_ok("Cohorts with their holder and history", None,
-                                                                     404))
+@router.get("/records", summary="The records ledger",
+            description="The records page's model. Its main list (`cohorts`, or `events` for view=history) is "
+                        "paginated: `pagination` gives the list's name, `next_cursor`, `limit` and `total`.",
+            responses=_ok("Cohorts with their holder and history", None, 404))
 def get_records(
     request: Request,
     operation: Annotated[str | None, Query(pattern=SLUG)] = None,
@@ -176,10 +178,19 @@ def get_records(
     evidence: Annotated[str | None, Query(pattern=SLUG)] = None,
     view: Annotated[str | None, Query(pattern=SLUG, description="current, recently-broken or history")] = None,
     cohort: Annotated[str | None, Query(pattern=KEY)] = None,
+    limit: Limit = DEFAULT_LIMIT,
+    cursor: Cursor = None,
 ) -> JSONResponse:
     key = ("records", operation, gpu, evidence, view, cohort)
-    return _json(_cached(request, key, lambda: _read(lambda: records_page(
+    page = dict(_cached(request, key, lambda: _read(lambda: records_page(
         _catalog(request), operation=operation, gpu=gpu, evidence=evidence, view=view, cohort=cohort).to_json())))
+    main = "events" if page.get("view") == "history" else "cohorts"
+    listing = "records:" + ":".join(str(v) for v in key[1:])
+    positions = list(enumerate(page[main]))
+    chunk = paginate(listing, positions, lambda p: [p[0]], limit, cursor)
+    page[main] = [item for _, item in chunk["items"]]
+    page["pagination"] = {"list": main, "next_cursor": chunk["next_cursor"], "limit": limit, "total": chunk["total"]}
+    return _json(page)
 
 
 @router.get("/gpus", summary="GPUs in the datasheet table", responses=_ok("GPUs", LIST_SCHEMA))
