@@ -55,8 +55,9 @@ def measure(label: str, make: Callable[[], Catalog], repeat: int) -> None:
         first.append(timed(lambda c=catalog: import_liger(c, dry_run=False, actor="bench")))
         again.append(timed(lambda c=catalog: import_liger(c, dry_run=False, actor="bench")))
         catalog.engine.dispose()
-    print(f"{label:<10} full publish  median {statistics.median(first):6.3f} s  (min {min(first):.3f}, max {max(first):.3f})")
-    print(f"{label:<10} re-publish    median {statistics.median(again):6.3f} s  (min {min(again):.3f}, max {max(again):.3f})")
+    for name, times in (("full publish", first), ("re-publish", again)):
+        spread = f"(min {min(times):.3f}, max {max(times):.3f})"
+        print(f"{label:<10} {name:<13} median {statistics.median(times):6.3f} s  {spread}")
 
 
 def main() -> None:

@@ -20,7 +20,8 @@ def test_bundled_csv_is_the_upstream_snapshot() -> None:
     from kernelindex.domain.canonical import bytes_digest
 
     assert bytes_digest(bundled_csv_path().read_bytes()) == (
-        "sha256:5ba5b0462dc6497133a1579866d3b01ba170ea42f9eab8cce05c2a2d98095602")
+        "sha256:5ba5b0462dc6497133a1579866d3b01ba170ea42f9eab8cce05c2a2d98095602"
+    )
 
 
 def test_full_import_counts(liger_catalog: Catalog) -> None:
@@ -81,25 +82,35 @@ def _replace(row: str, column: str, value: str) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize(("row", "reason"), [
-    (ROPE_ROW + ",extra", "ragged row: 16 fields"),
-    (",".join(ROPE_ROW.split(",")[:5]), "ragged row: 5 fields"),
-    (_replace(ROPE_ROW, "y_value_50", "fast"), "non-numeric y_value_50"),
-    (_replace(ROPE_ROW, "y_value_20", "-0.1"), "negative y_value_20"),
-    (_replace(ROPE_ROW, "y_value_80", "nan"), "NaN or infinite y_value_80"),
-    (_replace(ROPE_ROW, "extra_benchmark_config_str", "{not json"), "bad JSON"),
-    (_replace(ROPE_ROW, "kernel_name", "warp_drive"), "unknown kernel 'warp_drive'"),
-    (_replace(ROPE_ROW, "gpu_name", "NVIDIA Quantum 9000"), "unknown GPU 'NVIDIA Quantum 9000'"),
-    (_replace(ROPE_ROW, "kernel_provider", "mystery"), "unknown provider 'mystery'"),
-    (_replace(ROPE_ROW, "timestamp", "yesterday"), "timestamp is not"),
-    (_replace(ROPE_ROW, "extra_benchmark_config_str", '{"dtype": "torch.bfloat16", "seq_len": 2048, '
-              '"num_q_heads": 32, "num_kv_heads": 8, "warp": 1}'), "config key 'warp'"),
-])
-def test_malformed_rows_are_skipped_counted_and_the_rest_imports(empty_catalog: Catalog, tmp_path: Path,
-                                                                 row: str, reason: str) -> None:
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        (ROPE_ROW + ",extra", "ragged row: 16 fields"),
+        (",".join(ROPE_ROW.split(",")[:5]), "ragged row: 5 fields"),
+        (_replace(ROPE_ROW, "y_value_50", "fast"), "non-numeric y_value_50"),
+        (_replace(ROPE_ROW, "y_value_20", "-0.1"), "negative y_value_20"),
+        (_replace(ROPE_ROW, "y_value_80", "nan"), "NaN or infinite y_value_80"),
+        (_replace(ROPE_ROW, "extra_benchmark_config_str", "{not json"), "bad JSON"),
+        (_replace(ROPE_ROW, "kernel_name", "warp_drive"), "unknown kernel 'warp_drive'"),
+        (_replace(ROPE_ROW, "gpu_name", "NVIDIA Quantum 9000"), "unknown GPU 'NVIDIA Quantum 9000'"),
+        (_replace(ROPE_ROW, "kernel_provider", "mystery"), "unknown provider 'mystery'"),
+        (_replace(ROPE_ROW, "timestamp", "yesterday"), "timestamp is not"),
+        (
+            _replace(
+                ROPE_ROW,
+                "extra_benchmark_config_str",
+                '{"dtype": "torch.bfloat16", "seq_len": 2048, "num_q_heads": 32, "num_kv_heads": 8, "warp": 1}',
+            ),
+            "config key 'warp'",
+        ),
+    ],
+)
+def test_malformed_rows_are_skipped_counted_and_the_rest_imports(
+    empty_catalog: Catalog, tmp_path: Path, row: str, reason: str
+) -> None:
     report = import_liger(empty_catalog, _csv(tmp_path, [row, ROPE_ROW]), dry_run=False, actor="test")
     assert report.accepted == 1 and report.skipped_total == 1
-    (found, rows), = report.skipped.items()
+    ((found, rows),) = report.skipped.items()
     assert reason in found and rows == [2]
     assert count(empty_catalog) == 1
 

@@ -21,8 +21,11 @@ NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 def _counts(catalog: Catalog) -> tuple[int, int, int]:
     with catalog.engine.connect() as conn:
-        return (conn.execute(select(func.count()).select_from(RunRow)).scalar_one(),
-                conn.execute(select(func.count()).select_from(ObjectRow)).scalar_one(), catalog.version())
+        return (
+            conn.execute(select(func.count()).select_from(RunRow)).scalar_one(),
+            conn.execute(select(func.count()).select_from(ObjectRow)).scalar_one(),
+            catalog.version(),
+        )
 
 
 def _manifests() -> list:
@@ -90,8 +93,9 @@ def test_unknown_run_is_a_clear_error(liger_catalog: Catalog) -> None:
         retract(liger_catalog, "0123456789abcdef", reason="x", actor="a")
 
 
-def test_export_round_trip_reproduces_the_digests(liger_catalog: Catalog, empty_catalog: Catalog,
-                                                  tmp_path: Path) -> None:
+def test_export_round_trip_reproduces_the_digests(
+    liger_catalog: Catalog, empty_catalog: Catalog, tmp_path: Path
+) -> None:
     retract(liger_catalog, _rope_forward_leader(liger_catalog), reason="test", actor="t")
     path = tmp_path / "catalog.jsonl"
     written = write_export(liger_catalog, path)

@@ -60,8 +60,11 @@ def test_units() -> None:
     assert format_duration(950) == "950 ns"
 
 
-PROJECT = {"apiVersion": "kernelindex/v1", "kind": "SoftwareProject",
-           "spec": {"name": "P", "kind": "library", "packages": ["a", "b", "c"], "repository": "https://r"}}
+PROJECT = {
+    "apiVersion": "kernelindex/v1",
+    "kind": "SoftwareProject",
+    "spec": {"name": "P", "kind": "library", "packages": ["a", "b", "c"], "repository": "https://r"},
+}
 
 
 @given(st.permutations(["a", "b", "c"]), st.booleans(), st.integers(min_value=0, max_value=4))

@@ -12,15 +12,28 @@ LIGER_PROJECT = {"name": "Liger-Kernel", "kind": "library", "repository": "https
 
 
 def test_usable_liger_revision() -> None:
-    result = usability({"install": {"method": "pip", "packages": [{"name": "liger-kernel", "version": "0.2.1"}]},
-                        "license": {"declared": "BSD-2-Clause", "concluded": "BSD-2-Clause"}}, LIGER_PROJECT)
+    result = usability(
+        {
+            "install": {"method": "pip", "packages": [{"name": "liger-kernel", "version": "0.2.1"}]},
+            "license": {"declared": "BSD-2-Clause", "concluded": "BSD-2-Clause"},
+        },
+        LIGER_PROJECT,
+    )
     assert result.usable and result.install_command == 'pip install "liger-kernel==0.2.1"'
 
 
 def test_unpinned_torch_compile_is_not_usable_with_reason() -> None:
-    result = usability({"install": {"method": "pip", "packages": [{"name": "torch"}],
-                                    "why_missing": "the source did not record the PyTorch version."},
-                        "license": {"concluded": "BSD-3-Clause"}}, {"repository": "https://github.com/pytorch/pytorch"})
+    result = usability(
+        {
+            "install": {
+                "method": "pip",
+                "packages": [{"name": "torch"}],
+                "why_missing": "the source did not record the PyTorch version.",
+            },
+            "license": {"concluded": "BSD-3-Clause"},
+        },
+        {"repository": "https://github.com/pytorch/pytorch"},
+    )
     assert not result.usable
     assert [r.code for r in result.reasons] == ["NO_PINNED_INSTALL"]
     assert result.reasons[0].sentence == "No pinned install: the source did not record the PyTorch version."
@@ -33,9 +46,16 @@ def test_every_usability_reason() -> None:
 
 
 def test_transformers_and_liger_both_pinned_for_a_compiled_function() -> None:
-    result = usability({"install": {"method": "pip", "packages": [{"name": "torch", "version": "2.11.0"},
-                                                                  {"name": "transformers", "version": "5.17.0"}]},
-                        "license": {"concluded": "Apache-2.0"}}, {"repository": "r"})
+    result = usability(
+        {
+            "install": {
+                "method": "pip",
+                "packages": [{"name": "torch", "version": "2.11.0"}, {"name": "transformers", "version": "5.17.0"}],
+            },
+            "license": {"concluded": "Apache-2.0"},
+        },
+        {"repository": "r"},
+    )
     assert result.install_command == 'pip install "torch==2.11.0" "transformers==5.17.0"'
 
 
@@ -53,7 +73,9 @@ def test_staleness_at_180_days() -> None:
 
 
 def _facts(run: str, key: str | None, median: int, **kw: bool) -> EvidenceFacts:
-    defaults = dict(attested=True, correctness_passed=True, public_source=False, pinned_install=False, raw_samples=False)
+    defaults = dict(
+        attested=True, correctness_passed=True, public_source=False, pinned_install=False, raw_samples=False
+    )
     defaults.update(kw)
     return EvidenceFacts(run, "impl", "wl", "h200", median, key, **defaults)
 
@@ -67,8 +89,13 @@ def test_evidence_levels() -> None:
         _facts("v1", "k1", 100),
     ]
     levels = evidence_levels(runs, {"k1", "k2"})
-    assert levels == {"reported": "reported", "reproducible": "reproducible", "untrusted": "reported",
-                      "unattested": "reported", "v1": "verified"}
+    assert levels == {
+        "reported": "reported",
+        "reproducible": "reproducible",
+        "untrusted": "reported",
+        "unattested": "reported",
+        "v1": "verified",
+    }
 
 
 def test_replicated_needs_two_trusted_runners_within_five_percent() -> None:
@@ -84,10 +111,15 @@ def _rope_workload(seq: int = 2048, hidden: int = 8192) -> tuple[dict, dict]:
     q = [1, 32, seq, head_dim]
     k = [1, 8, seq, head_dim]
     cs = [1, seq, head_dim]
-    tensors = [{"name": n, "dtype": "bf16", "shape": s, "strides": []} for n, s in
-               (("q", q), ("k", k), ("cos", cs), ("sin", cs), ("q_out", q), ("k_out", k))]
-    return op, {"axes": {"seq": seq, "hidden": hidden, "q_heads": 32, "kv_heads": 8}, "dtypes": {"T": "bf16"},
-                "tensors": tensors}
+    tensors = [
+        {"name": n, "dtype": "bf16", "shape": s, "strides": []}
+        for n, s in (("q", q), ("k", k), ("cos", cs), ("sin", cs), ("q_out", q), ("k_out", k))
+    ]
+    return op, {
+        "axes": {"seq": seq, "hidden": hidden, "q_heads": 32, "kv_heads": 8},
+        "dtypes": {"T": "bf16"},
+        "tensors": tensors,
+    }
 
 
 def test_floor_v1_rope_on_a100_counts_outputs() -> None:
@@ -102,15 +134,23 @@ def test_floor_v1_rope_on_a100_counts_outputs() -> None:
 
 def test_floor_v1_embedding_counts_only_touchable_rows() -> None:
     op = registry.load_operation("embedding").model_dump(mode="json")["spec"]
-    wl = {"axes": {"batch": 32, "seq": 512, "vocab": 1024, "hidden": 768}, "dtypes": {"T": "fp32"},
-          "tensors": [{"name": "input_ids", "dtype": "int64", "shape": [32, 512], "strides": [512, 1]},
-                      {"name": "weight", "dtype": "fp32", "shape": [1024, 768], "strides": [768, 1]},
-                      {"name": "y", "dtype": "fp32", "shape": [32, 512, 768], "strides": [393216, 768, 1]}]}
+    wl = {
+        "axes": {"batch": 32, "seq": 512, "vocab": 1024, "hidden": 768},
+        "dtypes": {"T": "fp32"},
+        "tensors": [
+            {"name": "input_ids", "dtype": "int64", "shape": [32, 512], "strides": [512, 1]},
+            {"name": "weight", "dtype": "fp32", "shape": [1024, 768], "strides": [768, 1]},
+            {"name": "y", "dtype": "fp32", "shape": [32, 512, 768], "strides": [393216, 768, 1]},
+        ],
+    }
     floor = floor_estimate(op, wl, registry.gpus()["a100-80gb"])
     assert round(floor.floor_ns / 1000, 1) == 26.3
     assert round(39712 / floor.floor_ns, 2) == 1.51
-    big_vocab = {**wl, "axes": {**wl["axes"], "vocab": 131072},
-                 "tensors": [wl["tensors"][0], {**wl["tensors"][1], "shape": [131072, 768]}, wl["tensors"][2]]}
+    big_vocab = {
+        **wl,
+        "axes": {**wl["axes"], "vocab": 131072},
+        "tensors": [wl["tensors"][0], {**wl["tensors"][1], "shape": [131072, 768]}, wl["tensors"][2]],
+    }
     weight = next(t for t in floor_estimate(op, big_vocab, registry.gpus()["a100-80gb"]).tensors if t.name == "weight")
     assert weight.bytes == 16384 * 768 * 4 and "16,384 of 131,072 rows" in weight.note
 
@@ -122,13 +162,17 @@ def test_measured_floor_uses_the_measured_bandwidth() -> None:
 
 
 def test_default_workload_and_cohort() -> None:
-    choices = [WorkloadChoice("big", 6, 268_000_000, (8, 2048, 1024, 4096)),
-               WorkloadChoice("small", 6, 53_000_000, (32, 512, 1024, 768)),
-               WorkloadChoice("few", 3, 1, (1, 1, 1, 1))]
+    choices = [
+        WorkloadChoice("big", 6, 268_000_000, (8, 2048, 1024, 4096)),
+        WorkloadChoice("small", 6, 53_000_000, (32, 512, 1024, 768)),
+        WorkloadChoice("few", 3, 1, (1, 1, 1, 1)),
+    ]
     assert default_workload(choices) == "small"
     t = datetime(2024, 9, 3, tzinfo=UTC)
-    cohorts = [CohortChoice("a100-fwd", 3, "forward", None, t),
-               CohortChoice("h200-fwd", 3, "forward", "h200", t + timedelta(days=800)),
-               CohortChoice("a100-full", 3, "forward+backward", None, t)]
+    cohorts = [
+        CohortChoice("a100-fwd", 3, "forward", None, t),
+        CohortChoice("h200-fwd", 3, "forward", "h200", t + timedelta(days=800)),
+        CohortChoice("a100-full", 3, "forward+backward", None, t),
+    ]
     assert default_cohort(cohorts, ["h100-sxm", "h200", "b200"]) == "a100-fwd"
     assert default_cohort(cohorts[1:], ["h100-sxm", "h200", "b200"]) == "h200-fwd"

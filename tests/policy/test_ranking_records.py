@@ -9,17 +9,29 @@ from kernelindex.policy.records import record_events
 T0 = datetime(2024, 9, 3, tzinfo=UTC)
 
 
-def item(id_: str, median: int, low: int | None = None, high: int | None = None, days: int = 0,
-         evidence: str = "reported") -> Rankable:
+def item(
+    id_: str, median: int, low: int | None = None, high: int | None = None, days: int = 0, evidence: str = "reported"
+) -> Rankable:
     return Rankable(id_, median, low, high, evidence, T0 + timedelta(days=days))
 
 
 def test_native_rope_cohort_ranks_and_noise() -> None:
     # The reference rope cohort (A100, forward): medians with their p20/p80.
-    ranked = rank([item("hf2", 516800, 515000, 518000), item("l1", 58880, 58600, 59300),
-                   item("hf1", 516096, 515500, 517000), item("l2", 59488, 59200, 59900)], native=True)
+    ranked = rank(
+        [
+            item("hf2", 516800, 515000, 518000),
+            item("l1", 58880, 58600, 59300),
+            item("hf1", 516096, 515500, 517000),
+            item("l2", 59488, 59200, 59900),
+        ],
+        native=True,
+    )
     assert [(r.item.id, r.label, r.within_noise) for r in ranked] == [
-        ("l1", "1", False), ("l2", "2", True), ("hf1", "3", False), ("hf2", "4", True)]
+        ("l1", "1", False),
+        ("l2", "2", True),
+        ("hf1", "3", False),
+        ("hf2", "4", True),
+    ]
     assert round(ranked[2].vs_first, 2) == 8.77
 
 
@@ -37,8 +49,9 @@ def test_runner_ties_by_ci_overlap_or_one_percent_and_chain_rule() -> None:
 
 
 def test_display_order_inside_tie_prefers_evidence_then_newest() -> None:
-    ranked = rank([item("old", 100, days=0), item("new", 100, days=5), item("ver", 100, evidence="verified")],
-                  native=True)
+    ranked = rank(
+        [item("old", 100, days=0), item("new", 100, days=5), item("ver", 100, evidence="verified")], native=True
+    )
     assert [r.item.id for r in ranked] == ["ver", "new", "old"]
 
 
@@ -65,11 +78,13 @@ def test_ranks_are_dense_and_ascending(values: list[int]) -> None:
 
 
 def test_record_only_beyond_noise() -> None:
-    events = record_events([
-        item("first", 100, 95, 105, days=0),
-        item("within", 98, 96, 101, days=1),  # lower median but overlapping interval: not a record
-        item("beyond", 80, 78, 82, days=2),
-    ])
+    events = record_events(
+        [
+            item("first", 100, 95, 105, days=0),
+            item("within", 98, 96, 101, days=1),  # lower median but overlapping interval: not a record
+            item("beyond", 80, 78, 82, days=2),
+        ]
+    )
     assert [(e.kind, e.holder) for e in events] == [("first", "first"), ("beaten", "beyond")]
     assert round(events[-1].margin, 2) == 1.25
 
@@ -77,5 +92,9 @@ def test_record_only_beyond_noise() -> None:
 def test_retraction_hands_the_record_to_the_best_remaining_run() -> None:
     runs = [item("a", 100, days=0), item("b", 90, days=1), item("c", 70, days=2)]
     events = record_events(runs, removals=[(T0 + timedelta(days=3), "c")])
-    assert [(e.kind, e.holder) for e in events] == [("first", "a"), ("beaten", "b"), ("beaten", "c"),
-                                                     ("retraction", "b")]
+    assert [(e.kind, e.holder) for e in events] == [
+        ("first", "a"),
+        ("beaten", "b"),
+        ("beaten", "c"),
+        ("retraction", "b"),
+    ]

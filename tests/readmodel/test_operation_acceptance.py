@@ -22,8 +22,12 @@ def test_rope_reference_cohort(catalog: Catalog) -> None:
     assert selected.label == "seq = 2048 · hidden = 8192 · q_heads = 32 · kv_heads = 8 · bf16"
     page = operation_page(catalog, "rope", workload=page.selected_workload, cohort=_a100_forward(page).key, now=NOW)
     rows = [(r.rank_label, r.implementation.title, r.median_ns) for r in page.ranked]
-    assert rows == [("1", "Liger", 58880), ("2", "Liger", 59488), ("3", "Transformers", 516096),
-                    ("4", "Transformers", 516800)]
+    assert rows == [
+        ("1", "Liger", 58880),
+        ("2", "Liger", 59488),
+        ("3", "Transformers", 516096),
+        ("4", "Transformers", 516800),
+    ]
     leader = page.ranked[0]
     assert round(leader.faster_than_baseline, 2) == 8.77
     assert page.ranked[1].within_noise
@@ -37,16 +41,20 @@ def test_rope_reference_cohort(catalog: Catalog) -> None:
     assert round(page.floor.record_ratio, 2) == 1.40
     assert {t["name"] for t in page.floor.datasheet["tensors"]} == {"q", "k", "cos", "sin", "q_out", "k_out"}
     assert [(lang.language, lang.implementation) for lang in page.fastest_by_language] == [
-        ("triton", "Liger"), ("python", "Transformers")]
+        ("triton", "Liger"),
+        ("python", "Transformers"),
+    ]
     assert page.scaling.axis == "seq"
     series = {s.title: [p.median_ns for p in s.points] for s in page.scaling.series}
     assert [round(v / 1000, 1) for v in series["Liger"]] == [34.4, 58.9, 109.0, 209.3, 410.5]
     assert [round(v / 1000, 1) for v in series["Transformers"]] == [280.8, 516.1, 994.8, 1933.3, 3817.0]
     assert {"H100", "B200"} <= set(page.coverage_gaps)
     labels = {c.label for c in page.cohorts}
-    assert {"NVIDIA A100 80GB · forward · Liger-Kernel benchmark scripts",
-            "NVIDIA A100 80GB · backward · Liger-Kernel benchmark scripts",
-            "NVIDIA A100 80GB · forward+backward · Liger-Kernel benchmark scripts"} <= labels
+    assert {
+        "NVIDIA A100 80GB · forward · Liger-Kernel benchmark scripts",
+        "NVIDIA A100 80GB · backward · Liger-Kernel benchmark scripts",
+        "NVIDIA A100 80GB · forward+backward · Liger-Kernel benchmark scripts",
+    } <= labels
 
 
 def test_embedding_reference_cohorts(catalog: Catalog) -> None:
@@ -54,17 +62,25 @@ def test_embedding_reference_cohorts(catalog: Catalog) -> None:
     assert page.eligible_runs >= 96 and len(page.workloads) == 16
     selected = next(w for w in page.workloads if w.selected)
     assert selected.label == "batch = 32 · seq = 512 · vocab = 1024 · hidden = 768 · fp32"
-    page = operation_page(catalog, "embedding", workload=page.selected_workload, cohort=_a100_forward(page).key, now=NOW)
-    kinds = [(h.kind, h.row.implementation.title, h.row.median_ns) for h in page.headline if h.kind != "fastest_verified"]
+    page = operation_page(
+        catalog, "embedding", workload=page.selected_workload, cohort=_a100_forward(page).key, now=NOW
+    )
+    kinds = [
+        (h.kind, h.row.implementation.title, h.row.median_ns) for h in page.headline if h.kind != "fastest_verified"
+    ]
     assert kinds == [("best_usable", "Liger", 42624), ("fastest_not_usable", "torch.compile", 39712)]
     best_usable, fastest = page.headline[0], page.headline[1]
     assert round(best_usable.vs_fastest, 2) == 1.07
     assert round(fastest.faster_than_baseline, 2) == 4.20
     assert fastest.row.implementation.not_usable_reasons == [
-        {"code": "NO_PINNED_INSTALL", "sentence": "No pinned install: the source did not record the PyTorch version."}]
+        {"code": "NO_PINNED_INSTALL", "sentence": "No pinned install: the source did not record the PyTorch version."}
+    ]
     baseline = page.ranked[-1]
     assert (baseline.implementation.title, baseline.implementation.project, baseline.median_ns) == (
-        "PyTorch nn.Embedding", "PyTorch", 166720)
+        "PyTorch nn.Embedding",
+        "PyTorch",
+        166720,
+    )
     assert round(page.floor.datasheet["floor_ns"] / 1000, 1) == 26.3
     assert round(page.floor.record_ratio, 2) == 1.51
     full = next(c for c in page.cohorts if c.mode == "forward+backward" and c.gpu == "NVIDIA A100 80GB")

@@ -87,6 +87,15 @@ def open_catalog(url: str | None = None, *, migrate_schema: bool = True) -> Cata
 def drop_everything(catalog: Catalog) -> None:
     """Test helper for PostgreSQL databases that are reused between tests."""
     with catalog.engine.begin() as conn:
-        for table in ("attestations", "retractions", "supersessions", "trusted_runners", "publications",
-                      "runs", "objects", "catalog_state", "alembic_version"):
+        for table in (
+            "attestations",
+            "retractions",
+            "supersessions",
+            "trusted_runners",
+            "publications",
+            "runs",
+            "objects",
+            "catalog_state",
+            "alembic_version",
+        ):
             conn.execute(text(f"DROP TABLE IF EXISTS {table}"))

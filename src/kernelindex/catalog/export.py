@@ -13,20 +13,32 @@ from kernelindex.catalog.models import ObjectRow, RunRow
 from kernelindex.catalog.publish import PublishReport, publish_manifests
 from kernelindex.domain.manifests import ManifestError, parse_manifest_text
 
-KIND_ORDER = ("Source", "TrustedRunner", "OperationSpec", "SoftwareProject", "ImplementationRevision",
-              "WorkloadCase", "BenchmarkProtocol", "ExecutionEnvironment")
+KIND_ORDER = (
+    "Source",
+    "TrustedRunner",
+    "OperationSpec",
+    "SoftwareProject",
+    "ImplementationRevision",
+    "WorkloadCase",
+    "BenchmarkProtocol",
+    "ExecutionEnvironment",
+)
 FACT_KINDS = ("Retraction", "Supersession")
 
 
 def export_lines(catalog: Catalog) -> Iterator[str]:
     with catalog.engine.connect() as conn:
         for kind in KIND_ORDER:
-            for body in conn.execute(select(ObjectRow.body).where(ObjectRow.kind == kind).order_by(ObjectRow.digest)).scalars():
+            for body in conn.execute(
+                select(ObjectRow.body).where(ObjectRow.kind == kind).order_by(ObjectRow.digest)
+            ).scalars():
                 yield body
         for body in conn.execute(select(RunRow.body).order_by(RunRow.observed_at, RunRow.digest)).scalars():
             yield body
         for kind in FACT_KINDS:
-            for body in conn.execute(select(ObjectRow.body).where(ObjectRow.kind == kind).order_by(ObjectRow.digest)).scalars():
+            for body in conn.execute(
+                select(ObjectRow.body).where(ObjectRow.kind == kind).order_by(ObjectRow.digest)
+            ).scalars():
                 yield body
 
 
@@ -58,7 +70,6 @@ def import_jsonl(catalog: Catalog, path: Path, *, actor: str, dry_run: bool = Fa
     if problems:
         shown = "\n".join(problems[:20])
         raise JsonlError(f"{len(problems)} invalid line(s); nothing imported:\n{shown}")
-    return publish_manifests(catalog, manifests, actor=actor, source=f"jsonl:{path.name}", locator=str(path),
-                             dry_run=dry_run)
-
-
+    return publish_manifests(
+        catalog, manifests, actor=actor, source=f"jsonl:{path.name}", locator=str(path), dry_run=dry_run
+    )

@@ -22,9 +22,9 @@ from kernelindex.catalog.models import (
     SupersessionRow,
     TrustedRunnerRow,
 )
-from kernelindex.domain.canonical import sha256_digest
+from kernelindex.domain.canonical import key_id_of
 from kernelindex.domain.manifests import digest_of, manifest_json
-from kernelindex.policy.cohorts import cohort_key
+from kernelindex.policy.cohorts import cohort_key, environment_key
 
 CHUNK = 500
 
@@ -36,10 +36,6 @@ class PublishError(ValueError):
 def run_id_of(digest: str) -> str:
     """The short id used in URLs: the first 16 hex digits of the run's digest."""
     return digest.removeprefix("sha256:")[:16]
-
-
-def key_id_of(public_key_hex: str) -> str:
-    return sha256_digest({"ed25519": public_key_hex})
 
 
 @dataclass(frozen=True)
@@ -98,8 +94,12 @@ def _object_operation(item: _Item) -> str | None:
 
 def _object_row(item: _Item, now: datetime) -> dict:
     return {
-        "digest": item.digest, "kind": item.kind, "name": item.data.get("metadata", {}).get("name"),
-        "operation": _object_operation(item), "body": item.body, "created_at": now,
+        "digest": item.digest,
+        "kind": item.kind,
+        "name": item.data.get("metadata", {}).get("name"),
+        "operation": _object_operation(item),
+        "body": item.body,
+        "created_at": now,
     }
 
 
@@ -114,10 +114,12 @@ def _lookup_bodies(conn: Connection, digests: set[str], batch: dict[str, _Item])
     return bodies
 
 
-def _run_row(item: _Item, implementation: dict, now: datetime) -> dict:
+def _run_row(item: _Item, bodies: dict[str, dict], now: datetime) -> dict:
     spec = item.data["spec"]
     timing = spec["timing"]
     runner = spec.get("runner") or {}
+    implementation = bodies[spec["implementation"]]
+    environment = environment_key(bodies[spec["environment"]]["spec"])
     return {
         "digest": item.digest,
         "run_id": run_id_of(item.digest),
@@ -126,7 +128,7 @@ def _run_row(item: _Item, implementation: dict, now: datetime) -> dict:
         "workload": spec["workload"],
         "protocol": spec["protocol"],
         "environment": spec["environment"],
-        "cohort_key": cohort_key(spec["workload"], spec["protocol"], spec["environment"]),
+        "cohort_key": cohort_key(spec["workload"], spec["protocol"], environment),
         "status": spec["status"],
         "median_ns": timing.get("median_ns"),
         "p20_ns": timing.get("p20_ns"),
@@ -156,15 +158,37 @@ def _fact_rows(items: list[_Item]) -> dict[type, list[dict]]:
     for item in items:
         spec = item.data["spec"]
         if item.kind == "Retraction":
-            rows[RetractionRow].append({"digest": item.digest, "run": spec["run"], "reason": spec["reason"],
-                                        "actor": spec["actor"], "at": _instant(spec["at"])})
+            rows[RetractionRow].append(
+                {
+                    "digest": item.digest,
+                    "run": spec["run"],
+                    "reason": spec["reason"],
+                    "actor": spec["actor"],
+                    "at": _instant(spec["at"]),
+                }
+            )
         elif item.kind == "Supersession":
-            rows[SupersessionRow].append({"digest": item.digest, "new": spec["new"], "old": spec["old"],
-                                          "reason": spec["reason"], "actor": spec["actor"], "at": _instant(spec["at"])})
+            rows[SupersessionRow].append(
+                {
+                    "digest": item.digest,
+                    "new": spec["new"],
+                    "old": spec["old"],
+                    "reason": spec["reason"],
+                    "actor": spec["actor"],
+                    "at": _instant(spec["at"]),
+                }
+            )
         elif item.kind == "TrustedRunner":
-            rows[TrustedRunnerRow].append({"key_id": key_id_of(spec["public_key"]), "digest": item.digest,
-                                           "name": spec["name"], "public_key": spec["public_key"],
-                                           "trusted_by": spec["trusted_by"], "at": _instant(spec["at"])})
+            rows[TrustedRunnerRow].append(
+                {
+                    "key_id": key_id_of(spec["public_key"]),
+                    "digest": item.digest,
+                    "name": spec["name"],
+                    "public_key": spec["public_key"],
+                    "trusted_by": spec["trusted_by"],
+                    "at": _instant(spec["at"]),
+                }
+            )
     return rows
 
 
@@ -211,21 +235,31 @@ def publish_manifests(
         for item in items:
             (report.existing if item.digest in known else report.new)[item.kind] += 1
         fresh_runs = [i for i in fresh if i.kind == "BenchmarkRun"]
-        refs = {i.data["spec"][f] for i in fresh_runs for f in ("implementation", "workload", "protocol", "environment")}
+        refs = {
+            i.data["spec"][f] for i in fresh_runs for f in ("implementation", "workload", "protocol", "environment")
+        }
         bodies = _lookup_bodies(conn, refs, batch)
         _check_references(fresh_runs, bodies)
         _check_corrections(conn, [i for i in fresh if i.kind != "BenchmarkRun"], batch)
         _insert(conn, ObjectRow, [_object_row(i, now) for i in fresh if i.kind != "BenchmarkRun"])
-        _insert(conn, RunRow, [_run_row(i, bodies[i.data["spec"]["implementation"]], now) for i in fresh_runs])
+        _insert(conn, RunRow, [_run_row(i, bodies, now) for i in fresh_runs])
         for table, rows in _fact_rows([i for i in fresh if i.kind != "BenchmarkRun"]).items():
             _insert(conn, table, rows)
         _insert_attestations(conn, attestations or {}, now)
         if fresh or attestations:
-            conn.execute(update(CatalogStateRow).where(CatalogStateRow.id == 1)
-                         .values(version=CatalogStateRow.version + 1))
-            conn.execute(insert(PublicationRow).values(
-                source=source, snapshot_digest=snapshot_digest, locator=locator, actor=actor, at=now,
-                counts=json.dumps(report.to_json(), sort_keys=True)))
+            conn.execute(
+                update(CatalogStateRow).where(CatalogStateRow.id == 1).values(version=CatalogStateRow.version + 1)
+            )
+            conn.execute(
+                insert(PublicationRow).values(
+                    source=source,
+                    snapshot_digest=snapshot_digest,
+                    locator=locator,
+                    actor=actor,
+                    at=now,
+                    counts=json.dumps(report.to_json(), sort_keys=True),
+                )
+            )
         if dry_run:
             transaction.rollback()
     return report
@@ -233,10 +267,21 @@ def publish_manifests(
 
 def _insert_attestations(conn: Connection, attestations: dict[str, Attestation], now: datetime) -> None:
     already = _existing(conn, AttestationRow.run, sorted(attestations))
-    _insert(conn, AttestationRow, [
-        {"run": run, "bundle_digest": a.bundle_digest, "key_id": a.key_id, "signature": a.signature, "checked_at": now}
-        for run, a in attestations.items() if run not in already
-    ])
+    _insert(
+        conn,
+        AttestationRow,
+        [
+            {
+                "run": run,
+                "bundle_digest": a.bundle_digest,
+                "key_id": a.key_id,
+                "signature": a.signature,
+                "checked_at": now,
+            }
+            for run, a in attestations.items()
+            if run not in already
+        ],
+    )
 
 
 def _insert(conn: Connection, table: type, rows: list[dict]) -> None:

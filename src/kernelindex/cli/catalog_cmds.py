@@ -51,8 +51,13 @@ def import_liger_cmd(
     try:
         with _progress(as_json) as bar:
             task = bar.add_task("rows", total=None)
-            report = import_liger(catalog, transport, dry_run=dry, actor=actor(),
-                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
+            report = import_liger(
+                catalog,
+                transport,
+                dry_run=dry,
+                actor=actor(),
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
     except HeaderError as exc:
         fail(f"{file or 'bundled CSV'}: {exc}")
     except PublishError as exc:
@@ -64,8 +69,15 @@ def import_liger_cmd(
 
 
 def _progress(quiet: bool) -> Progress:
-    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=True, disable=quiet)
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=quiet,
+    )
 
 
 def _print_report(report: ImportReport) -> None:

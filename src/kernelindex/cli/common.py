@@ -16,7 +16,9 @@ console = Console()
 errors = Console(stderr=True)
 
 DatabaseOption = typer.Option(
-    None, "--database", envvar="KERNELINDEX_DATABASE_URL",
+    None,
+    "--database",
+    envvar="KERNELINDEX_DATABASE_URL",
     help="Catalog URL (sqlite:///path or postgresql://...). Default: an SQLite file in your data directory.",
 )
 

@@ -32,6 +32,11 @@ def bytes_digest(data: bytes) -> str:
     return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
 
 
+def key_id_of(public_key_hex: str) -> str:
+    """A runner key's identity: sha256 over the JCS form of ``{"ed25519": <raw public key, hex>}``."""
+    return sha256_digest({"ed25519": public_key_hex})
+
+
 def short_digest(digest: str) -> str:
     """What pages show: ``sha256`` and the first 12 hex digits."""
     return digest.removeprefix(DIGEST_PREFIX)[:12]

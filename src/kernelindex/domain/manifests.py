@@ -41,9 +41,7 @@ def _duration(value: Any) -> Any:
         except DurationError as exc:
             raise ValueError(str(exc)) from exc
     if isinstance(value, float):
-        raise ValueError(
-            "a duration given as a bare float is ambiguous; write integer nanoseconds or '<n><unit>'"
-        )
+        raise ValueError("a duration given as a bare float is ambiguous; write integer nanoseconds or '<n><unit>'")
     return value
 
 
@@ -248,9 +246,7 @@ class ExecutionEnvironmentBody(Strict):
 
 # --- BenchmarkRun --------------------------------------------------------------------------------
 
-RunStatus = Literal[
-    "passed", "incorrect_numerical", "runtime_error", "timeout", "suspected_reward_hack", "skipped"
-]
+RunStatus = Literal["passed", "incorrect_numerical", "runtime_error", "timeout", "suspected_reward_hack", "skipped"]
 
 
 class Timing(Strict):
@@ -286,7 +282,7 @@ class RunSource(Strict):
 
 class RunnerIdentity(Strict):
     name: str
-    key_id: Digest  # sha256 of the raw public key
+    key_id: Digest  # domain.canonical.key_id_of(public key hex)
 
 
 class BenchmarkRunBody(Strict):
@@ -454,8 +450,6 @@ def build(kind: str, spec: dict[str, Any] | Strict, metadata: dict[str, Any] | N
         {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata or {}, "spec": spec},
         f"{kind} {(metadata or {}).get('name', '')}".strip(),
     )
-
-
 
 
 def now_utc() -> datetime:

@@ -17,9 +17,7 @@ def parse_duration_ns(text: str) -> int:
     """``"58.88us"`` → 58880. Refuses values that are not a whole number of nanoseconds."""
     match = _DURATION.match(text)
     if not match:
-        raise DurationError(
-            f"duration {text!r} is not '<number><unit>' with unit ns, us, ms or s (e.g. '58880ns')"
-        )
+        raise DurationError(f"duration {text!r} is not '<number><unit>' with unit ns, us, ms or s (e.g. '58880ns')")
     try:
         value = Decimal(match.group(1)) * NS_PER_UNIT[match.group(2)]
     except InvalidOperation as exc:  # pragma: no cover - regex guarantees a decimal

@@ -35,9 +35,7 @@ class EvidenceFacts:
 
 
 def _verified(facts: EvidenceFacts, trusted_keys: set[str]) -> bool:
-    return bool(
-        facts.runner_key_id in trusted_keys and facts.attested and facts.correctness_passed
-    )
+    return bool(facts.runner_key_id in trusted_keys and facts.attested and facts.correctness_passed)
 
 
 def evidence_levels(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> dict[str, str]:

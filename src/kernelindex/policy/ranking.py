@@ -78,8 +78,11 @@ def rank(items: Sequence[Rankable], *, native: bool) -> list[Ranked]:
     previous: Rankable | None = None
     for position, group in enumerate(_groups(ordered, native), start=1):
         for item in sorted(group, key=_display_key):
-            noisy = native and previous is not None and item.median_ns != previous.median_ns and (
-                _intervals_overlap(item, previous)
+            noisy = (
+                native
+                and previous is not None
+                and item.median_ns != previous.median_ns
+                and (_intervals_overlap(item, previous))
             )
             result.append(Ranked(item, position, len(group) > 1, noisy, item.median_ns / leader))
             previous = item

@@ -28,15 +28,13 @@ def beats_beyond_noise(challenger: Rankable, holder: Rankable) -> bool:
     return challenger.high_ns < holder.low_ns  # type: ignore[operator]
 
 
-def record_events(
-    items: Sequence[Rankable], removals: Sequence[tuple[datetime, str]] = ()
-) -> list[RecordEvent]:
+def record_events(items: Sequence[Rankable], removals: Sequence[tuple[datetime, str]] = ()) -> list[RecordEvent]:
     """Walk runs by observed time (then id). ``items`` are the cohort's runs that are eligible
     apart from corrections; ``removals`` (time, run id) are retractions and supersessions,
     applied at their own time: removing the holder hands the record to the best run left."""
-    timeline: list[tuple[datetime, int, str, object]] = [
-        (item.observed_at, 0, item.id, item) for item in items
-    ] + [(at, 1, run, None) for at, run in removals]
+    timeline: list[tuple[datetime, int, str, object]] = [(item.observed_at, 0, item.id, item) for item in items] + [
+        (at, 1, run, None) for at, run in removals
+    ]
     retracted: set[str] = set()
     seen: list[Rankable] = []
     holder: Rankable | None = None
@@ -67,5 +65,11 @@ def _best(items: list[Rankable]) -> Rankable | None:
 
 def _event(at: datetime, kind: str, holder: Rankable | None, previous: Rankable | None) -> RecordEvent:
     margin = previous.median_ns / holder.median_ns if holder and previous else None
-    return RecordEvent(at, kind, holder.id if holder else None, previous.id if previous else None,
-                       holder.median_ns if holder else None, margin)
+    return RecordEvent(
+        at,
+        kind,
+        holder.id if holder else None,
+        previous.id if previous else None,
+        holder.median_ns if holder else None,
+        margin,
+    )

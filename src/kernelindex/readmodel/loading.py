@@ -117,7 +117,9 @@ def _bodies(conn, digests: set[str]) -> dict[str, dict]:  # noqa: ANN001
     found: dict[str, dict] = {}
     ordered = sorted(digests)
     for start in range(0, len(ordered), 500):
-        rows = conn.execute(select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.digest.in_(ordered[start:start + 500])))
+        rows = conn.execute(
+            select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.digest.in_(ordered[start : start + 500]))
+        )
         found.update({d: json.loads(b) for d, b in rows})
     return found
 
@@ -140,17 +142,34 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         refs = {getattr(r, f) for r in rows for f in ("implementation", "workload", "protocol", "environment")}
         bodies = _bodies(conn, refs)
         workload_rows = conn.execute(
-            select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "WorkloadCase", ObjectRow.operation == digest)
+            select(ObjectRow.digest, ObjectRow.body).where(
+                ObjectRow.kind == "WorkloadCase", ObjectRow.operation == digest
+            )
         )
         bodies.update({d: json.loads(b) for d, b in workload_rows})
-        projects = _bodies(conn, {b["spec"]["project"] for b in bodies.values() if b["kind"] == "ImplementationRevision"})
+        projects = _bodies(
+            conn, {b["spec"]["project"] for b in bodies.values() if b["kind"] == "ImplementationRevision"}
+        )
     runs = [_run(r, retractions, supersessions, superseding, attested) for r in rows]
     by_kind = _split(bodies)
-    usable = {d: usability(b["spec"], projects.get(b["spec"]["project"], {}).get("spec", {}))
-              for d, b in by_kind["ImplementationRevision"].items()}
-    data = OperationData(slug, json.loads(op_row.body), digest, runs, by_kind["WorkloadCase"],
-                         by_kind["ImplementationRevision"], projects, by_kind["BenchmarkProtocol"],
-                         by_kind["ExecutionEnvironment"], usable, trusted, version)
+    usable = {
+        d: usability(b["spec"], projects.get(b["spec"]["project"], {}).get("spec", {}))
+        for d, b in by_kind["ImplementationRevision"].items()
+    }
+    data = OperationData(
+        slug,
+        json.loads(op_row.body),
+        digest,
+        runs,
+        by_kind["WorkloadCase"],
+        by_kind["ImplementationRevision"],
+        projects,
+        by_kind["BenchmarkProtocol"],
+        by_kind["ExecutionEnvironment"],
+        usable,
+        trusted,
+        version,
+    )
     _derive_policy(data)
     return data
 
@@ -158,15 +177,16 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
 def _facts(conn, table, column, digests: list[str]) -> dict[str, dict]:  # noqa: ANN001
     found: dict[str, dict] = {}
     for start in range(0, len(digests), 500):
-        query = select(*table.__table__.columns).where(column.in_(digests[start:start + 500]))
+        query = select(*table.__table__.columns).where(column.in_(digests[start : start + 500]))
         for row in conn.execute(query).mappings():
             found.setdefault(row[column.key], dict(row))
     return found
 
 
 def _split(bodies: dict[str, dict]) -> dict[str, dict[str, dict]]:
-    split: dict[str, dict[str, dict]] = {k: {} for k in ("WorkloadCase", "ImplementationRevision",
-                                                         "BenchmarkProtocol", "ExecutionEnvironment")}
+    split: dict[str, dict[str, dict]] = {
+        k: {} for k in ("WorkloadCase", "ImplementationRevision", "BenchmarkProtocol", "ExecutionEnvironment")
+    }
     for digest, body in bodies.items():
         split.setdefault(body["kind"], {})[digest] = body
     return split
@@ -174,11 +194,22 @@ def _split(bodies: dict[str, dict]) -> dict[str, dict[str, dict]]:
 
 def _run(row: Any, retractions: dict, supersessions: dict, superseding: dict, attested: set[str]) -> Run:
     return Run(
-        digest=row.digest, run_id=row.run_id, spec=json.loads(row.body)["spec"], cohort_key=row.cohort_key,
-        implementation=row.implementation, workload=row.workload, protocol=row.protocol,
-        environment=row.environment, status=row.status, median_ns=row.median_ns, p20_ns=row.p20_ns,
-        p80_ns=row.p80_ns, observed_at=_aware(row.observed_at), source=row.source,
-        retracted=retractions.get(row.digest), superseded_by=supersessions.get(row.digest),
+        digest=row.digest,
+        run_id=row.run_id,
+        spec=json.loads(row.body)["spec"],
+        cohort_key=row.cohort_key,
+        implementation=row.implementation,
+        workload=row.workload,
+        protocol=row.protocol,
+        environment=row.environment,
+        status=row.status,
+        median_ns=row.median_ns,
+        p20_ns=row.p20_ns,
+        p80_ns=row.p80_ns,
+        observed_at=_aware(row.observed_at),
+        source=row.source,
+        retracted=retractions.get(row.digest),
+        superseded_by=supersessions.get(row.digest),
         supersedes=[superseding[row.digest]["old"]] if row.digest in superseding else [],
         attested=row.digest in attested,
     )
@@ -193,21 +224,33 @@ def _aware(value: datetime) -> datetime:
 def _derive_policy(data: OperationData) -> None:
     facts = []
     for run in data.runs:
-        run.eligibility = eligibility(EligibilityFacts(
-            status=run.status, published=True, retracted=run.retracted is not None,
-            superseded=run.superseded_by is not None, median_ns=run.median_ns))
+        run.eligibility = eligibility(
+            EligibilityFacts(
+                status=run.status,
+                published=True,
+                retracted=run.retracted is not None,
+                superseded=run.superseded_by is not None,
+                median_ns=run.median_ns,
+            )
+        )
         usable = data.usability.get(run.implementation)
         gpu = data.gpu_of(run.environment)
         correctness = run.spec.get("correctness", {})
-        facts.append(EvidenceFacts(
-            run=run.digest, implementation=run.implementation, workload=run.workload,
-            gpu=gpu.slug if gpu else data.environments[run.environment]["spec"]["hardware"]["product"],
-            median_ns=run.median_ns, runner_key_id=(run.spec.get("runner") or {}).get("key_id"),
-            attested=run.attested, correctness_passed=bool(correctness.get("checked") and correctness.get("passed")),
-            public_source=bool(usable and usable.source_url),
-            pinned_install=bool(usable and usable.install_command),
-            raw_samples=bool(run.spec["timing"].get("samples_digest")),
-        ))
+        facts.append(
+            EvidenceFacts(
+                run=run.digest,
+                implementation=run.implementation,
+                workload=run.workload,
+                gpu=gpu.slug if gpu else data.environments[run.environment]["spec"]["hardware"]["product"],
+                median_ns=run.median_ns,
+                runner_key_id=(run.spec.get("runner") or {}).get("key_id"),
+                attested=run.attested,
+                correctness_passed=bool(correctness.get("checked") and correctness.get("passed")),
+                public_source=bool(usable and usable.source_url),
+                pinned_install=bool(usable and usable.install_command),
+                raw_samples=bool(run.spec["timing"].get("samples_digest")),
+            )
+        )
     levels = evidence_levels(facts, set(data.trusted_keys))
     for run in data.runs:
         run.evidence = levels[run.digest]

@@ -12,6 +12,7 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.units import format_duration
+from kernelindex.policy.cohorts import environment_key
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.floor import FloorEstimate, compulsory_traffic, floor_estimate
 from kernelindex.policy.ranking import Ranked
@@ -209,12 +210,19 @@ def operations_index(catalog: Catalog) -> list[OperationSummary]:
         data = load_operation(catalog, slug)
         eligible = [r for r in data.runs if r.eligible]
         meta = data.operation["metadata"]
-        summaries.append(OperationSummary(
-            slug=slug, title=meta.get("title", slug), family=data.operation["spec"]["family"],
-            description=meta.get("description", ""), aliases=meta.get("aliases", []),
-            eligible_runs=len(eligible), workloads=len({r.workload for r in eligible}),
-            implementations=len({implementation_slug(data.implementations[r.implementation]) for r in eligible}),
-            digest=data.digest))
+        summaries.append(
+            OperationSummary(
+                slug=slug,
+                title=meta.get("title", slug),
+                family=data.operation["spec"]["family"],
+                description=meta.get("description", ""),
+                aliases=meta.get("aliases", []),
+                eligible_runs=len(eligible),
+                workloads=len({r.workload for r in eligible}),
+                implementations=len({implementation_slug(data.implementations[r.implementation]) for r in eligible}),
+                digest=data.digest,
+            )
+        )
     return summaries
 
 
@@ -227,23 +235,44 @@ def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
     project = data.projects.get(spec["project"], {})
     usable = data.usability[digest]
     return ImplementationRef(
-        slug=implementation_slug(impl), title=implementation_title(impl),
-        project=project_title(project) if project else "", language=spec["callable"]["language"],
-        role=spec.get("role", "candidate"), version=spec.get("version"), license=usable.license,
-        usable=usable.usable, install_command=usable.install_command,
-        not_usable_reasons=[r.to_json() for r in usable.reasons], source_url=usable.source_url,
-        in_place=spec.get("in_place", False))
+        slug=implementation_slug(impl),
+        title=implementation_title(impl),
+        project=project_title(project) if project else "",
+        language=spec["callable"]["language"],
+        role=spec.get("role", "candidate"),
+        version=spec.get("version"),
+        license=usable.license,
+        usable=usable.usable,
+        install_command=usable.install_command,
+        not_usable_reasons=[r.to_json() for r in usable.reasons],
+        source_url=usable.source_url,
+        in_place=spec.get("in_place", False),
+    )
 
 
-def floor_for(data: OperationData, workload: str, environment: str) -> tuple[FloorEstimate, FloorEstimate | None] | None:
+def floor_for(
+    data: OperationData, workload: str, environment: str
+) -> tuple[FloorEstimate, FloorEstimate | None] | None:
     gpu = data.gpu_of(environment)
     if gpu is None:
         return None
     op_spec, wl_spec = data.operation["spec"], data.workloads[workload]["spec"]
     datasheet = floor_estimate(op_spec, wl_spec, gpu)
-    measured_bw = data.environments[environment]["spec"].get("copy_bandwidth_bytes_per_s")
+    measured_bw = measured_bandwidth(data, environment)
     measured = floor_estimate(op_spec, wl_spec, gpu, measured_bw) if measured_bw else None
     return datasheet, measured
+
+
+def measured_bandwidth(data: OperationData, environment: str) -> float | None:
+    """The highest copy bandwidth a runner measured in this environment (same hardware and
+    software); the highest gives the lowest, still honest, measured floor."""
+    key = environment_key(data.environments[environment]["spec"])
+    measured = [
+        e["spec"].get("copy_bandwidth_bytes_per_s")
+        for e in data.environments.values()
+        if environment_key(e["spec"]) == key
+    ]
+    return max((m for m in measured if m), default=None)
 
 
 def floor_bytes(data: OperationData, workload: str) -> int:
@@ -251,8 +280,9 @@ def floor_bytes(data: OperationData, workload: str) -> int:
 
 
 def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[RankedRow]:
-    baselines = [r.median_ns for r in cohort.eligible
-                 if data.implementations[r.implementation]["spec"].get("role") == "baseline"]
+    baselines = [
+        r.median_ns for r in cohort.eligible if data.implementations[r.implementation]["spec"].get("role") == "baseline"
+    ]
     return [_row(data, cohort.run(entry.item.id), entry, baselines, now) for entry in cohort.ranked]
 
 
@@ -261,13 +291,25 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
     is_baseline = ref.role == "baseline"
     multiple = None if is_baseline else baseline_multiple(run.median_ns, baselines)  # type: ignore[arg-type]
     return RankedRow(
-        rank=entry.rank, rank_label=entry.label, tied=entry.tied, within_noise=entry.within_noise,
-        run_id=run.run_id, digest=run.digest, implementation=ref, median_ns=run.median_ns,  # type: ignore[arg-type]
-        p20_ns=run.p20_ns, p80_ns=run.p80_ns, vs_first=entry.vs_first, evidence=run.evidence,
-        observed_at=run.observed_at, stale=is_stale(run.observed_at, now),
-        time_zone_recorded=run.spec["source"].get("time_zone_recorded", True), is_baseline=is_baseline,
+        rank=entry.rank,
+        rank_label=entry.label,
+        tied=entry.tied,
+        within_noise=entry.within_noise,
+        run_id=run.run_id,
+        digest=run.digest,
+        implementation=ref,
+        median_ns=run.median_ns,  # type: ignore[arg-type]
+        p20_ns=run.p20_ns,
+        p80_ns=run.p80_ns,
+        vs_first=entry.vs_first,
+        evidence=run.evidence,
+        observed_at=run.observed_at,
+        stale=is_stale(run.observed_at, now),
+        time_zone_recorded=run.spec["source"].get("time_zone_recorded", True),
+        is_baseline=is_baseline,
         faster_than_baseline=multiple if multiple and multiple > 1 else None,
-        rationale=_rationale(entry, multiple, is_baseline, run, ref))
+        rationale=_rationale(entry, multiple, is_baseline, run, ref),
+    )
 
 
 def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Run, ref: ImplementationRef) -> list[str]:
@@ -291,17 +333,24 @@ def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Ru
 # --- the page ---------------------------------------------------------------------------------
 
 
-def operation_page(catalog: Catalog, slug: str, *, workload: str | None = None, cohort: str | None = None,
-                   now: datetime | None = None) -> OperationPage:
+def operation_page(
+    catalog: Catalog, slug: str, *, workload: str | None = None, cohort: str | None = None, now: datetime | None = None
+) -> OperationPage:
     data = load_operation(catalog, slug)
     return build_operation_page(data, workload=workload, cohort=cohort, now=now or datetime.now(UTC))
 
 
 def _workload_choices(data: OperationData, eligible_by_workload: dict[str, int]) -> list[WorkloadChoice]:
     order = axis_order(data.operation)
-    return [WorkloadChoice(key=d, eligible_runs=n, floor_bytes=floor_bytes(data, d),
-                           canonical=tuple(data.workloads[d]["spec"]["axes"].get(a, 0) for a in order))
-            for d, n in eligible_by_workload.items()]
+    return [
+        WorkloadChoice(
+            key=d,
+            eligible_runs=n,
+            floor_bytes=floor_bytes(data, d),
+            canonical=tuple(data.workloads[d]["spec"]["axes"].get(a, 0) for a in order),
+        )
+        for d, n in eligible_by_workload.items()
+    ]
 
 
 def _pick_workload(data: OperationData, requested: str | None, eligible_by_workload: dict[str, int]) -> str | None:
@@ -318,18 +367,29 @@ def _pick_cohort(data: OperationData, requested: str | None, cohorts: list[Cohor
         for c in cohorts:
             if requested in (c.key, cohort_key_short(c.key)):
                 return c
-        raise BadSelection(f"cohort {requested!r} is not a cohort of the selected workload; pick one from Current records")
+        raise BadSelection(
+            f"cohort {requested!r} is not a cohort of the selected workload; pick one from Current records"
+        )
     choices = []
     for c in cohorts:
         gpu = data.gpu_of(c.environment)
         first = min((r.observed_at for r in c.eligible), default=None)
-        choices.append(CohortChoice(c.key, len(c.eligible), data.protocols[c.protocol]["spec"]["timed_region"],
-                                    gpu.slug if gpu else None, first))
+        choices.append(
+            CohortChoice(
+                c.key,
+                len(c.eligible),
+                data.protocols[c.protocol]["spec"]["timed_region"],
+                gpu.slug if gpu else None,
+                first,
+            )
+        )
     key = default_cohort(choices, registry.priority_gpus())
     return next((c for c in cohorts if c.key == key), None)
 
 
-def build_operation_page(data: OperationData, *, workload: str | None, cohort: str | None, now: datetime) -> OperationPage:
+def build_operation_page(
+    data: OperationData, *, workload: str | None, cohort: str | None, now: datetime
+) -> OperationPage:
     all_cohorts = cohorts_of(data)
     eligible = [r for r in data.runs if r.eligible]
     eligible_by_workload: dict[str, int] = defaultdict(int)
@@ -348,9 +408,14 @@ def build_operation_page(data: OperationData, *, workload: str | None, cohort: s
     rows = ranked_rows(data, selected, now) if selected else []
     meta = data.operation["metadata"]
     page = OperationPage(
-        slug=data.slug, title=meta.get("title", data.slug), description=meta.get("description", ""),
-        digest=data.digest, digest_short=short_digest(data.digest), family=data.operation["spec"]["family"],
-        eligible_runs=len(eligible), semantics=_semantics(data),
+        slug=data.slug,
+        title=meta.get("title", data.slug),
+        description=meta.get("description", ""),
+        digest=data.digest,
+        digest_short=short_digest(data.digest),
+        family=data.operation["spec"]["family"],
+        eligible_runs=len(eligible),
+        semantics=_semantics(data),
         workloads=_workload_summaries(data, eligible_by_workload, selected_workload),
         selected_workload=workload_key(selected_workload) if selected_workload else None,
         cohorts=[_cohort_summary(data, c, selected) for c in _ordered(data, workload_cohorts)],
@@ -383,29 +448,51 @@ def _json_url(slug: str, workload: str | None, cohort: Cohort | None) -> str:
 def _semantics(data: OperationData) -> dict:
     spec = data.operation["spec"]
     return {
-        "semantics": spec["semantics"], "inputs": spec["inputs"], "outputs": spec["outputs"],
-        "axes": spec["axes"], "dtype_variables": spec.get("dtype_variables", {}),
-        "may_alias": spec.get("may_alias", []), "determinism": spec.get("determinism", "unspecified"),
-        "constraints": spec.get("constraints", []), "reference": spec.get("reference"),
-        "tolerance": spec.get("tolerance", {}), "flops": spec.get("flops"),
+        "semantics": spec["semantics"],
+        "inputs": spec["inputs"],
+        "outputs": spec["outputs"],
+        "axes": spec["axes"],
+        "dtype_variables": spec.get("dtype_variables", {}),
+        "may_alias": spec.get("may_alias", []),
+        "determinism": spec.get("determinism", "unspecified"),
+        "constraints": spec.get("constraints", []),
+        "reference": spec.get("reference"),
+        "tolerance": spec.get("tolerance", {}),
+        "flops": spec.get("flops"),
     }
 
 
-def _workload_summaries(data: OperationData, eligible_by_workload: dict[str, int], selected: str | None) -> list[WorkloadSummary]:
+def _workload_summaries(
+    data: OperationData, eligible_by_workload: dict[str, int], selected: str | None
+) -> list[WorkloadSummary]:
     order = axis_order(data.operation)
-    ordered = sorted(eligible_by_workload, key=lambda d: tuple(data.workloads[d]["spec"]["axes"].get(a, 0) for a in order))
-    return [WorkloadSummary(
-        key=workload_key(d), digest=d, label=workload_label(data.operation, data.workloads[d]),
-        axes=data.workloads[d]["spec"]["axes"], dtypes=data.workloads[d]["spec"]["dtypes"],
-        params=data.workloads[d]["spec"].get("params", {}), eligible_runs=eligible_by_workload[d],
-        selected=d == selected) for d in ordered]
+    ordered = sorted(
+        eligible_by_workload, key=lambda d: tuple(data.workloads[d]["spec"]["axes"].get(a, 0) for a in order)
+    )
+    return [
+        WorkloadSummary(
+            key=workload_key(d),
+            digest=d,
+            label=workload_label(data.operation, data.workloads[d]),
+            axes=data.workloads[d]["spec"]["axes"],
+            dtypes=data.workloads[d]["spec"]["dtypes"],
+            params=data.workloads[d]["spec"].get("params", {}),
+            eligible_runs=eligible_by_workload[d],
+            selected=d == selected,
+        )
+        for d in ordered
+    ]
 
 
 def _ordered(data: OperationData, cohorts: list[Cohort]) -> list[Cohort]:
     from kernelindex.policy.selection import MODE_ORDER
 
     def key(c: Cohort) -> tuple:
-        return (MODE_ORDER.get(data.protocols[c.protocol]["spec"]["timed_region"], 9), gpu_label(data.environments[c.environment]), c.key)
+        return (
+            MODE_ORDER.get(data.protocols[c.protocol]["spec"]["timed_region"], 9),
+            gpu_label(data.environments[c.environment]),
+            c.key,
+        )
 
     return sorted(cohorts, key=key)
 
@@ -416,11 +503,15 @@ def _cohort_summary(data: OperationData, cohort: Cohort, selected: Cohort | None
         key=cohort_key_short(cohort.key),
         label=cohort_label(data.environments[cohort.environment], data.protocols[cohort.protocol]),
         gpu=gpu_label(data.environments[cohort.environment]),
-        mode=data.protocols[cohort.protocol]["spec"]["timed_region"], native=cohort.native,
+        mode=data.protocols[cohort.protocol]["spec"]["timed_region"],
+        native=cohort.native,
         best_ns=leader.median_ns if leader else None,
         best_implementation=implementation_title(data.implementations[leader.implementation]) if leader else None,
-        best_run_id=leader.run_id if leader else None, eligible_runs=len(cohort.eligible),
-        evidence=leader.evidence if leader else None, selected=selected is not None and cohort.key == selected.key)
+        best_run_id=leader.run_id if leader else None,
+        eligible_runs=len(cohort.eligible),
+        evidence=leader.evidence if leader else None,
+        selected=selected is not None and cohort.key == selected.key,
+    )
 
 
 def _cohort_line(data: OperationData, cohort: Cohort) -> dict:
@@ -441,8 +532,9 @@ def _cohort_line(data: OperationData, cohort: Cohort) -> dict:
     }
 
 
-def _headline(data: OperationData, cohort: Cohort, rows: list[RankedRow], all_cohorts: dict[str, Cohort],
-              now: datetime) -> list[HeadlineSlot]:
+def _headline(
+    data: OperationData, cohort: Cohort, rows: list[RankedRow], all_cohorts: dict[str, Cohort], now: datetime
+) -> list[HeadlineSlot]:
     if not rows:
         return []
     label = cohort_label(data.environments[cohort.environment], data.protocols[cohort.protocol])
@@ -454,9 +546,14 @@ def _headline(data: OperationData, cohort: Cohort, rows: list[RankedRow], all_co
     else:
         best_usable = next((r for r in rows if r.implementation.usable), None)
         if best_usable:
-            slots.append(_slot("best_usable", "Best usable", best_usable, best_usable.median_ns / leader.median_ns,
-                               cohort, label))
-        slots.append(_slot("fastest_not_usable", f"Fastest {leader.evidence} · not usable as-is", leader, None, cohort, label))
+            slots.append(
+                _slot(
+                    "best_usable", "Best usable", best_usable, best_usable.median_ns / leader.median_ns, cohort, label
+                )
+            )
+        slots.append(
+            _slot("fastest_not_usable", f"Fastest {leader.evidence} · not usable as-is", leader, None, cohort, label)
+        )
     del word
     verified = _fastest_verified(data, cohort, all_cohorts, now)
     if verified:
@@ -465,22 +562,42 @@ def _headline(data: OperationData, cohort: Cohort, rows: list[RankedRow], all_co
 
 
 def _slot(kind: str, title: str, row: RankedRow, vs_fastest: float | None, cohort: Cohort, label: str) -> HeadlineSlot:
-    return HeadlineSlot(kind=kind, title=title, row=row, vs_fastest=vs_fastest,
-                        faster_than_baseline=row.faster_than_baseline, evidence_sentence=EVIDENCE_SENTENCES[row.evidence],
-                        cohort=cohort_key_short(cohort.key), cohort_label=label)
+    return HeadlineSlot(
+        kind=kind,
+        title=title,
+        row=row,
+        vs_fastest=vs_fastest,
+        faster_than_baseline=row.faster_than_baseline,
+        evidence_sentence=EVIDENCE_SENTENCES[row.evidence],
+        cohort=cohort_key_short(cohort.key),
+        cohort_label=label,
+    )
 
 
-def _fastest_verified(data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort], now: datetime) -> HeadlineSlot | None:
-    candidates = [c for c in all_cohorts.values()
-                  if c.workload == selected.workload and c.key != selected.key and c.leader
-                  and c.leader.evidence in ("verified", "replicated")]
+def _fastest_verified(
+    data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort], now: datetime
+) -> HeadlineSlot | None:
+    candidates = [
+        c
+        for c in all_cohorts.values()
+        if c.workload == selected.workload
+        and c.key != selected.key
+        and c.leader
+        and c.leader.evidence in ("verified", "replicated")
+    ]
     if not candidates:
         return None
     best = min(candidates, key=lambda c: c.leader.median_ns)  # type: ignore[union-attr]
     rows = ranked_rows(data, best, now)
     label = cohort_label(data.environments[best.environment], data.protocols[best.protocol])
-    slot = _slot("fastest_verified", f"Fastest verified · {gpu_label(data.environments[best.environment])}",
-                 rows[0], None, best, label)
+    slot = _slot(
+        "fastest_verified",
+        f"Fastest verified · {gpu_label(data.environments[best.environment])}",
+        rows[0],
+        None,
+        best,
+        label,
+    )
     floors = floor_for(data, best.workload, best.environment)
     if floors:
         slot.floor_ratio = floors[0].ratio(rows[0].median_ns)
@@ -492,7 +609,9 @@ def _fastest_by_language(rows: list[RankedRow]) -> list[LanguageLeader]:
     for row in rows:
         lang = row.implementation.language
         if lang not in seen:
-            seen[lang] = LanguageLeader(lang, row.implementation.title, row.median_ns, row.rank_label, row.vs_first, row.run_id)
+            seen[lang] = LanguageLeader(
+                lang, row.implementation.title, row.median_ns, row.rank_label, row.vs_first, row.run_id
+            )
     return list(seen.values()) if len(seen) >= 2 else []
 
 
@@ -507,23 +626,40 @@ def _floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> F
         return None
     datasheet, measured = floors
     record = rows[0].median_ns
-    bound = "no arithmetic formula for this family: bandwidth floor only" if not data.operation["spec"].get("flops") \
+    bound = (
+        "no arithmetic formula for this family: bandwidth floor only"
+        if not data.operation["spec"].get("flops")
         else "flops from the operation's declared formula"
+    )
     return FloorView(
-        datasheet=datasheet.to_json(), measured=measured.to_json() if measured else None,
-        record_ratio=datasheet.ratio(record), measured_record_ratio=measured.ratio(record) if measured else None,
-        explanation=("floor-v1: every input read once and every output written once (gathers count only the "
-                     f"rows that can be touched); {bound}. A lower bound, not evidence: {format_duration(datasheet.floor_ns)}."))
+        datasheet=datasheet.to_json(),
+        measured=measured.to_json() if measured else None,
+        record_ratio=datasheet.ratio(record),
+        measured_record_ratio=measured.ratio(record) if measured else None,
+        explanation=(
+            "floor-v1: every input read once and every output written once (gathers count only the "
+            f"rows that can be touched); {bound}. A lower bound, not evidence: {format_duration(datasheet.floor_ns)}."
+        ),
+    )
 
 
 def _not_ranked(data: OperationData, cohort: Cohort) -> list[dict]:
-    return [{"run_id": r.run_id, "implementation": implementation_title(data.implementations[r.implementation]),
-             "median_ns": r.median_ns, "status": r.status,
-             "reasons": [x.to_json() for x in r.eligibility.reasons] if r.eligibility else []}
-            for r in cohort.runs if not r.eligible]
+    return [
+        {
+            "run_id": r.run_id,
+            "implementation": implementation_title(data.implementations[r.implementation]),
+            "median_ns": r.median_ns,
+            "status": r.status,
+            "reasons": [x.to_json() for x in r.eligibility.reasons] if r.eligibility else [],
+        }
+        for r in cohort.runs
+        if not r.eligible
+    ]
 
 
-def _implementation_summaries(data: OperationData, cohort: Cohort | None, rows: list[RankedRow]) -> list[ImplementationSummary]:
+def _implementation_summaries(
+    data: OperationData, cohort: Cohort | None, rows: list[RankedRow]
+) -> list[ImplementationSummary]:
     lines: dict[str, list[Run]] = defaultdict(list)
     for run in data.runs:
         if run.eligible:
@@ -535,20 +671,28 @@ def _implementation_summaries(data: OperationData, cohort: Cohort | None, rows: 
         best = in_cohort[0] if in_cohort else None
         newest = max(runs, key=lambda r: r.observed_at)
         # Availability follows the revision measured in the selected cohort, else the newest one.
-        summaries.append(ImplementationSummary(
-            implementation=best.implementation if best else implementation_ref(data, newest.implementation),
-            workloads_measured=len({r.workload for r in runs}),
-            best_ns_in_cohort=best.median_ns if best else None,
-            vs_leader=best.median_ns / leader if best and leader else None,
-            best_run_id=best.run_id if best else None, evidence=best.evidence if best else None))
-    return sorted(summaries, key=lambda s: (s.best_ns_in_cohort is None, s.best_ns_in_cohort or 0, s.implementation.slug))
+        summaries.append(
+            ImplementationSummary(
+                implementation=best.implementation if best else implementation_ref(data, newest.implementation),
+                workloads_measured=len({r.workload for r in runs}),
+                best_ns_in_cohort=best.median_ns if best else None,
+                vs_leader=best.median_ns / leader if best and leader else None,
+                best_run_id=best.run_id if best else None,
+                evidence=best.evidence if best else None,
+            )
+        )
+    return sorted(
+        summaries, key=lambda s: (s.best_ns_in_cohort is None, s.best_ns_in_cohort or 0, s.implementation.slug)
+    )
 
 
 def _sources(data: OperationData) -> list[SourceSummary]:
     by_source: dict[str, list[Run]] = defaultdict(list)
     for run in data.runs:
         by_source[run.source].append(run)
-    return [SourceSummary(name, len(runs), max(r.observed_at for r in runs)) for name, runs in sorted(by_source.items())]
+    return [
+        SourceSummary(name, len(runs), max(r.observed_at for r in runs)) for name, runs in sorted(by_source.items())
+    ]
 
 
 def load_operation_runs(catalog: Catalog, slug: str) -> OperationData:

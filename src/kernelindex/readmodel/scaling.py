@@ -67,8 +67,11 @@ def _pick_axis(data: OperationData, selected_workload: str, workloads: set[str])
 
 
 def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort]) -> ScalingChart | None:
-    same_setup = [c for c in all_cohorts.values()
-                  if c.protocol == selected.protocol and c.environment == selected.environment and c.eligible]
+    same_setup = [
+        c
+        for c in all_cohorts.values()
+        if c.protocol == selected.protocol and c.environment == selected.environment and c.eligible
+    ]
     picked = _pick_axis(data, selected.workload, {c.workload for c in same_setup})
     if picked is None:
         return None
@@ -83,24 +86,37 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
             if current is None or run.median_ns < current.median_ns:  # type: ignore[operator]
                 best[line][run.workload] = run
     series = [_series(data, line, runs, axis) for line, runs in best.items()]
-    at_selected = {s.implementation: next((p.median_ns for p in s.points if p.workload == selected.workload), None)
-                   for s in series}
-    series.sort(key=lambda s: (at_selected[s.implementation] is None, at_selected[s.implementation] or 0, s.implementation))
+    at_selected = {
+        s.implementation: next((p.median_ns for p in s.points if p.workload == selected.workload), None) for s in series
+    }
+    series.sort(
+        key=lambda s: (at_selected[s.implementation] is None, at_selected[s.implementation] or 0, s.implementation)
+    )
     series = series[:MAX_SERIES]
     floor = _floor_points(data, group, axis, selected.environment)
     xs = [p.x for s in series for p in s.points]
     ys = [p.median_ns for s in series for p in s.points] + [f["floor_ns"] for f in floor]
     return ScalingChart(
         axis=axis,
-        held_constant=f"{gpu_label(data.environments[selected.environment])} · {protocol_label(data.protocols[selected.protocol])}",
-        log_x=max(xs) / min(xs) >= LOG_RANGE, log_y=max(ys) / max(min(ys), 1) >= LOG_RANGE,
-        series=series, floor=floor)
+        held_constant=" · ".join(
+            (gpu_label(data.environments[selected.environment]), protocol_label(data.protocols[selected.protocol]))
+        ),
+        log_x=max(xs) / min(xs) >= LOG_RANGE,
+        log_y=max(ys) / max(min(ys), 1) >= LOG_RANGE,
+        series=series,
+        floor=floor,
+    )
 
 
 def _series(data: OperationData, line: str, runs: dict[str, Run], axis: str) -> ScalingSeries:
     any_run = next(iter(runs.values()))
-    points = sorted((ScalingPoint(data.workloads[w]["spec"]["axes"][axis], r.median_ns, r.run_id, w)  # type: ignore[arg-type]
-                     for w, r in runs.items()), key=lambda p: p.x)
+    points = sorted(
+        (
+            ScalingPoint(data.workloads[w]["spec"]["axes"][axis], r.median_ns, r.run_id, w)  # type: ignore[arg-type]
+            for w, r in runs.items()
+        ),
+        key=lambda p: p.x,
+    )
     return ScalingSeries(line, implementation_title(data.implementations[any_run.implementation]), points)
 
 

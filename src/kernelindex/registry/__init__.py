@@ -34,7 +34,9 @@ def operations() -> dict[str, BaseModel]:
         if not entry.name.endswith(".yaml"):
             continue
         try:
-            manifest = parse_manifest(yaml.safe_load(entry.read_text(encoding="utf-8")), f"registry/operations/{entry.name}")
+            manifest = parse_manifest(
+                yaml.safe_load(entry.read_text(encoding="utf-8")), f"registry/operations/{entry.name}"
+            )
         except ManifestError as exc:
             raise RegistryError(str(exc)) from None
         slug = manifest.metadata.name
@@ -48,7 +50,9 @@ def load_operation(slug: str) -> BaseModel:
     try:
         return operations()[slug]
     except KeyError:
-        raise RegistryError(f"no operation {slug!r} in the registry; known: {', '.join(sorted(operations()))}") from None
+        raise RegistryError(
+            f"no operation {slug!r} in the registry; known: {', '.join(sorted(operations()))}"
+        ) from None
 
 
 @cache

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel
 
-from kernelindex.domain.canonical import sha256_digest
+from kernelindex.domain.canonical import key_id_of
 from kernelindex.domain.manifests import build
 
 ALGORITHM = "ed25519"
@@ -41,11 +41,6 @@ class RunnerKeyError(ValueError):
 def default_key_dir() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "kernelindex" / "runner"
-
-
-def key_id_of(public_key_hex: str) -> str:
-    """``sha256:`` + hex SHA-256 of the RFC 8785 JSON ``{"ed25519": public_key_hex}``."""
-    return sha256_digest({"ed25519": public_key_hex})
 
 
 def public_key_hex(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:

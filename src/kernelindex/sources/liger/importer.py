@@ -54,7 +54,14 @@ def import_liger(
     snapshot = (transport or FileTransport(bundled_csv_path())).fetch()
     report = ImportReport(source=SOURCE, locator=snapshot.locator, snapshot_digest=snapshot.digest)
     manifests = parse_and_normalize(snapshot.content, report, progress)
-    result = publish_manifests(catalog, manifests, actor=actor, source=SOURCE, snapshot_digest=snapshot.digest,
-                               locator=snapshot.locator, dry_run=dry_run)
+    result = publish_manifests(
+        catalog,
+        manifests,
+        actor=actor,
+        source=SOURCE,
+        snapshot_digest=snapshot.digest,
+        locator=snapshot.locator,
+        dry_run=dry_run,
+    )
     report.new, report.existing, report.published = result.new, result.existing, not dry_run
     return report

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC
-from math import prod
 from typing import Any
 
 from pydantic import BaseModel
@@ -42,31 +41,48 @@ class Normalizer:
 
     def source_manifest(self) -> BaseModel:
         src = self.mapping["source"]
-        return self._once(("source",), lambda: build("Source", {
-            "name": src["name"], "url": src["url"], "license": src["license"],
-            "attribution": src["attribution"], "notice": _notice_text(src["notice_file"]),
-        }, {"name": src["name"], "title": src["title"]}))
+        return self._once(
+            ("source",),
+            lambda: build(
+                "Source",
+                {
+                    "name": src["name"],
+                    "url": src["url"],
+                    "license": src["license"],
+                    "attribution": src["attribution"],
+                    "notice": _notice_text(src["notice_file"]),
+                },
+                {"name": src["name"], "title": src["title"]},
+            ),
+        )
 
     def operation(self, slug: str) -> BaseModel:
         return self._once(("op", slug), lambda: registry.load_operation(slug))
 
     def project(self, slug: str) -> BaseModel:
         entry = registry.projects()[slug]
-        return self._once(("project", slug), lambda: build(
-            "SoftwareProject", entry["spec"], {"name": slug, "title": entry["title"]}))
+        return self._once(
+            ("project", slug), lambda: build("SoftwareProject", entry["spec"], {"name": slug, "title": entry["title"]})
+        )
 
     def implementation(self, line: str, operation_slug: str, liger_version: str) -> BaseModel:
         entry = self.mapping["implementations"][line]
         version = liger_version if entry["install"] == "liger_version" else None
-        return self._once(("impl", line, version), lambda: self._build_implementation(line, entry, operation_slug, version))
+        return self._once(
+            ("impl", line, version), lambda: self._build_implementation(line, entry, operation_slug, version)
+        )
 
     def _build_implementation(self, line: str, entry: dict, operation_slug: str, version: str | None) -> BaseModel:
         project = self.project(entry["project"])
         license_ = registry.project_licenses().get(entry["project"], {})
         spec = {
-            "project": digest_of(project), "operation": digest_of(self.operation(operation_slug)),
-            "version": version, "callable": entry["callable"], "role": entry.get("role", "candidate"),
-            "in_place": entry.get("in_place", False), "install": _install(entry, project, version),
+            "project": digest_of(project),
+            "operation": digest_of(self.operation(operation_slug)),
+            "version": version,
+            "callable": entry["callable"],
+            "role": entry.get("role", "candidate"),
+            "in_place": entry.get("in_place", False),
+            "install": _install(entry, project, version),
             "license": license_,
         }
         if version and project.spec.repository:
@@ -75,39 +91,66 @@ class Normalizer:
 
     def protocol(self, mode: str) -> BaseModel:
         src = self.mapping["source"]
-        return self._once(("protocol", mode), lambda: build("BenchmarkProtocol", {
-            "harness": {"name": src["harness"]},
-            "timer": "triton.testing.do_bench: CUDA events around each call",
-            "timed_region": mode,
-            "setup_excluded": True,
-            "warmup": {"time_ns": "25ms"},
-            "repetitions": {},
-            "l2_policy": "L2 cleared before each timed call (do_bench writes a 256 MB buffer)",
-            "input_regeneration": "none: the same inputs for every call",
-            "statistic": "median",
-            "quantiles": [0.2, 0.5, 0.8],
-            "correctness": {"policy": "not_asserted"},
-            "native": True,
-        }, {"name": f"liger-benchmark-scripts-{mode.replace('+', '-')}",
-            "title": f"Liger-Kernel benchmark scripts · {mode}",
-            "description": "Repetition count is set per script (do_bench rep) and not recorded in the CSV."}))
+        return self._once(
+            ("protocol", mode),
+            lambda: build(
+                "BenchmarkProtocol",
+                {
+                    "harness": {"name": src["harness"]},
+                    "timer": "triton.testing.do_bench: CUDA events around each call",
+                    "timed_region": mode,
+                    "setup_excluded": True,
+                    "warmup": {"time_ns": "25ms"},
+                    "repetitions": {},
+                    "l2_policy": "L2 cleared before each timed call (do_bench writes a 256 MB buffer)",
+                    "input_regeneration": "none: the same inputs for every call",
+                    "statistic": "median",
+                    "quantiles": [0.2, 0.5, 0.8],
+                    "correctness": {"policy": "not_asserted"},
+                    "native": True,
+                },
+                {
+                    "name": f"liger-benchmark-scripts-{mode.replace('+', '-')}",
+                    "title": f"Liger-Kernel benchmark scripts · {mode}",
+                    "description": "Repetition count is set per script (do_bench rep) and not recorded in the CSV.",
+                },
+            ),
+        )
 
     def environment(self, gpu_name: str) -> BaseModel:
         gpu = registry.gpu_for_product(gpu_name)
         if gpu is None:
             raise RowProblem(f"unknown GPU {gpu_name!r} (no datasheet entry)")
-        return self._once(("env", gpu_name), lambda: build("ExecutionEnvironment", {
-            "hardware": {"vendor": gpu.vendor, "product": gpu_name, "architecture": gpu.architecture,
-                         "memory_bytes": int(gpu.memory_gb * 1e9), "form_factor": gpu.form_factor},
-        }, {"name": f"liger-{gpu.slug}", "title": f"{gpu.name} (software versions not recorded by the source)"}))
+        return self._once(
+            ("env", gpu_name),
+            lambda: build(
+                "ExecutionEnvironment",
+                {
+                    "hardware": {
+                        "vendor": gpu.vendor,
+                        "product": gpu_name,
+                        "architecture": gpu.architecture,
+                        "memory_bytes": int(gpu.memory_gb * 1e9),
+                        "form_factor": gpu.form_factor,
+                    },
+                },
+                {"name": f"liger-{gpu.slug}", "title": f"{gpu.name} (software versions not recorded by the source)"},
+            ),
+        )
 
     # --- per row ----------------------------------------------------------------------------
 
     def workload(self, row: LigerRow, kernel: dict) -> BaseModel:
         operation = self.operation(kernel["operation"])
         axes, dtypes, params = _bind(row, kernel, operation)
-        key = ("workload", kernel["operation"], tuple(sorted(axes.items())), tuple(sorted(dtypes.items())),
-               tuple(sorted(params.items())), kernel["operation"] + repr(sorted((kernel.get("storage_order") or {}).items())))
+        key = (
+            "workload",
+            kernel["operation"],
+            tuple(sorted(axes.items())),
+            tuple(sorted(dtypes.items())),
+            tuple(sorted(params.items())),
+            kernel["operation"] + repr(sorted((kernel.get("storage_order") or {}).items())),
+        )
         return self._once(key, lambda: _workload_manifest(operation, axes, dtypes, params, kernel))
 
     def run(self, row: LigerRow) -> list[BaseModel]:
@@ -121,19 +164,37 @@ class Normalizer:
         workload = self.workload(row, kernel)
         implementation = self.implementation(line, kernel["operation"], row.liger_version)
         protocol = self.protocol((kernel.get("modes") or {}).get(row.mode, row.mode))
-        run = build("BenchmarkRun", {
-            "implementation": digest_of(implementation), "workload": digest_of(workload),
-            "protocol": digest_of(protocol), "environment": digest_of(environment),
-            "status": "passed",
-            "timing": {"median_ns": ms_to_ns(row.y50), "p20_ns": ms_to_ns(row.y20), "p80_ns": ms_to_ns(row.y80),
-                       "raw": row.raw, "method": "triton.testing.do_bench"},
-            "correctness": {"checked": False, "detail": "The Liger-Kernel benchmark scripts do not check outputs."},
-            "observed_at": row.timestamp.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z"),
-            "source": {"name": SOURCE, "external_id": _external_id(row), "time_zone_recorded": False},
-        })
+        run = build(
+            "BenchmarkRun",
+            {
+                "implementation": digest_of(implementation),
+                "workload": digest_of(workload),
+                "protocol": digest_of(protocol),
+                "environment": digest_of(environment),
+                "status": "passed",
+                "timing": {
+                    "median_ns": ms_to_ns(row.y50),
+                    "p20_ns": ms_to_ns(row.y20),
+                    "p80_ns": ms_to_ns(row.y80),
+                    "raw": row.raw,
+                    "method": "triton.testing.do_bench",
+                },
+                "correctness": {"checked": False, "detail": "The Liger-Kernel benchmark scripts do not check outputs."},
+                "observed_at": row.timestamp.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z"),
+                "source": {"name": SOURCE, "external_id": _external_id(row), "time_zone_recorded": False},
+            },
+        )
         project = self.project(self.mapping["implementations"][line]["project"])
-        return [self.source_manifest(), self.operation(kernel["operation"]), project, implementation,
-                workload, protocol, environment, run]
+        return [
+            self.source_manifest(),
+            self.operation(kernel["operation"]),
+            project,
+            implementation,
+            workload,
+            protocol,
+            environment,
+            run,
+        ]
 
 
 def _external_id(row: LigerRow) -> str:
@@ -147,7 +208,10 @@ def _install(entry: dict, project: BaseModel, version: str | None) -> dict:
     if install == "liger_version":
         return {"method": "pip", "packages": [{"name": "liger-kernel", "version": version}]}
     if install == "script":
-        return {"method": "none", "why_missing": "the implementation is defined inside the benchmark script, not in a package."}
+        return {
+            "method": "none",
+            "why_missing": "the implementation is defined inside the benchmark script, not in a package.",
+        }
     if install.startswith("unrecorded:"):
         title = install.split(":", 1)[1]
         packages = [{"name": p} for p in project.spec.packages]
@@ -210,12 +274,15 @@ def _workload_manifest(operation: BaseModel, axes: dict, dtypes: dict, params: d
         except ExpressionError as exc:
             raise RowProblem(str(exc)) from None
         dtype = dtypes.get(decl["dtype"], decl["dtype"])
-        tensors.append({"name": decl["name"], "dtype": dtype, "shape": shape,
-                        "strides": _strides(shape, orders.get(decl["name"]))})
+        tensors.append(
+            {"name": decl["name"], "dtype": dtype, "shape": shape, "strides": _strides(shape, orders.get(decl["name"]))}
+        )
     label = " · ".join(f"{k} = {v}" for k, v in axes.items() if spec["axes"].get(k, {}).get("role") != "derived")
-    return build("WorkloadCase", {"operation": digest_of(operation), "axes": axes, "dtypes": dtypes,
-                                  "tensors": tensors, "params": params},
-                 {"title": label})
+    return build(
+        "WorkloadCase",
+        {"operation": digest_of(operation), "axes": axes, "dtypes": dtypes, "tensors": tensors, "params": params},
+        {"title": label},
+    )
 
 
 def _notice_text(name: str) -> str:

@@ -13,9 +13,21 @@ from datetime import datetime
 from kernelindex.domain.canonical import ManifestSyntaxError, strict_json_loads
 
 COLUMNS = (
-    "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit",
-    "x_name", "x_label", "x_value", "y_value_50", "y_value_20", "y_value_80",
-    "extra_benchmark_config_str", "gpu_name", "timestamp", "liger_version",
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "metric_unit",
+    "x_name",
+    "x_label",
+    "x_value",
+    "y_value_50",
+    "y_value_20",
+    "y_value_80",
+    "extra_benchmark_config_str",
+    "gpu_name",
+    "timestamp",
+    "liger_version",
 )
 MODES = {"forward": "forward", "backward": "backward", "full": "forward+backward"}
 
@@ -98,13 +110,26 @@ def _check_row(line: int, values: dict[str, str]) -> LigerRow | Rejected:
     except ValueError:
         return Rejected(line, "timestamp is not 'YYYY-MM-DD HH:MM:SS'")
     return LigerRow(
-        line=line, kernel=values["kernel_name"], provider=values["kernel_provider"],
-        mode=MODES[values["kernel_operation_mode"]], x_name=values["x_name"], x_value=x_value,
-        y50=y50, y20=y20, y80=y80,
-        raw={"y_value_50": values["y_value_50"], "y_value_20": values["y_value_20"],
-             "y_value_80": values["y_value_80"], "unit": "ms"},
-        config=config, config_text=values["extra_benchmark_config_str"], gpu_name=values["gpu_name"],
-        timestamp=timestamp, liger_version=values["liger_version"],
+        line=line,
+        kernel=values["kernel_name"],
+        provider=values["kernel_provider"],
+        mode=MODES[values["kernel_operation_mode"]],
+        x_name=values["x_name"],
+        x_value=x_value,
+        y50=y50,
+        y20=y20,
+        y80=y80,
+        raw={
+            "y_value_50": values["y_value_50"],
+            "y_value_20": values["y_value_20"],
+            "y_value_80": values["y_value_80"],
+            "unit": "ms",
+        },
+        config=config,
+        config_text=values["extra_benchmark_config_str"],
+        gpu_name=values["gpu_name"],
+        timestamp=timestamp,
+        liger_version=values["liger_version"],
     )
 
 

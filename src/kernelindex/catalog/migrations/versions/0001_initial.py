@@ -101,6 +101,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("catalog_state", "publications", "trusted_runners", "supersessions", "retractions",
-                  "attestations", "runs", "objects"):
+    for table in (
+        "catalog_state",
+        "publications",
+        "trusted_runners",
+        "supersessions",
+        "retractions",
+        "attestations",
+        "runs",
+        "objects",
+    ):
         op.drop_table(table)
