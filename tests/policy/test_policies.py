@@ -176,3 +176,13 @@ def test_default_workload_and_cohort() -> None:
     ]
     assert default_cohort(cohorts, ["h100-sxm", "h200", "b200"]) == "a100-fwd"
     assert default_cohort(cohorts[1:], ["h100-sxm", "h200", "b200"]) == "h200-fwd"
+
+
+def test_environment_key_ignores_what_a_runner_measured() -> None:
+    from kernelindex.policy.cohorts import cohort_key, environment_key
+
+    base = {"hardware": {"vendor": "NVIDIA", "product": "NVIDIA H200"}, "software": {"torch": "2.11.0"}}
+    measured = {**base, "copy_bandwidth_bytes_per_s": 4.2e12, "clocks": {"sm_mhz": "1980"}}
+    assert environment_key(base) == environment_key(measured)
+    assert environment_key(base) != environment_key({**base, "software": {"torch": "2.12.0"}})
+    assert cohort_key("w", "p", environment_key(base)) == cohort_key("w", "p", environment_key(measured))
