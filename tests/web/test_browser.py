@@ -132,12 +132,14 @@ def test_copy_button_is_revealed_by_script(page: Any, base_url: str) -> None:
 
 
 PHONE_PAGES = ["/", "/operations/rope", "/operations/embedding", "/records?operation=embedding",
-               "/runs/5758c74b1d019097", "/compare?run=5758c74b1d019097&run=cd8fcca4f803045b", "/docs",
+               "/runs/{leader}", "/compare?run={leader}&run={baseline}", "/docs",
                "/challenges", "/implementations/liger-kernel-rope", "/gpus/a100-80gb", "/search?q=rope"]
 
 
 @pytest.mark.parametrize("path", PHONE_PAGES)
-def test_phone_width_has_no_horizontal_overflow(browser: Any, base_url: str, path: str, tmp_path: Any) -> None:
+def test_phone_width_has_no_horizontal_overflow(browser: Any, base_url: str, path: str, tmp_path: Any,
+                                               rope_keys: dict[str, str]) -> None:
+    path = path.format(**rope_keys)
     context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True)
     tab = context.new_page()
     tab.goto(base_url + path)
@@ -147,14 +149,15 @@ def test_phone_width_has_no_horizontal_overflow(browser: Any, base_url: str, pat
     assert width <= 390, f"{path} is {width}px wide on a 390px screen"
 
 
-AXE_PAGES = ["/", "/search", "/search?q=rope", "/operations/rope", "/operations/embedding", "/runs/5758c74b1d019097",
+AXE_PAGES = ["/", "/search", "/search?q=rope", "/operations/rope", "/operations/embedding", "/runs/{leader}",
              "/implementations/liger-kernel-rope", "/records", "/records?operation=rope",
-             "/records?cohort=fcb1a7e92a28", "/gpus", "/gpus/a100-80gb", "/challenges",
-             "/compare?run=5758c74b1d019097&run=cd8fcca4f803045b", "/docs", "/operations/nope"]
+             "/records?cohort={cohort}", "/gpus", "/gpus/a100-80gb", "/challenges",
+             "/compare?run={leader}&run={baseline}", "/docs", "/operations/nope"]
 
 
 @pytest.mark.parametrize("path", AXE_PAGES)
-def test_axe_finds_no_serious_violations(page: Any, base_url: str, path: str) -> None:
+def test_axe_finds_no_serious_violations(page: Any, base_url: str, path: str, rope_keys: dict[str, str]) -> None:
+    path = path.format(**rope_keys)
     from axe_playwright_python.sync_playwright import Axe
 
     page.goto(base_url + path)
