@@ -31,3 +31,17 @@ def app(catalog: Catalog) -> Any:
 def client(app: Any) -> Iterator[TestClient]:
     with TestClient(app) as test_client:
         yield test_client
+
+
+def rope_keys_of(catalog: Catalog) -> dict[str, str]:
+    """Ids the tests navigate by, read from the read model (digests move when manifests change)."""
+    from kernelindex.readmodel.operations import operation_page
+
+    page = operation_page(catalog, "rope", now=FIXED_NOW)
+    return {"leader": page.ranked[0].run_id, "second": page.ranked[1].run_id, "baseline": page.ranked[2].run_id,
+            "cohort": page.selected_cohort or "", "workload": page.selected_workload or ""}
+
+
+@pytest.fixture(scope="session")
+def rope_keys(catalog: Catalog) -> dict[str, str]:
+    return rope_keys_of(catalog)

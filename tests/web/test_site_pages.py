@@ -10,8 +10,6 @@ from pagetext import links_of, section, text_of
 
 from kernelindex.catalog.db import Catalog
 
-ROPE_LEADER = "5758c74b1d019097"
-
 
 def _run_ids(html: str) -> list[str]:
     return [h.removeprefix("/runs/") for h in links_of(html) if re.fullmatch(r"/runs/[0-9a-f]{16}", h)]
@@ -36,9 +34,9 @@ def test_home_has_search_counts_sources_and_latest_records(client: TestClient) -
     assert "Latest records" in text and "/records" in links_of(html)
 
 
-def test_run_dossier(client: TestClient, rope_runs: list[str]) -> None:
-    assert rope_runs[0] == ROPE_LEADER
-    text = text_of(client.get(f"/runs/{ROPE_LEADER}").text)
+def test_run_dossier(client: TestClient, rope_runs: list[str], rope_keys: dict[str, str]) -> None:
+    assert rope_runs[0] == rope_keys["leader"]
+    text = text_of(client.get(f"/runs/{rope_keys['leader']}").text)
     assert "Liger · 58.9 µs" in text
     assert "#1 of 4 in its cohort" in text
     assert "p20 57.9 µs · p80 59.9 µs" in text
@@ -120,10 +118,10 @@ def test_compare_across_cohorts_names_the_first_difference(client: TestClient) -
 
 @pytest.mark.parametrize("query,status", [("run=xyz&run=abc", 400), ("run=" + "&run=".join(["ab"] * 2), 400),
                                           ("run=" + "&run=".join(f"{i:016x}" for i in range(9)), 400),
-                                          ("run=ffffffffffffffff&run=" + ROPE_LEADER, 404), ("", 200),
-                                          ("run=" + ROPE_LEADER, 200)])
-def test_compare_input_errors(client: TestClient, query: str, status: int) -> None:
-    assert client.get(f"/compare?{query}").status_code == status
+                                          ("run=ffffffffffffffff&run={leader}", 404), ("", 200),
+                                          ("run={leader}", 200)])
+def test_compare_input_errors(client: TestClient, rope_keys: dict[str, str], query: str, status: int) -> None:
+    assert client.get(f"/compare?{query.format(**rope_keys)}").status_code == status
 
 
 def test_unknown_run_is_404_and_bad_run_id_too(client: TestClient) -> None:
@@ -132,7 +130,8 @@ def test_unknown_run_is_404_and_bad_run_id_too(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("path", ["/", "/docs", "/records", "/challenges", "/gpus", "/gpus/a100-80gb",
-                                  "/implementations/liger-kernel-rope", f"/runs/{ROPE_LEADER}", "/compare"])
-def test_pages_reject_unknown_parameters(client: TestClient, path: str) -> None:
+                                  "/implementations/liger-kernel-rope", "/runs/{leader}", "/compare"])
+def test_pages_reject_unknown_parameters(client: TestClient, rope_keys: dict[str, str], path: str) -> None:
+    path = path.format(**rope_keys)
     joiner = "&" if "?" in path else "?"
     assert client.get(f"{path}{joiner}utm_nonsense=1").status_code == 400
