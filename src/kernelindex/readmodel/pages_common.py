@@ -5,7 +5,7 @@ lead's loading/cohort functions and the policy modules — never a second rankin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
@@ -118,10 +118,16 @@ def _event_view(event: RecordEvent, ref) -> EventView:  # noqa: ANN001 - local c
 
 
 def cohort_summaries(data: OperationData, now: datetime) -> list[CohortSummary]:
-    out = []
-    for cohort in cohorts_of(data).values():
-        out.append(_summary(data, cohort, now))
-    return sorted(out, key=lambda c: (c.operation, c.workload_label, c.label))
+    """Every cohort of one loaded operation, summarised. Home, records, GPU and challenge pages all
+    need them, so they are kept on the loaded data itself (which the loader caches per catalog
+    version) for the day they were computed for (staleness moves by days)."""
+    memo: dict[date, list[CohortSummary]] = data.__dict__.setdefault("_cohort_summaries", {})
+    day = now.date()
+    if day not in memo:
+        memo.clear()
+        summaries = [_summary(data, cohort, now) for cohort in cohorts_of(data).values()]
+        memo[day] = sorted(summaries, key=lambda c: (c.operation, c.workload_label, c.label))
+    return memo[day]
 
 
 def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummary:
