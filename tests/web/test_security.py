@@ -46,3 +46,17 @@ def test_every_request_is_logged_with_duration(client: TestClient, caplog: pytes
         client.get("/docs")
     lines = [r.getMessage() for r in caplog.records if r.name == "kernelindex.web.access"]
     assert any(line.startswith("GET /docs 200 ") and line.endswith("ms") for line in lines)
+
+
+def test_pages_revalidate_with_etags(client: TestClient) -> None:
+    first = client.get("/operations/rope")
+    etag = first.headers["etag"]
+    again = client.get("/operations/rope", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.headers["etag"] == etag and not again.content
+    assert "content-security-policy" in again.headers
+
+
+def test_json_twin_responses_are_hardened_too(client: TestClient) -> None:
+    response = client.get("/api/v1/operations")
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]

@@ -3,6 +3,7 @@ under ``/api/v1`` serves — so the page and the API cannot disagree (DESIGN §1
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -142,15 +143,24 @@ def page_errors() -> Iterator[None]:
                           [{"parameter": exc.parameter, "message": exc.message}]) from None
 
 
-def html_cached(request: Request, key: tuple[Any, ...], build: Callable[[], HTMLResponse]) -> HTMLResponse:
-    """Rendered pages are cached per catalog version and day (staleness moves by days)."""
+def html_cached(request: Request, key: tuple[Any, ...], build: Callable[[], HTMLResponse]) -> Response:
+    """Rendered pages are cached per catalog version and day (staleness moves by days), with a
+    content ETag so browsers and proxies can revalidate with a 304."""
     day = now_of(request).date().isoformat()
-    body, status = cached(request, ("html", day, *key), lambda: _body(build()))
-    return HTMLResponse(body, status_code=status)
+    body, status, etag = cached(request, ("html", day, *key), lambda: _body(build()))
+    if status == 200 and etag in _if_none_match(request):
+        return Response(status_code=304, headers={"etag": etag})
+    return HTMLResponse(body, status_code=status, headers={"etag": etag} if status == 200 else None)
 
 
-def _body(response: HTMLResponse) -> tuple[bytes, int]:
-    return bytes(response.body), response.status_code
+def _if_none_match(request: Request) -> set[str]:
+    header = request.headers.get("if-none-match", "")
+    return {tag.strip() for tag in header.split(",") if tag.strip()}
+
+
+def _body(response: HTMLResponse) -> tuple[bytes, int, str]:
+    body = bytes(response.body)
+    return body, response.status_code, f'W/"{hashlib.sha256(body).hexdigest()[:20]}"'
 
 
 def source_info(request: Request) -> dict[str, dict[str, Any]]:
