@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -91,10 +94,37 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | None = None) -> FastAPI:
+def _warm(catalog: Any, clock: Callable[[], datetime]) -> None:
+    """Load every operation and its cohort summaries once, so the first visitor of the home page or
+    the records ledger on a large catalog does not pay for it."""
+    started = time.perf_counter()
+    try:
+        from kernelindex.readmodel.pages_home import home_page
+
+        home_page(catalog, now=clock())
+    except Exception:  # warming is an optimisation: a failure here must not stop the server
+        log.exception("warming the read models failed; pages will compute on first request")
+        return
+    log.info("read models warmed in %.1f s", time.perf_counter() - started)
+
+
+def _lifespan(warm: bool) -> Callable[[FastAPI], Any]:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if warm:
+            threading.Thread(target=_warm, args=(app.state.catalog, app.state.clock), daemon=True,
+                             name="kernelindex-warm").start()
+        yield
+
+    return lifespan
+
+
+def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | None = None,
+               warm: bool = False) -> FastAPI:
     """Build the app over ``catalog`` (opened from the configured URL when not given).
 
-    ``clock`` is the injectable "now" for staleness and "last observed" (tests pin it).
+    ``clock`` is the injectable "now" for staleness and "last observed" (tests pin it); ``warm``
+    loads the read models in a background thread at startup (``ki serve`` workers do).
     """
     if catalog is None:
         from kernelindex.catalog.db import open_catalog
@@ -106,6 +136,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
         docs_url="/api/docs",
         redoc_url=None,
         openapi_url="/api/v1/openapi.json",
+        lifespan=_lifespan(warm),
     )
     app.state.catalog = catalog
     app.state.cache = VersionedCache()
@@ -133,4 +164,4 @@ def create_app_from_environment() -> FastAPI:
     """
     from kernelindex.catalog.db import open_catalog
 
-    return create_app(open_catalog(migrate_schema=False))
+    return create_app(open_catalog(migrate_schema=False), warm=True)
