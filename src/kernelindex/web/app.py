@@ -94,14 +94,12 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _warm(catalog: Any, clock: Callable[[], datetime]) -> None:
+def _warm(app: FastAPI) -> None:
     """Load every operation and its cohort summaries once, so the first visitor of the home page or
     the records ledger on a large catalog does not pay for it."""
     started = time.perf_counter()
     try:
-        from kernelindex.readmodel.pages_home import home_page
-
-        home_page(catalog, now=clock())
+        pages.warm(app)
     except Exception:  # warming is an optimisation: a failure here must not stop the server
         log.exception("warming the read models failed; pages will compute on first request")
         return
@@ -112,8 +110,7 @@ def _lifespan(warm: bool) -> Callable[[FastAPI], Any]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if warm:
-            threading.Thread(target=_warm, args=(app.state.catalog, app.state.clock), daemon=True,
-                             name="kernelindex-warm").start()
+            threading.Thread(target=_warm, args=(app,), daemon=True, name="kernelindex-warm").start()
         yield
 
     return lifespan

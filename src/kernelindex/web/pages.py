@@ -241,6 +241,16 @@ def _page_json(request: Request, key: tuple[Any, ...], build: Callable[[], Any])
     return cached(request, ("json", day, *key), compute)
 
 
+def warm(app: Any) -> None:
+    """Compute the home page's read model into the page cache (same key as the route), so the
+    first visitor waits for this computation instead of starting a second one."""
+    from kernelindex.readmodel.pages_home import home_page
+
+    catalog, now = app.state.catalog, app.state.clock()
+    key = ("json", now.date().isoformat(), "home")
+    app.state.cache.get_or_compute(catalog.version(), key, lambda: home_page(catalog, now=now).to_json())
+
+
 @router.get("/", response_class=HTMLResponse)
 def home_route(request: Request) -> Response:
     reject_unknown_params(request, set())

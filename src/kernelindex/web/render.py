@@ -133,26 +133,46 @@ class VersionedCache:
     """A small LRU of computed values keyed on (catalog version, key).
 
     Read models are pure functions of the catalog: when the version counter moves (any write),
-    every old entry is unreachable and ages out.
+    every old entry is unreachable and ages out. Concurrent requests for the same missing entry
+    wait for the one computation in flight instead of repeating it.
     """
 
     def __init__(self, size: int = 512) -> None:
         self.size = size
         self._items: OrderedDict[tuple[int, Hashable], Any] = OrderedDict()
+        self._inflight: dict[tuple[int, Hashable], threading.Event] = {}
         self._lock = threading.Lock()
+
+    def _lookup(self, full: tuple[int, Hashable]) -> tuple[bool, Any]:
+        if full in self._items:
+            self._items.move_to_end(full)
+            return True, self._items[full]
+        return False, None
 
     def get_or_compute(self, version: int, key: Hashable, compute: Callable[[], Any]) -> Any:
         full = (version, key)
         with self._lock:
-            if full in self._items:
-                self._items.move_to_end(full)
-                return self._items[full]
-        value = compute()
-        with self._lock:
-            self._items[full] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return value
+            found, value = self._lookup(full)
+            if found:
+                return value
+            pending = self._inflight.get(full)
+            if pending is None:
+                self._inflight[full] = threading.Event()
+        if pending is not None:
+            pending.wait()
+            with self._lock:
+                found, value = self._lookup(full)
+            return value if found else compute()  # the first computation failed: try ourselves
+        try:
+            value = compute()
+            with self._lock:
+                self._items[full] = value
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+            return value
+        finally:
+            with self._lock:
+                self._inflight.pop(full).set()
 
     def clear(self) -> None:
         with self._lock:
