@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -103,6 +104,7 @@ def _warm(app: FastAPI) -> None:
     except Exception:  # warming is an optimisation: a failure here must not stop the server
         log.exception("warming the read models failed; pages will compute on first request")
         return
+    gc.freeze()  # the warmed models live as long as the catalog version: keep them out of GC passes
     log.info("read models warmed in %.1f s", time.perf_counter() - started)
 
 
