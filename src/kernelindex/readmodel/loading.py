@@ -81,6 +81,7 @@ class OperationData:
     usability: dict[str, Usability]  # per implementation digest
     trusted_keys: dict[str, str]  # key id → runner name
     version: int
+    sources: dict[str, dict] = field(default_factory=dict)  # Source manifests by source name
 
     def gpu_of(self, environment: str) -> GpuSpec | None:
         return registry.gpu_for_product(self.environments[environment]["spec"]["hardware"]["product"])
@@ -150,6 +151,8 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         projects = _bodies(
             conn, {b["spec"]["project"] for b in bodies.values() if b["kind"] == "ImplementationRevision"}
         )
+        source_bodies = conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "Source")).scalars()
+        sources = {b["spec"]["name"]: b for b in map(json.loads, source_bodies)}
     runs = [_run(r, retractions, supersessions, superseding, attested) for r in rows]
     by_kind = _split(bodies)
     usable = {
@@ -169,6 +172,7 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         usable,
         trusted,
         version,
+        sources,
     )
     _derive_policy(data)
     return data

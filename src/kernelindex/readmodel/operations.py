@@ -158,6 +158,10 @@ class SourceSummary(JsonModel):
     name: str
     runs: int
     last_observed: datetime
+    title: str | None = None
+    url: str | None = None
+    license: str | None = None
+    attribution: str | None = None
 
 
 @dataclass
@@ -690,9 +694,22 @@ def _sources(data: OperationData) -> list[SourceSummary]:
     by_source: dict[str, list[Run]] = defaultdict(list)
     for run in data.runs:
         by_source[run.source].append(run)
-    return [
-        SourceSummary(name, len(runs), max(r.observed_at for r in runs)) for name, runs in sorted(by_source.items())
-    ]
+    summaries = []
+    for name, runs in sorted(by_source.items()):
+        manifest = data.sources.get(name, {})
+        spec = manifest.get("spec", {})
+        summaries.append(
+            SourceSummary(
+                name,
+                len(runs),
+                max(r.observed_at for r in runs),
+                title=manifest.get("metadata", {}).get("title"),
+                url=spec.get("url"),
+                license=spec.get("license"),
+                attribution=spec.get("attribution"),
+            )
+        )
+    return summaries
 
 
 def load_operation_runs(catalog: Catalog, slug: str) -> OperationData:
