@@ -36,7 +36,7 @@ def free_port() -> int:
 def build_catalog(url: str, scale: int) -> int:
     """Bundled data, plus ``scale - 1`` synthetic copies of every Liger run on distinct
     (synthetic) machines, so every operation has ``scale``× the cohorts and runs."""
-    from kernelindex.catalog.bootstrap import ensure_bundled_data
+    from kernelindex.bootstrap import ensure_bundled_data
     from kernelindex.catalog.db import open_catalog
 
     catalog = open_catalog(url)

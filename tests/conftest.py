@@ -64,7 +64,7 @@ def empty_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ca
 def catalog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
     """The bundled real data (Liger CSV, plus bundled verified runs when shipped), published once
     per backend. Read-only: tests that write use ``empty_catalog`` or ``liger_catalog``."""
-    from kernelindex.catalog.bootstrap import ensure_bundled_data
+    from kernelindex.bootstrap import ensure_bundled_data
 
     catalog, cleanup = _new_catalog(request.param, tmp_path_factory.mktemp("catalog"))
     ensure_bundled_data(catalog)

@@ -110,7 +110,7 @@ def test_bootstrap_trusts_the_shipped_key(db_url: str) -> None:
 
 def test_verify_takes_the_catalogs_reference_cases(db_url: str) -> None:
     from kernelindex import registry
-    from kernelindex.catalog.bootstrap import ensure_bundled_data
+    from kernelindex.bootstrap import ensure_bundled_data
     from kernelindex.cli.runner_cmds import catalog_workloads
 
     catalog = open_catalog(db_url)

@@ -37,7 +37,7 @@ class CommandError(Exception):
 
 class LocalBackend:
     def __init__(self, database: str | None) -> None:
-        from kernelindex.catalog.bootstrap import ensure_bundled_data
+        from kernelindex.bootstrap import ensure_bundled_data
         from kernelindex.cli.common import open_for_cli
 
         self.catalog = open_for_cli(database)

@@ -145,7 +145,7 @@ def _load_workloads(
         workloads = workloads_from_file(manifests, operation)
         where = str(manifests)
     else:
-        from kernelindex.catalog.bootstrap import ensure_bundled_data
+        from kernelindex.bootstrap import ensure_bundled_data
 
         catalog = open_for_cli(database)
         ensure_bundled_data(catalog)

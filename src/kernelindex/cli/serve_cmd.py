@@ -12,7 +12,7 @@ APP_FACTORY = "kernelindex.web.app:create_app_from_environment"
 
 def _prepare_catalog(database_url: str | None) -> str:
     """Open (and migrate) the catalog, import the bundled data if it is empty; return its URL."""
-    from kernelindex.catalog.bootstrap import ensure_bundled_data
+    from kernelindex.bootstrap import ensure_bundled_data
     from kernelindex.catalog.db import ENV_URL, open_catalog
 
     catalog = open_catalog(database_url)

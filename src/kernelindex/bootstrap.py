@@ -1,4 +1,5 @@
-"""First start: import the bundled real data into an empty catalog."""
+"""First start: import the bundled real data into an empty catalog. Lives outside catalog/
+because it orchestrates sources and trust, which depend on the catalog, not the other way round."""
 
 from __future__ import annotations
 
