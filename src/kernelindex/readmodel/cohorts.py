@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from kernelindex.domain.instants import as_utc
 from kernelindex.policy.ranking import Rankable, Ranked, rank
 from kernelindex.policy.records import RecordEvent, record_events
 from kernelindex.readmodel.loading import OperationData, Run
@@ -55,11 +56,5 @@ def cohort_record_events(cohort: Cohort) -> list[RecordEvent]:
     candidates = [r for r in cohort.runs if r.status == "passed" and r.median_ns is not None]
     removals = [(r.retracted["at"], r.digest) for r in candidates if r.retracted]
     removals += [(r.superseded_by["at"], r.digest) for r in candidates if r.superseded_by]
-    removals = [(_aware(at), d) for at, d in removals]
+    removals = [(as_utc(at), d) for at, d in removals]
     return record_events([rankable(r) for r in candidates], removals)
-
-
-def _aware(value):  # noqa: ANN001, ANN202
-    from datetime import UTC
-
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -22,6 +22,7 @@ from kernelindex.catalog.models import (
     SupersessionRow,
     TrustedRunnerRow,
 )
+from kernelindex.domain.instants import as_utc
 from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels
 from kernelindex.policy.usability import Usability, usability
@@ -210,19 +211,13 @@ def _run(row: Any, retractions: dict, supersessions: dict, superseding: dict, at
         median_ns=row.median_ns,
         p20_ns=row.p20_ns,
         p80_ns=row.p80_ns,
-        observed_at=_aware(row.observed_at),
+        observed_at=as_utc(row.observed_at),
         source=row.source,
         retracted=retractions.get(row.digest),
         superseded_by=supersessions.get(row.digest),
         supersedes=[superseding[row.digest]["old"]] if row.digest in superseding else [],
         attested=row.digest in attested,
     )
-
-
-def _aware(value: datetime) -> datetime:
-    from datetime import UTC
-
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _derive_policy(data: OperationData) -> None:

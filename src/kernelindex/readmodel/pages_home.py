@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import func, select
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
+from kernelindex.domain.instants import as_utc
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.pages_common import all_operations, cohort_summaries, utc_now
 from kernelindex.readmodel.pages_records import LedgerEvent
@@ -85,9 +86,6 @@ def _latest(summaries: list) -> list[LedgerEvent]:  # noqa: ANN001 - list[Cohort
     return events[:LATEST_RECORDS]
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
-
 
 def _sources(catalog: Catalog) -> list[SourceFreshness]:
     with catalog.engine.connect() as conn:
@@ -103,10 +101,10 @@ def _sources(catalog: Catalog) -> list[SourceFreshness]:
         names.add(name)
         count, last = runs.get(name, (0, None))
         found.append(SourceFreshness(name, body.get("metadata", {}).get("title") or name, spec.get("url"),
-                                     spec.get("license"), spec.get("attribution"), count, _aware(last),
-                                     _aware(published.get(name))))
+                                     spec.get("license"), spec.get("attribution"), count, as_utc(last),
+                                     as_utc(published.get(name))))
     for name, (count, last) in sorted(runs.items()):
         if name not in names:  # e.g. the KernelIndex runner: runs without a Source manifest
-            found.append(SourceFreshness(name, name, None, None, None, count, _aware(last),
-                                         _aware(published.get(name))))
+            found.append(SourceFreshness(name, name, None, None, None, count, as_utc(last),
+                                         as_utc(published.get(name))))
     return found
