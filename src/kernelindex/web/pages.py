@@ -163,15 +163,6 @@ def _body(response: HTMLResponse) -> tuple[bytes, int, str]:
     return body, response.status_code, f'W/"{hashlib.sha256(body).hexdigest()[:20]}"'
 
 
-def source_info(request: Request) -> dict[str, dict[str, Any]]:
-    from kernelindex.readmodel.pages_home import _sources
-
-    def compute() -> dict[str, dict[str, Any]]:
-        return {s.name: s.to_json() for s in _sources(catalog_of(request))}
-
-    return cached(request, ("source-info",), compute)
-
-
 # --- operation page -------------------------------------------------------------------------------
 
 
@@ -199,12 +190,12 @@ def operation_route(request: Request, slug: str) -> Response:
 
         with page_errors():
             page = operation_page(catalog_of(request), slug, workload=workload, cohort=cohort, now=now_of(request))
-        return render_operation(page.to_json(), source_info(request))
+        return render_operation(page.to_json())
 
     return html_cached(request, ("operation", slug, workload, cohort), build)
 
 
-def render_operation(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -> HTMLResponse:
+def render_operation(data: dict[str, Any]) -> HTMLResponse:
     from kernelindex.web.charts import ChartError, render_scaling_svg
 
     svg, xs = None, []
@@ -215,7 +206,7 @@ def render_operation(data: dict[str, Any], sources: dict[str, dict[str, Any]]) -
             data = {**data, "scaling": None}
         xs = sorted({p["x"] for s in data["scaling"]["series"] for p in s["points"]}) if svg else []
     return render("operation.html", page=data, json_url=data.get("json_url"), scaling_svg=svg or "",
-                  chart_xs=xs, source_info=sources, nav="search", axis_names=axis_names(data))
+                  chart_xs=xs, nav="search", axis_names=axis_names(data))
 
 
 def axis_names(data: dict[str, Any]) -> list[str]:
