@@ -1,0 +1,63 @@
+"""Operations the runner can verify, one ``OperationDef`` each.
+
+Every module in this package defines ``OPERATIONS: list[OperationDef]``; ``operations()`` discovers
+them, so adding an operation means adding a module (no central list to edit). An operation's
+definition holds what the runner needs to check and time it:
+
+- ``make_inputs``: a fresh random input set (never zeros) with the workload case's exact shapes,
+  dtypes and strides, from the given generator, on the given device;
+- ``reference``: the operation's semantics in plain PyTorch evaluated in float64 on those inputs,
+  differentiable (autograd through it gives the reference gradients);
+- ``adapters``: the implementations (baseline first, then ``liger``, then ``torch-compile`` of the
+  baseline); each binder returns the outputs by name and keeps them differentiable with respect to
+  the inputs in ``grad_inputs`` when those require grad (call autograd functions with the input
+  tensors; never a module holding its own copy of a parameter);
+- ``grad_inputs``: the inputs (parameters included) whose gradients a backward region produces;
+- ``regions``: the timed regions the runner can measure for it (``forward``, ``backward``,
+  ``forward+backward``);
+- ``unavailable``: why the operation cannot be verified on the runner, when it cannot (listed on
+  /challenges with that sentence).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+    from pydantic import BaseModel
+
+    from kernelindex.runner.adapters import Adapter
+
+    Tensors = dict[str, torch.Tensor]
+    InputMaker = Callable[[BaseModel, torch.Generator, torch.device], Tensors]
+    Reference = Callable[[Tensors], Tensors]
+
+REGIONS = ("forward", "backward", "forward+backward")
+
+
+@dataclass(frozen=True)
+class OperationDef:
+    slug: str
+    make_inputs: InputMaker
+    reference: Reference
+    adapters: Callable[[], list[Adapter]]
+    grad_inputs: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ("forward",)
+    unavailable: str | None = None
+
+
+def operations() -> dict[str, OperationDef]:
+    """Every operation the runner knows, by catalog slug (discovered from this package's modules)."""
+    found: dict[str, OperationDef] = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for op in getattr(module, "OPERATIONS", []):
+            if op.slug in found:
+                raise ValueError(f"operation {op.slug!r} is defined twice (in {info.name} and before)")
+            found[op.slug] = op
+    return found
