@@ -19,7 +19,7 @@ app = typer.Typer(
 catalog_cmds.register(app)
 
 # Command groups owned by other parts of the package; each registers itself when present.
-for module in ("serve_cmd", "query_cmds", "runner_cmds"):
+for module in ("serve_cmd", "query_cmds", "runner_cmds", "use_cmd"):
     try:
         importlib.import_module(f"kernelindex.cli.{module}").register(app)
     except ModuleNotFoundError as exc:

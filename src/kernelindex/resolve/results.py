@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.reasons import Reason
@@ -91,8 +90,9 @@ class CohortResult:
 
     @property
     def url(self) -> str:
-        params = {k: v for k, v in (("workload", self.workload_ref), ("cohort", self.cohort_ref)) if v}
-        return f"/operations/{self.operation}" + (f"?{urlencode(params)}" if params else "")
+        # The refs are hex digests: nothing to escape (urlencode cost a third of a batch's JSON time).
+        params = [f"{k}={v}" for k, v in (("workload", self.workload_ref), ("cohort", self.cohort_ref)) if v]
+        return f"/operations/{self.operation}" + (f"?{'&'.join(params)}" if params else "")
 
     def label(self) -> str:
         return f"{self.gpu_label} · {self.mode}" + ("" if self.native else " · KernelIndex runner")

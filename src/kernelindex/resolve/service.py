@@ -20,16 +20,20 @@ class RequestProblems(ValueError):
         self.problems = problems
 
 
-def search(catalog: Catalog, text: str, *, now: datetime | None = None) -> Resolution:
-    """Resolve a text query; problems in the text are reported beside their tokens, never raised."""
-    source = CatalogRunSource(catalog)
+def search(catalog: Catalog, text: str, *, now: datetime | None = None,
+           source: CatalogRunSource | None = None) -> Resolution:
+    """Resolve a text query; problems in the text are reported beside their tokens, never raised.
+
+    ``source`` lets a caller answering many queries read the catalog version once."""
+    source = source or CatalogRunSource(catalog)
     parsed = parse_query(text, source.vocabulary())
     return resolve(parsed.request, source, parsed=parsed.to_json(), candidates=parsed.operation_candidates, now=now)
 
 
-def resolve_structured(catalog: Catalog, request: ResolveRequest, *, now: datetime | None = None) -> Resolution:
+def resolve_structured(catalog: Catalog, request: ResolveRequest, *, now: datetime | None = None,
+                       source: CatalogRunSource | None = None) -> Resolution:
     """Resolve a structured request; raises :class:`RequestProblems` when a value names nothing."""
-    source = CatalogRunSource(catalog)
+    source = source or CatalogRunSource(catalog)
     normalised, problems = normalise_request(request, source.vocabulary())
     if problems:
         raise RequestProblems(problems)

@@ -54,7 +54,8 @@ class ApiProblem(Exception):
         return STATUS[self.code]
 
 
-def problem_response(problem: ApiProblem, instance: str | None = None) -> JSONResponse:
+def problem_body(problem: ApiProblem, instance: str | None = None) -> dict[str, Any]:
+    """The problem+json body (also what a batch slot, an MCP tool error and the CLI carry)."""
     body: dict[str, Any] = {
         "type": PROBLEM_BASE + problem.code,
         "title": TITLES[problem.code],
@@ -66,7 +67,12 @@ def problem_response(problem: ApiProblem, instance: str | None = None) -> JSONRe
         body["instance"] = instance
     if problem.errors:
         body["errors"] = problem.errors
-    return JSONResponse(body, status_code=problem.status, media_type="application/problem+json")
+    return body
+
+
+def problem_response(problem: ApiProblem, instance: str | None = None) -> JSONResponse:
+    return JSONResponse(problem_body(problem, instance), status_code=problem.status,
+                        media_type="application/problem+json")
 
 
 def _validation_problem(exc: RequestValidationError) -> ApiProblem:

@@ -25,6 +25,7 @@ from kernelindex.resolve.listings import implementations_list, workloads_list
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.service import RequestProblems, resolve_structured, search
 from kernelindex.resolve.source import CatalogRunSource
+from kernelindex.web.api.agent_routes import register as register_agent_routes
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
 from kernelindex.web.api.problems import ApiProblem, ProblemRoute, problem_response, problem_responses
 from kernelindex.web.api.schemas import ResolutionOut
@@ -300,4 +301,5 @@ class _Fallback:
         await _fallback(Request(scope, receive))(scope, receive, send)
 
 
+register_agent_routes(router)  # before the fallback, which takes every path left over
 router.add_route("/api/v1/{path:path}", _Fallback(), include_in_schema=False)

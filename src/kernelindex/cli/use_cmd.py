@@ -1,0 +1,91 @@
+"""``ki use QUERY``: what to run for an exact workload on a GPU (the same answer as ``GET /api/v1/use``,
+the MCP tool ``recommend_kernel`` and the operation page's "Use this" box)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.syntax import Syntax
+
+from kernelindex.cli.common import DatabaseOption, console
+from kernelindex.cli.query_cmds import ApiOption, CommandError, JsonOption, LocalBackend, _backend, _run
+from kernelindex.domain.units import format_duration
+
+
+def use_answer(api: str | None, database: str | None, text: str) -> dict[str, Any]:
+    backend = _backend(api, database)
+    if not isinstance(backend, LocalBackend):
+        return backend.get("/use", {"q": text})
+    from kernelindex.resolve.batch import QueryFailure
+    from kernelindex.resolve.use import use_text
+
+    outcome = use_text(backend.catalog, text)
+    if isinstance(outcome, QueryFailure):
+        raise CommandError(outcome.detail, 2)
+    return outcome
+
+
+def render_use(data: dict[str, Any]) -> None:
+    for issue in (data.get("query") or {}).get("issues", []):
+        fix = f" → try [cyan]{issue['suggestion']}[/]" if issue.get("suggestion") else ""
+        console.print(f"[yellow]![/] [bold]{issue['token']}[/]: {issue['message']}{fix}", highlight=False)
+    console.print(f"[bold]{data['message']}[/]", highlight=False)
+    for choice in data["choices"]:
+        console.print(f"  ki use \"{choice['query']}\"", highlight=False)
+    rec = data.get("recommendation")
+    if not rec:
+        return
+    for answer in rec["answers"]:
+        _answer_block(answer)
+    nearest = rec.get("nearest")
+    if nearest:
+        console.print(f"Nearest evidence: {nearest['gpu_label']} ({nearest['why']}).", highlight=False)
+        for answer in nearest["answers"]:
+            _answer_block(answer)
+    floor = rec.get("floor")
+    if floor:
+        console.print(f"{rec['gpu']['label']} floor: {format_duration(floor['floor_ns'])} "
+                      f"({floor['bound']}-bound, floor-v1 · {floor['label']})", highlight=False)
+    console.print(f"[dim]{rec['note']}[/]", highlight=False)
+
+
+def _answer_block(answer: dict[str, Any]) -> None:
+    impl = answer["implementation"]
+    kind = {"verified+default": "verified and default cohort"}.get(answer["cohort_kind"],
+                                                                    f"{answer['cohort_kind']} cohort")
+    console.print(f"\n[bold]{answer['cohort_label']}[/] [dim]({kind} {answer['cohort']})[/]", highlight=False)
+    version = f" {impl['version']}" if impl.get("version") else ""
+    vs = f" · {answer['vs_fastest']:.2f}× the fastest" if answer.get("vs_fastest") else ""
+    floor = f" · {answer['floor_ratio']:.2f}× above the floor" if answer.get("floor_ratio") else ""
+    console.print(f"  {impl['title']}{version} ({impl['project']}, {impl['license'] or 'license unknown'}) · "
+                  f"{answer['median']} · #{answer['rank_label']}{vs}{floor}", highlight=False)
+    console.print(f"  Evidence: {answer['evidence_line']}", highlight=False)
+    if not answer["usable_found"]:
+        reasons = "; ".join(r["sentence"] for r in answer["not_usable_reasons"])
+        console.print(f"  [yellow]No usable implementation in this cohort[/]: {reasons}", highlight=False)
+        return
+    console.print(f"  Install:  [cyan]{answer['install']}[/]", highlight=False)
+    if answer.get("snippet"):
+        console.print(Syntax(answer["snippet"], "python", theme="ansi_dark", background_color="default"))
+    console.print(f"  Run: {answer['run_url']}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("use")
+    def use_cmd(
+        query: list[str] = typer.Argument(..., help="The workload and GPU, e.g. rope seq=2048 hidden=8192 bf16 h200"),
+        as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
+    ) -> None:
+        """What to run: the fastest usable implementation for an exact workload on a GPU, with its pinned
+        install line, a runnable snippet, the evidence and the floor ratio."""
+        from kernelindex.cli.common import print_json
+
+        def action() -> None:
+            data = use_answer(api, database, " ".join(query))
+            if as_json:
+                print_json(data)
+            else:
+                render_use(data)
+
+        _run(action)

@@ -1,0 +1,212 @@
+"""What to run for an exact workload on a GPU (``ki use``, ``GET /api/v1/use``, the MCP tool
+``recommend_kernel`` and the operation page's "Use this" box all render this one answer).
+
+On the asked GPU: the fastest usable implementation in its verified cohort when one exists, else in
+its default cohort (DESIGN §4); when both exist, both answers, each labelled with its cohort. Runs are
+never compared across cohorts. When the GPU has no run of the workload in the timed region, the answer
+says so, gives the same answers on the nearest measured GPU (datasheet bandwidth closest to the asked
+one's; ties → the newer architecture) and the asked GPU's floor estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kernelindex import registry
+from kernelindex.domain.units import format_duration
+from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
+from kernelindex.policy.floor import floor_estimate
+from kernelindex.policy.selection import CohortChoice, default_cohort
+from kernelindex.readmodel.cohorts import Cohort, cohorts_of
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.labels import cohort_key_short, cohort_label, workload_key, workload_label
+from kernelindex.readmodel.loading import NotFound, OperationData, Run, load_operation
+from kernelindex.readmodel.operations import ImplementationRef, RankedRow, floor_for, ranked_rows
+from kernelindex.readmodel.snippets import python_snippet
+from kernelindex.registry import GpuSpec
+
+VERIFIED_LEVELS = ("verified", "replicated")
+
+
+@dataclass
+class UseAnswer(JsonModel):
+    """The fastest usable implementation in one cohort, as what to run."""
+
+    cohort_kind: str  # verified | default | verified+default
+    cohort: str
+    cohort_key: str
+    cohort_label: str
+    gpu: str
+    gpu_label: str
+    mode: str
+    usable_found: bool
+    run_id: str
+    run_url: str
+    implementation: ImplementationRef
+    median_ns: int
+    median: str
+    rank_label: str
+    vs_fastest: float | None  # this row's median / the cohort leader's (None when it is the leader)
+    evidence: str
+    evidence_line: str
+    install: str | None
+    snippet: str | None
+    floor_ns: float | None
+    floor_ratio: float | None
+    page_url: str
+    not_usable_reasons: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class NearestGpu(JsonModel):
+    gpu: str
+    gpu_label: str
+    bandwidth_gbps: float
+    why: str
+    answers: list[UseAnswer]
+
+
+@dataclass
+class Recommendation(JsonModel):
+    status: str  # measured | not_measured_on_gpu | not_measured
+    message: str
+    operation: dict[str, Any]
+    workload: dict[str, Any]
+    gpu: dict[str, Any]
+    mode: str
+    answers: list[UseAnswer]
+    nearest: NearestGpu | None
+    floor: dict[str, Any] | None  # the asked GPU's floor estimate for this workload
+    note: str = "Never compared across cohorts: each answer is the fastest usable run inside its own cohort."
+
+
+def recommend(catalog: Any, slug: str, workload: str, gpu_slug: str, *, mode: str | None = None,
+              now: datetime | None = None) -> Recommendation:
+    """``workload`` is a workload digest (or its 12-digit key) of operation ``slug``."""
+    data = load_operation(catalog, slug)
+    digest = next((d for d in data.workloads if workload in (d, workload_key(d))), None)
+    if digest is None:
+        raise NotFound(f"workload {workload!r} is not a workload of {slug}")
+    gpu = registry.gpus().get(gpu_slug)
+    if gpu is None:
+        raise NotFound(f"no GPU {gpu_slug!r} in the datasheet table; list them at /api/v1/gpus")
+    return build_recommendation(data, digest, gpu, mode, now or datetime.now(UTC))
+
+
+def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: str | None,
+                         now: datetime) -> Recommendation:
+    measured = [c for c in cohorts_of(data).values() if c.workload == digest and c.eligible]
+    region = mode or _default_region(data, measured)
+    in_region = [c for c in measured if _mode(data, c) == region]
+    answers = _answers_on(data, in_region, gpu.slug, now)
+    nearest = None if answers else _nearest(data, in_region, gpu, now)
+    floor = floor_estimate(data.operation["spec"], data.workloads[digest]["spec"], gpu)
+    what = f"{data.slug} · {workload_label(data.operation, data.workloads[digest])} · {region}"
+    if answers:
+        status, message = "measured", f"Measured on {gpu.short} for {what}."
+    elif nearest:
+        status = "not_measured_on_gpu"
+        message = (f"Not measured on {gpu.short} for {what}. Nearest measured GPU: {nearest.gpu_label}; "
+                   f"{gpu.short} floor estimate {format_duration(floor.floor_ns)}.")
+    else:
+        status, message = "not_measured", f"No eligible run of {what} on any GPU."
+    return Recommendation(
+        status=status, message=message,
+        operation={"slug": data.slug, "title": data.operation["metadata"].get("title", data.slug),
+                   "url": f"/operations/{data.slug}"},
+        workload={"key": workload_key(digest), "label": workload_label(data.operation, data.workloads[digest]),
+                  "axes": dict(data.workloads[digest]["spec"]["axes"]),
+                  "dtypes": dict(data.workloads[digest]["spec"].get("dtypes", {}))},
+        gpu={"slug": gpu.slug, "label": gpu.short, "name": gpu.name, "bandwidth_gbps": gpu.bandwidth_gbps},
+        mode=region, answers=answers, nearest=nearest,
+        floor={**floor.to_json(), "label": "estimate, not evidence"},
+    )
+
+
+def _mode(data: OperationData, cohort: Cohort) -> str:
+    return data.protocols[cohort.protocol]["spec"]["timed_region"]
+
+
+def _gpu_slug(data: OperationData, cohort: Cohort) -> str | None:
+    gpu = data.gpu_of(cohort.environment)
+    return gpu.slug if gpu else None
+
+
+def _default_region(data: OperationData, cohorts: list[Cohort]) -> str:
+    """Forward when measured (what a model calls first), else the most common region."""
+    regions = [_mode(data, c) for c in cohorts]
+    if not regions or "forward" in regions:
+        return "forward"
+    return max(sorted(set(regions)), key=regions.count)
+
+
+def _choice(data: OperationData, c: Cohort) -> CohortChoice:
+    first = min((r.observed_at for r in c.eligible), default=None)
+    return CohortChoice(c.key, len(c.eligible), _mode(data, c), _gpu_slug(data, c), first)
+
+
+def _answers_on(data: OperationData, cohorts: list[Cohort], gpu: str, now: datetime) -> list[UseAnswer]:
+    on_gpu = [c for c in cohorts if _gpu_slug(data, c) == gpu]
+    if not on_gpu:
+        return []
+    verified = [c for c in on_gpu if any(r.evidence in VERIFIED_LEVELS for r in c.eligible)]
+    picks: list[tuple[str, str | None]] = [
+        ("verified", default_cohort([_choice(data, c) for c in verified], registry.priority_gpus())),
+        ("default", default_cohort([_choice(data, c) for c in on_gpu], registry.priority_gpus())),
+    ]
+    if picks[0][1] == picks[1][1]:
+        picks = [("verified+default", picks[0][1])]
+    by_key = {c.key: c for c in on_gpu}
+    return [_answer(data, by_key[key], kind, now) for kind, key in picks if key]
+
+
+def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> UseAnswer:
+    rows = ranked_rows(data, cohort, now)
+    usable = next((r for r in rows if r.implementation.usable), None)
+    row = usable or rows[0]
+    run = cohort.run(row.digest)
+    floors = floor_for(data, cohort.workload, cohort.environment)
+    floor_ns = floors[0].floor_ns if floors else None
+    install = row.implementation.install_command
+    snippet = python_snippet(data.operation["spec"], data.workloads[cohort.workload]["spec"],
+                             data.implementations[run.implementation]["spec"], install) if usable else None
+    gpu = data.gpu_of(cohort.environment)
+    env = data.environments[cohort.environment]
+    return UseAnswer(
+        cohort_kind=kind, cohort=cohort_key_short(cohort.key), cohort_key=cohort.key,
+        cohort_label=cohort_label(env, data.protocols[cohort.protocol]),
+        gpu=gpu.slug if gpu else "", gpu_label=gpu.short if gpu else env["spec"]["hardware"]["product"],
+        mode=_mode(data, cohort), usable_found=usable is not None, run_id=row.run_id, run_url=f"/runs/{row.run_id}",
+        implementation=row.implementation, median_ns=row.median_ns, median=format_duration(row.median_ns, 2),
+        rank_label=row.rank_label, vs_fastest=None if row is rows[0] else round(row.median_ns / rows[0].median_ns, 4),
+        evidence=row.evidence, evidence_line=_evidence_line(data, run, row), install=install, snippet=snippet,
+        floor_ns=floor_ns, floor_ratio=round(row.median_ns / floor_ns, 4) if floor_ns else None,
+        page_url=f"/operations/{data.slug}?workload={workload_key(cohort.workload)}"
+                 f"&cohort={cohort_key_short(cohort.key)}",
+        not_usable_reasons=[] if usable else list(row.implementation.not_usable_reasons),
+    )
+
+
+def _evidence_line(data: OperationData, run: Run, row: RankedRow) -> str:
+    source = data.sources.get(run.source, {}).get("metadata", {}).get("title") or run.source
+    observed = row.observed_at.date().isoformat()
+    zone = "" if row.time_zone_recorded else " (time zone not recorded by the source)"
+    return f"{row.evidence.capitalize()} · {source} · observed {observed}{zone} · {EVIDENCE_SENTENCES[row.evidence]}"
+
+
+def _nearest(data: OperationData, cohorts: list[Cohort], asked: GpuSpec, now: datetime) -> NearestGpu | None:
+    measured = {slug for c in cohorts if (slug := _gpu_slug(data, c))}
+    candidates = [registry.gpus()[s] for s in measured if s != asked.slug]
+    if not candidates:
+        return None
+    best = min(candidates, key=lambda g: (abs(g.bandwidth_gbps - asked.bandwidth_gbps), -_arch_number(g), g.slug))
+    why = (f"datasheet bandwidth {best.bandwidth_gbps:,.0f} GB/s is the closest to {asked.short}'s "
+           f"{asked.bandwidth_gbps:,.0f} GB/s among the GPUs with runs for this workload")
+    return NearestGpu(best.slug, best.short, best.bandwidth_gbps, why, _answers_on(data, cohorts, best.slug, now))
+
+
+def _arch_number(gpu: GpuSpec) -> int:
+    digits = "".join(ch for ch in gpu.architecture if ch.isdigit())
+    return int(digits) if digits else 0

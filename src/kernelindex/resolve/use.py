@@ -1,0 +1,101 @@
+"""``ki use QUERY``: a query → one exact workload on one GPU → the read model's recommendation.
+
+The resolver finds the workloads the query names (on any GPU, so an unmeasured GPU still has a
+workload); exactly one must match, otherwise the answer lists the candidates (or the nearest measured
+shapes) with a query for each. The recommendation itself is computed in
+:mod:`kernelindex.readmodel.recommend`, once, for every surface.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.readmodel.recommend import recommend
+from kernelindex.resolve.batch import QueryFailure, validation_errors
+from kernelindex.resolve.grammar import MAX_QUERY_CHARS, parse_query
+from kernelindex.resolve.interpret import canonical_query
+from kernelindex.resolve.request import ResolveRequest, normalise_request
+from kernelindex.resolve.resolver import resolve
+from kernelindex.resolve.results import CohortResult, Resolution
+from kernelindex.resolve.source import CatalogRunSource
+
+
+def use_text(catalog: Catalog, text: str, *, now: datetime | None = None) -> dict[str, Any] | QueryFailure:
+    if len(text) > MAX_QUERY_CHARS:
+        return QueryFailure("invalid_request", f"The query is {len(text)} characters long; queries are at most "
+                            f"{MAX_QUERY_CHARS}.", [{"field": "q", "message": "too long"}])
+    source = CatalogRunSource(catalog)
+    parsed = parse_query(text, source.vocabulary())
+    return use_request(catalog, parsed.request, parsed=parsed.to_json(), now=now)
+
+
+def use_structured(catalog: Catalog, body: dict[str, Any], *, now: datetime | None = None
+                   ) -> dict[str, Any] | QueryFailure:
+    try:
+        request = ResolveRequest.model_validate(body)
+    except ValidationError as exc:
+        errors = validation_errors(exc)
+        return QueryFailure("invalid_request", "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors)
+    normalised, problems = normalise_request(request, CatalogRunSource(catalog).vocabulary())
+    if problems:
+        return QueryFailure("invalid_request", "; ".join(f"{p.field}: {p.message}" for p in problems),
+                            [p.to_json() for p in problems])
+    return use_request(catalog, normalised, now=now)
+
+
+def use_request(catalog: Catalog, request: ResolveRequest, *, parsed: dict[str, Any] | None = None,
+                now: datetime | None = None) -> dict[str, Any] | QueryFailure:
+    """The recommendation for a normalised request, or why there is none for exactly one workload."""
+    if not request.operation:
+        return QueryFailure("invalid_request", "Name an operation (rope, embedding, rms norm …): `ki use` answers "
+                            "for one exact workload.", [{"field": "operation", "message": "missing"}])
+    if not request.gpu:
+        return QueryFailure("invalid_request", "Name a GPU (a100, h100, h200, b200 …): `ki use` answers for one "
+                            "GPU.", [{"field": "gpu", "message": "missing"}])
+    source = CatalogRunSource(catalog)
+    anywhere = request.model_copy(update={"gpu": None, "arch": None, "mode": None})
+    resolution = resolve(anywhere, source, now=now)
+    workloads = _workloads(resolution)
+    base = {"query": parsed, "canonical_query": canonical_query(request, source.vocabulary())}
+    if len(workloads) == 1:
+        cohort = next(iter(workloads.values()))
+        answer = recommend(catalog, request.operation, cohort.workload_key, request.gpu, mode=request.mode, now=now)
+        return {**base, "status": answer.status, "message": answer.message, "recommendation": answer.to_json(),
+                "choices": []}
+    if workloads:
+        choices = [_choice(request, c, source) for c in workloads.values()]
+        return {**base, "status": "choose_workload", "choices": choices, "recommendation": None,
+                "message": f"{len(choices)} workloads match; bind more axes (or a dtype) to pick one."}
+    return {**base, "status": "no_exact_workload", "message": resolution.message,
+            "choices": _nearest(request, resolution, source), "recommendation": None}
+
+
+def _workloads(resolution: Resolution) -> dict[str, CohortResult]:
+    found: dict[str, CohortResult] = {}
+    for cohort in resolution.exact:
+        found.setdefault(cohort.workload_key, cohort)
+    return found
+
+
+def _choice(request: ResolveRequest, cohort: CohortResult, source: CatalogRunSource) -> dict[str, Any]:
+    dtypes = sorted(set(cohort.dtypes.values()))
+    update: dict[str, Any] = {"axes": dict(cohort.axes)}
+    if len(dtypes) == 1:
+        update["dtype"] = dtypes[0]
+    query = canonical_query(request.model_copy(update=update), source.vocabulary())
+    return {"workload": cohort.workload_ref, "axes": dict(cohort.axes), "dtypes": dict(cohort.dtypes), "query": query}
+
+
+def _nearest(request: ResolveRequest, resolution: Resolution, source: CatalogRunSource) -> list[dict[str, Any]]:
+    """The measured shapes on either side of an unmeasured one, as queries on the asked GPU."""
+    nearest = resolution.nearest
+    if nearest is None:
+        return []
+    sides = [n for n in (nearest.below, nearest.above) if n]
+    return [{"axis": nearest.axis, "value": n.value,
+             "query": canonical_query(request.model_copy(update={"axes": {**request.axes, nearest.axis: n.value}}),
+                                      source.vocabulary())} for n in sides]

@@ -1,0 +1,52 @@
+"""``ki use``: what to run, from the local catalog or a server, the same answer as GET /api/v1/use."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.cli import app as ki
+from kernelindex.cli import query_cmds
+
+runner = CliRunner()
+
+
+def _ki(catalog: Catalog, *args: str) -> Any:
+    return runner.invoke(ki, [*args, "--database", catalog.url], env={"COLUMNS": "200"})
+
+
+def test_use_prints_install_snippet_evidence_and_floor(catalog: Catalog) -> None:
+    result = _ki(catalog, "use", "rope", "seq=2048", "hidden=8192", "bf16", "h200")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Liger" in out and "Verified" in out and 'pip install "liger-kernel==' in out
+    assert "liger_rotary_pos_emb(q, k, cos, sin)" in out and "above the floor" in out
+
+
+def test_use_on_h100_says_not_measured_and_gives_the_nearest_gpu(catalog: Catalog) -> None:
+    out = _ki(catalog, "use", "rope seq=2048 hidden=8192 bf16 h100").stdout
+    assert "Not measured on H100" in out and "Nearest evidence: A100" in out and "H100 floor:" in out
+    assert 'pip install "liger-kernel==0.2.1"' in out
+
+
+def test_use_json_equals_the_api_answer(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelindex.web.app import create_app
+
+    local = json.loads(_ki(catalog, "use", "rope seq=2048 hidden=8192 bf16 a100", "--json").stdout)
+    with TestClient(create_app(catalog), base_url="http://testserver/api/v1") as client:
+        monkeypatch.setattr(query_cmds, "http_client", lambda base: client)
+        result = runner.invoke(ki, ["use", "rope seq=2048 hidden=8192 bf16 a100", "--json", "--api",
+                                    "http://testserver"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == local
+    assert local["recommendation"]["answers"][0]["install"] == 'pip install "liger-kernel==0.2.1"'
+
+
+def test_use_without_a_gpu_is_a_usage_error(catalog: Catalog) -> None:
+    result = _ki(catalog, "use", "rope seq=2048 hidden=8192")
+    assert result.exit_code == 2 and "Name a GPU" in result.output
