@@ -16,7 +16,10 @@ from sqlalchemy import create_engine, text
 from kernelindex.catalog.db import Catalog, normalize_url, open_catalog
 
 PG_URL = os.environ.get("KERNELINDEX_TEST_DATABASE_URL")
-BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
+# PostgreSQL stays in every count: without the variable its tests are reported as skipped, with the reason.
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(
+    not PG_URL, reason="PostgreSQL tests need KERNELINDEX_TEST_DATABASE_URL "
+    "(e.g. postgresql://postgres@127.0.0.1:5432/test)"))]
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 
@@ -79,3 +82,13 @@ def liger_catalog(empty_catalog: Catalog) -> Catalog:
 
     import_liger(empty_catalog, dry_run=False, actor="test")
     return empty_catalog
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line saying how many PostgreSQL tests did not run and why (``-q`` hides skip reasons)."""
+    if PG_URL:
+        return
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "[postgresql" in r.nodeid]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} PostgreSQL tests skipped: set KERNELINDEX_TEST_DATABASE_URL "
+                                    "(e.g. postgresql://postgres@127.0.0.1:5432/test) to run them")

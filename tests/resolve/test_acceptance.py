@@ -61,7 +61,7 @@ def test_unknown_key_suggests_and_the_rest_still_resolves(catalog: Catalog, now:
     r = search(catalog, "rope gpuu:a100", now=now)
     issues = r.parsed["issues"]
     assert issues[0]["code"] == "UNKNOWN_KEY" and issues[0]["suggestion"] == "gpu:a100"
-    assert r.operation["slug"] == "rope" and r.status == "exact"
+    assert r.operation["slug"] == "rope" and r.status == "exact" and r.to_json()["status"] == "partial"
 
 
 def test_typo_finds_embedding(catalog: Catalog, now: datetime) -> None:

@@ -3,17 +3,38 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from typing import Any, NoReturn
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from kernelindex.cli import catalog_cmds
 
+
+def _end_quietly() -> NoReturn:
+    """The reader went away (``ki search … | head -1``): that is how pipes end, not an error."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    raise SystemExit(0)
+
+
+class _Group(TyperGroup):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # Click would turn it into exit status 1
+            _end_quietly()
+
+
 app = typer.Typer(
+    cls=_Group,
     name="ki",
     help="KernelIndex: the fastest known implementation of an exact GPU workload, with its evidence.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: typer's rich panels label every flag "<bool>"
     add_completion=False,
 )
 catalog_cmds.register(app)
@@ -29,9 +50,18 @@ for module in ("serve_cmd", "query_cmds", "runner_cmds", "use_cmd"):
 
 def main() -> None:
     try:
-        app()
+        code = app(standalone_mode=False)
+        sys.stdout.flush()
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        sys.exit(1)
+    except BrokenPipeError:
+        _end_quietly()
     except KeyboardInterrupt:
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

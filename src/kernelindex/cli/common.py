@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import sys
 from typing import Any, NoReturn
 
 import typer
@@ -12,7 +13,16 @@ from rich.console import Console
 
 from kernelindex.catalog.db import Catalog, open_catalog
 
-console = Console()
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader went away (``ki search … | head -1``): stop quietly with 0, as pipes end."""
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(0)
+
+
+console = _Console()
 errors = Console(stderr=True)
 
 DatabaseOption = typer.Option(

@@ -2,7 +2,8 @@
 
 Each command gets the same JSON the API serves — from the local catalog, or from a server with
 ``--api URL`` — and renders it; ``--json`` prints that JSON as is. Exit codes: 0 ok, 1 error
-(nothing found, server or catalog failure), 2 usage (bad option or value).
+(nothing found, server or catalog failure, or a query with ignored terms — its answer for the rest
+is still printed), 2 usage (bad option or value).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ ApiOption = typer.Option(None, "--api", envvar="KERNELINDEX_API", metavar="URL",
                          help="Ask a KernelIndex server (e.g. http://localhost:8000) instead of the local catalog.")
 JsonOption = typer.Option(False, "--json", help="Print the JSON answer (the API's body) instead of tables.")
 KINDS = ("operation", "run", "implementation", "gpu")
+EXIT_CODES = ("Exit codes: 0 answered; 1 error, or some terms were ignored (status partial: the answer for the "
+              "rest is printed, each ignored term with its note); 2 usage.")
+RECORDS_LIMIT = 50
 
 
 class CommandError(Exception):
@@ -353,19 +357,26 @@ def render_gpu(d: dict[str, Any]) -> None:
                       ("records held", len(d["records"]))])
 
 
-def render_records(d: dict[str, Any]) -> None:
+def render_records(d: dict[str, Any], limit: int = RECORDS_LIMIT) -> None:
+    cohorts = d["cohorts"][:limit] if limit else d["cohorts"]
+    events = d["events"][:limit] if limit else d["events"]
     table = Table(title=f"Records · {d['view']} · {len(d['cohorts'])} cohorts", title_justify="left")
     for name in ("Operation", "Workload", "Cohort", "Holder", "Median", "Margin", "Runs"):
         table.add_column(name, justify="right" if name in ("Median", "Margin", "Runs") else "left")
-    for c in d["cohorts"]:
+    for c in cohorts:
         leader = c["leader"] or {}
         table.add_row(c["operation"], c["workload_label"], c["label"], leader.get("implementation", "—"),
                       format_duration(leader.get("median_ns"), 2), format_ratio(c["margin_vs_second"]),
                       str(c["eligible_runs"]))
-    console.print(table)
-    for e in d["events"]:
+    if d["cohorts"] or not d["events"]:
+        console.print(table)
+    for e in events:
         console.print(f"{e['event']['at'][:10]} {e['operation']} · {e['cohort_label']} · {e['event']['kind']}",
                       highlight=False)
+    more = len(d["cohorts"]) - len(cohorts) + len(d["events"]) - len(events)
+    if more:
+        console.print(f"[dim]… {more} more; narrow with --operation/--gpu, or show them with --limit "
+                      f"{limit * 4} (--limit 0 for all)[/]", highlight=False)
 
 
 def render_compare(d: dict[str, Any]) -> None:
@@ -386,6 +397,17 @@ def render_compare(d: dict[str, Any]) -> None:
 RENDER_SHOW = {"operation": render_operation, "run": render_run, "implementation": render_implementation,
                "gpu": render_gpu}
 SHOW_PATH = {"operation": "operations", "run": "runs", "implementation": "implementations", "gpu": "gpus"}
+
+
+def _query_text(words: list[str] | None) -> str:
+    return " ".join(w for w in words or [] if w.strip())
+
+
+def _emit_resolution(data: dict[str, Any], as_json: bool) -> None:
+    _emit(data, as_json, render_resolution)
+    if data.get("status") == "partial":
+        raise CommandError("some terms of the query were ignored (see the notes above); the answer is for the rest",
+                           1)
 
 
 def _emit(data: Any, as_json: bool, render: Any) -> None:
@@ -415,22 +437,25 @@ def _manifest_body(path: Path) -> dict[str, Any]:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("search")
+    @app.command("search", epilog=EXIT_CODES)
     def search_cmd(
         query: list[str] = typer.Argument(None, help="Free words and key:value filters, e.g. rope seq=2048 gpu:a100"),
         as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
     ) -> None:
-        """Search with the query grammar (an empty query lists operations)."""
-        _run(lambda: _emit(_backend(api, database).get("/search", {"q": " ".join(query or [])}), as_json,
-                           render_resolution))
+        """Search with the query grammar (an empty query lists operations).
 
-    @app.command("resolve")
+        Natural phrasing works: "RoPE, seq 2048, hidden 8192, bf16, on H100".
+        """
+        _run(lambda: _emit_resolution(_backend(api, database).get("/search", {"q": _query_text(query)}), as_json))
+
+    @app.command("resolve", epilog=EXIT_CODES)
     def resolve_cmd(
         query: list[str] = typer.Argument(None, help="The workload in words, e.g. rope seq=2048 hidden=8192 a100"),
         manifest: Path | None = typer.Option(None, "--manifest", "-m", help="A structured request (JSON or YAML)."),
         as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
     ) -> None:
         """Resolve an exact workload: exact cohorts, compatible results, nearest measured cases, gaps."""
+        query = [q for q in query or [] if q.strip()]
         if bool(query) == bool(manifest):
             errors.print("[bold red]error:[/] give a query or --manifest FILE (one of the two)")
             raise typer.Exit(2)
@@ -440,22 +465,26 @@ def register(app: typer.Typer) -> None:
             if manifest:
                 data = backend.post_resolve(_manifest_body(manifest))
             else:
-                data = backend.get("/search", {"q": " ".join(query)})
-            _emit(data, as_json, render_resolution)
+                data = backend.get("/search", {"q": _query_text(query)})
+            _emit_resolution(data, as_json)
 
         _run(action)
 
     @app.command("show")
     def show_cmd(
-        kind: str = typer.Argument(..., help=f"One of: {', '.join(KINDS)}"),
-        ident: str = typer.Argument(..., metavar="ID", help="Slug or run id"),
+        kind: str = typer.Argument(..., help=f"One of: {', '.join(KINDS)} (or an operation slug: ki show rope)"),
+        ident: str | None = typer.Argument(None, metavar="[ID]", help="Slug, GPU name or run id"),
         workload: str | None = typer.Option(None, help="Operation: workload key"),
         cohort: str | None = typer.Option(None, help="Operation: cohort key"),
         as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
     ) -> None:
-        """Show one operation, run, implementation or GPU."""
-        if kind not in KINDS:
-            errors.print(f"[bold red]error:[/] unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+        """Show one operation, run, implementation or GPU: ki show KIND ID, or ki show OPERATION."""
+        if ident is None and kind not in KINDS:
+            kind, ident = "operation", kind
+        if kind not in KINDS or ident is None:
+            what = f"unknown kind {kind!r}" if kind not in KINDS else f"which {kind}? give its id"
+            errors.print(f"[bold red]error:[/] {what}; use ki show KIND ID with KIND one of {', '.join(KINDS)}, "
+                         "or ki show OPERATION", highlight=False)
             raise typer.Exit(2)
         params = {"workload": workload, "cohort": cohort} if kind == "operation" else {}
         _run(lambda: _emit(_backend(api, database).get(f"/{SHOW_PATH[kind]}/{ident}", params), as_json,
@@ -464,14 +493,16 @@ def register(app: typer.Typer) -> None:
     @app.command("records")
     def records_cmd(
         operation: str | None = typer.Option(None, help="Operation slug"),
-        gpu: str | None = typer.Option(None, help="GPU slug"),
+        gpu: str | None = typer.Option(None, help="GPU: a100, H100, h100-sxm … (as in search)"),
         evidence: str | None = typer.Option(None, help="Evidence level"),
         view: str | None = typer.Option(None, help="current, recently-broken or history"),
+        limit: int = typer.Option(RECORDS_LIMIT, min=0, help="Rows to print (0: all)."),
         as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
     ) -> None:
         """The records ledger: each cohort's holder, margin and history."""
         params = {"operation": operation, "gpu": gpu, "evidence": evidence, "view": view}
-        _run(lambda: _emit(_backend(api, database).get("/records", params), as_json, render_records))
+        _run(lambda: _emit(_backend(api, database).get("/records", params), as_json,
+                           lambda d: render_records(d, limit)))
 
     @app.command("compare")
     def compare_cmd(

@@ -67,6 +67,7 @@ def _facts(spec: registry.GpuSpec) -> GpuFacts:
 
 
 def gpu_page(catalog: Catalog, slug: str, *, now: datetime | None = None) -> GpuPage:
+    slug = registry.gpu_slug(slug) or slug
     spec = registry.gpus().get(slug)
     if spec is None:
         known = ", ".join(sorted(registry.gpus()))

@@ -70,9 +70,25 @@ def _operation_slug_for(catalog: Catalog, slug: str) -> str:
         row = conn.execute(select(ObjectRow.operation).where(
             ObjectRow.kind == "ImplementationRevision", ObjectRow.name == slug).limit(1)).first()
         if row is None:
-            raise NotFound(f"no implementation {slug!r} in the catalog")
+            names = conn.execute(select(ObjectRow.name).where(ObjectRow.kind == "ImplementationRevision")
+                                 .distinct()).scalars().all()
+            raise NotFound(f"no implementation {slug!r} in the catalog" + _could_mean(slug, names))
         op = conn.execute(select(ObjectRow.name).where(ObjectRow.digest == row.operation)).scalar_one()
     return op
+
+
+def _could_mean(slug: str, names: list[str]) -> str:
+    """The implementation slugs a partial or misspelt name could mean (``liger`` → liger-kernel-…)."""
+    from difflib import get_close_matches
+
+    key = slug.lower()
+    # Shortest first: "liger" lists liger-kernel-rope before liger-benchmarks-torch-lm-head-grpo-token.
+    hits = sorted((n for n in names if key in n.lower()), key=lambda n: (len(n), n)) or \
+        get_close_matches(key, names, n=5)
+    if not hits:
+        return ""
+    more = f" and {len(hits) - 8} more" if len(hits) > 8 else ""
+    return f"; did you mean {', '.join(hits[:8])}{more}?"
 
 
 def implementation_page(catalog: Catalog, slug: str, *, now: datetime | None = None) -> ImplementationPage:

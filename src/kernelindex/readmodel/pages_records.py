@@ -54,6 +54,7 @@ def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | N
     clock = utc_now(now)
     summaries = [s for data in all_operations(catalog) for s in cohort_summaries(data, clock) if s.leader]
     options = _options(summaries)
+    gpu = registry.gpu_slug(gpu) or gpu if gpu else gpu
     check_choice("operation", operation, [o["value"] for o in options["operation"]])
     check_choice("gpu", gpu, [o["value"] for o in options["gpu"]])
     check_choice("evidence", evidence, list(LEVELS))

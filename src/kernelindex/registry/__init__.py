@@ -5,6 +5,7 @@ Loading is cached: the registry is read-only at run time.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -88,6 +89,29 @@ def gpus() -> dict[str, GpuSpec]:
 @cache
 def priority_gpus() -> tuple[str, ...]:
     return tuple(_load_yaml("gpus.yaml")["priority"])
+
+
+def _gpu_key(word: str) -> str:
+    return re.sub(r"[\s_\-./:+()]+", "", word.strip().lower())
+
+
+@cache
+def gpu_aliases() -> dict[str, str]:
+    """The one GPU alias table (normalised word → slug) every command, route and query uses.
+
+    Short labels first, then slugs, names and reported device names, so "h100" is the SXM part."""
+    table: dict[str, str] = {}
+    for gpu in gpus().values():
+        table.setdefault(_gpu_key(gpu.short), gpu.slug)
+    for gpu in gpus().values():
+        for phrase in (gpu.slug, gpu.name, *gpu.match):
+            table.setdefault(_gpu_key(phrase), gpu.slug)
+    return table
+
+
+def gpu_slug(word: str) -> str | None:
+    """``a100``, ``A100 80GB``, ``NVIDIA A100-SXM4-80GB`` and ``a100-80gb`` all name ``a100-80gb``."""
+    return gpu_aliases().get(_gpu_key(word))
 
 
 def gpu_for_product(product: str) -> GpuSpec | None:

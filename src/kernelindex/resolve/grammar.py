@@ -10,6 +10,7 @@ it, with a suggestion where one exists: nothing is silently dropped, and parsing
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from kernelindex.domain.dtypes import canonical_dtype
@@ -23,6 +24,7 @@ from kernelindex.resolve.request import (
     pick_operation,
     suggest,
 )
+from kernelindex.resolve.tokens import SHOWN_CHARS, ParsedQuery, QueryIssue, Token, clip
 from kernelindex.resolve.vocabulary import (
     AXIS_ALIASES,
     KEY_ALIASES,
@@ -42,51 +44,10 @@ _TOKEN = re.compile(
 )
 _ARCH_WORD = re.compile(r"^sm_?\d{2,3}[a-z]?$", re.IGNORECASE)
 _FIELD_OF_KEY = {"op": "operation", "lang": "language"}
-
-
-@dataclass(frozen=True)
-class Token:
-    text: str
-    start: int
-    end: int
-    kind: str  # operation | axis | gpu | dtype | arch | mode | language | trust | usable | license | source | issue
-    value: str | int | bool | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return {"text": self.text, "start": self.start, "end": self.end, "kind": self.kind, "value": self.value}
-
-
-@dataclass(frozen=True)
-class QueryIssue:
-    token: str
-    start: int
-    end: int
-    code: str
-    message: str
-    suggestion: str | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return {"token": self.token, "start": self.start, "end": self.end, "code": self.code,
-                "message": self.message, "suggestion": self.suggestion}
-
-
-@dataclass(frozen=True)
-class ParsedQuery:
-    text: str
-    request: ResolveRequest
-    tokens: tuple[Token, ...]
-    issues: tuple[QueryIssue, ...]
-    operation_candidates: tuple[str, ...] = ()
-    operation_how: str | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "text": self.text,
-            "tokens": [t.to_json() for t in self.tokens],
-            "issues": [i.to_json() for i in self.issues],
-            "operation_match": self.operation_how,
-            "operation_candidates": list(self.operation_candidates),
-        }
+# Connecting words of natural phrasing ("rope … on H100"): read and set aside, never an issue.
+FILLER_WORDS = frozenset({"on", "at", "for", "with", "in", "and", "using", "of"})
+# The measured values of one axis of one operation: lets ``seq 2k`` mean the one reading that exists.
+MeasuredValues = Callable[[str, str], Collection[int]]
 
 
 @dataclass
@@ -106,10 +67,24 @@ class _State:
     candidates: tuple[str, ...] = ()
     how: str | None = None
     axis_tokens: dict[str, Token] = field(default_factory=dict)
+    shorthands: list[tuple[_Word, str, str]] = field(default_factory=list)
+    bare_numbers: list[_Word] = field(default_factory=list)
 
     def issue(self, w: _Word, code: str, message: str, suggestion: str | None = None) -> None:
-        self.issues.append(QueryIssue(w.text, w.start, w.end, code, message, suggestion))
-        self.tokens.append(Token(w.text, w.start, w.end, "issue"))
+        message = re.sub(rf"\S{{{SHOWN_CHARS + 1},}}", lambda m: clip(m.group(0)), message)
+        self.issues.append(QueryIssue(clip(w.text), w.start, w.end, code, message, suggestion and clip(suggestion)))
+        self.tokens.append(Token(clip(w.text), w.start, w.end, "issue"))
+
+    def bind_axis(self, w: _Word, key: str, number: int) -> None:
+        if key in self.axes and self.axes[key] != number:
+            self.issue(w, "CONFLICT", f"{key} is already {self.axes[key]}; keeping the first")
+        elif len(self.axes) >= MAX_AXES and key not in self.axes:
+            self.issue(w, "TOO_MANY_AXES", f"at most {MAX_AXES} axis bindings")
+        else:
+            self.axes[key] = number
+            token = Token(w.text, w.start, w.end, "axis", number)
+            self.axis_tokens[key] = token
+            self.tokens.append(token)
 
     def set(self, w: _Word, field_name: str, value: object, kind: str | None = None) -> None:
         if field_name in self.values and self.values[field_name] != value:
@@ -129,9 +104,10 @@ def _unquote(text: str) -> str:
 
 
 def _tokenise(text: str) -> list[tuple[_Word, str | None, str | None]]:
-    """(word, key, value): key and value are None for a free word."""
+    """(word, key, value): key and value are None for a free word. Commas and semicolons separate
+    terms like spaces do (same length, so positions still point into the original text)."""
     out: list[tuple[_Word, str | None, str | None]] = []
-    for m in _TOKEN.finditer(text):
+    for m in _TOKEN.finditer(re.sub(r"[,;]", " ", text)):
         w = _Word(m.group(0), m.start(), m.end())
         if m.group("key") is not None:
             out.append((w, m.group("key"), _unquote(m.group("value"))))
@@ -157,25 +133,26 @@ def _pick(state: _State, w: _Word, pick: OperationPick) -> None:
     state.tokens.append(Token(w.text, w.start, w.end, "operation", None))
 
 
+def _axis_name(state: _State, word: str) -> str | None:
+    key = word.lower()
+    if key in state.vocab.axis_names:
+        return key
+    alias = AXIS_ALIASES.get(key)
+    return alias if alias in state.vocab.axis_names else None
+
+
 def _key_value(state: _State, w: _Word, raw_key: str, raw_value: str) -> None:
     key = raw_key.lower()
     key = KEY_ALIASES.get(key, key)
-    if key not in state.vocab.axis_names and AXIS_ALIASES.get(key) in state.vocab.axis_names:
-        key = AXIS_ALIASES[key]
-    if key in state.vocab.axis_names:
+    axis = _axis_name(state, key)
+    if axis:
         number = axis_value(raw_value)
-        if number is None:
-            state.issue(w, "BAD_VALUE", f"{key} takes a positive whole number, not '{raw_value}'"
-                        + _shorthand_hint(key, raw_value), _shorthand_suggestion(key, raw_value))
-        elif key in state.axes and state.axes[key] != number:
-            state.issue(w, "CONFLICT", f"{key} is already {state.axes[key]}; keeping the first")
-        elif len(state.axes) >= MAX_AXES and key not in state.axes:
-            state.issue(w, "TOO_MANY_AXES", f"at most {MAX_AXES} axis bindings")
+        if number is not None:
+            state.bind_axis(w, axis, number)
+        elif _SHORTHAND.match(raw_value.strip()):
+            state.shorthands.append((w, axis, raw_value.strip()))
         else:
-            state.axes[key] = number
-            token = Token(w.text, w.start, w.end, "axis", number)
-            state.axis_tokens[key] = token
-            state.tokens.append(token)
+            state.issue(w, "BAD_VALUE", f"{axis} takes a positive whole number, not '{raw_value}'")
         return
     if key not in KEYS:
         choices = sorted(set(KEYS) | set(state.vocab.axis_names) | set(KEY_ALIASES))
@@ -200,20 +177,29 @@ def _key_value(state: _State, w: _Word, raw_key: str, raw_value: str) -> None:
 _SHORTHAND = re.compile(r"^(\d+)([kKmM])$")
 
 
-def _shorthand_hint(key: str, raw: str) -> str:
-    m = _SHORTHAND.match(raw.strip())
-    if not m:
-        return ""
+def _readings(raw: str) -> tuple[int, int]:
+    """``2k`` → (2000, 2048); ``1m`` → (1000000, 1048576)."""
+    m = _SHORTHAND.match(raw)
+    assert m is not None
     n, unit = int(m.group(1)), m.group(2).lower()
-    decimal, binary = n * (1000 if unit == "k" else 1_000_000), n * (1024 if unit == "k" else 1024 * 1024)
-    return f" — write the whole number: {raw} could mean {decimal} or {binary} (e.g. {key}={binary})"
+    return n * (1000 if unit == "k" else 1_000_000), n * (1024 if unit == "k" else 1024 * 1024)
 
 
-def _shorthand_suggestion(key: str, raw: str) -> str | None:
-    m = _SHORTHAND.match(raw.strip())
-    if not m:
-        return None
-    return f"{key}={int(m.group(1)) * (1024 if m.group(2).lower() == 'k' else 1024 * 1024)}"
+def _resolve_shorthands(state: _State, measured: MeasuredValues | None) -> None:
+    """``seq 2k`` binds the one reading (2000 or 2048) the operation has measured; otherwise both
+    readings are named and the term is refused."""
+    op = state.values.get("operation")
+    for w, key, raw in state.shorthands:
+        decimal, binary = _readings(raw)
+        known = set(measured(op, key)) if measured and isinstance(op, str) else set()
+        found = [v for v in (decimal, binary) if v in known]
+        if len(found) == 1:
+            state.bind_axis(w, key, found[0])
+            continue
+        why = ("both are measured" if found else "neither is measured" if known or isinstance(op, str)
+               else "no operation was named to tell them apart")
+        state.issue(w, "BAD_VALUE", f"{key} {raw} could mean {decimal} or {binary} ({why}) — write the whole "
+                    f"number, e.g. {key}={binary}", f"{key}={binary}")
 
 
 def _report(state: _State, w: _Word, key: str, problem: ValueProblem) -> None:
@@ -249,6 +235,13 @@ def _free_words(state: _State, words: list[_Word]) -> None:
     i = 0
     n_max = state.vocab.max_name_words
     while i < len(words):
+        if words[i].text.lower() in FILLER_WORDS:
+            state.tokens.append(Token(words[i].text, words[i].start, words[i].end, "filler"))
+            i += 1
+            continue
+        if _axis_pair(state, words, i):
+            i += 2
+            continue
         taken = _exact_ngram(state, words, i, n_max)
         if taken:
             i += taken
@@ -262,6 +255,17 @@ def _free_words(state: _State, words: list[_Word]) -> None:
             continue
         _unknown_word(state, words[i])
         i += 1
+
+
+def _axis_pair(state: _State, words: list[_Word], i: int) -> bool:
+    """``seq 2048`` (an axis name followed by a number) binds like ``seq=2048``."""
+    if i + 1 >= len(words):
+        return False
+    axis, value = _axis_name(state, words[i].text), words[i + 1].text
+    if not axis or not (axis_value(value) is not None or _SHORTHAND.match(value)):
+        return False
+    _key_value(state, _joined(words[i:i + 2]), axis, value)
+    return True
 
 
 def _joined(words: list[_Word]) -> _Word:
@@ -302,7 +306,7 @@ def _fuzzy_ngram(state: _State, words: list[_Word], i: int, n_max: int) -> int:
 def _unknown_word(state: _State, w: _Word) -> None:
     word = _unquote(w.text)
     if axis_value(word) is not None:
-        state.issue(w, "BARE_NUMBER", f"'{word}' is a number without an axis; bind it, e.g. seq={word}")
+        state.bare_numbers.append(w)  # reported once the operation (and so its axes) is known
         return
     names = sorted(set(state.vocab.operations) | {g.short.lower() for g in state.vocab.gpus.values()})
     hint = suggest(word.lower(), names)
@@ -310,8 +314,10 @@ def _unknown_word(state: _State, w: _Word) -> None:
                 + (f" — did you mean '{hint}'?" if hint else ""), hint)
 
 
-def parse_query(text: str, vocab: Vocabulary | None = None) -> ParsedQuery:
-    """Parse a text query. Never raises: every problem becomes an issue beside its token."""
+def parse_query(text: str, vocab: Vocabulary | None = None, measured: MeasuredValues | None = None) -> ParsedQuery:
+    """Parse a text query. Never raises: every problem becomes an issue beside its token.
+
+    ``measured(operation, axis)`` gives the measured values of an axis, so ``seq 2k`` can be read."""
     vocab = vocab or registry_vocabulary()
     state = _State(vocab)
     original = text
@@ -332,11 +338,27 @@ def parse_query(text: str, vocab: Vocabulary | None = None) -> ParsedQuery:
         pending = []
         _key_value(state, w, key, value or "")
     _free_words(state, pending)
+    _resolve_shorthands(state, measured)
+    _report_bare_numbers(state)
     _check_axes(state)
     request = ResolveRequest(axes=state.axes, **state.values)  # type: ignore[arg-type]
     tokens = tuple(sorted(state.tokens, key=lambda t: (t.start, t.end)))
     issues = tuple(sorted(state.issues, key=lambda i: (i.start, i.end)))
     return ParsedQuery(original, request, tokens, issues, state.candidates, state.how)
+
+
+def _report_bare_numbers(state: _State) -> None:
+    op = state.values.get("operation")
+    axes = list(state.vocab.operations[op].axes) if isinstance(op, str) else []
+    free = [a for a in axes if a not in state.axes] or axes
+    for w in state.bare_numbers:
+        word = _unquote(w.text)
+        if free:
+            state.issue(w, "BARE_NUMBER", f"'{word}' is a number without an axis; {op} has "
+                        f"{', '.join(axes)} — bind it, e.g. {free[0]}={word}", f"{free[0]}={word}")
+        else:
+            state.issue(w, "BARE_NUMBER", f"'{word}' is a number without an axis; name the operation "
+                        f"and bind it to one of its axes (axis=value)")
 
 
 def _check_axes(state: _State) -> None:

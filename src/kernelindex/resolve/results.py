@@ -178,7 +178,9 @@ class Choice:
 
 @dataclass(frozen=True)
 class Resolution:
-    status: str  # exact | not_measured | no_exact_evidence | choose_operation | no_operation | no_runs
+    # exact | other_protocols | not_measured | no_exact_evidence | choose_operation | no_operation | no_runs;
+    # the JSON says partial instead when terms of a text query were ignored (see ``to_json``)
+    status: str
     message: str
     request: dict[str, object]
     interpretation: str
@@ -196,11 +198,13 @@ class Resolution:
     notes: tuple[Reason, ...] = ()
     parsed: dict[str, object] | None = None
     catalog_version: int | None = None
+    ignored: tuple[str, ...] = ()  # terms of a text query that were not understood
 
     def answer(self) -> dict[str, object]:
         """Everything but the text-parse details: equal for a text query and its structured form."""
         return {
             "status": self.status,
+            "answer_status": self.status,
             "message": self.message,
             "request": self.request,
             "interpretation": self.interpretation,
@@ -218,4 +222,10 @@ class Resolution:
         }
 
     def to_json(self) -> dict[str, object]:
-        return {"query": self.parsed, **self.answer(), "catalog_version": self.catalog_version}
+        """The answer; with ignored terms its status is ``partial`` (``answer_status`` says what the rest found)."""
+        out = {"query": self.parsed, **self.answer(), "catalog_version": self.catalog_version}
+        if self.ignored:
+            shown = ", ".join(f"'{term}'" for term in self.ignored)
+            out["status"] = "partial"
+            out["message"] = f"Partly understood: ignored {shown} (see the note beside each). {self.message}"
+        return out

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.resolve.grammar import parse_query
 from kernelindex.resolve.request import ResolveRequest, ValueProblem, normalise_request
-from kernelindex.resolve.resolver import resolve
+from kernelindex.resolve.resolver import observed_axis, resolve
 from kernelindex.resolve.results import Resolution
 from kernelindex.resolve.source import CatalogRunSource
 
@@ -26,8 +27,17 @@ def search(catalog: Catalog, text: str, *, now: datetime | None = None,
 
     ``source`` lets a caller answering many queries read the catalog version once."""
     source = source or CatalogRunSource(catalog)
-    parsed = parse_query(text, source.vocabulary())
-    return resolve(parsed.request, source, parsed=parsed.to_json(), candidates=parsed.operation_candidates, now=now)
+    vocab = source.vocabulary()
+
+    def measured(operation: str, axis: str) -> set[int]:
+        op = vocab.operations.get(operation)
+        values = (observed_axis(c.sample, axis, op) for c in source.cohorts(operation))
+        return {v for v in values if v is not None}
+
+    parsed = parse_query(text, vocab, measured)
+    resolution = resolve(parsed.request, source, parsed=parsed.to_json(), candidates=parsed.operation_candidates,
+                         now=now)
+    return replace(resolution, ignored=tuple(i.token for i in parsed.issues))
 
 
 def resolve_structured(catalog: Catalog, request: ResolveRequest, *, now: datetime | None = None,

@@ -120,12 +120,9 @@ def build_vocabulary(operations: Iterable[OperationEntry], gpus: Iterable[GpuEnt
         for key, hits in names.items()
     }
     gpu_entries = {g.slug: g for g in gpus}
-    gpu_names: dict[str, str] = {}
-    # Slugs and names first, then the short labels, so "h100" means the SXM part, not "H100 PCIe".
-    for g in gpu_entries.values():
-        gpu_names.setdefault(normalise(g.short), g.slug)
-    for g in gpu_entries.values():
-        for phrase in (g.slug, g.name, *g.match):
+    gpu_names = {key: slug for key, slug in registry.gpu_aliases().items() if slug in gpu_entries}
+    for g in gpu_entries.values():  # GPUs outside the registry (tests build their own vocabularies)
+        for phrase in (g.short, g.slug, g.name, *g.match):
             gpu_names.setdefault(normalise(phrase), g.slug)
     axis_names = frozenset(a for op in ops.values() for a in op.axes)
     return Vocabulary(ops, gpu_entries, operation_names, gpu_names, axis_names, min(max_words, 5))

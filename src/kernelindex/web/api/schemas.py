@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Doc(BaseModel):
@@ -166,7 +166,10 @@ class ResolutionOut(_Doc):
     the nearest measured cases of an unmeasured shape, coverage gaps, or a chooser of operations."""
 
     query: ParsedOut | None
-    status: str
+    status: str = Field(description="exact, other_protocols, not_measured, no_exact_evidence, choose_operation, "
+                        "no_operation, no_runs — or partial when terms of the text query were ignored")
+    answer_status: str = Field(description="What the understood part of the query found (equals status unless "
+                               "status is partial)")
     message: str
     request: dict[str, Any]
     interpretation: str

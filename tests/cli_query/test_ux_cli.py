@@ -1,0 +1,93 @@
+"""What a newcomer meets in the terminal: partial answers exit 1, one GPU alias table, ``show``
+shortcuts and suggestions, records paging, quiet closed pipes, help without ``<bool>`` labels."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.cli import app as ki
+
+runner = CliRunner()
+
+
+def _ki(catalog: Catalog, *args: str) -> Any:
+    return runner.invoke(ki, [*args, "--database", catalog.url], env={"COLUMNS": "160"})
+
+
+def test_ignored_term_is_partial_prints_the_answer_and_exits_1(catalog: Catalog) -> None:
+    result = _ki(catalog, "search", "rope seq=2048 hidden=8192 a100 zzqx", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["status"] == "partial" and data["answer_status"] == "exact"
+    assert data["exact"][0]["rows"][0]["median_ns"] == 58880
+    human = _ki(catalog, "resolve", "rope seq=2048 hidden=8192 a100 zzqx")
+    assert human.exit_code == 1 and "58.88 µs" in human.stdout and "zzqx" in human.stdout
+    assert "ignored" in human.output
+
+
+def test_unknown_operation_and_unreadable_shorthand_exit_1(catalog: Catalog) -> None:
+    assert _ki(catalog, "search", "notanoperationatall").exit_code == 1
+    assert _ki(catalog, "resolve", "rope", "seq=3k").exit_code == 1
+
+
+def test_whole_query_understood_exits_0_with_status_exact(catalog: Catalog) -> None:
+    result = _ki(catalog, "search", "RoPE, seq 2048, hidden 8192, on A100", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["status"] == "exact"
+
+
+def test_empty_resolve_is_a_usage_error_like_no_argument(catalog: Catalog) -> None:
+    assert _ki(catalog, "resolve", "").exit_code == _ki(catalog, "resolve").exit_code == 2
+
+
+def test_help_says_what_exit_1_means() -> None:
+    result = runner.invoke(ki, ["resolve", "--help"], env={"COLUMNS": "160"})
+    assert "partial" in result.stdout and "1" in result.stdout
+
+
+def test_records_and_show_gpu_accept_what_search_accepts(catalog: Catalog) -> None:
+    records = _ki(catalog, "records", "--gpu", "a100", "--json")
+    assert records.exit_code == 0, records.output
+    assert {c["gpu"] for c in json.loads(records.stdout)["cohorts"]} == {"a100-80gb"}
+    shown = _ki(catalog, "show", "gpu", "a100", "--json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["gpu"]["slug"] == "a100-80gb"
+
+
+def test_show_operation_is_assumed_and_implementation_suggests(catalog: Catalog) -> None:
+    assert _ki(catalog, "show", "rope").stdout == _ki(catalog, "show", "operation", "rope").stdout
+    liger = _ki(catalog, "show", "implementation", "liger")
+    assert liger.exit_code == 1 and "did you mean" in liger.output and "liger-kernel-rope" in liger.output
+
+
+def test_records_prints_a_page_with_a_more_hint(catalog: Catalog) -> None:
+    out = _ki(catalog, "records", "--limit", "5").stdout
+    assert "more; narrow with --operation/--gpu" in out
+    assert out.count(" µs") + out.count(" ms") <= 5 + 1
+    everything = _ki(catalog, "records", "--limit", "0").stdout
+    assert "more; narrow" not in everything
+
+
+def test_help_has_no_bool_labels() -> None:
+    for command in ([], ["search"], ["records"], ["show"], ["import"]):
+        out = runner.invoke(ki, [*command, "--help"], env={"COLUMNS": "160"}).stdout
+        assert "<bool>" not in out and "BOOLEAN" not in out, command
+
+
+@pytest.mark.parametrize("args", [["records", "--json"], ["search", "rope", "seq", "2048"]])
+def test_closed_pipe_ends_quietly_with_0(catalog: Catalog, args: list[str]) -> None:
+    """`ki … | head -1`: the reader is gone before ki writes (JSON via typer, tables via rich)."""
+    env = {**os.environ, "COLUMNS": "160"}
+    proc = subprocess.Popen([sys.executable, "-m", "kernelindex.cli", *args, "--database", catalog.url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and stderr == ""
