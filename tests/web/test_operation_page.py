@@ -161,8 +161,10 @@ def test_svg_is_deterministic_across_requests(client: TestClient, app) -> None: 
 
 
 def test_workload_and_cohort_are_url_state(client: TestClient, rope: str) -> None:
-    chip = next(h for h in links_of(rope) if h.startswith("/operations/rope?workload=") and "cohort" not in h)
-    response = client.get(chip)
+    chips = [h for h in links_of(rope) if h.startswith("/operations/rope?workload=")]
+    # Workload chips keep the selected cohort's GPU and protocol where that workload was measured so.
+    assert all("&cohort=" in h for h in chips[:7])
+    response = client.get(chips[0])
     assert response.status_code == 200
     cohort_link = next(h for h in links_of(response.text) if "cohort=" in h and h.startswith("/operations/rope?"))
     selected = client.get(cohort_link)

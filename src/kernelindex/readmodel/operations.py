@@ -122,6 +122,7 @@ class WorkloadSummary(JsonModel):
     params: dict[str, Any]
     eligible_runs: int
     selected: bool
+    cohort: str | None = None  # the selected cohort's GPU and protocol on this workload, when measured there
 
 
 @dataclass
@@ -420,7 +421,7 @@ def build_operation_page(
         family=data.operation["spec"]["family"],
         eligible_runs=len(eligible),
         semantics=_semantics(data),
-        workloads=_workload_summaries(data, eligible_by_workload, selected_workload),
+        workloads=_workload_summaries(data, eligible_by_workload, selected_workload, selected, all_cohorts),
         selected_workload=workload_key(selected_workload) if selected_workload else None,
         cohorts=[_cohort_summary(data, c, selected) for c in _ordered(data, workload_cohorts)],
         selected_cohort=cohort_key_short(selected.key) if selected else None,
@@ -467,8 +468,15 @@ def _semantics(data: OperationData) -> dict:
 
 
 def _workload_summaries(
-    data: OperationData, eligible_by_workload: dict[str, int], selected: str | None
+    data: OperationData, eligible_by_workload: dict[str, int], selected: str | None,
+    selected_cohort: Cohort | None = None, all_cohorts: dict[str, Cohort] | None = None,
 ) -> list[WorkloadSummary]:
+    """Workloads in numeric axis order; each links to the selected cohort's GPU and protocol when measured there."""
+    same_setup = {
+        c.workload: cohort_key_short(c.key) for c in (all_cohorts or {}).values()
+        if selected_cohort and c.eligible and c.environment == selected_cohort.environment
+        and c.protocol == selected_cohort.protocol
+    }
     order = axis_order(data.operation)
     ordered = sorted(
         eligible_by_workload, key=lambda d: tuple(data.workloads[d]["spec"]["axes"].get(a, 0) for a in order)
@@ -483,6 +491,7 @@ def _workload_summaries(
             params=data.workloads[d]["spec"].get("params", {}),
             eligible_runs=eligible_by_workload[d],
             selected=d == selected,
+            cohort=same_setup.get(d),
         )
         for d in ordered
     ]

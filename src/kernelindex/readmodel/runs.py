@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+import json
 from datetime import UTC, datetime
 
 from sqlalchemy import select
@@ -18,6 +19,7 @@ from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
 from kernelindex.readmodel.loading import NotFound, load_operation
 from kernelindex.readmodel.operations import ImplementationRef, floor_for, implementation_ref
+from kernelindex.readmodel.samples import histogram, load_samples, secondary_figures
 
 
 @dataclass
@@ -55,6 +57,9 @@ class RunDossier(JsonModel):
     artifacts: dict
     manifest: dict
     operation_url: str
+    samples_url: str | None = None
+    histogram: list[dict] = field(default_factory=list)
+    secondary: list[dict] = field(default_factory=list)
 
 
 def _operation_slug(catalog: Catalog, digest: str) -> str:
@@ -81,6 +86,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
     floors = floor_for(data, run.workload, run.environment)
     floor_ns = floors[0].floor_ns if floors else None
     workload = data.workloads[run.workload]
+    samples = load_samples(run.spec["timing"].get("samples_digest"))
     return RunDossier(
         run_id=run.run_id,
         digest=digest,
@@ -120,7 +126,29 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
         artifacts=run.spec.get("artifacts", {}),
         manifest={"apiVersion": "kernelindex/v1", "kind": "BenchmarkRun", "metadata": {}, "spec": run.spec},
         operation_url=f"/operations/{data.slug}?workload={workload_key(run.workload)}&cohort={cohort_key_short(run.cohort_key)}",
+        samples_url=f"/runs/{run.run_id}/samples.json" if samples else None,
+        histogram=histogram(samples.get("device_ns", [])) if samples else [],
+        secondary=secondary_figures(run.spec["timing"].get("secondary", {})),
     )
+
+
+def run_samples(catalog: Catalog, run_ref: str) -> dict:
+    """The raw samples of one run, as stored in its signed bundle (the JSON of /runs/{id}/samples.json)."""
+    try:
+        digest = resolve_run_digest(catalog, run_ref)
+    except UnknownRunError as exc:
+        raise NotFound(str(exc)) from None
+    with catalog.engine.connect() as conn:
+        row = conn.execute(select(RunRow.run_id, RunRow.body).where(RunRow.digest == digest)).one()
+    body = json.loads(row.body)
+    spec = body.get("spec", body)
+    samples_digest = spec["timing"].get("samples_digest")
+    samples = load_samples(samples_digest)
+    if samples is None:
+        why = ("the source recorded no raw samples for it" if not samples_digest
+               else f"its samples ({samples_digest[:19]}…) are not stored in this catalog")
+        raise NotFound(f"run {row.run_id} has no downloadable raw samples: {why}")
+    return {"run_id": row.run_id, "samples_digest": samples_digest, **samples}
 
 
 __all__ = ["RunDossier", "run_dossier", "short_digest"]

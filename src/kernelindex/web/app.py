@@ -150,6 +150,9 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     search_router = _search_router()
     if search_router is not None:
         app.include_router(search_router)
+    from kernelindex.web import samples_route
+
+    app.include_router(samples_route.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(packages=[("kernelindex.web", "static")]), name="static")
     return app

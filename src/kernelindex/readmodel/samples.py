@@ -1,0 +1,76 @@
+"""Raw timing samples of verified runs: the JSON download and the run page's histogram.
+
+The catalog stores each run's ``timing.samples_digest``; the sample files themselves travel in the
+signed bundles shipped with the package (``kernelindex/data/verified/*/samples/<hex>.json``, named by
+their own SHA-256). A file is served only when its bytes hash to the digest the run names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+HISTOGRAM_BINS = 24
+
+# Secondary figures a runner records beside the median: a human name and what to keep in mind.
+SECONDARY_NAMES: dict[str, tuple[str, str]] = {
+    "do_bench_median_ns": ("triton do_bench median",
+                           "the figure most published benchmarks report; on fast kernels it includes launch "
+                           "overhead, so it sits above the CUDA-graph median"),
+    "compile_ns": ("torch.compile time", "compile once per case; excluded from the timed region"),
+    "peak_memory_bytes": ("peak memory of the call", "allocated by the call, measured separately"),
+}
+
+
+@cache
+def _bundled_sample_files() -> dict[str, Any]:
+    root = resources.files("kernelindex").joinpath("data", "verified")
+    found: dict[str, Any] = {}
+    if not root.is_dir():
+        return found
+    for bundle in root.iterdir():
+        samples = bundle.joinpath("samples")
+        if samples.is_dir():
+            for file in samples.iterdir():
+                found[file.name.removesuffix(".json")] = file
+    return found
+
+
+def load_samples(samples_digest: str | None) -> dict[str, Any] | None:
+    """The raw samples file a run's ``samples_digest`` names, when it is stored here and intact."""
+    if not samples_digest:
+        return None
+    hexdigest = samples_digest.removeprefix("sha256:")
+    file = _bundled_sample_files().get(hexdigest)
+    if file is None:
+        return None
+    data = file.read_bytes()
+    if hashlib.sha256(data).hexdigest() != hexdigest:
+        return None
+    return json.loads(data)
+
+
+def histogram(values: list[int], bins: int = HISTOGRAM_BINS) -> list[dict[str, int]]:
+    """Equal-width bins from the fastest to the slowest sample: [{lo_ns, hi_ns, count}]."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    width = max((high - low) / bins, 1)
+    counts = [0] * bins
+    for v in values:
+        counts[min(int((v - low) / width), bins - 1)] += 1
+    return [{"lo_ns": round(low + i * width), "hi_ns": round(low + (i + 1) * width), "count": c}
+            for i, c in enumerate(counts)]
+
+
+def secondary_figures(secondary: dict[str, int]) -> list[dict[str, Any]]:
+    """Secondary measurements with human names: never a raw field name on the page."""
+    out = []
+    for key, value in secondary.items():
+        name, note = SECONDARY_NAMES.get(key, (key.removesuffix("_ns").replace("_", " "), ""))
+        out.append({"key": key, "name": name, "value": value, "note": note,
+                    "unit": "ns" if key.endswith("_ns") else "bytes" if key.endswith("_bytes") else ""})
+    return out

@@ -1,0 +1,147 @@
+"""What a kernel engineer meets in a real browser at 1280 and 390 px: natural search, headline
+cards that name their cohort, trust signals that agree, raw samples, no mid-word breaks, phone
+tables with their first column in view, the light theme and print styles, axe in both themes."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_browser import CHROMIUM, base_url, browser  # noqa: F401 - fixtures shared with the journeys
+
+pytestmark = [pytest.mark.browser]
+WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+
+
+@pytest.fixture(params=sorted(WIDTHS))
+def tab(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:  # noqa: F811
+    width, height = WIDTHS[request.param]
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=request.param == "phone")
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def _text(page: Any) -> str:
+    return page.inner_text("main")
+
+
+def _verified_run(page: Any, base: str) -> str:
+    page.goto(base + "/operations/rope")
+    href = page.locator(".slot").filter(has_text="Fastest verified").locator("a", has_text="Run detail").first
+    return str(href.get_attribute("href"))
+
+
+def test_natural_phrasing_keeps_the_workload(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/search?q=" + "RoPE, seq 2048, hidden 8192, bf16, on A100".replace(" ", "+"))
+    text = _text(tab)
+    assert "seq 2048 · hidden 8192" in text and "gpu A100" in text
+    assert "not an operation" not in text and "Partly understood" not in text
+    assert "58.88 µs" in text and "516.10 µs" in text
+
+
+def test_ignored_words_are_named(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/search?q=rope+zzqx")
+    assert "zzqx" in _text(tab) and "UNKNOWN_WORD" not in _text(tab)
+
+
+def test_every_headline_card_names_gpu_region_and_harness(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/operations/rope")
+    cards = tab.locator(".slot")
+    assert cards.count() >= 2
+    first = cards.nth(0).inner_text()
+    assert "58.9 µs" in first and "NVIDIA A100 80GB · forward · Liger-Kernel benchmark scripts" in first
+    assert "8.77× faster than baseline" in first
+    for i in range(cards.count()):
+        assert re.search(r"NVIDIA \S+ .* · (forward|backward|forward\+backward) · ", cards.nth(i).inner_text())
+
+
+def test_workload_link_keeps_the_selected_cohort(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/operations/rope")
+    tab.get_by_role("link", name=re.compile(r"^seq = 4096 · hidden = 8192")).click()
+    tab.wait_for_url(re.compile(r"workload=.*cohort="))
+    first = tab.locator(".slot").first.inner_text()
+    assert "NVIDIA A100 80GB · forward" in first
+
+
+def test_reported_run_says_not_checked_and_shows_no_codes(tab: Any, base_url: str,  # noqa: F811
+                                                          rope_keys: dict[str, str]) -> None:
+    tab.goto(base_url + f"/runs/{rope_keys['leader']}")
+    badges = tab.locator("main h1 + p .pill").all_inner_texts()
+    assert "not checked" in badges and "passed" not in badges
+    tab.goto(base_url + "/operations/rope")
+    assert not re.search(r"\b[A-Z]+(_[A-Z]+)+\b", _text(tab)), "a raw reason code is in the page text"
+
+
+def test_verified_run_has_samples_histogram_and_named_figures(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + _verified_run(tab, base_url))
+    text = _text(tab)
+    assert "Triton do_bench median" in text and "launch overhead" in text
+    assert "do_bench_median_ns" not in text
+    bars = tab.locator(".histogram rect.bar")
+    assert bars.count() == 24
+    counts = [int(re.search(r": (\d+) samples", t).group(1)) for t in tab.locator(".histogram rect title").all_text_contents()]
+    href = tab.locator("a", has_text="samples.json").first.get_attribute("href")
+    response = tab.request.get(base_url + href)
+    data = json.loads(response.body())
+    assert response.ok and len(data["device_ns"]) == sum(counts) >= 100
+
+
+def test_words_do_not_break_mid_word_and_phone_tables_keep_first_column(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/operations/rope")
+    assert tab.evaluate("getComputedStyle(document.body).overflowWrap") != "anywhere"
+    trust = tab.locator("table.ranked td.small").first  # "Reported · BSD-2-Clause · source · …"
+    assert trust.evaluate("e => getComputedStyle(e).overflowWrap + ' ' + getComputedStyle(e).wordBreak") \
+        == "normal normal"
+    assert "Reporte\nd" not in _text(tab) and "NVI\nDIA" not in _text(tab)
+    if tab.viewport_size["width"] < 600:
+        first = tab.locator("table.ranked tbody td").first
+        assert first.evaluate("e => getComputedStyle(e).position") == "sticky"
+        sizes = tab.eval_on_selector_all(".chart svg text", "els => els.map(e => e.getBoundingClientRect().height)")
+        assert sizes and min(sizes) >= 11 * 0.95, sizes
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_colour_scheme_follows_the_system(browser: Any, base_url: str, scheme: str) -> None:  # noqa: F811
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(base_url + "/operations/rope")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    context.close()
+    assert background == ("rgb(255, 255, 255)" if scheme == "light" else "rgb(11, 13, 16)")
+
+
+def test_print_shows_the_evidence_without_navigation(browser: Any, base_url: str) -> None:  # noqa: F811
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(base_url + "/operations/rope")
+    page.emulate_media(media="print")
+    assert not page.locator(".site-header nav").is_visible()
+    assert page.locator("table.ranked").is_visible()
+    assert page.evaluate("getComputedStyle(document.body).color") == "rgb(0, 0, 0)"
+    context.close()
+
+
+AXE_LIGHT = ["/", "/operations/rope", "/operations/embedding", "/runs/{leader}", "/search?q=rope", "/records",
+             "/compare?run={leader}&run={baseline}"]
+
+
+@pytest.mark.parametrize("path", AXE_LIGHT)
+def test_axe_is_clean_in_the_light_theme(browser: Any, base_url: str, path: str,  # noqa: F811
+                                         rope_keys: dict[str, str]) -> None:
+    from axe_playwright_python.sync_playwright import Axe
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+    page = context.new_page()
+    page.goto(base_url + path.format(**rope_keys))
+    results = Axe().run(page)
+    context.close()
+    serious = [(v["id"], [n["target"] for n in v["nodes"]][:3]) for v in results.response["violations"]
+               if v.get("impact") in ("serious", "critical")]
+    assert not serious, f"{path}: {serious}"
+
+
+assert CHROMIUM
