@@ -91,3 +91,23 @@ def test_closed_pipe_ends_quietly_with_0(catalog: Catalog, args: list[str]) -> N
     proc.stdout.close()
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0 and stderr == ""
+
+
+def test_compare_two_runs_of_one_revision_says_so_once(catalog: Catalog) -> None:
+    found = json.loads(_ki(catalog, "search", "rope seq=2048 hidden=8192 a100 mode:forward", "--json").stdout)
+    rows = found["exact"][0]["rows"]
+    assert [r["implementation"]["title"] for r in rows[:2]] == ["Liger", "Liger"]
+    out = _ki(catalog, "compare", rows[0]["run_id"], rows[1]["run_id"]).stdout
+    assert "Two runs of the same revision of Liger: 58.9 µs vs 59.5 µs, within noise." in out
+    assert "Liger is faster" not in out and "(" + rows[0]["run_id"] + ") is faster" not in out
+    backward = json.loads(_ki(catalog, "search", "rope seq=2048 hidden=8192 a100 mode:backward", "--json").stdout)
+    other = _ki(catalog, "compare", rows[0]["run_id"], backward["exact"][0]["rows"][0]["run_id"]).stdout
+    sentences = [line for line in other.splitlines() if "no winner is declared" in line]
+    assert len(sentences) == 1, other
+
+
+def test_record_margin_is_against_a_different_implementation(catalog: Catalog) -> None:
+    records = json.loads(_ki(catalog, "records", "--operation", "rope", "--json").stdout)
+    cohort = next(c for c in records["cohorts"] if c["leader"]["median_ns"] == 58880)
+    assert cohort["second"]["implementation"] == "Transformers"
+    assert round(cohort["margin_vs_second"], 2) == 8.77

@@ -83,7 +83,8 @@ def test_verified_run_has_samples_histogram_and_named_figures(tab: Any, base_url
     assert "do_bench_median_ns" not in text
     bars = tab.locator(".histogram rect.bar")
     assert bars.count() == 24
-    counts = [int(re.search(r": (\d+) samples", t).group(1)) for t in tab.locator(".histogram rect title").all_text_contents()]
+    titles = tab.locator(".histogram rect title").all_text_contents()
+    counts = [int(re.search(r": (\d+) samples", t).group(1)) for t in titles]  # type: ignore[union-attr]
     href = tab.locator("a", has_text="samples.json").first.get_attribute("href")
     response = tab.request.get(base_url + href)
     data = json.loads(response.body())

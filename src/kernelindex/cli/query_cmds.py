@@ -390,7 +390,7 @@ def render_compare(d: dict[str, Any]) -> None:
                       format_ratio(d["multiples"].get(run["run_id"])), r["cohort_label"], r["rank"] or "—")
     console.print(table)
     console.print(d["verdict"], highlight=False)
-    if d.get("difference"):
+    if d.get("difference") and d["difference"]["sentence"] != d["verdict"]:
         console.print(d["difference"]["sentence"], highlight=False)
 
 

@@ -137,7 +137,10 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
     gpu = data.gpu_of(cohort.environment)
     ranked = cohort.ranked
     leader = cohort.run(ranked[0].item.id) if ranked else None
-    second = cohort.run(ranked[1].item.id) if len(ranked) > 1 else None
+    # The runner-up is the best run of a *different* implementation: a revision's second run
+    # (Liger's seq and hidden sweeps both measured one point) is not a rival.
+    second = next((run for run in (cohort.run(e.item.id) for e in ranked[1:])
+                   if leader and run.implementation != leader.implementation), None)
     margin = second.median_ns / leader.median_ns if leader and second and leader.median_ns else None
     eligible = cohort.eligible
     key, wkey = short_digest(cohort.key), short_digest(cohort.workload)

@@ -13,6 +13,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow
 from kernelindex.catalog.models import RunRow as RunTable
 from kernelindex.domain.canonical import short_digest
+from kernelindex.domain.units import format_duration
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.jsonable import JsonModel
@@ -46,6 +47,7 @@ class ComparedRun(JsonModel):
     install_command: str | None
     license: str | None
     url: str
+    revision: str = ""  # the implementation revision's digest (two runs of one revision have no winner)
 
 
 @dataclass
@@ -93,7 +95,7 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
         p20_ns=run.p20_ns, p80_ns=run.p80_ns, rank=ranked.label if ranked else None,
         within_noise=bool(ranked and ranked.within_noise),
         install_command=usable.install_command if usable else None, license=usable.license if usable else None,
-        url=f"/runs/{run.run_id}",
+        url=f"/runs/{run.run_id}", revision=run.implementation,
     )
 
 
@@ -114,7 +116,23 @@ def _first_difference(runs: list[ComparedRun]) -> Difference | None:
     return None
 
 
+def _same_revision(runs: list[ComparedRun]) -> str | None:
+    """Runs of one implementation revision are repeat measurements, never rivals."""
+    if len({r.revision for r in runs}) != 1:
+        return None
+    medians = " vs ".join(format_duration(r.run.median_ns) for r in runs)
+    lows, highs = [r.p20_ns for r in runs], [r.p80_ns for r in runs]
+    noise = ""
+    if all(v is not None for v in lows + highs):
+        noise = ", within noise" if max(lows) <= min(highs) else ", apart beyond their p20–p80 intervals"  # type: ignore[type-var]
+    count = "Two" if len(runs) == 2 else str(len(runs))
+    return f"{count} runs of the same revision of {runs[0].run.implementation}: {medians}{noise}."
+
+
 def _verdict(runs: list[ComparedRun]) -> tuple[str | None, str]:
+    same = _same_revision(runs)
+    if same:
+        return None, same
     ranked = [r for r in runs if r.rank is not None]
     if not ranked:
         return None, "None of these runs is eligible for ranking, so there is no winner."
