@@ -186,3 +186,11 @@ def test_environment_key_ignores_what_a_runner_measured() -> None:
     assert environment_key(base) == environment_key(measured)
     assert environment_key(base) != environment_key({**base, "software": {"torch": "2.12.0"}})
     assert cohort_key("w", "p", environment_key(base)) == cohort_key("w", "p", environment_key(measured))
+
+
+def test_throughput_uses_the_bound_unit() -> None:
+    op, wl = _rope_workload()
+    estimate = floor_estimate(op, wl, registry.gpus()["a100-80gb"])
+    value, unit = estimate.throughput(58_880)  # type: ignore[misc]
+    assert unit == "GB/s" and round(value) == 1460  # 85.98 MB in 58.88 µs (rope A100 forward, Liger)
+    assert estimate.throughput(None) is None

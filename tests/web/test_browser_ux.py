@@ -105,6 +105,24 @@ def test_words_do_not_break_mid_word_and_phone_tables_keep_first_column(tab: Any
         assert sizes and min(sizes) >= 11 * 0.95, sizes
 
 
+def test_ranking_shows_throughput_and_floor_ratio_and_shapes_table(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/operations/rope")
+    first = tab.locator("table.ranked tbody tr").first.inner_text()
+    assert "58.9 µs" in first and "1,460 GB/s" in first and "1.40× above" in first
+    rows = tab.locator("table.shapes tbody tr")
+    seqs = [int(re.search(r"seq = (\d+)", t).group(1)) for t in rows.all_inner_texts()]  # type: ignore[union-attr]
+    assert len(seqs) == 7 and "16384" in rows.last.inner_text()
+    selected = tab.locator("table.shapes tr.selected").inner_text()
+    assert "58.9 µs" in selected and "8.77×" in selected and "516.1 µs" in selected
+    assert seqs == [1024, 2048, 2048, 2048, 4096, 8192, 16384]
+
+
+def test_records_sort_shapes_numerically(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/records?operation=rope")
+    text = _text(tab)
+    assert text.index("seq = 2048 · hidden = 512") < text.index("seq = 16384")
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_colour_scheme_follows_the_system(browser: Any, base_url: str, scheme: str) -> None:  # noqa: F811
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)

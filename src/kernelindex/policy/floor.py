@@ -50,6 +50,16 @@ class FloorEstimate:
     def ratio(self, median_ns: float | None) -> float | None:
         return None if median_ns is None or self.floor_ns <= 0 else median_ns / self.floor_ns
 
+    def throughput(self, median_ns: float | None) -> tuple[float, str] | None:
+        """Achieved rate in the bound's unit: floor bytes ÷ time (GB/s) when bandwidth-bound,
+        counted FLOPs ÷ time (TFLOP/s) when compute-bound."""
+        if not median_ns or median_ns <= 0:
+            return None
+        seconds = median_ns * 1e-9
+        if self.bound == "compute" and self.flops:
+            return self.flops / seconds / 1e12, "TFLOP/s"
+        return self.bytes_total / seconds / 1e9, "GB/s"
+
     def to_json(self) -> dict[str, object]:
         return {
             "policy": POLICY,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from kernelindex import registry
 from kernelindex.domain.canonical import short_digest
 
@@ -27,6 +29,11 @@ def workload_label(operation: dict, workload: dict) -> str:
     parts += [f"{k} = {v}" for k, v in sorted(spec.get("params", {}).items())]
     parts += sorted(set(spec.get("dtypes", {}).values()))
     return " · ".join(parts)
+
+
+def natural_key(label: str) -> tuple[object, ...]:
+    """Sort key that orders numbers by value: 'seq = 2048' before 'seq = 16384'."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", label))
 
 
 def workload_key(digest: str) -> str:

@@ -40,6 +40,7 @@ from kernelindex.readmodel.labels import (
 )
 from kernelindex.readmodel.loading import NotFound, OperationData, Run, load_operation, operation_slugs
 from kernelindex.readmodel.scaling import ScalingChart, scaling_chart
+from kernelindex.readmodel.shapes import ShapeTable, shape_table
 
 
 class BadSelection(ValueError):
@@ -82,6 +83,9 @@ class RankedRow(JsonModel):
     is_baseline: bool
     faster_than_baseline: float | None
     rationale: list[str]
+    floor_ratio: float | None = None  # "N× above floor" (floor-v1, datasheet; an estimate)
+    throughput: float | None = None  # achieved GB/s (bandwidth-bound) or TFLOP/s (compute-bound)
+    throughput_unit: str | None = None
 
 
 @dataclass
@@ -189,6 +193,7 @@ class OperationPage(JsonModel):
     scaling: ScalingChart | None
     implementations: list[ImplementationSummary]
     sources: list[SourceSummary]
+    shapes: ShapeTable | None = None
     json_url: str = ""
     generated_for: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -288,7 +293,14 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
     baselines = [
         r.median_ns for r in cohort.eligible if data.implementations[r.implementation]["spec"].get("role") == "baseline"
     ]
-    return [_row(data, cohort.run(entry.item.id), entry, baselines, now) for entry in cohort.ranked]
+    floors = floor_for(data, cohort.workload, cohort.environment)
+    rows = [_row(data, cohort.run(entry.item.id), entry, baselines, now) for entry in cohort.ranked]
+    if floors:  # latency cohorts; a memory metric would have no floor ratio or throughput
+        for row in rows:
+            row.floor_ratio = floors[0].ratio(row.median_ns)
+            rate = floors[0].throughput(row.median_ns)
+            row.throughput, row.throughput_unit = rate if rate else (None, None)
+    return rows
 
 
 def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now: datetime) -> RankedRow:
@@ -435,6 +447,7 @@ def build_operation_page(
         scaling=scaling_chart(data, selected, all_cohorts) if selected else None,
         implementations=_implementation_summaries(data, selected, rows),
         sources=_sources(data),
+        shapes=shape_table(data, selected, all_cohorts) if selected else None,
         json_url=_json_url(data.slug, selected_workload, selected),
         generated_for=now,
     )

@@ -78,7 +78,8 @@ def _gaps(data, priority: list[str]) -> OperationGaps:  # noqa: ANN001 - Operati
             measured.setdefault(run.workload, set()).add(gpu.slug if gpu else product)
     gpus = registry.gpus()
     cells = []
-    for digest in sorted(measured, key=lambda d: labels.workload_label(data.operation, data.workloads[d])):
+    for digest in sorted(measured, key=lambda d: labels.natural_key(labels.workload_label(data.operation,
+                                                                                  data.workloads[d]))):
         missing = [gpus[g].short for g in priority if g not in measured[digest]]
         if missing:
             shown = sorted(gpus[m].short if m in gpus else m for m in measured[digest])

@@ -126,7 +126,7 @@ def cohort_summaries(data: OperationData, now: datetime) -> list[CohortSummary]:
     if day not in memo:
         memo.clear()
         summaries = [_summary(data, cohort, now) for cohort in cohorts_of(data).values()]
-        memo[day] = sorted(summaries, key=lambda c: (c.operation, c.workload_label, c.label))
+        memo[day] = sorted(summaries, key=lambda c: (c.operation, labels.natural_key(c.workload_label), c.label))
     return memo[day]
 
 

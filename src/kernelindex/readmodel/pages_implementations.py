@@ -151,4 +151,4 @@ def _runs(data: OperationData, digests: set[str]) -> list[RunRow]:
                 ranks.get(run.digest), len(cohort.ranked),
                 data.implementations[run.implementation]["spec"].get("version"),
                 run.evidence, run.eligible, f"/runs/{run.run_id}"))
-    return sorted(rows, key=lambda r: (r.workload_label, r.cohort_label, r.median_ns or 0))
+    return sorted(rows, key=lambda r: (labels.natural_key(r.workload_label), r.cohort_label, r.median_ns or 0))
