@@ -111,3 +111,9 @@ def test_record_margin_is_against_a_different_implementation(catalog: Catalog) -
     cohort = next(c for c in records["cohorts"] if c["leader"]["median_ns"] == 58880)
     assert cohort["second"]["implementation"] == "Transformers"
     assert round(cohort["margin_vs_second"], 2) == 8.77
+
+
+def test_usage_errors_through_the_real_entry_point_exit_2_without_a_traceback() -> None:
+    result = subprocess.run([sys.executable, "-m", "kernelindex.cli", "show"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr and "Missing argument" in result.stderr

@@ -7,7 +7,6 @@ import os
 import sys
 from typing import Any, NoReturn
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -21,7 +20,7 @@ def _end_quietly() -> NoReturn:
 
 
 class _Group(TyperGroup):
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # typer's vendored click Context
         try:
             return super().invoke(ctx)
         except BrokenPipeError:  # Click would turn it into exit status 1
@@ -50,18 +49,9 @@ for module in ("serve_cmd", "query_cmds", "runner_cmds", "use_cmd"):
 
 def main() -> None:
     try:
-        code = app(standalone_mode=False)
-        sys.stdout.flush()
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        sys.exit(1)
-    except BrokenPipeError:
-        _end_quietly()
+        app()
     except KeyboardInterrupt:
         sys.exit(130)
-    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -473,7 +473,7 @@ def register(app: typer.Typer) -> None:
     @app.command("show")
     def show_cmd(
         kind: str = typer.Argument(..., help=f"One of: {', '.join(KINDS)} (or an operation slug: ki show rope)"),
-        ident: str | None = typer.Argument(None, metavar="[ID]", help="Slug, GPU name or run id"),
+        ident: str | None = typer.Argument(None, metavar="ID", help="Slug, GPU name or run id"),
         workload: str | None = typer.Option(None, help="Operation: workload key"),
         cohort: str | None = typer.Option(None, help="Operation: cohort key"),
         as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,

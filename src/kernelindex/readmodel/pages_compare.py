@@ -121,10 +121,11 @@ def _same_revision(runs: list[ComparedRun]) -> str | None:
     if len({r.revision for r in runs}) != 1:
         return None
     medians = " vs ".join(format_duration(r.run.median_ns) for r in runs)
-    lows, highs = [r.p20_ns for r in runs], [r.p80_ns for r in runs]
+    lows = [r.p20_ns for r in runs if r.p20_ns is not None]
+    highs = [r.p80_ns for r in runs if r.p80_ns is not None]
     noise = ""
-    if all(v is not None for v in lows + highs):
-        noise = ", within noise" if max(lows) <= min(highs) else ", apart beyond their p20–p80 intervals"  # type: ignore[type-var]
+    if len(lows) == len(highs) == len(runs):
+        noise = ", within noise" if max(lows) <= min(highs) else ", apart beyond their p20–p80 intervals"
     count = "Two" if len(runs) == 2 else str(len(runs))
     return f"{count} runs of the same revision of {runs[0].run.implementation}: {medians}{noise}."
 

@@ -72,7 +72,7 @@ def _operation_slug_for(catalog: Catalog, slug: str) -> str:
         if row is None:
             names = conn.execute(select(ObjectRow.name).where(ObjectRow.kind == "ImplementationRevision")
                                  .distinct()).scalars().all()
-            raise NotFound(f"no implementation {slug!r} in the catalog" + _could_mean(slug, names))
+            raise NotFound(f"no implementation {slug!r} in the catalog" + _could_mean(slug, [n for n in names if n]))
         op = conn.execute(select(ObjectRow.name).where(ObjectRow.digest == row.operation)).scalar_one()
     return op
 
