@@ -32,7 +32,8 @@ def small_workload(
     tensors = []
     for decl in spec["inputs"] + spec["outputs"]:
         shape = [evaluate(d, full) for d in decl["shape"]]
-        tensors.append({"name": decl["name"], "dtype": "int64" if decl["dtype"] == "int64" else dtype,
+        fixed = decl["dtype"] not in spec.get("dtype_variables", {})
+        tensors.append({"name": decl["name"], "dtype": decl["dtype"] if fixed else dtype,
                         "shape": shape, "strides": _strides(shape, (orders or {}).get(decl["name"]))})
     assert all(prod(t["shape"]) > 0 for t in tensors)
     return build("WorkloadCase", {"operation": digest_of(operation), "axes": axes, "dtypes": {"T": dtype},

@@ -58,3 +58,20 @@ class FakeDevice:
 
     def release(self) -> None:
         return None
+
+
+class FailingCaptureDevice(FakeDevice):
+    """A fake device whose graph capture always fails, as a call that synchronizes makes it."""
+
+    def sampler(self, call: Callable[[], object]) -> object:
+        from kernelindex.runner.timing import sampler_with_fallback
+
+        def graph(c: Callable[[], object]) -> FakeSampler:
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+        def events(c: Callable[[], object]) -> FakeSampler:
+            sampler = FakeSampler(c, self.clock, self.calls_per_sample, self.sample_log)
+            sampler.method = "per_call_events"
+            return sampler
+
+        return sampler_with_fallback(call, graph, events)

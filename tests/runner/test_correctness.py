@@ -8,7 +8,10 @@ torch = pytest.importorskip("torch")
 
 from kernelindex import registry  # noqa: E402
 from kernelindex.runner.correctness import check  # noqa: E402
-from kernelindex.runner.reference import REFERENCES, rotate_half  # noqa: E402
+from kernelindex.runner.ops import operations  # noqa: E402
+from kernelindex.runner.reference import rotate_half  # noqa: E402
+
+OPS = operations()
 
 ROPE = registry.load_operation("rope")
 EMBEDDING = registry.load_operation("embedding")
@@ -23,7 +26,7 @@ def rope_fp32(x):
 
 
 def run_check(operation, workload, bind, *, in_place=False):
-    return check(operation, workload, bind, REFERENCES[operation.metadata.name], in_place=in_place, device="cpu")
+    return check(operation, workload, OPS[operation.metadata.name], bind, in_place=in_place, device="cpu")
 
 
 def test_correct_rope_passes(rope_case) -> None:
@@ -100,12 +103,13 @@ def test_partly_written_output_fails(embedding_case) -> None:
 
 
 def _in_place_rope(x):
-    def call():
-        cos, sin = x["cos"].unsqueeze(1), x["sin"].unsqueeze(1)
-        q_new = x["q"] * cos + rotate_half(x["q"]) * sin
-        k_new = x["k"] * cos + rotate_half(x["k"]) * sin
-        x["q"].copy_(q_new)
-        x["k"].copy_(k_new)
+    def call():  # like a kernel inside an autograd Function: writes the leaves outside autograd
+        with torch.no_grad():
+            cos, sin = x["cos"].unsqueeze(1), x["sin"].unsqueeze(1)
+            q_new = x["q"] * cos + rotate_half(x["q"]) * sin
+            k_new = x["k"] * cos + rotate_half(x["k"]) * sin
+            x["q"].copy_(q_new)
+            x["k"].copy_(k_new)
         return {"q_out": x["q"], "k_out": x["k"]}
     return call
 
@@ -128,7 +132,8 @@ def test_in_place_declaration_does_not_cover_inputs_outside_may_alias(embedding_
     def bind(x):
         def call():
             y = torch.nn.functional.embedding(x["input_ids"], x["weight"])
-            x["weight"].mul_(1.0).add_(0.5)
+            with torch.no_grad():
+                x["weight"].mul_(1.0).add_(0.5)
             return {"y": y}
         return call
 
@@ -158,11 +163,11 @@ def test_embedding_must_be_exact(embedding_case) -> None:
 def test_inputs_follow_the_workload_strides(rope_case) -> None:
     from kernelindex.runner.inputs import make_inputs
 
-    x = make_inputs("rope", rope_case, seed=3, device="cpu")
+    x = make_inputs(OPS["rope"], rope_case, seed=3, device="cpu")
     decl = {t.name: t for t in rope_case.spec.tensors}
     assert list(x["q"].stride()) == decl["q"].strides
     assert not x["q"].is_contiguous() and x["q"].transpose(1, 2).is_contiguous()
-    y = make_inputs("rope", rope_case, seed=4, device="cpu")
+    y = make_inputs(OPS["rope"], rope_case, seed=4, device="cpu")
     assert not torch.equal(x["q"], y["q"])  # fresh inputs per seed
     assert torch.count_nonzero(x["q"]) == x["q"].numel()
     half = x["cos"].shape[-1] // 2

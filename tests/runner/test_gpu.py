@@ -36,14 +36,14 @@ def test_copy_bandwidth_is_plausible(device) -> None:
 def test_poisoned_allocator_exposes_an_unwritten_output(device, embedding_case) -> None:
     from kernelindex import registry
     from kernelindex.runner.correctness import check
-    from kernelindex.runner.reference import REFERENCES
+    from kernelindex.runner.ops import operations
 
     def unwritten(x):
         shape = (*x["input_ids"].shape, x["weight"].shape[1])
         return lambda: {"y": torch.empty(shape, dtype=x["weight"].dtype, device="cuda")}
 
     op = registry.load_operation("embedding")
-    result = check(op, embedding_case, unwritten, REFERENCES["embedding"], in_place=False, device="cuda",
+    result = check(op, embedding_case, operations()["embedding"], unwritten, in_place=False, device="cuda",
                    poison=device.poison)
     assert not result.passed
 

@@ -31,8 +31,24 @@ def _rope(x):
     return {"q_out": x["q"] * cos + rotate_half(x["q"]) * sin, "k_out": x["k"] * cos + rotate_half(x["k"]) * sin}
 
 
+class _Clocked(torch.autograd.Function):
+    """Identity whose backward costs twice the forward's device time on the fake clock (and may
+    scale the gradient, to model a wrong backward)."""
+
+    @staticmethod
+    def forward(ctx, x, clock, ns, grad_scale):
+        ctx.clock, ctx.ns, ctx.grad_scale = clock, ns, grad_scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.ns is not None:
+            ctx.clock.advance(ctx.ns)  # per output: q_out and k_out, 2x the forward in all
+        return grad * ctx.grad_scale, None, None, None
+
+
 def _adapter(device: FakeDevice, key: str, device_ns: float | None, *, wrong: bool = False,
-             crash: bool = False, role: str = "candidate") -> Adapter:
+             crash: bool = False, role: str = "candidate", grad_scale: float = 1.0) -> Adapter:
     def binder(adapter, x):
         def call():
             if crash:
@@ -40,7 +56,9 @@ def _adapter(device: FakeDevice, key: str, device_ns: float | None, *, wrong: bo
             if device_ns is not None:
                 device.clock.advance(device_ns)
             out = _rope(x)
-            return {k: torch.zeros_like(v) for k, v in out.items()} if wrong else out
+            if wrong:
+                return {k: torch.zeros_like(v) for k, v in out.items()}
+            return {k: _Clocked.apply(v, device.clock, device_ns, grad_scale) for k, v in out.items()}
         return call
 
     return Adapter(key, "rope", f"test-{key}", f"Test {key}", "pytorch", "python", "tests.runner", key,
@@ -68,6 +86,7 @@ def verified(rope_case, runner_key):
         _adapter(device, "cheater", 1),
         _adapter(device, "wrong", 10_000, wrong=True),
         _adapter(device, "crash", 10_000, crash=True),
+        _adapter(device, "wrong-gradient", 30_000, grad_scale=1.5),
     ]
     result = verify_operation(
         ROPE, [rope_case], None, device=device, environment=_environment("NVIDIA H200"),
@@ -77,16 +96,41 @@ def verified(rope_case, runner_key):
     return result, private, key
 
 
+def test_regions_time_what_they_say(verified) -> None:
+    result, _, _ = verified
+    rows = {(r["region"], r["implementation"]): r for r in outcome_rows(result)}
+    # Forward 50 µs; the backward of the fake costs 2 x 50 µs and runs alone; forward+backward both.
+    assert rows[("forward", "baseline")]["median_ns"] == 50_000
+    assert rows[("backward", "baseline")]["median_ns"] == 100_000
+    assert rows[("forward+backward", "baseline")]["median_ns"] == 150_000
+    floors = result.cases[0].floors
+    assert floors["forward+backward"] > floors["forward"] > 0 and floors["backward"] > 0
+    protocols = {run.spec.protocol for run in result.runs()}
+    assert len(protocols) == 3  # one protocol per region
+
+
+def test_a_wrong_gradient_is_incorrect_for_the_backward_regions_only(verified) -> None:
+    result, _, _ = verified
+    rows = {(r["region"], r["implementation"]): r for r in outcome_rows(result)}
+    assert rows[("forward", "wrong-gradient")]["status"] == "passed"
+    for region in ("backward", "forward+backward"):
+        row = rows[(region, "wrong-gradient")]
+        assert row["status"] == "incorrect_numerical" and row["median_ns"] is None
+        assert "gradient of q" in row["detail"] and "exceeds tolerance" in row["detail"]
+    run = next(r for r in result.runs() if r.spec.source.external_id.endswith("/backward/wrong-gradient"))
+    assert run.spec.correctness.passed is False and run.spec.correctness.relative_error >= 0.4
+
+
 def test_statuses_follow_correctness_timing_and_floor(verified) -> None:
     result, _, _ = verified
-    rows = {r["implementation"]: r for r in outcome_rows(result)}
+    rows = {r["implementation"]: r for r in outcome_rows(result) if r["region"] == "forward"}
     assert rows["baseline"]["status"] == "passed"
     assert rows["baseline"]["median_ns"] == 50_000
     assert rows["fast"]["median_ns"] == 20_000
     assert rows["cheater"]["status"] == "suspected_reward_hack"  # 1 ns is below the H200 datasheet floor
     assert rows["wrong"]["status"] == "incorrect_numerical" and rows["wrong"]["median_ns"] is None
     assert rows["crash"]["status"] == "runtime_error" and "kernel launch failed" in rows["crash"]["detail"]
-    run = next(r for r in result.runs() if r.spec.source.external_id.endswith("/baseline"))
+    run = next(r for r in result.runs() if r.spec.source.external_id.endswith("/forward/baseline"))
     timing = run.spec.timing
     assert timing.samples >= 100 and timing.host_ns == 4_000 and timing.method == "fake_graph_replay"
     assert timing.secondary["do_bench_median_ns"] == 12_345
@@ -101,7 +145,7 @@ def test_bundle_round_trip(verified, tmp_path: Path) -> None:
     bundle = write_result_bundle(result, tmp_path / "bundle", private, key.name)
     again = verify_bundle(tmp_path / "bundle")
     assert again.digest == bundle.digest and again.key_id == key.key_id
-    assert again.counts()["BenchmarkRun"] == 5
+    assert again.counts()["BenchmarkRun"] == 18  # 6 implementations x 3 regions
     kinds = {m.kind for m in again.manifests}
     assert {"OperationSpec", "WorkloadCase", "SoftwareProject", "ImplementationRevision", "BenchmarkProtocol",
             "ExecutionEnvironment", "Source"} <= kinds

@@ -165,10 +165,12 @@ def _runner_identity(key: Path) -> tuple[str, str]:
 
 
 def verify(
-    operation: str = typer.Option(..., "--operation", help="Operation slug: rope or embedding."),
+    operation: str = typer.Option(..., "--operation", help="Operation slug (ki verify --help lists them)."),
     workloads: str = typer.Option("reference", "--workloads", help="reference | all | a case "
                                   "(digest prefix, or axis bindings such as seq=2048,hidden=8192)."),
     impl: str = typer.Option("baseline,liger,torch-compile", "--impl", help="Comma-separated adapters."),
+    region: str = typer.Option("", "--region", help="Comma-separated timed regions: forward, backward, "
+                               "forward+backward (default: every region the runner times for the operation)."),
     out: Path = typer.Option(..., "--out", help="Directory for the signed result bundle (must be new or empty)."),
     key: Path = typer.Option(None, "--key", help="Runner private key (default: ~/.config/kernelindex/runner/"
                              "runner.key)."),
@@ -199,15 +201,20 @@ def verify(
         fail(f"`ki verify` needs the runner extra (pip install 'kernelindex[runner]'): {exc}")
     keys = [k.strip() for k in impl.split(",") if k.strip()]
     try:
+        from kernelindex.domain.manifests import digest_of
         from kernelindex.runner.adapters import select
+        from kernelindex.runner.campaign import case_regions, operation_def
 
-        select(operation, keys)
+        op_def = operation_def(operation)
+        select(op_def, keys)
+        regions = case_regions(op_def, [r.strip() for r in region.split(",") if r.strip()])
         cases = select_workloads(_load_workloads(op, manifests, database, workloads), workloads)
     except ValueError as exc:
         fail(str(exc), code=2)
     try:
         session = run_session(
-            [(op, cases, keys)], key_path=key, runner_name=runner_name, key_id=key_id, out_dirs=[out],
+            [(op, cases, keys, {digest_of(c): regions for c in cases})], key_path=key, runner_name=runner_name,
+            key_id=key_id, out_dirs=[out],
             min_samples=min_samples, time_budget_s=time_budget, calls_per_sample=calls_per_sample,
             use_graphs=not no_graphs, console=None if as_json else err,
         )

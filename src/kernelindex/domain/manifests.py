@@ -241,6 +241,8 @@ class ExecutionEnvironmentBody(Strict):
     hardware: Hardware
     software: dict[str, str] = Field(default_factory=dict)
     copy_bandwidth_bytes_per_s: float | None = None  # measured ceiling, when a runner measured it
+    read_bandwidth_bytes_per_s: float | None = None  # read-only stream, measured by a runner
+    write_bandwidth_bytes_per_s: float | None = None  # write-only stream, measured by a runner
     clocks: dict[str, str] = Field(default_factory=dict)
 
 

@@ -1,8 +1,20 @@
 """floor-v1: max(bytes / bandwidth, flops / peak) — a lower bound, an estimate, not evidence.
 
-bytes = compulsory HBM traffic: every input read once and every output written once (an
-in-place output still costs its write); a gather-like input counts only the rows that can be
-touched. flops only where the operation declares a formula.
+bytes = compulsory HBM traffic of the timed region (DESIGN §5):
+
+- forward: every input read once and every output written once (an in-place output still costs
+  its write); a gather-like input counts only the rows that can be touched;
+- backward: the upstream gradient of every floating-point output read, the forward inputs the
+  backward needs read, every gradient written (saved intermediates are not compulsory);
+- forward+backward: every input and every upstream gradient read once, every output and every
+  gradient written once.
+
+flops only where the operation declares a formula (for the forward); a backward of matmuls costs
+twice the forward's FLOPs (input and weight gradients), forward+backward three times.
+
+With measured ceilings the memory floor is max(read bytes / read ceiling, write bytes / write
+ceiling): on an H200 a read-only stream moves data faster than a copy, so bytes / copy bandwidth
+would not stay a lower bound for a read-dominated call.
 """
 
 from __future__ import annotations
@@ -15,6 +27,33 @@ from kernelindex.domain.expressions import evaluate
 from kernelindex.registry import GpuSpec
 
 POLICY = "floor-v1"
+REGIONS = ("forward", "backward", "forward+backward")
+FLOP_MULTIPLIER = {"forward": 1, "backward": 2, "forward+backward": 3}
+FLOATING = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"}
+
+# What a backward must read besides the upstream gradients, where that is less than every input.
+BACKWARD_READS: dict[str, tuple[str, ...]] = {
+    "rope": ("cos", "sin"),  # linear in q and k: the gradient is the upstream gradient rotated back
+    "llama4-rope": ("freqs_cis",),
+    "embedding": ("input_ids",),  # the table's gradient scatters the upstream gradient; the table is not read
+    "layer-norm": ("x", "weight"),  # the bias does not enter any gradient
+    "group-norm": ("x", "weight"),
+    # s = x + residual may be saved by the forward: one tensor of x's size is the least read.
+    "fused-add-rms-norm": ("x", "weight"),
+}
+# The gradients a backward must write, where that is less than every floating-point, non-constant input.
+GRADIENTS: dict[str, tuple[str, ...]] = {
+    "fused-add-rms-norm": ("x", "weight"),  # the residual's gradient equals x's and may share its buffer
+}
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """Bandwidths a KernelIndex runner measured on the device, in bytes/s."""
+
+    copy: float
+    read: float | None = None
+    write: float | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +77,7 @@ class FloorEstimate:
     peak_flops_per_s: float | None
     compute_ns: float | None
     measured: bool  # bandwidth measured by a KernelIndex runner instead of the datasheet
+    region: str = "forward"
 
     @property
     def floor_ns(self) -> float:
@@ -77,6 +117,7 @@ class FloorEstimate:
             "peak_flops_per_s": self.peak_flops_per_s,
             "compute_ns": self.compute_ns,
             "measured": self.measured,
+            "region": self.region,
         }
 
 
@@ -89,28 +130,73 @@ def resolved_axes(operation_spec: dict, workload_spec: dict) -> dict[str, int]:
     return axes
 
 
-def compulsory_traffic(operation_spec: dict, workload_spec: dict) -> list[TensorTraffic]:
+def _tensor_bytes(decl: dict, tensor: dict, axes: dict[str, int], direction: str) -> tuple[int, str | None]:
+    size = dtype_size(tensor["dtype"])
+    elements = prod(tensor["shape"])
+    gather = decl.get("gather_rows")
+    if gather and direction == "read" and tensor["shape"]:
+        rows = min(tensor["shape"][0], evaluate(gather, axes))
+        note = f"gather: at most {gather} = {rows:,} of {tensor['shape'][0]:,} rows"
+        return rows * prod(tensor["shape"][1:]) * size, note
+    return elements * size, None
+
+
+def gradient_inputs(operation_spec: dict, workload_spec: dict, operation: str = "") -> list[str]:
+    """Inputs whose gradient a backward writes: the floating-point inputs that are not constants,
+    unless the operation's table says fewer."""
+    if operation in GRADIENTS:
+        return list(GRADIENTS[operation])
+    dtypes = {t["name"]: t["dtype"] for t in workload_spec["tensors"]}
+    return [d["name"] for d in operation_spec["inputs"]
+            if dtypes[d["name"]] in FLOATING and d.get("role") != "constant"]
+
+
+def _region_plan(operation_spec: dict, workload_spec: dict, region: str, operation: str) -> list[tuple[str, str, str]]:
+    """(label, tensor, direction) for each compulsory transfer of the region."""
+    if region not in REGIONS:
+        raise ValueError(f"unknown timed region {region!r}; one of {', '.join(REGIONS)}")
+    inputs = [d["name"] for d in operation_spec["inputs"]]
+    dtypes = {t["name"]: t["dtype"] for t in workload_spec["tensors"]}
+    outputs = [d["name"] for d in operation_spec["outputs"]]
+    upstream = [(f"upstream gradient of {o}", o, "read") for o in outputs if dtypes[o] in FLOATING]
+    grads = [(f"gradient of {i}", i, "write") for i in gradient_inputs(operation_spec, workload_spec, operation)]
+    if region == "forward":
+        return [(i, i, "read") for i in inputs] + [(o, o, "write") for o in outputs]
+    if region == "backward":
+        needed = BACKWARD_READS.get(operation, tuple(inputs))
+        return upstream + [(i, i, "read") for i in inputs if i in needed] + grads
+    return [(i, i, "read") for i in inputs] + upstream + [(o, o, "write") for o in outputs] + grads
+
+
+def compulsory_traffic(
+    operation_spec: dict, workload_spec: dict, region: str = "forward", operation: str = ""
+) -> list[TensorTraffic]:
     axes = resolved_axes(operation_spec, workload_spec)
     concrete = {t["name"]: t for t in workload_spec["tensors"]}
+    decls = {d["name"]: d for d in operation_spec["inputs"] + operation_spec["outputs"]}
     traffic: list[TensorTraffic] = []
-    for direction, decls in (("read", operation_spec["inputs"]), ("write", operation_spec["outputs"])):
-        for decl in decls:
-            tensor = concrete[decl["name"]]
-            size = dtype_size(tensor["dtype"])
-            elements = prod(tensor["shape"])
-            note = None
-            gather = decl.get("gather_rows")
-            if gather and direction == "read" and tensor["shape"]:
-                rows = min(tensor["shape"][0], evaluate(gather, axes))
-                elements = rows * prod(tensor["shape"][1:])
-                note = f"gather: at most {gather} = {rows:,} of {tensor['shape'][0]:,} rows"
-            traffic.append(TensorTraffic(decl["name"], direction, elements * size, note))
+    for label, name, direction in _region_plan(operation_spec, workload_spec, region, operation):
+        gather_ok = direction == "read" and label == name  # the gather bound holds for the input itself
+        decl = decls[name] if gather_ok else {k: v for k, v in decls[name].items() if k != "gather_rows"}
+        size, note = _tensor_bytes(decl, concrete[name], axes, direction)
+        traffic.append(TensorTraffic(label, direction, size, note))
     return traffic
 
 
-def _flops(operation_spec: dict, workload_spec: dict) -> int | None:
+def _flops(operation_spec: dict, workload_spec: dict, region: str) -> int | None:
     formula = operation_spec.get("flops")
-    return evaluate(formula, resolved_axes(operation_spec, workload_spec)) if formula else None
+    if not formula:
+        return None
+    return evaluate(formula, resolved_axes(operation_spec, workload_spec)) * FLOP_MULTIPLIER[region]
+
+
+def _memory_ns(tensors: list[TensorTraffic], ceilings: Ceilings) -> float:
+    total = sum(t.bytes for t in tensors)
+    if ceilings.read is None or ceilings.write is None:
+        return total / ceilings.copy * 1e9
+    read = sum(t.bytes for t in tensors if t.direction == "read")
+    write = total - read
+    return max(read / ceilings.read, write / ceilings.write) * 1e9
 
 
 def _peak(gpu: GpuSpec, workload_spec: dict) -> float | None:
@@ -125,16 +211,28 @@ def floor_estimate(
     workload_spec: dict,
     gpu: GpuSpec,
     measured_bandwidth_bytes_per_s: float | None = None,
+    *,
+    region: str = "forward",
+    operation: str = "",
+    measured: Ceilings | None = None,
 ) -> FloorEstimate:
-    tensors = compulsory_traffic(operation_spec, workload_spec)
+    """The floor of ``region`` (``operation``: the operation's slug, for its gradient tables).
+    ``measured`` (or a copy bandwidth alone) gives the measured floor; none, the datasheet's."""
+    tensors = compulsory_traffic(operation_spec, workload_spec, region, operation)
     total = sum(t.bytes for t in tensors)
-    if measured_bandwidth_bytes_per_s:
-        bandwidth = measured_bandwidth_bytes_per_s
-        source = f"device-to-device copy bandwidth measured by a KernelIndex runner on {gpu.short}"
+    if measured is None and measured_bandwidth_bytes_per_s:
+        measured = Ceilings(copy=measured_bandwidth_bytes_per_s)
+    if measured is not None:
+        memory_ns = _memory_ns(tensors, measured)
+        bandwidth = total / memory_ns * 1e9 if memory_ns else measured.copy
+        directional = measured.read is not None and measured.write is not None
+        kind = "read-only and write-only bandwidths" if directional else "device-to-device copy bandwidth"
+        source = f"{kind} measured by a KernelIndex runner on {gpu.short}"
     else:
         bandwidth = gpu.bandwidth_bytes_per_s
+        memory_ns = total / bandwidth * 1e9
         source = f"{gpu.bandwidth_gbps:,.0f} GB/s, {gpu.source}"
-    flops = _flops(operation_spec, workload_spec)
+    flops = _flops(operation_spec, workload_spec, region)
     peak = _peak(gpu, workload_spec) if flops else None
     return FloorEstimate(
         gpu=gpu.slug,
@@ -143,9 +241,10 @@ def floor_estimate(
         bytes_total=total,
         bandwidth_bytes_per_s=bandwidth,
         bandwidth_source=source,
-        memory_ns=total / bandwidth * 1e9,
+        memory_ns=memory_ns,
         flops=flops,
         peak_flops_per_s=peak,
         compute_ns=flops / peak * 1e9 if flops and peak else None,
-        measured=measured_bandwidth_bytes_per_s is not None,
+        measured=measured is not None,
+        region=region,
     )

@@ -14,7 +14,7 @@ from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.cohorts import environment_key
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
-from kernelindex.policy.floor import FloorEstimate, compulsory_traffic, floor_estimate
+from kernelindex.policy.floor import Ceilings, FloorEstimate, compulsory_traffic, floor_estimate
 from kernelindex.policy.ranking import Ranked
 from kernelindex.policy.selection import (
     CohortChoice,
@@ -261,28 +261,32 @@ def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
 
 
 def floor_for(
-    data: OperationData, workload: str, environment: str
+    data: OperationData, workload: str, environment: str, protocol: str | None = None
 ) -> tuple[FloorEstimate, FloorEstimate | None] | None:
+    """(datasheet floor, measured floor) of the protocol's timed region (forward without one)."""
     gpu = data.gpu_of(environment)
     if gpu is None:
         return None
     op_spec, wl_spec = data.operation["spec"], data.workloads[workload]["spec"]
-    datasheet = floor_estimate(op_spec, wl_spec, gpu)
-    measured_bw = measured_bandwidth(data, environment)
-    measured = floor_estimate(op_spec, wl_spec, gpu, measured_bw) if measured_bw else None
+    region = data.protocols[protocol]["spec"]["timed_region"] if protocol else "forward"
+    datasheet = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
+    ceilings = measured_ceilings(data, environment)
+    measured = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug,
+                              measured=ceilings) if ceilings else None
     return datasheet, measured
 
 
-def measured_bandwidth(data: OperationData, environment: str) -> float | None:
-    """The highest copy bandwidth a runner measured in this environment (same hardware and
-    software); the highest gives the lowest, still honest, measured floor."""
+def measured_ceilings(data: OperationData, environment: str) -> Ceilings | None:
+    """The highest bandwidths a runner measured in this environment (same hardware and software),
+    per direction; the highest gives the lowest, still honest, measured floor."""
     key = environment_key(data.environments[environment]["spec"])
-    measured = [
-        e["spec"].get("copy_bandwidth_bytes_per_s")
-        for e in data.environments.values()
-        if environment_key(e["spec"]) == key
-    ]
-    return max((m for m in measured if m), default=None)
+    same = [e["spec"] for e in data.environments.values() if environment_key(e["spec"]) == key]
+
+    def best(field: str) -> float | None:
+        return max((s[field] for s in same if s.get(field)), default=None)
+
+    copy = best("copy_bandwidth_bytes_per_s")
+    return Ceilings(copy, best("read_bandwidth_bytes_per_s"), best("write_bandwidth_bytes_per_s")) if copy else None
 
 
 def floor_bytes(data: OperationData, workload: str) -> int:
@@ -624,7 +628,7 @@ def _fastest_verified(
         best,
         label,
     )
-    floors = floor_for(data, best.workload, best.environment)
+    floors = floor_for(data, best.workload, best.environment, best.protocol)
     if floors:
         slot.floor_ratio = floors[0].ratio(rows[0].median_ns)
     return slot
@@ -646,8 +650,16 @@ def _coverage_gaps(data: OperationData, cohorts: list[Cohort]) -> list[str]:
     return [registry.gpus()[g].short for g in registry.priority_gpus() if g not in covered]
 
 
+REGION_FLOOR_WORDS = {
+    "forward": "every input read once and every output written once (gathers count only the rows that can be touched)",
+    "backward": "the upstream gradients and the inputs the backward needs read once, every gradient written once "
+                "(saved intermediates are not compulsory)",
+    "forward+backward": "every input and upstream gradient read once, every output and gradient written once",
+}
+
+
 def _floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> FloorView | None:
-    floors = floor_for(data, cohort.workload, cohort.environment)
+    floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
     if floors is None or not rows:
         return None
     datasheet, measured = floors
@@ -663,8 +675,8 @@ def _floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> F
         record_ratio=datasheet.ratio(record),
         measured_record_ratio=measured.ratio(record) if measured else None,
         explanation=(
-            "floor-v1: every input read once and every output written once (gathers count only the "
-            f"rows that can be touched); {bound}. A lower bound, not evidence: {format_duration(datasheet.floor_ns)}."
+            f"floor-v1 ({datasheet.region}): {REGION_FLOOR_WORDS[datasheet.region]}; {bound}. "
+            f"A lower bound, not evidence: {format_duration(datasheet.floor_ns)}."
         ),
     )
 

@@ -83,7 +83,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
     run = next(r for r in data.runs if r.digest == digest)
     cohort = cohorts_of(data)[run.cohort_key]
     entry = next((e for e in cohort.ranked if e.item.id == digest), None)
-    floors = floor_for(data, run.workload, run.environment)
+    floors = floor_for(data, run.workload, run.environment, run.protocol)
     floor_ns = floors[0].floor_ns if floors else None
     workload = data.workloads[run.workload]
     samples = load_samples(run.spec["timing"].get("samples_digest"))

@@ -5,9 +5,9 @@ from the environment (``importlib.metadata``) and become the pinned install of t
 revision. A missing package makes the adapter unavailable with a message, never a crash. Each
 adapter declares whether it writes its outputs in place; correctness checks that declaration.
 
-Keys used on the command line: ``baseline`` (the operation's baseline: Transformers'
-``apply_rotary_pos_emb`` for rope, ``torch.nn.Embedding`` for embedding), ``liger`` and
-``torch-compile`` (``torch.compile`` of the baseline).
+Keys used on the command line: ``baseline`` (the operation's baseline, as the source's benchmark
+names it), ``liger`` and ``torch-compile`` (``torch.compile`` of the baseline). Each operation's
+adapters live in its module under ``kernelindex.runner.ops``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,14 @@ import importlib.metadata
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from kernelindex.runner.correctness import Bound, Tensors
+
+if TYPE_CHECKING:
+    from kernelindex.runner.ops import OperationDef
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Adapter:
     binder: Callable[[Adapter, Tensors], Bound]
     in_place: bool = False
     role: str = "candidate"
+    description: str = ""  # shown on the implementation page (e.g. who wrote a baseline)
     state: dict[str, Any] = field(default_factory=dict)
 
     def missing(self) -> str | None:
@@ -67,133 +71,48 @@ class Adapter:
         self.state.clear()
 
     def bind(self, inputs: Tensors) -> Bound:
-        call = self.binder(self, inputs)
-
-        def run() -> Tensors:
-            with torch.no_grad():
-                return call()
-
-        return run
+        """The call on these inputs. Autograd mode is the caller's: the timed regions decide it."""
+        return self.binder(self, inputs)
 
 
-# --- rope ----------------------------------------------------------------------------------------
-
-
-def _hf_rope() -> Callable[..., Any]:
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-
-    return apply_rotary_pos_emb
-
-
-def _bind_rope_baseline(adapter: Adapter, x: Tensors) -> Bound:
-    fn = _hf_rope()
-
-    def call() -> Tensors:
-        q_out, k_out = fn(x["q"], x["k"], x["cos"], x["sin"])
-        return {"q_out": q_out, "k_out": k_out}
-
-    return call
-
-
-def _compiled(adapter: Adapter, make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+def compiled(adapter: Adapter, make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+    """``torch.compile(make(), dynamic=False)``, compiled once per (case, region) from a clean dynamo
+    state: ``start_case`` forgets it, and the first use after that resets dynamo, so no earlier case's
+    guards, recompiles or cache limits influence this one."""
     if "compiled" not in adapter.state:
         import torch._dynamo
 
-        torch._dynamo.reset()  # one compilation per case; never hit the recompile limit
+        torch._dynamo.reset()
         adapter.state["compiled"] = torch.compile(make(), dynamic=False)
     return adapter.state["compiled"]
 
 
-def _bind_rope_compile(adapter: Adapter, x: Tensors) -> Bound:
-    fn = _compiled(adapter, _hf_rope)
-
-    def call() -> Tensors:
-        q_out, k_out = fn(x["q"], x["k"], x["cos"], x["sin"])
-        return {"q_out": q_out, "k_out": k_out}
-
-    return call
+def module_call(module: torch.nn.Module, parameters: dict[str, torch.Tensor], *args: Any) -> Any:
+    """Call ``module`` with the given tensors in place of its parameters (``torch.func.functional_call``),
+    so autograd links the outputs to those tensors: the gradient of a weight lands on the input."""
+    return torch.func.functional_call(module, parameters, args)
 
 
-def _bind_rope_liger(adapter: Adapter, x: Tensors) -> Bound:
-    from liger_kernel.transformers.rope import liger_rotary_pos_emb
-
-    def call() -> Tensors:
-        q_out, k_out = liger_rotary_pos_emb(x["q"], x["k"], x["cos"], x["sin"])
-        return {"q_out": q_out, "k_out": k_out}
-
-    return call
+OURS = (
+    "PyTorch reference baseline, written by KernelIndex from the operation's semantics: the source's "
+    "benchmark defines its baseline inside its own script, which is not a package the runner can install."
+)
 
 
-# --- embedding -----------------------------------------------------------------------------------
+def ours(operation: str, symbol: str, binder: Callable[[Adapter, Tensors], Bound], title: str) -> Adapter:
+    """Our plain PyTorch baseline of ``operation`` (``kernelindex.runner.ops``: ``symbol``), named as ours."""
+    return Adapter("baseline", operation, f"kernelindex-{operation}", title, "kernelindex-baselines", "python",
+                   "kernelindex.runner.ops", symbol, ("torch",), ("torch",), binder, role="baseline",
+                   description=OURS)
 
 
-def _bind_embedding_baseline(adapter: Adapter, x: Tensors) -> Bound:
-    module = torch.nn.Embedding.from_pretrained(x["weight"], freeze=True)
-    ids = x["input_ids"]
-    return lambda: {"y": module(ids)}
-
-
-def _embedding_forward() -> Callable[..., Any]:
-    # Exactly what torch.nn.Embedding.forward runs with its default arguments.
-    return lambda ids, weight: torch.nn.functional.embedding(ids, weight)
-
-
-def _bind_embedding_compile(adapter: Adapter, x: Tensors) -> Bound:
-    fn = _compiled(adapter, _embedding_forward)
-    ids, weight = x["input_ids"], x["weight"]
-    return lambda: {"y": fn(ids, weight)}
-
-
-def _bind_embedding_liger(adapter: Adapter, x: Tensors) -> Bound:
-    from liger_kernel.transformers.experimental.embedding import LigerEmbedding
-
-    vocab, hidden = x["weight"].shape
-    with torch.device("meta"):  # skip the constructor's random init; the weight is the input
-        module = LigerEmbedding(vocab, hidden)
-    module.weight = torch.nn.Parameter(x["weight"], requires_grad=False)
-    ids = x["input_ids"]
-    return lambda: {"y": module(ids)}
-
-
-def adapters_for(operation: str) -> list[Adapter]:
-    """Every adapter the runner knows for ``operation``, baseline first."""
-    if operation == "rope":
-        return [
-            Adapter("baseline", "rope", "transformers-rope", "Transformers", "transformers", "python",
-                    "transformers.models.llama.modeling_llama", "apply_rotary_pos_emb",
-                    ("transformers", "torch"), ("transformers.models.llama.modeling_llama",),
-                    _bind_rope_baseline, role="baseline"),
-            Adapter("liger", "rope", "liger-kernel-rope", "Liger", "liger-kernel", "triton",
-                    "liger_kernel.transformers.rope", "liger_rotary_pos_emb",
-                    ("liger-kernel", "torch", "triton"), ("liger_kernel.transformers.rope",),
-                    _bind_rope_liger, in_place=True),
-            Adapter("torch-compile", "rope", "torch-compile-rope", "torch.compile", "pytorch", "python", "torch",
-                    "compile(transformers.models.llama.modeling_llama.apply_rotary_pos_emb)",
-                    ("torch", "transformers", "triton"), ("transformers.models.llama.modeling_llama",),
-                    _bind_rope_compile),
-        ]
-    if operation == "embedding":
-        return [
-            Adapter("baseline", "embedding", "pytorch-embedding", "PyTorch nn.Embedding", "pytorch", "python",
-                    "torch.nn", "Embedding", ("torch",), ("torch.nn",), _bind_embedding_baseline,
-                    role="baseline"),
-            Adapter("liger", "embedding", "liger-kernel-embedding", "Liger", "liger-kernel", "triton",
-                    "liger_kernel.transformers.experimental.embedding", "LigerEmbedding",
-                    ("liger-kernel", "torch", "triton"), ("liger_kernel.transformers.experimental.embedding",),
-                    _bind_embedding_liger),
-            Adapter("torch-compile", "embedding", "torch-compile-embedding", "torch.compile", "pytorch", "python",
-                    "torch", "compile(torch.nn.Embedding)", ("torch", "triton"), ("torch._inductor",),
-                    _bind_embedding_compile),
-        ]
-    raise ValueError(f"the runner has no adapters for operation {operation!r}; it verifies rope and embedding")
-
-
-def select(operation: str, keys: list[str] | None) -> list[Adapter]:
-    known = adapters_for(operation)
+def select(op: OperationDef, keys: list[str] | None) -> list[Adapter]:
+    """The operation's adapters, baseline first; ``keys`` picks some of them by key."""
+    known = op.adapters()
     if not keys:
         return known
     by_key = {a.key: a for a in known}
     unknown = [k for k in keys if k not in by_key]
     if unknown:
-        raise ValueError(f"unknown implementation {', '.join(unknown)}; choose from {', '.join(by_key)}")
+        raise ValueError(f"unknown implementation {', '.join(unknown)} for {op.slug}; choose from {', '.join(by_key)}")
     return [by_key[k] for k in keys]

@@ -11,8 +11,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from kernelindex.domain.manifests import digest_of
+from kernelindex.policy.floor import Ceilings
 from kernelindex.runner import records
 from kernelindex.runner.adapters import Adapter, select
+from kernelindex.runner.ops import OperationDef, operations
 from kernelindex.runner.timing import TimingPolicy
 from kernelindex.runner.verify import CaseOutcome, Context, Event, RunnerDevice, case_label, verify_case
 from kernelindex.trust.bundles import VerifiedBundle, write_bundle
@@ -35,9 +37,31 @@ def campaign_id(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
 
 
-def available_adapters(operation: BaseModel, keys: list[str] | None) -> tuple[list[Adapter], dict[str, str]]:
+def operation_def(slug: str) -> OperationDef:
+    """The runner's definition of an operation; a specific error for one it does not know or cannot verify."""
+    known = operations()
+    if slug not in known:
+        raise ValueError(f"the runner has no definition of operation {slug!r}; it verifies {', '.join(sorted(known))}")
+    op = known[slug]
+    if op.unavailable:
+        raise ValueError(f"operation {slug} cannot be verified on the runner: {op.unavailable}")
+    return op
+
+
+def case_regions(op: OperationDef, wanted: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """The regions to time: ``wanted`` (in the operation's order) limited to what the runner supports."""
+    if not wanted:
+        return op.regions
+    unknown = [r for r in wanted if r not in op.regions]
+    if unknown:
+        raise ValueError(f"{op.slug}: the runner cannot time region {', '.join(unknown)}; "
+                         f"it times {', '.join(op.regions)}")
+    return tuple(r for r in op.regions if r in wanted)
+
+
+def available_adapters(op: OperationDef, keys: list[str] | None) -> tuple[list[Adapter], dict[str, str]]:
     usable, skipped = [], {}
-    for adapter in select(operation.metadata.name, keys):
+    for adapter in select(op, keys):
         reason = adapter.missing()
         if reason is None:
             usable.append(adapter)
@@ -60,25 +84,35 @@ def verify_operation(
     do_bench: Callable[[Callable[[], object]], float | None] | None = None,
     on_event: Event | None = None,
     adapters: list[Adapter] | None = None,
+    regions: dict[str, tuple[str, ...]] | None = None,
+    op: OperationDef | None = None,
+    ceilings: Ceilings | None = None,
 ) -> OperationResult:
-    """Check and time every available adapter on every workload case of one operation."""
+    """Check and time every available adapter on every workload case of one operation, in each
+    case's regions (``regions``: by workload digest; default: every region the runner times)."""
+    op = op or operation_def(operation.metadata.name)
     result = OperationResult(operation)
     if adapters is None:
-        adapters, result.skipped = available_adapters(operation, adapter_keys)
+        adapters, result.skipped = available_adapters(op, adapter_keys)
     for key, reason in result.skipped.items():
         if on_event:
             on_event("skipped", {"adapter": key, "reason": reason})
-    protocol = records.protocol_manifest(operation, policy, calls_per_sample)
+    wanted = {digest_of(w): (regions or {}).get(digest_of(w), op.regions) for w in workloads}
+    used = [r for r in op.regions if any(r in rs for rs in wanted.values())]
+    protocols = {r: records.protocol_manifest(operation, policy, calls_per_sample, r) for r in used}
     impls = [(a, records.implementation_manifest(a, operation)) for a in adapters]
     projects = {a.project: records.project_manifest(a.project) for a in adapters}
     result.manifests = [records.source_manifest(), operation, *workloads, *projects.values(),
-                        *(impl for _, impl in impls), protocol, environment]
-    ctx = Context(operation=operation, protocol=protocol, environment=environment, device=device, policy=policy,
-                  runner=runner, campaign=campaign, do_bench=do_bench, on_event=on_event)
+                        *(impl for _, impl in impls), *protocols.values(), environment]
+    ctx = Context(operation=operation, op=op, protocols=protocols, environment=environment, device=device,
+                  policy=policy, runner=runner, campaign=campaign, do_bench=do_bench, on_event=on_event,
+                  ceilings=ceilings)
     for index, workload in enumerate(workloads):
         _check_workload(operation, workload)
-        ctx.emit("case", index=index, total=len(workloads), label=case_label(workload), steps=len(impls) + 1)
-        case = verify_case(ctx, workload, impls)
+        case_rs = tuple(r for r in op.regions if r in wanted[digest_of(workload)])
+        ctx.emit("case", index=index, total=len(workloads), label=case_label(workload),
+                 steps=len(impls) + len(case_rs))
+        case = verify_case(ctx, workload, impls, case_rs)
         result.cases.append(case)
         for outcome in case.impls:
             result.manifests.append(outcome.run)
@@ -121,14 +155,18 @@ def outcome_rows(result: OperationResult) -> list[dict[str, Any]]:
         for o in case.impls:
             timing = o.run.spec.timing if o.run is not None else None
             rows.append({
-                "case": case_label(case.workload), "implementation": o.adapter.key, "status": o.status,
+                "case": case_label(case.workload), "region": o.region, "implementation": o.adapter.key,
+                "status": o.status,
                 "median_ns": timing.median_ns if timing else None,
                 "p20_ns": timing.p20_ns if timing else None, "p80_ns": timing.p80_ns if timing else None,
                 "do_bench_ns": timing.secondary.get("do_bench_median_ns") if timing else None,
                 "host_ns": timing.host_ns if timing else None,
-                "floor_ns": None if case.floor_ns is None else round(case.floor_ns),
+                "floor_ns": None if case.floors.get(o.region) is None else round(case.floors[o.region] or 0),
+                "compile_ns": timing.secondary.get("compile_ns") if timing else None,
+                "peak_bytes": int(timing.raw["call_peak_memory_bytes"]) if timing and
+                "call_peak_memory_bytes" in timing.raw else None,
                 "method": timing.method if timing else None,
-                "relative_error": o.check.relative_error if o.check else None,
-                "detail": (o.check.detail if o.check else "") or (o.error or ""),
+                "relative_error": o.run.spec.correctness.relative_error if o.run is not None else None,
+                "detail": (o.check.detail_for(o.region) if o.check else "") or (o.error or ""),
             })
     return rows

@@ -10,13 +10,13 @@ eagerly with per-call events, and says so in ``method``.
 
 from __future__ import annotations
 
+import contextlib
 import time
-import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 
-from kernelindex.runner.timing import Call
+from kernelindex.runner.timing import Call, Sampler, sampler_with_fallback
 
 FLUSH_BYTES = 256 * 1024 * 1024
 
@@ -35,17 +35,18 @@ class _Events:
 class GraphSampler:
     method = "cuda_graph_replay"
 
-    def __init__(self, call: Call, flush: Callable[[], object], calls_per_sample: int) -> None:
+    def __init__(self, call: Call, flush: Callable[[], object], calls_per_sample: int,
+                 stream: torch.cuda.Stream | None = None) -> None:
         self.events = _Events(calls_per_sample, external=True)
         self.graph = torch.cuda.CUDAGraph()
-        side = torch.cuda.Stream()
+        side = stream or torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm-up on a side stream, as capture requires
+        with torch.cuda.stream(side):  # warm-up on the capture stream, as capture requires
             for _ in range(3):
                 call()
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
-        with torch.cuda.graph(self.graph):
+        with torch.cuda.graph(self.graph, stream=side):
             for start, end in zip(self.events.starts, self.events.ends, strict=True):
                 flush()
                 start.record()
@@ -64,6 +65,7 @@ class EventSampler:
     def __init__(self, call: Call, flush: Callable[[], object], calls_per_sample: int) -> None:
         self.call, self.flush = call, flush
         self.events = _Events(calls_per_sample, external=False)
+        self.fallback_reason: str | None = None
 
     def sample(self) -> list[float]:
         for start, end in zip(self.events.starts, self.events.ends, strict=True):
@@ -86,20 +88,41 @@ class CudaDevice:
         self.calls_per_sample = calls_per_sample
         self.use_graphs = use_graphs
         self.flush_buffer = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-        self.capture_errors: list[str] = []
+        # Inputs, the forward a backward region starts from, capture and replay all run on this
+        # stream: autograd runs a backward on its forward's stream, so the capture stream must be it.
+        self.stream = torch.cuda.Stream()
 
     def flush(self) -> None:
         self.flush_buffer.zero_()
 
-    def sampler(self, call: Call) -> GraphSampler | EventSampler:
-        if self.use_graphs:
-            try:
-                return GraphSampler(call, self.flush, self.calls_per_sample)
-            except Exception as exc:  # noqa: BLE001 - any capture failure means: fall back
-                torch.cuda.synchronize()
-                self.capture_errors.append(f"{type(exc).__name__}: {exc}")
-                warnings.warn(f"CUDA graph capture failed, timing with per-call events: {exc}", stacklevel=2)
-        return EventSampler(call, self.flush, self.calls_per_sample)
+    @contextlib.contextmanager
+    def timing_context(self) -> Iterator[None]:
+        self.stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.stream):
+            yield
+        torch.cuda.current_stream().wait_stream(self.stream)
+
+    def sampler(self, call: Call) -> Sampler:
+        def events(c: Call) -> Sampler:
+            return EventSampler(c, self.flush, self.calls_per_sample)
+
+        if not self.use_graphs:
+            return events(call)
+        return sampler_with_fallback(
+            call, lambda c: GraphSampler(c, self.flush, self.calls_per_sample, self.stream), events,
+            on_failure=torch.cuda.synchronize,
+        )
+
+    def peak_memory_bytes(self, call: Call) -> int:
+        """Peak memory of the call: bytes allocated above what was allocated before it
+        (``torch.cuda.max_memory_allocated`` after a reset)."""
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        result = call()
+        torch.cuda.synchronize()
+        del result
+        return int(torch.cuda.max_memory_allocated() - before)
 
     def host_times_ns(self, call: Call, calls: int) -> list[float]:
         times = []
@@ -148,6 +171,24 @@ def _copy_median_ns(device: CudaDevice, nbytes: int, samples: int) -> float:
     sampler.sample()
     times = sorted(t for _ in range(samples) for t in sampler.sample())
     return times[len(times) // 2]
+
+
+def _stream_median_ns(device: CudaDevice, call: Call, samples: int) -> float:
+    sampler = EventSampler(call, device.flush, device.calls_per_sample)
+    sampler.sample()
+    times = sorted(t for _ in range(samples) for t in sampler.sample())
+    return times[len(times) // 2]
+
+
+def read_write_bandwidth(device: CudaDevice, nbytes: int = 1 << 30, samples: int = 3) -> tuple[float, float]:
+    """(read-only, write-only) bandwidth in bytes/s: a sum over 1 GiB (reads it, writes 4 bytes per
+    row of 64 KiB) and a fill of 1 GiB. On an H200 a read stream runs faster than a copy, so a floor
+    from the copy bandwidth alone would not bound a read-dominated call from below."""
+    data = torch.ones(nbytes // 4, dtype=torch.float32, device="cuda").view(-1, 16384)
+    sums = torch.empty(data.shape[0], dtype=torch.float32, device="cuda")
+    read = nbytes / (_stream_median_ns(device, lambda: torch.sum(data, dim=1, out=sums), samples) * 1e-9)
+    write = nbytes / (_stream_median_ns(device, lambda: data.fill_(1.0), samples) * 1e-9)
+    return read, write
 
 
 def copy_bandwidth(device: CudaDevice, nbytes: int = 1 << 30, samples: int = 3) -> float:

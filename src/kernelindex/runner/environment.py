@@ -25,6 +25,8 @@ class Probe:
     software: dict[str, str] = field(default_factory=dict)
     clocks: dict[str, str] = field(default_factory=dict)
     copy_bandwidth_bytes_per_s: float | None = None
+    read_bandwidth_bytes_per_s: float | None = None
+    write_bandwidth_bytes_per_s: float | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -57,7 +59,8 @@ def library_versions() -> dict[str, str]:
     return found
 
 
-def probe(copy_bandwidth: float | None) -> Probe:
+def probe(copy_bandwidth: float | None, read_bandwidth: float | None = None,
+          write_bandwidth: float | None = None) -> Probe:
     """Probe the current CUDA device. Call after the copy-bandwidth measurement, so the clocks
     read are the clocks under load."""
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -76,6 +79,8 @@ def probe(copy_bandwidth: float | None) -> Probe:
         product=torch.cuda.get_device_name(), architecture=f"sm_{props.major}{props.minor}",
         memory_bytes=int(props.total_memory), software=software, clocks=clocks,
         copy_bandwidth_bytes_per_s=copy_bandwidth,
+        read_bandwidth_bytes_per_s=read_bandwidth,
+        write_bandwidth_bytes_per_s=write_bandwidth,
         notes=[] if smi else ["nvidia-smi not available: driver version and clocks not recorded"],
     )
 
@@ -84,8 +89,10 @@ def environment_manifest(p: Probe) -> BaseModel:
     hardware = {"vendor": "NVIDIA", "product": p.product, "architecture": p.architecture,
                 "memory_bytes": p.memory_bytes}
     spec = {"hardware": hardware, "software": p.software, "clocks": p.clocks}
-    if p.copy_bandwidth_bytes_per_s is not None:
-        # Rounded to 1 GB/s: finer digits are noise between probes.
-        spec["copy_bandwidth_bytes_per_s"] = float(round(p.copy_bandwidth_bytes_per_s / 1e9) * 1e9)
+    # Rounded to 1 GB/s: finer digits are noise between probes.
+    for name in ("copy", "read", "write"):
+        value = getattr(p, f"{name}_bandwidth_bytes_per_s")
+        if value is not None:
+            spec[f"{name}_bandwidth_bytes_per_s"] = float(round(value / 1e9) * 1e9)
     title = f"{p.product} · torch {p.software.get('torch', '?')} · CUDA {p.software.get('cuda', '?')}"
     return build("ExecutionEnvironment", spec, {"title": title, "labels": {"measured_by": "kernelindex-runner"}})

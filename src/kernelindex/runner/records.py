@@ -14,7 +14,7 @@ from kernelindex.runner.report import RUNNER_SOURCE
 from kernelindex.runner.timing import TimingPolicy
 
 HARNESS = "kernelindex-runner"
-HARNESS_VERSION = "1"
+HARNESS_VERSION = "2"
 SOURCE = RUNNER_SOURCE
 
 
@@ -45,24 +45,39 @@ def implementation_manifest(adapter: Any, operation: BaseModel) -> BaseModel:
     }
     if project.spec.repository:
         spec["source_url"] = f"{project.spec.repository}/tree/v{_public_version(versions[primary])}"
-    return build("ImplementationRevision", spec, {"name": adapter.line, "title": adapter.title})
+    metadata = {"name": adapter.line, "title": adapter.title}
+    if adapter.description:
+        metadata["description"] = adapter.description
+    return build("ImplementationRevision", spec, metadata)
 
 
-def protocol_manifest(operation: BaseModel, policy: TimingPolicy, calls_per_sample: int) -> BaseModel:
+REGION_WORDS = {
+    "forward": "the forward call (with autograd recording when the operation has gradients, as the sources time it)",
+    "backward": (
+        "autograd's gradients of the operation's gradient inputs from a forward output computed before timing, for "
+        "a fixed random upstream gradient (torch.autograd.grad with retain_graph; the forward is not timed)"
+    ),
+    "forward+backward": "the forward call and autograd's gradients of its gradient inputs, in one timed call",
+}
+
+
+def protocol_manifest(operation: BaseModel, policy: TimingPolicy, calls_per_sample: int,
+                      region: str = "forward") -> BaseModel:
     spec = {
         "harness": {"name": HARNESS, "version": HARNESS_VERSION},
         "timer": (
             f"CUDA graph replay: {calls_per_sample} calls per graph, each between CUDA events recorded inside "
-            "the graph (per-call CUDA events where capture fails; the run's timing.method says which)"
+            "the graph; where capture fails, per-call CUDA events with the same L2 flush before each call "
+            "(the run's timing.method says which, and why)"
         ),
-        "timed_region": "forward",
+        "timed_region": region,
         "setup_excluded": True,
         "warmup": {"count": policy.warmup_calls, "time_ns": policy.warmup_time_ns},
         "repetitions": {"count": policy.min_samples, "time_ns": policy.time_budget_ns},
-        "l2_policy": "flushed before every timed call: a 256 MiB buffer is zeroed inside the graph",
+        "l2_policy": "flushed before every timed call: a 256 MiB buffer is zeroed before the call",
         "input_regeneration": (
             "fresh random inputs for each of 3 correctness checks; timing uses one further fresh input set "
-            "per implementation (in-place implementations keep transforming it)"
+            "per implementation and region (in-place implementations keep transforming it)"
         ),
         "statistic": "median",
         "quantiles": [0.2, 0.5, 0.8],
@@ -70,8 +85,11 @@ def protocol_manifest(operation: BaseModel, policy: TimingPolicy, calls_per_samp
             "policy": "asserted",
             "comparator": (
                 "relative Frobenius error ||out - ref|| / ||ref|| against a float64 PyTorch reference on the same "
-                "inputs; NaN/Inf fail; an output with norm under 1e-3 of the reference fails; outputs poisoned "
-                "(0xFF) before the call; input mutation checked against the in-place declaration"
+                "inputs, for every output and, for backward regions, every gradient (float64 autograd of the "
+                "reference, same upstream gradient; the gradient tolerance is the operation's but at least 0.02 "
+                "bf16, 0.005 fp16, 1e-5 fp32, as a gradient's sum order is the implementation's); NaN/Inf fail; "
+                "a tensor with norm under 1e-3 of the reference fails; outputs poisoned (0xFF) before the call; "
+                "input mutation checked against the in-place declaration"
             ),
             "tolerances": dict(operation.spec.tolerance),
         },
@@ -79,13 +97,15 @@ def protocol_manifest(operation: BaseModel, policy: TimingPolicy, calls_per_samp
     }
     slug = operation.metadata.name
     return build("BenchmarkProtocol", spec, {
-        "name": f"{HARNESS}-v{HARNESS_VERSION}-{slug}-forward",
-        "title": f"KernelIndex runner v{HARNESS_VERSION} · forward",
+        "name": f"{HARNESS}-v{HARNESS_VERSION}-{slug}-{region.replace('+', '-')}",
+        "title": f"KernelIndex runner v{HARNESS_VERSION} · {region}",
         "description": (
-            f"Warm-up: {policy.warmup_calls} calls and {policy.warmup_time_ns / 1e6:.0f} ms; at least "
-            f"{policy.min_samples} samples, then stop at relative standard error {policy.target_rse:.1%}, "
-            f"{policy.max_samples} samples or {policy.time_budget_ns / 1e9:.0f} s per case; implementations "
-            "interleaved round by round. Host time per call is recorded separately."
+            f"Timed: {REGION_WORDS[region]}. Warm-up: {policy.warmup_calls} calls and "
+            f"{policy.warmup_time_ns / 1e6:.0f} ms; at least {policy.min_samples} samples, then stop at relative "
+            f"standard error {policy.target_rse:.1%}, {policy.max_samples} samples or "
+            f"{policy.time_budget_ns / 1e9:g} s per case and region; implementations interleaved round by round. "
+            "torch.compile is compiled from a clean dynamo state for every case and region. Host time per call, "
+            "compile time and the call's peak memory are recorded separately, never in the figure."
         ),
     })
 
@@ -99,15 +119,21 @@ def source_manifest() -> BaseModel:
     }, {"name": SOURCE, "title": "KernelIndex verification runner"})
 
 
-def correctness_json(result: CheckResult | None, detail: str | None = None) -> dict[str, Any]:
+def correctness_json(result: CheckResult | None, detail: str | None = None, region: str = "forward") -> dict[str, Any]:
+    """The run's correctness for its region: a backward region needs its gradients to pass too, and
+    its relative error is the worst over outputs and gradients."""
     if result is None:
         return {"checked": False, "detail": detail or "not checked"}
     data: dict[str, Any] = {
-        "checked": True, "passed": result.passed, "tolerance": result.tolerance,
-        "mutated_inputs": result.mutated_inputs, "detail": result.detail,
+        "checked": True, "passed": result.passed_for(region), "tolerance": result.tolerance,
+        "mutated_inputs": result.mutated_inputs, "detail": result.detail_for(region),
     }
-    if result.relative_error is not None:
-        data["relative_error"] = float(f"{result.relative_error:.6g}")
+    errors = [result.relative_error]
+    if region != "forward":
+        errors.append(result.gradient_error)
+    known = [e for e in errors if e is not None]
+    if known:
+        data["relative_error"] = float(f"{max(known):.6g}")
     return data
 
 

@@ -11,13 +11,15 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kernelindex.policy.floor import Ceilings
 from kernelindex.runner.campaign import OperationResult, campaign_id, verify_operation, write_result_bundle
-from kernelindex.runner.cuda import CudaDevice, copy_bandwidth, do_bench_median_ns
+from kernelindex.runner.cuda import CudaDevice, copy_bandwidth, do_bench_median_ns, read_write_bandwidth
 from kernelindex.runner.environment import Probe, environment_manifest, probe
 from kernelindex.runner.timing import TimingPolicy
 from kernelindex.trust.bundles import VerifiedBundle
 
-Plan = list[tuple[BaseModel, list[BaseModel], list[str] | None]]
+# (operation, workload cases, adapter keys or None for all, regions by workload digest or None for all)
+Plan = list[tuple[BaseModel, list[BaseModel], list[str] | None, dict[str, tuple[str, ...]] | None]]
 
 
 @dataclass
@@ -25,6 +27,7 @@ class Session:
     probe: Probe
     environment: BaseModel
     copy_bandwidth: float
+    ceilings: Ceilings | None = None
     results: list[OperationResult] = field(default_factory=list)
     bundles: list[VerifiedBundle] = field(default_factory=list)
 
@@ -60,20 +63,26 @@ def run_session(
 ) -> Session:
     device = CudaDevice(calls_per_sample=calls_per_sample, use_graphs=use_graphs)
     bandwidth = copy_bandwidth(device)
-    found = probe(bandwidth)
-    session = Session(probe=found, environment=environment_manifest(found), copy_bandwidth=bandwidth)
+    read, write = read_write_bandwidth(device)
+    found = probe(bandwidth, read, write)
+    environment = environment_manifest(found)
+    spec = environment.spec
+    ceilings = Ceilings(spec.copy_bandwidth_bytes_per_s or bandwidth, spec.read_bandwidth_bytes_per_s,
+                        spec.write_bandwidth_bytes_per_s)
+    session = Session(probe=found, environment=environment, copy_bandwidth=bandwidth, ceilings=ceilings)
     policy = TimingPolicy(min_samples=min_samples, time_budget_ns=int(time_budget_s * 1e9))
     runner = {"name": runner_name, "key_id": key_id}
     campaign = campaign_id()
-    total = sum(len(cases) for _, cases, _ in plan)
+    total = sum(len(entry[1]) for entry in plan)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=console is None) as progress:
         events = _ProgressEvents(progress if console is not None else None, console, total)
-        for (operation, cases, keys), out in zip(plan, out_dirs, strict=True):
+        for (operation, cases, keys, regions), out in zip(plan, out_dirs, strict=True):
             result = verify_operation(
                 operation, cases, keys, device=device, environment=session.environment, runner=runner,
                 policy=policy, calls_per_sample=calls_per_sample, campaign=campaign,
-                do_bench=do_bench_median_ns if do_bench else None, on_event=events,
+                do_bench=do_bench_median_ns if do_bench else None, on_event=events, regions=regions,
+                ceilings=ceilings,
             )
             session.results.append(result)
             if result.runs():

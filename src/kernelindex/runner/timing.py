@@ -59,9 +59,27 @@ class Measurement:
     stop_reason: str = ""
     warmup_calls: int = 0
     host_samples: list[float] = field(default_factory=list)
+    fallback_reason: str | None = None  # why graph capture failed, when the sampler fell back
 
     def summary(self) -> Summary:
         return summarize(self.samples)
+
+
+def sampler_with_fallback(
+    call: Call, graph: Callable[[Call], Sampler], events: Callable[[Call], Sampler],
+    on_failure: Callable[[], object] | None = None,
+) -> Sampler:
+    """The graph-replay sampler; where capture fails (a call that synchronizes, a backward whose
+    autograd graph refuses capture, ...), the per-call-events sampler, carrying the reason in
+    ``fallback_reason`` so the run says which method timed it and why."""
+    try:
+        return graph(call)
+    except Exception as exc:  # noqa: BLE001 - any capture failure means: fall back, and say so
+        if on_failure is not None:
+            on_failure()
+        sampler = events(call)
+        sampler.fallback_reason = f"{type(exc).__name__}: {exc}"[:300]  # type: ignore[attr-defined]
+        return sampler
 
 
 def warm_up(call: Call, sampler: Sampler, device: Device, policy: TimingPolicy) -> int:
@@ -98,7 +116,8 @@ def measure_interleaved(
     on_round: Callable[[dict[str, Measurement]], None] | None = None,
 ) -> dict[str, Measurement]:
     """Time several implementations of one workload, interleaved round by round."""
-    results = {name: Measurement(method=samplers[name].method) for name in samplers}
+    results = {name: Measurement(method=samplers[name].method, fallback_reason=getattr(samplers[name],
+                                 "fallback_reason", None)) for name in samplers}
     for name, sampler in samplers.items():
         results[name].warmup_calls = warm_up(calls[name], sampler, device, policy)
     start, round_index = device.wall_ns(), 0

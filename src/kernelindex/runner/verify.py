@@ -1,13 +1,16 @@
-"""Verify implementations of one operation over workload cases: correctness, then timing.
+"""Verify implementations of one operation over workload cases: correctness, then timing per region.
 
-For each case: every available adapter is checked for correctness on fresh inputs; the ones that
-pass are timed together, interleaved, on one more fresh input set each; ``do_bench``'s median is
-recorded beside; a median under the floor-v1 datasheet floor is flagged. Every adapter that ran
-yields a BenchmarkRun, whatever its status.
+For each case: every available adapter is checked for correctness on fresh inputs (outputs, and
+gradients when a backward region is asked for). Then, region by region, the adapters that passed
+for that region are timed together, interleaved, on one more fresh input set each, each
+``torch.compile`` adapter compiled again from a clean dynamo state; ``do_bench``'s median is
+recorded beside; a median under the region's floor-v1 datasheet floor is flagged. Every adapter
+yields a BenchmarkRun per region, whatever its status.
 """
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,12 +21,13 @@ from pydantic import BaseModel
 
 from kernelindex import registry
 from kernelindex.domain.canonical import bytes_digest, canonical_bytes
-from kernelindex.policy.floor import floor_estimate
+from kernelindex.policy.floor import Ceilings, floor_estimate
 from kernelindex.runner import records
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import CheckResult, check
 from kernelindex.runner.inputs import make_inputs
-from kernelindex.runner.reference import REFERENCES
+from kernelindex.runner.ops import OperationDef
+from kernelindex.runner.regions import needs_gradients, prepare_inputs, region_call
 from kernelindex.runner.timing import Device, Measurement, Sampler, TimingPolicy, measure_interleaved
 
 Event = Callable[[str, dict[str, Any]], None]
@@ -42,6 +46,7 @@ class RunnerDevice(Device, Protocol):
 class ImplOutcome:
     adapter: Adapter
     implementation: BaseModel
+    region: str = "forward"
     status: str = "passed"
     check: CheckResult | None = None
     measurement: Measurement | None = None
@@ -49,19 +54,26 @@ class ImplOutcome:
     error: str | None = None
     run: BaseModel | None = None
     samples_blob: bytes | None = None
+    first_call_ns: float | None = None
+    peak_bytes: int | None = None
 
 
 @dataclass
 class CaseOutcome:
     workload: BaseModel
-    floor_ns: float | None
+    floors: dict[str, float | None] = field(default_factory=dict)
     impls: list[ImplOutcome] = field(default_factory=list)
+
+    @property
+    def floor_ns(self) -> float | None:  # the forward floor (older callers)
+        return self.floors.get("forward")
 
 
 @dataclass
 class Context:
     operation: BaseModel
-    protocol: BaseModel
+    op: OperationDef
+    protocols: dict[str, BaseModel]
     environment: BaseModel
     device: RunnerDevice
     policy: TimingPolicy
@@ -70,6 +82,7 @@ class Context:
     do_bench: Callable[[Callable[[], object]], float | None] | None = None
     on_event: Event | None = None
     check_trials: int = 3
+    ceilings: Ceilings | None = None
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.on_event is not None:
@@ -82,13 +95,14 @@ def case_label(workload: BaseModel) -> str:
     return f"{axes} {dtypes}".strip()
 
 
-def floor_ns(operation: BaseModel, workload: BaseModel, product: str) -> float | None:
+def floor_ns(operation: BaseModel, workload: BaseModel, product: str, region: str = "forward",
+             measured: Ceilings | None = None) -> float | None:
     gpu = registry.gpu_for_product(product)
     if gpu is None:
         return None
     op = operation.model_dump(mode="json")["spec"]
     wl = workload.model_dump(mode="json")["spec"]
-    return floor_estimate(op, wl, gpu).floor_ns
+    return floor_estimate(op, wl, gpu, region=region, operation=operation.metadata.name, measured=measured).floor_ns
 
 
 def _error(exc: BaseException) -> str:
@@ -97,51 +111,104 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"[:500]
 
 
-def _check(ctx: Context, workload: BaseModel, outcome: ImplOutcome) -> None:
-    slug = ctx.operation.metadata.name
+def _check(ctx: Context, workload: BaseModel, adapter: Adapter, gradients: bool) -> tuple[CheckResult | None, str]:
     try:
-        outcome.check = check(
-            ctx.operation, workload, outcome.adapter.bind, REFERENCES[slug], in_place=outcome.adapter.in_place,
-            device=ctx.device.torch_device, trials=ctx.check_trials, poison=ctx.device.poison,
-        )
+        return check(ctx.operation, workload, ctx.op, adapter.bind, in_place=adapter.in_place,
+                     device=ctx.device.torch_device, trials=ctx.check_trials, poison=ctx.device.poison,
+                     gradients=gradients), ""
     except Exception as exc:  # noqa: BLE001 - a crashing implementation is a result, not a crash
-        outcome.status, outcome.error = "runtime_error", _error(exc)
-        return
-    if not outcome.check.passed:
-        outcome.status = "incorrect_numerical"
+        return None, _error(exc)
+
+
+def _timing_context(device: RunnerDevice) -> contextlib.AbstractContextManager[object]:
+    context = getattr(device, "timing_context", None)
+    return context() if context is not None else contextlib.nullcontext()
+
+
+def _setup(ctx: Context, workload: BaseModel, o: ImplOutcome) -> tuple[Callable[[], object], Sampler]:
+    """Fresh inputs, the region's call, its first call (compilation) and peak memory, the sampler."""
+    inputs = prepare_inputs(make_inputs(ctx.op, workload, TIMING_SEED, ctx.device.torch_device), ctx.op.grad_inputs)
+    ctx.device.synchronize()
+    start = ctx.device.wall_ns()
+    call = region_call(o.region, o.adapter.bind(inputs), inputs, ctx.op.grad_inputs)
+    call()
+    ctx.device.synchronize()
+    o.first_call_ns = float(ctx.device.wall_ns() - start)
+    peak = getattr(ctx.device, "peak_memory_bytes", None)
+    if peak is not None:
+        o.peak_bytes = peak(call)
+    return call, ctx.device.sampler(call)
 
 
 def _time(ctx: Context, workload: BaseModel, outcomes: list[ImplOutcome]) -> None:
-    slug = ctx.operation.metadata.name
     calls: dict[str, Callable[[], object]] = {}
     samplers: dict[str, Sampler] = {}
-    for o in outcomes:
-        try:
-            calls[o.adapter.key] = o.adapter.bind(make_inputs(slug, workload, TIMING_SEED, ctx.device.torch_device))
-            samplers[o.adapter.key] = ctx.device.sampler(calls[o.adapter.key])
-        except Exception as exc:  # noqa: BLE001
-            o.status, o.error = "runtime_error", f"timing setup failed: {_error(exc)}"
-            calls.pop(o.adapter.key, None)
-    timed = [o for o in outcomes if o.adapter.key in samplers]
+    with _timing_context(ctx.device):
+        for o in outcomes:
+            try:
+                calls[o.adapter.key], samplers[o.adapter.key] = _setup(ctx, workload, o)
+            except Exception as exc:  # noqa: BLE001
+                o.status, o.error = "runtime_error", f"timing setup failed: {_error(exc)}"
+        timed = [o for o in outcomes if o.adapter.key in samplers]
+        results = _measure(ctx, calls, samplers, timed)
+        for o in timed:
+            o.measurement = results.get(o.adapter.key)
+            if o.measurement is not None and ctx.do_bench is not None:
+                try:
+                    o.do_bench_ns = ctx.do_bench(calls[o.adapter.key])
+                except Exception as exc:  # noqa: BLE001 - the secondary figure is optional
+                    ctx.emit("warning", message=f"{o.adapter.title}: do_bench failed ({_error(exc)})")
+    del calls, samplers
+    ctx.device.release()
+
+
+def _measure(ctx: Context, calls: dict[str, Callable[[], object]], samplers: dict[str, Sampler],
+             timed: list[ImplOutcome]) -> dict[str, Measurement]:
     try:
-        results = measure_interleaved(calls, samplers, ctx.device, ctx.policy)
+        return measure_interleaved(calls, samplers, ctx.device, ctx.policy)
     except Exception:  # noqa: BLE001 - isolate the implementation that fails
-        results = {}
+        results: dict[str, Measurement] = {}
         for o in timed:
             key = o.adapter.key
             try:
                 results.update(measure_interleaved({key: calls[key]}, {key: samplers[key]}, ctx.device, ctx.policy))
             except Exception as exc:  # noqa: BLE001
                 o.status, o.error = "runtime_error", f"timing failed: {_error(exc)}"
-    for o in timed:
-        o.measurement = results.get(o.adapter.key)
-        if o.measurement is not None and ctx.do_bench is not None:
-            try:
-                o.do_bench_ns = ctx.do_bench(calls[o.adapter.key])
-            except Exception as exc:  # noqa: BLE001 - the secondary figure is optional
-                ctx.emit("warning", message=f"{o.adapter.title}: do_bench failed ({_error(exc)})")
-    del calls, samplers
-    ctx.device.release()
+        return results
+
+
+def verify_case(
+    ctx: Context, workload: BaseModel, adapters: list[tuple[Adapter, BaseModel]],
+    regions: tuple[str, ...] = ("forward",),
+) -> CaseOutcome:
+    """Check every adapter once (gradients too when a backward region is asked), then time each region."""
+    product = ctx.device.name
+    case = CaseOutcome(workload, {r: floor_ns(ctx.operation, workload, product, r) for r in regions})
+    checks: dict[str, tuple[CheckResult | None, str]] = {}
+    for adapter, _ in adapters:
+        adapter.start_case()
+        ctx.emit("step", label=f"check {adapter.key}")
+        checks[adapter.key] = _check(ctx, workload, adapter, needs_gradients(regions))
+    for region in regions:
+        outcomes = []
+        for adapter, impl in adapters:
+            result, error = checks[adapter.key]
+            o = ImplOutcome(adapter=adapter, implementation=impl, region=region, check=result, error=error or None)
+            if result is None:
+                o.status = "runtime_error"
+            elif not result.passed_for(region):
+                o.status = "incorrect_numerical"
+            outcomes.append(o)
+        passing = [o for o in outcomes if o.status == "passed"]
+        for o in passing:
+            o.adapter.start_case()  # torch.compile: a clean dynamo state for every (case, region)
+        if passing:
+            ctx.emit("step", label=f"{region}: timing " + ", ".join(o.adapter.key for o in passing))
+            _time(ctx, workload, passing)
+        for o in outcomes:
+            _finish(ctx, workload, case, o)
+        case.impls.extend(outcomes)
+    return case
 
 
 def _samples_blob(o: ImplOutcome, workload: BaseModel, observed_at: str) -> bytes:
@@ -152,6 +219,7 @@ def _samples_blob(o: ImplOutcome, workload: BaseModel, observed_at: str) -> byte
         "implementation": o.adapter.line,
         "version": o.implementation.spec.version,
         "workload": workload.model_dump(mode="json")["spec"]["axes"],
+        "region": o.region,
         "observed_at": observed_at,
         "unit": "ns",
         "method": m.method,
@@ -160,6 +228,7 @@ def _samples_blob(o: ImplOutcome, workload: BaseModel, observed_at: str) -> byte
         "device_ns": [round(v) for v in m.samples],
         "host_ns": [round(v) for v in m.host_samples],
         "do_bench_median_ns": None if o.do_bench_ns is None else round(o.do_bench_ns),
+        "capture_failure": m.fallback_reason,
     }
     return canonical_bytes(data)
 
@@ -173,9 +242,32 @@ def _timing_json(o: ImplOutcome, blob: bytes) -> dict[str, Any]:
                                                           "relative_standard_error": f"{s.rse:.5f}"}}
     if m.host_samples:
         timing["host_ns"] = round(sorted(m.host_samples)[len(m.host_samples) // 2])
+    if m.fallback_reason:
+        timing["raw"]["capture_failure"] = m.fallback_reason[:300]
+    secondary: dict[str, int] = {}
     if o.do_bench_ns is not None:
-        timing["secondary"] = {"do_bench_median_ns": round(o.do_bench_ns)}
+        secondary["do_bench_median_ns"] = round(o.do_bench_ns)
+    if o.first_call_ns is not None:
+        # Wall time of the first call after a clean dynamo state; never part of the figure.
+        secondary["compile_ns" if o.adapter.key == "torch-compile" else "first_call_ns"] = round(o.first_call_ns)
+    if secondary:
+        timing["secondary"] = secondary
+    if o.peak_bytes is not None:
+        timing["raw"]["call_peak_memory_bytes"] = str(o.peak_bytes)
     return timing
+
+
+def _below_floor(ctx: Context, workload: BaseModel, case: CaseOutcome, o: ImplOutcome, median: float) -> str:
+    """Why the median is not credible, or "": under the datasheet floor (status), or under the
+    floor from the ceilings measured on this device (said in the run)."""
+    floor = case.floors.get(o.region)
+    if floor is not None and median < floor:
+        return "datasheet"
+    if ctx.ceilings is not None:
+        measured = floor_ns(ctx.operation, workload, ctx.device.name, o.region, ctx.ceilings)
+        if measured is not None and median < measured:
+            return "measured"
+    return ""
 
 
 def _finish(ctx: Context, workload: BaseModel, case: CaseOutcome, o: ImplOutcome) -> None:
@@ -187,32 +279,22 @@ def _finish(ctx: Context, workload: BaseModel, case: CaseOutcome, o: ImplOutcome
         o.samples_blob = _samples_blob(o, workload, stamp)
         timing = _timing_json(o, o.samples_blob)
         artifacts["samples"] = timing["samples_digest"]
-        if case.floor_ns is not None and timing["median_ns"] < case.floor_ns:
+        below = _below_floor(ctx, workload, case, o, timing["median_ns"])
+        if below == "datasheet":
             o.status = "suspected_reward_hack"
-    correctness = records.correctness_json(o.check, o.error)
+        elif below == "measured":
+            timing["raw"]["exceeds_measured_ceiling"] = (
+                "median under the floor from the read-only/write-only bandwidths measured on this device")
+    correctness = records.correctness_json(o.check, o.error, o.region)
     if o.error and o.check is not None:
         correctness["detail"] = f"{correctness.get('detail', '')}; {o.error}".strip("; ")
     case_id = case_label(workload).replace(" ", ",")
-    external_id = f"{ctx.campaign}/{ctx.operation.metadata.name}/{case_id}/{o.adapter.key}"
+    external_id = f"{ctx.campaign}/{ctx.operation.metadata.name}/{case_id}/{o.region}/{o.adapter.key}"
     o.run = records.run_manifest(
-        implementation=o.implementation, workload=workload, protocol=ctx.protocol, environment=ctx.environment,
-        status=o.status, timing=timing, correctness=correctness, observed_at=observed, external_id=external_id,
-        runner=ctx.runner, artifacts=artifacts,
-        title=f"{o.adapter.title} · {ctx.operation.metadata.name} · {case_label(workload)}",
+        implementation=o.implementation, workload=workload, protocol=ctx.protocols[o.region],
+        environment=ctx.environment, status=o.status, timing=timing, correctness=correctness, observed_at=observed,
+        external_id=external_id, runner=ctx.runner, artifacts=artifacts,
+        title=f"{o.adapter.title} · {ctx.operation.metadata.name} · {o.region} · {case_label(workload)}",
     )
 
 
-def verify_case(ctx: Context, workload: BaseModel, adapters: list[tuple[Adapter, BaseModel]]) -> CaseOutcome:
-    case = CaseOutcome(workload, floor_ns(ctx.operation, workload, ctx.device.name))
-    case.impls = [ImplOutcome(adapter=a, implementation=impl) for a, impl in adapters]
-    for o in case.impls:
-        o.adapter.start_case()
-        ctx.emit("step", label=f"check {o.adapter.key}")
-        _check(ctx, workload, o)
-    passing = [o for o in case.impls if o.status == "passed"]
-    if passing:
-        ctx.emit("step", label="timing " + ", ".join(o.adapter.key for o in passing))
-        _time(ctx, workload, passing)
-    for o in case.impls:
-        _finish(ctx, workload, case, o)
-    return case

@@ -1,0 +1,162 @@
+"""Activations: softmax, sparsemax, relu-squared, megatron-swiglu (SwiGLU on a fused gate-up tensor)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from pydantic import BaseModel
+
+from kernelindex.runner.adapters import Adapter, compiled, ours
+from kernelindex.runner.correctness import Bound, Tensors
+from kernelindex.runner.inputs import randn, tensor_decls
+from kernelindex.runner.ops import REGIONS, OperationDef
+
+LIGER = ("liger-kernel", "torch", "triton")
+
+
+def _one_input(name: str, scale: float = 1.0) -> Callable[..., Tensors]:
+    def make(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+        return {name: randn(tensor_decls(workload)[name], gen, device, scale)}
+    return make
+
+
+def _bind(fn_of: Callable[[Adapter], Callable[..., Any]], arg: str, out: str) -> Callable[[Adapter, Tensors], Bound]:
+    def bind(adapter: Adapter, x: Tensors) -> Bound:
+        fn = fn_of(adapter)
+        value = x[arg]
+        return lambda: {out: fn(value)}
+    return bind
+
+
+def _adapters(slug: str, baseline: Adapter, liger_module: str, liger_symbol: str,
+              liger: Callable[[], Callable[..., Any]], plain: Callable[[], Callable[..., Any]],
+              compiled_symbol: str, arg: str = "x", out: str = "y") -> list[Adapter]:
+    return [
+        baseline,
+        Adapter("liger", slug, f"liger-kernel-{slug}", "Liger", "liger-kernel", "triton", liger_module, liger_symbol,
+                LIGER, (liger_module,), _bind(lambda a: liger(), arg, out)),
+        Adapter("torch-compile", slug, f"torch-compile-{slug}", "torch.compile", "pytorch", "python", "torch",
+                f"compile({compiled_symbol})", ("torch", "triton"), ("torch._inductor",),
+                _bind(lambda a: compiled(a, plain), arg, out)),
+    ]
+
+
+# --- softmax --------------------------------------------------------------------------------------
+
+
+def _torch_softmax() -> Callable[..., Any]:
+    return torch.nn.Softmax(dim=-1)
+
+
+def _liger_softmax() -> Callable[..., Any]:
+    from liger_kernel.transformers.softmax import LigerSoftmax
+
+    return LigerSoftmax()
+
+
+def _softmax_adapters() -> list[Adapter]:
+    baseline = Adapter("baseline", "softmax", "pytorch-softmax", "PyTorch nn.Softmax", "pytorch", "python", "torch.nn",
+                       "Softmax", ("torch",), ("torch.nn",), _bind(lambda a: _torch_softmax(), "x", "y"),
+                       role="baseline")
+    return _adapters("softmax", baseline, "liger_kernel.transformers.softmax", "LigerSoftmax", _liger_softmax,
+                     _torch_softmax, "torch.nn.Softmax(dim=-1)")
+
+
+def softmax_reference(x: Tensors) -> Tensors:
+    return {"y": torch.softmax(x["x"].double(), dim=-1)}
+
+
+# --- sparsemax ------------------------------------------------------------------------------------
+
+
+def _sparsemax(z: torch.Tensor) -> torch.Tensor:
+    """Sparsemax over the last dim in z's dtype (Martins & Astudillo 2016): sort descending, find the
+    support size k, tau = (sum of the top k - 1) / k, y = max(z - tau, 0)."""
+    ranked, _ = torch.sort(z, dim=-1, descending=True)
+    ks = torch.arange(1, z.shape[-1] + 1, device=z.device, dtype=z.dtype)
+    cumulative = ranked.cumsum(-1)
+    support = (1 + ks * ranked > cumulative).sum(-1, keepdim=True)
+    tau = (cumulative.gather(-1, support - 1) - 1) / support.to(z.dtype)
+    return torch.clamp(z - tau, min=0)
+
+
+def sparsemax(x: torch.Tensor) -> torch.Tensor:
+    """Our baseline from the semantics, computed in fp32 and cast back."""
+    return _sparsemax(x.float()).to(x.dtype)
+
+
+def sparsemax_reference(x: Tensors) -> Tensors:
+    return {"y": _sparsemax(x["x"].double())}
+
+
+def _liger_sparsemax() -> Callable[..., Any]:
+    from liger_kernel.transformers.sparsemax import LigerSparsemax
+
+    return LigerSparsemax(dim=-1)
+
+
+def _sparsemax_adapters() -> list[Adapter]:
+    baseline = ours("sparsemax", "activations.sparsemax", _bind(lambda a: sparsemax, "x", "y"),
+                    "PyTorch sparsemax (KernelIndex baseline)")
+    return _adapters("sparsemax", baseline, "liger_kernel.transformers.sparsemax", "LigerSparsemax",
+                     _liger_sparsemax, lambda: sparsemax, "kernelindex.runner.ops.activations.sparsemax")
+
+
+# --- relu-squared ---------------------------------------------------------------------------------
+
+
+def relu_squared(x: torch.Tensor) -> torch.Tensor:
+    """Our baseline: relu(x) ** 2 in the input's dtype."""
+    return torch.relu(x).square()
+
+
+def _liger_relu_squared() -> Callable[..., Any]:
+    from liger_kernel.transformers.relu_squared import LigerReLUSquared
+
+    return LigerReLUSquared()
+
+
+def _relu_squared_adapters() -> list[Adapter]:
+    baseline = ours("relu-squared", "activations.relu_squared", _bind(lambda a: relu_squared, "x", "y"),
+                    "PyTorch relu(x)² (KernelIndex baseline)")
+    return _adapters("relu-squared", baseline, "liger_kernel.transformers.relu_squared", "LigerReLUSquared",
+                     _liger_relu_squared, lambda: relu_squared, "kernelindex.runner.ops.activations.relu_squared")
+
+
+# --- megatron-swiglu ------------------------------------------------------------------------------
+
+
+def silu_and_mul(y: torch.Tensor) -> torch.Tensor:
+    """Our baseline: split the last dim into gate and up, silu(gate) * up, in the input's dtype."""
+    gate, up = torch.chunk(y, 2, dim=-1)
+    return torch.nn.functional.silu(gate) * up
+
+
+def silu_and_mul_reference(x: Tensors) -> Tensors:
+    return {"out": silu_and_mul(x["y"].double())}
+
+
+def _liger_megatron_swiglu() -> Callable[..., Any]:
+    from liger_kernel.megatron import LigerMegatronSwiGLU
+
+    return LigerMegatronSwiGLU()
+
+
+def _megatron_swiglu_adapters() -> list[Adapter]:
+    baseline = ours("megatron-swiglu", "activations.silu_and_mul", _bind(lambda a: silu_and_mul, "y", "out"),
+                    "PyTorch silu(gate) · up (KernelIndex baseline)")
+    return _adapters("megatron-swiglu", baseline, "liger_kernel.megatron", "LigerMegatronSwiGLU",
+                     _liger_megatron_swiglu, lambda: silu_and_mul, "kernelindex.runner.ops.activations.silu_and_mul",
+                     arg="y", out="out")
+
+
+OPERATIONS = [
+    OperationDef("softmax", _one_input("x"), softmax_reference, _softmax_adapters, ("x",), REGIONS),
+    OperationDef("sparsemax", _one_input("x"), sparsemax_reference, _sparsemax_adapters, ("x",), REGIONS),
+    OperationDef("relu-squared", _one_input("x"), lambda x: {"y": relu_squared(x["x"].double())},
+                 _relu_squared_adapters, ("x",), REGIONS),
+    OperationDef("megatron-swiglu", _one_input("y"), silu_and_mul_reference, _megatron_swiglu_adapters, ("y",),
+                 REGIONS),
+]
