@@ -1,10 +1,18 @@
-"""The H200 verification campaign: rope (7 reference cases) and embedding (16), forward, every
-available implementation, one signed bundle per operation, then the fidelity checks. One process.
+"""The H200 verification campaign: every reference case of the given operations × baseline, Liger
+and torch.compile × every region the source measured for the case; one signed bundle per operation.
 
-    PYTHONPATH=src python bench/campaign.py --manifests EXPORT.jsonl --key .keys/runner.key --out OUT_DIR
+Prepare here (CPU), from a ``ki export`` of a catalog with the Liger data imported:
 
-EXPORT.jsonl is a ``ki export`` of a catalog with the Liger data imported, so the workload cases
-(and their digests) are exactly the catalog's. ``--smoke`` runs one case per operation.
+    python bench/campaign.py prepare --export EXPORT.jsonl --out out/campaign/cases
+
+which writes ``cases.jsonl`` (the reference WorkloadCases, digests equal to the catalog's) and
+``regions.json`` (workload digest → the regions the source measured). On the GPU machine:
+
+    python bench/campaign.py run --cases out/campaign/cases --key .keys/runner.key --out OUT \\
+        --operations rms-norm,softmax [--smoke] [--order reverse] [--impl torch-compile] [--only-cases FILE]
+
+Several processes (one per GPU, ``CUDA_VISIBLE_DEVICES``) may share the operations. Each writes
+``OUT/summary-<label>.json``: every run's row and each operation's wall time.
 """
 
 from __future__ import annotations
@@ -16,86 +24,129 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from kernelindex import registry
+from kernelindex.domain.manifests import digest_of, parse_manifest_text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+RUNNER_SOURCE = "kernelindex-runner"
 
-from runner_fidelity import copy_probe, do_bench_ratios, print_fidelity, repeat_case  # noqa: E402
 
-from kernelindex import registry  # noqa: E402
-from kernelindex.runner.campaign import outcome_rows, select_workloads  # noqa: E402
-from kernelindex.runner.report import print_results, workloads_from_file  # noqa: E402
-from kernelindex.runner.session import run_session  # noqa: E402
-from kernelindex.runner.timing import TimingPolicy  # noqa: E402
-from kernelindex.trust import keys  # noqa: E402
+def prepare(export: Path, out: Path) -> dict[str, int]:
+    """Reference cases (with runs from a source other than the runner) and their measured regions."""
+    lines = export.read_bytes().splitlines()
+    protocols: dict[str, str] = {}
+    cases: dict[str, bytes] = {}
+    regions: dict[str, set[str]] = {}
+    for line in lines:
+        data = json.loads(line)
+        if data.get("kind") == "BenchmarkProtocol":
+            protocols[digest_of(parse_manifest_text(line))] = data["spec"]["timed_region"]
+        elif data.get("kind") == "WorkloadCase":
+            cases[digest_of(parse_manifest_text(line))] = line
+    for line in lines:
+        data = json.loads(line)
+        if data.get("kind") == "BenchmarkRun" and data["spec"]["source"]["name"] != RUNNER_SOURCE:
+            regions.setdefault(data["spec"]["workload"], set()).add(protocols[data["spec"]["protocol"]])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cases.jsonl").write_bytes(b"\n".join(cases[d] for d in sorted(regions)) + b"\n")
+    (out / "regions.json").write_text(json.dumps({d: sorted(r) for d, r in sorted(regions.items())}, indent=1))
+    return {"cases": len(regions), "case_regions": sum(len(r) for r in regions.values())}
 
-SMOKE = {"rope": "seq=2048,hidden=8192", "embedding": "batch=32,vocab=1024"}
-FIDELITY = SMOKE
+
+def load_cases(folder: Path, slug: str) -> tuple[list[Any], dict[str, tuple[str, ...]]]:
+    from kernelindex.runner.report import workloads_from_file
+
+    operation = registry.load_operation(slug)
+    cases = sorted(workloads_from_file(folder / "cases.jsonl", operation), key=lambda w: sorted(w.spec.axes.items()))
+    measured = json.loads((folder / "regions.json").read_text())
+    return cases, {digest_of(w): tuple(measured[digest_of(w)]) for w in cases}
+
+
+def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
+    from kernelindex.runner.verify import case_label
+
+    plan, outs = [], []
+    only = {tuple(x) for x in json.loads(args.only_cases.read_text())} if args.only_cases else None
+    keys = args.impl.split(",") if args.impl else None
+    for slug in args.operations.split(","):
+        cases, regions = load_cases(args.cases, slug)
+        if only is not None:
+            cases = [w for w in cases if (slug, case_label(w)) in only]
+        if args.smoke:
+            cases = cases[:1]
+        if args.order == "reverse":
+            cases = cases[::-1]
+        if args.regions:
+            regions = {d: tuple(r for r in rs if r in args.regions.split(",")) for d, rs in regions.items()}
+        if cases:
+            plan.append((registry.load_operation(slug), cases, keys, regions))
+            outs.append(args.out / "bundles" / f"h200-{slug}-{time.strftime('%Y%m%d')}")
+    return plan, outs
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from rich.console import Console
+
+    from kernelindex.runner.campaign import outcome_rows
+    from kernelindex.runner.session import run_session
+    from kernelindex.trust import keys
+
+    started = time.perf_counter()
+    runner = keys.load_public_key(args.key.with_name(keys.PUBLIC_KEY_FILE))
+    plan, outs = _plan(args)
+    summary: dict[str, Any] = {"operations": {}, "order": args.order}
+    console = Console(stderr=True, force_terminal=False, width=150) if args.progress else None
+    for entry, out in zip(plan, outs, strict=True):
+        op_started = time.perf_counter()
+        session = run_session([entry], key_path=args.key, runner_name=runner.name, key_id=runner.key_id,
+                              out_dirs=[out], time_budget_s=args.time_budget,
+                              min_samples=args.min_samples, console=console, do_bench=args.do_bench,
+                              write_bundles=not args.no_bundle)
+        result = session.results[0]
+        slug = result.operation.metadata.name
+        summary["operations"][slug] = {
+            "seconds": round(time.perf_counter() - op_started, 1), "runs": outcome_rows(result),
+            "skipped": result.skipped, "bundle": session.bundles[0].digest if session.bundles else None,
+        }
+        summary["environment"] = session.environment.model_dump(mode="json")["spec"]
+        print(f"{slug}: {len(result.runs())} runs in {summary['operations'][slug]['seconds']} s", flush=True)
+        for row in summary["operations"][slug]["runs"]:
+            if row["status"] != "passed":
+                print(f"  {row['case']} {row['region']} {row['implementation']}: {row['status']} {row['detail'][:300]}")
+    summary["total_s"] = round(time.perf_counter() - started, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"summary-{args.label}.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
+    print(f"total {summary['total_s']} s")
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="KernelIndex runner campaign")
-    parser.add_argument("--manifests", type=Path, required=True)
-    parser.add_argument("--key", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--operations", default="rope,embedding")
-    parser.add_argument("--smoke", action="store_true", help="one case per operation")
-    parser.add_argument("--no-fidelity", action="store_true")
-    parser.add_argument("--time-budget", type=float, default=4.0)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--export", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--cases", type=Path, required=True)
+    r.add_argument("--key", type=Path, required=True)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--operations", required=True)
+    r.add_argument("--label", default="campaign")
+    r.add_argument("--impl", default="")
+    r.add_argument("--regions", default="")
+    r.add_argument("--only-cases", type=Path, help="JSON list of [operation, case label] to keep (fidelity.py select)")
+    r.add_argument("--order", choices=("forward", "reverse"), default="forward")
+    r.add_argument("--smoke", action="store_true", help="the first case of each operation")
+    r.add_argument("--time-budget", type=float, default=1.0, help="seconds per case and region")
+    r.add_argument("--min-samples", type=int, default=100)
+    r.add_argument("--do-bench", action="store_true", help="also record triton's do_bench median")
+    r.add_argument("--no-bundle", action="store_true", help="measure only (re-verification, order checks)")
+    r.add_argument("--progress", action="store_true")
     args = parser.parse_args(argv)
-    started = time.perf_counter()
-    console = Console(stderr=True, force_terminal=False, width=150)
-    runner = keys.load_public_key(args.key.with_name(keys.PUBLIC_KEY_FILE))
-    plan, outs = [], []
-    for slug in args.operations.split(","):
-        operation = registry.load_operation(slug)
-        cases = workloads_from_file(args.manifests, operation)
-        cases = sorted(cases, key=lambda w: sorted(w.spec.axes.items()))
-        if args.smoke:
-            cases = select_workloads(cases, SMOKE[slug])
-        plan.append((operation, cases, None))
-        outs.append(args.out / "bundles" / f"h200-{slug}-{time.strftime('%Y%m%d')}")
-    session = run_session(plan, key_path=args.key, runner_name=runner.name, key_id=runner.key_id, out_dirs=outs,
-                          time_budget_s=args.time_budget, console=console)
-    summary: dict[str, Any] = {"probe": session.probe.__dict__, "environment": session.environment.model_dump(
-        mode="json"), "operations": {}, "bundles": [b.digest for b in session.bundles]}
-    campaign_s = time.perf_counter() - started
-    for result in session.results:
-        rows = outcome_rows(result)
-        print_results(Console(width=150), result.operation.metadata.name, rows, result.skipped)
-        summary["operations"][result.operation.metadata.name] = {"runs": rows, "skipped": result.skipped}
-    print(f"copy bandwidth (runner probe): {session.copy_bandwidth / 1e9:,.0f} GB/s; "
-          f"probe {json.dumps(session.probe.clocks)} {json.dumps(session.probe.software)}")
-    print(f"campaign time: {campaign_s:.0f} s")
-    if not args.no_fidelity:
-        summary["fidelity"] = fidelity(session, args.manifests)
-    summary["total_s"] = time.perf_counter() - started
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
-    print(f"total time: {summary['total_s']:.0f} s")
+    if args.command == "prepare":
+        print(prepare(args.export, args.out))
+        return 0
+    run(args)
     return 0
-
-
-def fidelity(session: Any, manifests: Path) -> dict[str, Any]:
-    from kernelindex.runner.cuda import CudaDevice
-
-    device = CudaDevice()
-    copy = copy_probe(device)
-    repeats = []
-    for slug, selector in FIDELITY.items():
-        operation = registry.load_operation(slug)
-        workload = select_workloads(workloads_from_file(manifests, operation), selector)[0]
-        rep = repeat_case(slug, workload, device, TimingPolicy(), device.calls_per_sample)
-        rep.pop("runs")
-        repeats.append(rep)
-    labels = {}
-    for result in session.results:
-        for case in result.cases:
-            for o in case.impls:
-                if o.run is not None:
-                    labels[o.run.spec.source.external_id] = f"{result.operation.metadata.name} {o.run.metadata.title}"
-    ratios = do_bench_ratios([r for res in session.results for r in res.runs()], labels)
-    print_fidelity(copy, repeats, ratios)
-    return {"copy": copy, "repeats": repeats, "do_bench": ratios}
 
 
 if __name__ == "__main__":

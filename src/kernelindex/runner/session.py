@@ -59,7 +59,7 @@ class _ProgressEvents:
 def run_session(
     plan: Plan, *, key_path: Path, runner_name: str, key_id: str, out_dirs: list[Path],
     min_samples: int = 100, time_budget_s: float = 4.0, calls_per_sample: int = 10, use_graphs: bool = True,
-    console: Console | None = None, do_bench: bool = True,
+    console: Console | None = None, do_bench: bool = True, write_bundles: bool = True,
 ) -> Session:
     device = CudaDevice(calls_per_sample=calls_per_sample, use_graphs=use_graphs)
     bandwidth = copy_bandwidth(device)
@@ -85,6 +85,6 @@ def run_session(
                 ceilings=ceilings,
             )
             session.results.append(result)
-            if result.runs():
+            if result.runs() and write_bundles:
                 session.bundles.append(write_result_bundle(result, out, key_path, runner_name))
     return session
