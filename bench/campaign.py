@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         session = run_session([entry], key_path=args.key, runner_name=runner.name, key_id=runner.key_id,
                               out_dirs=[out], time_budget_s=args.time_budget,
                               min_samples=args.min_samples, console=console, do_bench=args.do_bench,
-                              write_bundles=not args.no_bundle)
+                              write_bundles=not args.no_bundle, host_calls=args.host_calls)
         result = session.results[0]
         slug = result.operation.metadata.name
         summary["operations"][slug] = {
@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
         summary["environment"] = session.environment.model_dump(mode="json")["spec"]
         print(f"{slug}: {len(result.runs())} runs in {summary['operations'][slug]['seconds']} s", flush=True)
+        args.out.mkdir(parents=True, exist_ok=True)  # after every operation: a cut-off campaign keeps what it did
+        (args.out / f"summary-{args.label}.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
         for row in summary["operations"][slug]["runs"]:
             if row["status"] != "passed":
                 print(f"  {row['case']} {row['region']} {row['implementation']}: {row['status']} {row['detail'][:300]}")
@@ -138,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--smoke", action="store_true", help="the first case of each operation")
     r.add_argument("--time-budget", type=float, default=1.0, help="seconds per case and region")
     r.add_argument("--min-samples", type=int, default=100)
+    r.add_argument("--host-calls", type=int, default=50, help="calls timed on the host, device drained before each")
     r.add_argument("--do-bench", action="store_true", help="also record triton's do_bench median")
     r.add_argument("--no-bundle", action="store_true", help="measure only (re-verification, order checks)")
     r.add_argument("--progress", action="store_true")

@@ -167,6 +167,6 @@ def outcome_rows(result: OperationResult) -> list[dict[str, Any]]:
                 "call_peak_memory_bytes" in timing.raw else None,
                 "method": timing.method if timing else None,
                 "relative_error": o.run.spec.correctness.relative_error if o.run is not None else None,
-                "detail": (o.check.detail_for(o.region) if o.check else "") or (o.error or ""),
+                "detail": "; ".join(d for d in ((o.check.detail_for(o.region) if o.check else ""), o.error or "") if d),
             })
     return rows

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch._functorch.config
 
 from kernelindex.runner.correctness import Bound, Tensors, gradients, upstream_gradients
 from kernelindex.runner.ops import REGIONS
@@ -55,7 +56,10 @@ def region_call(region: str, bound: Bound, inputs: Tensors, grad_inputs: tuple[s
         raise ValueError(f"region {region} needs an operation with gradient inputs")
     wrt = {n: inputs[n] for n in grad_inputs}
     if region == "backward":
-        with torch.enable_grad():
+        # The same backward runs again and again (retain_graph). torch.compile donates saved
+        # buffers to its backward by default, which forbids that, so the forward this region starts
+        # from is compiled without donated buffers (a memory-reuse setting; the runs say so).
+        with torch.enable_grad(), torch._functorch.config.patch(donated_buffer=False):
             outputs = bound()
         upstream = upstream_gradients(outputs, list(outputs), TIMING_UPSTREAM_SEED)
         return lambda: gradients(outputs, upstream, wrt, retain=True)

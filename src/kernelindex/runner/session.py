@@ -59,7 +59,7 @@ class _ProgressEvents:
 def run_session(
     plan: Plan, *, key_path: Path, runner_name: str, key_id: str, out_dirs: list[Path],
     min_samples: int = 100, time_budget_s: float = 4.0, calls_per_sample: int = 10, use_graphs: bool = True,
-    console: Console | None = None, do_bench: bool = True, write_bundles: bool = True,
+    console: Console | None = None, do_bench: bool = True, write_bundles: bool = True, host_calls: int = 50,
 ) -> Session:
     device = CudaDevice(calls_per_sample=calls_per_sample, use_graphs=use_graphs)
     bandwidth = copy_bandwidth(device)
@@ -70,7 +70,7 @@ def run_session(
     ceilings = Ceilings(spec.copy_bandwidth_bytes_per_s or bandwidth, spec.read_bandwidth_bytes_per_s,
                         spec.write_bandwidth_bytes_per_s)
     session = Session(probe=found, environment=environment, copy_bandwidth=bandwidth, ceilings=ceilings)
-    policy = TimingPolicy(min_samples=min_samples, time_budget_ns=int(time_budget_s * 1e9))
+    policy = TimingPolicy(min_samples=min_samples, time_budget_ns=int(time_budget_s * 1e9), host_calls=host_calls)
     runner = {"name": runner_name, "key_id": key_id}
     campaign = campaign_id()
     total = sum(len(entry[1]) for entry in plan)

@@ -254,6 +254,10 @@ def _timing_json(o: ImplOutcome, blob: bytes) -> dict[str, Any]:
         timing["secondary"] = secondary
     if o.peak_bytes is not None:
         timing["raw"]["call_peak_memory_bytes"] = str(o.peak_bytes)
+    if o.region == "backward":
+        timing["raw"]["backward"] = (
+            "torch.autograd.grad(retain_graph=True) from one untimed forward; that forward built with "
+            "torch._functorch.config.donated_buffer=False")
     return timing
 
 
