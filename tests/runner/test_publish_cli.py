@@ -40,16 +40,33 @@ def _ki(*args: str) -> object:
     return runner.invoke(app, list(args))
 
 
-def test_shipped_bundles_verify_and_name_the_shipped_key() -> None:
+RUNNER_CORE_OPS = {
+    "rope", "embedding", "llama4-rope", "rms-norm", "fused-add-rms-norm", "layer-norm", "group-norm",
+    "megatron-rms-norm", "softmax", "sparsemax", "relu-squared", "swiglu-mlp", "geglu-mlp", "megatron-swiglu",
+}
+
+
+def _slug(path: Path) -> str:
+    return path.name.removeprefix("h200-").rsplit("-", 1)[0]
+
+
+def _shipped_key_of(bundle: Path) -> Path:
+    key_id = verify_bundle(bundle).key_id
+    runners = bundle.parent.parent / "runners"
+    return next(p for p in sorted(runners.iterdir()) if keys.load_public_key(p).key_id == key_id)
+
+
+def test_shipped_bundles_verify_and_name_a_shipped_key() -> None:
     paths = bundled_bundles()
-    assert {p.name.split("-")[1] for p in paths} == {"rope", "embedding"}
-    (key,) = keys.bundled_runner_keys()
+    assert {_slug(p) for p in paths} >= RUNNER_CORE_OPS
+    shipped = {k.key_id: k.name for k in keys.bundled_runner_keys()}
     for path in paths:
         bundle = verify_bundle(path)
-        assert bundle.key_id == key.key_id
+        assert bundle.key_id in shipped
         assert all(run.spec.status == "passed" for run in bundle.runs())
-    counts = {p.name.split("-")[1]: verify_bundle(p).counts()["BenchmarkRun"] for p in paths}
-    assert counts == {"rope": 21, "embedding": 48}
+    counts = {_slug(p): verify_bundle(p).counts()["BenchmarkRun"] for p in paths}
+    # rope: 7 cases x 3 implementations x 3 regions; embedding: 16 x 3 x (forward, forward+backward)
+    assert counts["rope"] == 63 and counts["embedding"] == 96
 
 
 def test_keygen_writes_a_private_key_only_the_owner_reads(tmp_path: Path) -> None:
@@ -68,13 +85,13 @@ def test_untrusted_bundle_is_refused_then_published_once_trusted(db_url: str, tm
     shutil.copytree(source, bundle)
     refused = _ki("publish", str(bundle), "--database", db_url)
     assert refused.exit_code == 1 and "not a trusted runner" in refused.output
-    pub = next(Path(str(p)) for p in sorted((source.parent.parent / "runners").iterdir()))
+    pub = _shipped_key_of(source)
     trusted = _ki("runner", "trust", str(pub), "--database", db_url, "--json")
     assert trusted.exit_code == 0, trusted.output
     assert json.loads(trusted.output)["key_id"] in trusted_runner_keys(open_catalog(db_url))
     published = _ki("publish", str(bundle), "--database", db_url, "--json")
     assert published.exit_code == 0, published.output
-    assert json.loads(published.output)["new"]["BenchmarkRun"] == 21
+    assert json.loads(published.output)["new"]["BenchmarkRun"] == 63
     again = _ki("publish", str(bundle), "--database", db_url, "--json")
     assert json.loads(again.output)["new"] == {}
 
@@ -97,15 +114,16 @@ def test_as_reported_publishes_without_attestation(db_url: str) -> None:
     with pytest.raises(UntrustedRunnerError):
         publish_bundle(catalog, path)
     report = publish_bundle(catalog, path, allow_untrusted=True)
-    assert report.new["BenchmarkRun"] == 21
+    assert report.new["BenchmarkRun"] == 63
 
 
-def test_bootstrap_trusts_the_shipped_key(db_url: str) -> None:
+def test_bootstrap_trusts_the_shipped_keys(db_url: str) -> None:
     catalog = open_catalog(db_url)
-    (key,) = keys.bundled_runner_keys(catalog)
-    assert trusted_runner_keys(catalog) == {key.key_id: key.name}
+    shipped = {k.key_id: k.name for k in keys.bundled_runner_keys(catalog)}
+    assert set(shipped.values()) == {"kernelindex-h200-runner-1", "kernelindex-h200-runner-2"}
+    assert trusted_runner_keys(catalog) == shipped
     keys.bundled_runner_keys(catalog)  # idempotent
-    assert trusted_runner_keys(catalog) == {key.key_id: key.name}
+    assert trusted_runner_keys(catalog) == shipped
 
 
 def test_verify_takes_the_catalogs_reference_cases(db_url: str) -> None:

@@ -86,6 +86,8 @@ class RankedRow(JsonModel):
     floor_ratio: float | None = None  # "N× above floor" (floor-v1, datasheet; an estimate)
     throughput: float | None = None  # achieved GB/s (bandwidth-bound) or TFLOP/s (compute-bound)
     throughput_unit: str | None = None
+    method: str | None = None  # how the run was timed (runner runs: cuda_graph_replay / per_call_events)
+    method_note: str | None = None  # said when it differs from the cohort's usual method
 
 
 @dataclass
@@ -297,8 +299,9 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
     baselines = [
         r.median_ns for r in cohort.eligible if data.implementations[r.implementation]["spec"].get("role") == "baseline"
     ]
-    floors = floor_for(data, cohort.workload, cohort.environment)
-    rows = [_row(data, cohort.run(entry.item.id), entry, baselines, now) for entry in cohort.ranked]
+    floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
+    usual = usual_method(cohort)
+    rows = [_row(data, cohort.run(entry.item.id), entry, baselines, now, usual) for entry in cohort.ranked]
     if floors:  # latency cohorts; a memory metric would have no floor ratio or throughput
         for row in rows:
             row.floor_ratio = floors[0].ratio(row.median_ns)
@@ -307,7 +310,32 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
     return rows
 
 
-def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now: datetime) -> RankedRow:
+METHOD_WORDS = {
+    "cuda_graph_replay": "CUDA graph replay (no launch cost between calls)",
+    "per_call_events": "per-call CUDA events (the call could not be captured in a CUDA graph)",
+}
+
+
+def usual_method(cohort: Cohort) -> str | None:
+    """The timing method most of the cohort's eligible runs used (None when no run says)."""
+    methods = [r.spec["timing"].get("method") for r in cohort.eligible if r.spec["timing"].get("method")]
+    return max(sorted(set(methods)), key=methods.count) if methods else None
+
+
+def method_note(run: Run, usual: str | None) -> str | None:
+    """A sentence for a row timed another way than the rest of its cohort: never a silent mix."""
+    method = run.spec["timing"].get("method")
+    if not method or not usual or method == usual:
+        return None
+    why = run.spec["timing"].get("raw", {}).get("capture_failure")
+    said = METHOD_WORDS.get(method, method)
+    return (f"Timed with {said}; most of this cohort used {METHOD_WORDS.get(usual, usual)}. "
+            "Per-call events include each call's launch gaps, so this figure may sit above a graph-replay one"
+            + (f" (capture failed: {why})." if why else "."))
+
+
+def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now: datetime,
+         usual: str | None = None) -> RankedRow:
     ref = implementation_ref(data, run.implementation)
     is_baseline = ref.role == "baseline"
     multiple = None if is_baseline else baseline_multiple(run.median_ns, baselines)  # type: ignore[arg-type]
@@ -329,11 +357,14 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         time_zone_recorded=run.spec["source"].get("time_zone_recorded", True),
         is_baseline=is_baseline,
         faster_than_baseline=multiple if multiple and multiple > 1 else None,
-        rationale=_rationale(entry, multiple, is_baseline, run, ref),
+        rationale=_rationale(entry, multiple, is_baseline, run, ref, usual),
+        method=run.spec["timing"].get("method"),
+        method_note=method_note(run, usual),
     )
 
 
-def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Run, ref: ImplementationRef) -> list[str]:
+def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Run, ref: ImplementationRef,
+               usual: str | None = None) -> list[str]:
     lines = []
     if entry.tied:
         lines.append(f"Tied at rank {entry.rank}: the runs' confidence intervals overlap or medians differ by < 1%.")
@@ -344,6 +375,9 @@ def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Ru
     if is_baseline:
         lines.append("The source's designated baseline implementation.")
     lines.append(EVIDENCE_SENTENCES[run.evidence])
+    note = method_note(run, usual) if usual else None
+    if note:
+        lines.append(note)
     if not ref.usable:
         lines.extend(r["sentence"] for r in ref.not_usable_reasons)
     if not run.spec["source"].get("time_zone_recorded", True):

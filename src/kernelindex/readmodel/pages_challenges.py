@@ -14,6 +14,7 @@ from kernelindex.domain.canonical import short_digest
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries, utc_now
+from kernelindex.readmodel.pages_home import verified_regions
 
 
 @dataclass
@@ -37,12 +38,24 @@ class OperationGaps(JsonModel):
 
 
 @dataclass
+class NotVerified(JsonModel):
+    operation: str
+    operation_title: str
+    reason: str
+    url: str
+
+
+NOT_YET = "not yet verified by a KernelIndex runner"
+
+
+@dataclass
 class ChallengesPage(JsonModel):
     priority_gpus: list[dict[str, str]]
     unmeasured: list[OperationGaps] = field(default_factory=list)
     unbeaten_baselines: list[CohortSummary] = field(default_factory=list)
     single_entry: list[CohortSummary] = field(default_factory=list)
     stale_records: list[CohortSummary] = field(default_factory=list)
+    not_verified: list[NotVerified] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -59,11 +72,16 @@ def challenges_page(catalog: Catalog, *, now: datetime | None = None) -> Challen
         page.unbeaten_baselines += [s for s in summaries if s.leader and s.leader.baseline]
         page.single_entry += [s for s in summaries if s.eligible_runs == 1]
         page.stale_records += [s for s in summaries if s.leader and s.leader.stale]
+        if not verified_regions(data):
+            title = data.operation.get("metadata", {}).get("title") or data.slug
+            reason = registry.runner_unavailable().get(data.slug, NOT_YET)
+            page.not_verified.append(NotVerified(data.slug, title, reason, f"/operations/{data.slug}"))
     page.counts = {
         "unmeasured_cells": sum(g.missing_total for g in page.unmeasured),
         "unbeaten_baselines": len(page.unbeaten_baselines),
         "single_entry": len(page.single_entry),
         "stale_records": len(page.stale_records),
+        "not_verified": len(page.not_verified),
     }
     return page
 

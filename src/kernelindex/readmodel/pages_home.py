@@ -12,6 +12,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
 from kernelindex.domain.instants import as_utc
 from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.pages_common import all_operations, cohort_summaries, utc_now
 from kernelindex.readmodel.pages_records import LedgerEvent
 
@@ -67,6 +68,8 @@ def home_page(catalog: Catalog, *, now: datetime | None = None) -> HomePage:
         "implementations": len(lines),
         "eligible_runs": len(eligible),
         "verified_runs": sum(1 for r in eligible if r.evidence in VERIFIED_LEVELS),
+        "operations_verified": sum(1 for d in datas if verified_regions(d)),
+        "operations_verified_backward": sum(1 for d in datas if verified_regions(d) - {"forward"}),
         "cohorts": len(summaries),
     }
     operations = sorted(
@@ -75,6 +78,12 @@ def home_page(catalog: Catalog, *, now: datetime | None = None) -> HomePage:
         key=lambda o: (-o.eligible_runs, o.slug),
     )
     return HomePage(TAGLINE, counts, _sources(catalog), _latest(summaries), operations)
+
+
+def verified_regions(data: OperationData) -> set[str]:
+    """The timed regions in which the operation has an eligible verified run."""
+    return {data.protocols[r.protocol]["spec"]["timed_region"]
+            for r in data.runs if r.eligible and r.evidence in VERIFIED_LEVELS}
 
 
 def _latest(summaries: list) -> list[LedgerEvent]:  # noqa: ANN001 - list[CohortSummary]

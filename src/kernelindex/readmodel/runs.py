@@ -19,7 +19,7 @@ from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
 from kernelindex.readmodel.loading import NotFound, load_operation
 from kernelindex.readmodel.operations import ImplementationRef, floor_for, implementation_ref
-from kernelindex.readmodel.samples import histogram, load_samples, secondary_figures
+from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 
 
 @dataclass
@@ -128,7 +128,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
         operation_url=f"/operations/{data.slug}?workload={workload_key(run.workload)}&cohort={cohort_key_short(run.cohort_key)}",
         samples_url=f"/runs/{run.run_id}/samples.json" if samples else None,
         histogram=histogram(samples.get("device_ns", [])) if samples else [],
-        secondary=secondary_figures(run.spec["timing"].get("secondary", {})),
+        secondary=run_secondary(run.spec["timing"]),
     )
 
 

@@ -20,9 +20,22 @@ SECONDARY_NAMES: dict[str, tuple[str, str]] = {
     "do_bench_median_ns": ("triton do_bench median",
                            "the figure most published benchmarks report; on fast kernels it includes launch "
                            "overhead, so it sits above the CUDA-graph median"),
-    "compile_ns": ("torch.compile time", "compile once per case; excluded from the timed region"),
-    "peak_memory_bytes": ("peak memory of the call", "allocated by the call, measured separately"),
+    "compile_ns": ("torch.compile time", "the first call after a clean dynamo state for this case and region; "
+                   "excluded from the timed figure"),
+    "first_call_ns": ("first call", "wall time of the first call of this region, before any timing; excluded"),
+    "peak_memory_bytes": ("peak memory of the call (KernelIndex runner)",
+                          "bytes allocated above what was allocated before one call; not a process-wide peak, "
+                          "never compared with a source's peak memory"),
 }
+
+
+def run_secondary(timing: dict[str, Any]) -> list[dict[str, Any]]:
+    """A run's secondary figures, with the call's peak memory the runner records beside them."""
+    secondary = dict(timing.get("secondary", {}))
+    peak = timing.get("raw", {}).get("call_peak_memory_bytes")
+    if peak is not None and peak.isdigit():
+        secondary["peak_memory_bytes"] = int(peak)
+    return secondary_figures(secondary)
 
 
 @cache

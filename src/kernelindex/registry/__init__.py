@@ -87,6 +87,12 @@ def gpus() -> dict[str, GpuSpec]:
 
 
 @cache
+@cache
+def runner_unavailable() -> dict[str, str]:
+    """Operations the runner cannot verify → the reason (``runner_coverage.yaml``)."""
+    return dict(_load_yaml("runner_coverage.yaml").get("unavailable") or {})
+
+
 def priority_gpus() -> tuple[str, ...]:
     return tuple(_load_yaml("gpus.yaml")["priority"])
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,12 +52,19 @@ class OperationDef:
 
 
 def operations() -> dict[str, OperationDef]:
-    """Every operation the runner knows, by catalog slug (discovered from this package's modules)."""
+    """Every operation the runner knows, by catalog slug (discovered from this package's modules).
+    An operation listed in the registry's ``runner_coverage.yaml`` carries that reason as
+    ``unavailable`` (the sentence /challenges shows)."""
+    from kernelindex import registry
+
+    listed = registry.runner_unavailable()
     found: dict[str, OperationDef] = {}
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
         for op in getattr(module, "OPERATIONS", []):
             if op.slug in found:
                 raise ValueError(f"operation {op.slug!r} is defined twice (in {info.name} and before)")
+            if op.unavailable is None and op.slug in listed:
+                op = replace(op, unavailable=listed[op.slug])
             found[op.slug] = op
     return found

@@ -1,0 +1,70 @@
+"""The shipped runner bundles on the site: verified H200 cohorts in every timed region, each with its
+region's floor; the home page counts the verified operations; /challenges lists the rest with a reason."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from kernelindex import registry
+
+
+def _workload(client: TestClient, slug: str, axes: dict[str, int], dtype: str) -> str:
+    page = client.get(f"/api/v1/operations/{slug}").json()
+    return next(w["key"] for w in page["workloads"] if w["axes"] == axes and set(w["dtypes"].values()) == {dtype})
+
+
+def test_rms_norm_has_verified_h200_cohorts_in_all_three_regions(client: TestClient) -> None:
+    key = _workload(client, "rms-norm", {"rows": 2048, "hidden": 4096}, "bf16")
+    page = client.get(f"/api/v1/operations/rms-norm?workload={key}").json()
+    verified = {c["mode"]: c for c in page["cohorts"] if c["evidence"] == "verified" and "H200" in c["gpu"]}
+    assert set(verified) == {"forward", "backward", "forward+backward"}
+    floors = {}
+    for mode, cohort in verified.items():
+        view = client.get(f"/api/v1/operations/rms-norm?workload={key}&cohort={cohort['key']}").json()
+        assert view["floor"]["datasheet"]["region"] == mode
+        floors[mode] = view["floor"]["datasheet"]["floor_ns"]
+        assert view["ranked"][0]["floor_ratio"] > 1  # every verified median sits above its region's floor
+        assert {r["method"] for r in view["ranked"]} == {"cuda_graph_replay"}
+        assert all(r["method_note"] is None for r in view["ranked"])
+    assert floors["forward"] < floors["backward"] < floors["forward+backward"]
+    forward = client.get(f"/api/v1/operations/rms-norm?workload={key}&cohort={verified['forward']['key']}").json()
+    slot = next(s for s in forward["headline"] if s["kind"] == "fastest_verified")
+    assert slot["title"].startswith("Fastest verified · NVIDIA H200") and slot["floor_ratio"] > 1
+
+
+def test_home_counts_the_operations_the_runner_verified(catalog) -> None:  # noqa: ANN001 - Catalog
+    from kernelindex.readmodel.pages_home import home_page
+
+    counts = home_page(catalog).counts
+    assert counts["operations_verified"] >= 14 and counts["operations_verified_backward"] >= 14
+
+
+def test_home_page_shows_the_count(client: TestClient) -> None:
+    assert "operations verified by a KernelIndex runner" in client.get("/").text
+
+
+def test_challenges_list_every_operation_without_verified_runs_with_a_reason(client: TestClient) -> None:
+    html = client.get("/challenges").text
+    assert "Not verified by a KernelIndex runner" in html
+    page = client.get("/api/v1/challenges").json()
+    listed = {n["operation"]: n["reason"] for n in page["not_verified"]}
+    assert "rms-norm" not in listed and "rope" not in listed
+    assert all(reason for reason in listed.values())
+    assert len(listed) + 14 <= len(registry.operations())
+
+
+def test_a_row_timed_another_way_than_its_cohort_says_so() -> None:
+    from types import SimpleNamespace
+
+    from kernelindex.readmodel.operations import method_note
+
+    def run(method: str, raw: dict[str, str] | None = None) -> SimpleNamespace:
+        return SimpleNamespace(spec={"timing": {"method": method, "raw": raw or {}}})
+
+    reason = "RuntimeError: operation not permitted when stream is capturing"
+    fallback = run("per_call_events", {"capture_failure": reason})
+    note = method_note(fallback, "cuda_graph_replay")
+    assert note is not None and "per-call CUDA events" in note and "CUDA graph replay" in note
+    assert "capture failed: RuntimeError: operation not permitted" in note
+    assert method_note(run("cuda_graph_replay"), "cuda_graph_replay") is None
+    assert method_note(run("per_call_events"), "per_call_events") is None  # the cohort's own method: no note
