@@ -66,8 +66,10 @@ class CheckResult:
         return self.detail
 
 
-def allowed_mutations(operation: BaseModel, in_place: bool) -> set[str]:
-    return {alias.input for alias in operation.spec.may_alias} if in_place else set()
+def allowed_mutations(operation: BaseModel, in_place: bool, overwrites: tuple[str, ...] = ()) -> set[str]:
+    """Inputs an in-place implementation may change: those an output may alias, and those the operation
+    lets it overwrite (``OperationDef.overwrites``: Liger's cross-entropy writes the logits' gradient)."""
+    return {alias.input for alias in operation.spec.may_alias} | set(overwrites) if in_place else set()
 
 
 def tolerance_for(operation: BaseModel, workload: BaseModel) -> float:
@@ -176,7 +178,7 @@ def check_once(
         outputs = call()
     mutated = sorted(name for name in inputs if not torch.equal(inputs[name].detach(), snapshot[name]))
     result = CheckResult(passed=True, tolerance=tol, mutated_inputs=mutated, trials=1)
-    forbidden = sorted(set(mutated) - allowed_mutations(operation, in_place))
+    forbidden = sorted(set(mutated) - allowed_mutations(operation, in_place, op.overwrites))
     if forbidden:
         declared = "declared in place" if in_place else "declared read-only inputs"
         result.passed = False

@@ -16,7 +16,9 @@ definition holds what the runner needs to check and time it:
 - ``regions``: the timed regions the runner can measure for it (``forward``, ``backward``,
   ``forward+backward``);
 - ``unavailable``: why the operation cannot be verified on the runner, when it cannot (listed on
-  /challenges with that sentence).
+  /challenges with that sentence);
+- ``overwrites``: inputs an implementation declared in place may overwrite although no output aliases
+  them (the spec's constraint: Liger's cross-entropy writes the logits' gradient into the logits).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class OperationDef:
     grad_inputs: tuple[str, ...] = ()
     regions: tuple[str, ...] = ("forward",)
     unavailable: str | None = None
+    overwrites: tuple[str, ...] = ()
 
 
 def operations() -> dict[str, OperationDef]:
