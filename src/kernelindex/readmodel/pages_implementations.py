@@ -63,6 +63,7 @@ class ImplementationPage(JsonModel):
     records_held: list[CohortSummary] = field(default_factory=list)
     runs: list[RunRow] = field(default_factory=list)
     gpus: list[str] = field(default_factory=list)
+    description: str | None = None  # who wrote it, where the title cannot say (KernelIndex's own baselines)
 
 
 def _operation_slug_for(catalog: Catalog, slug: str) -> str:
@@ -112,6 +113,7 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime | None = N
         role=spec.get("role", "candidate"),
         in_place=bool(spec.get("in_place")),
         revisions=[_revision(data, d) for d in digests],
+        description=first.get("metadata", {}).get("description"),
     )
     page.revisions.sort(key=lambda r: (r.version or "", r.digest), reverse=True)
     clock = utc_now(now)
