@@ -4,23 +4,43 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from kernelindex.catalog.db import Catalog
 
 APP_FACTORY = "kernelindex.web.app:create_app_from_environment"
 
 
 def _prepare_catalog(database_url: str | None) -> str:
     """Open (and migrate) the catalog, import the bundled data if it is empty; return its URL."""
-    from kernelindex.bootstrap import ensure_bundled_data
+    from kernelindex.bootstrap import ensure_bundled_data, has_runs
     from kernelindex.catalog.db import ENV_URL, open_catalog
 
+    typer.echo("Opening the catalog (migrating its schema if needed)…")
     catalog = open_catalog(database_url)
-    ensure_bundled_data(catalog)
     typer.echo(f"Catalog: {catalog.display_location()}")
+    if not has_runs(catalog):
+        typer.echo("Empty catalog: importing the bundled data (Liger-Kernel CSV, verified bundles)…")
+    imported = ensure_bundled_data(catalog)
+    typer.echo("Imported: " + "; ".join(imported) if imported else "Bundled data already imported.")
+    typer.echo(f"Serving {_run_count(catalog)}.")
     os.environ[ENV_URL] = catalog.url  # workers open exactly this catalog
     catalog.engine.dispose()  # no pooled connections are inherited by worker processes
     return catalog.url
+
+
+def _run_count(catalog: Catalog) -> str:
+    from sqlalchemy import func, select
+
+    from kernelindex.catalog.models import RunRow
+
+    query = select(func.count(), func.count(func.distinct(RunRow.source))).select_from(RunRow)
+    with catalog.engine.connect() as conn:
+        runs, sources = conn.execute(query).one()
+    return f"{runs:,} runs from {sources} source(s)"
 
 
 def serve(
