@@ -59,6 +59,19 @@ def test_every_headline_card_names_gpu_region_and_harness(tab: Any, base_url: st
         assert re.search(r"NVIDIA \S+ .* · (forward|backward|forward\+backward) · ", cards.nth(i).inner_text())
 
 
+def test_unmeasured_priority_gpu_is_said_near_the_top_with_floor_and_nearest(tab: Any,  # noqa: F811
+                                                                              base_url: str) -> None:
+    tab.goto(base_url + "/operations/rope")
+    text = _text(tab)
+    line = tab.locator(".not-measured p", has_text="Not measured on H100").inner_text()
+    assert text.index("Not measured on H100") < text.index("Current records")
+    assert "Floor estimate on H100: 25.7 µs" in line and "3,350 GB/s" in line
+    assert "Nearest measured GPU: A100" in line  # 2,039 GB/s is closer to 3,350 than H200's 4,800
+    tab.locator(".not-measured a", has_text="A100").first.click()
+    tab.wait_for_url(re.compile(r"cohort="))
+    assert "58.9 µs" in tab.locator(".slot").first.inner_text()
+
+
 def test_workload_link_keeps_the_selected_cohort(tab: Any, base_url: str) -> None:  # noqa: F811
     tab.goto(base_url + "/operations/rope")
     tab.get_by_role("link", name=re.compile(r"^seq = 4096 · hidden = 8192")).click()

@@ -25,6 +25,7 @@ from kernelindex.policy.selection import (
 )
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
+from kernelindex.readmodel.gaps import NotMeasured, not_measured
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import (
     axis_order,
@@ -196,6 +197,7 @@ class OperationPage(JsonModel):
     implementations: list[ImplementationSummary]
     sources: list[SourceSummary]
     shapes: ShapeTable | None = None
+    not_measured: list[NotMeasured] = field(default_factory=list)
     json_url: str = ""
     generated_for: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -486,6 +488,7 @@ def build_operation_page(
         implementations=_implementation_summaries(data, selected, rows),
         sources=_sources(data),
         shapes=shape_table(data, selected, all_cohorts) if selected else None,
+        not_measured=not_measured(data, selected, all_cohorts) if selected else [],
         json_url=_json_url(data.slug, selected_workload, selected),
         generated_for=now,
     )

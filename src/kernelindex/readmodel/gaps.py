@@ -1,0 +1,76 @@
+"""'Not measured on H100 for this workload', said near the top of an operation page: for each
+priority GPU without a run of the selected workload, the floor-v1 estimate on that GPU (its
+datasheet bandwidth) and the nearest measured GPU — the one with runs of this workload and timed
+region whose datasheet bandwidth is closest (ties: the newer architecture)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelindex import registry
+from kernelindex.policy.floor import floor_estimate
+from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.labels import cohort_key_short, workload_key
+from kernelindex.readmodel.loading import OperationData
+
+
+@dataclass
+class NearestMeasured(JsonModel):
+    gpu: str
+    gpu_name: str
+    bandwidth_gbps: float
+    leader_ns: int | None
+    url: str
+
+
+@dataclass
+class NotMeasured(JsonModel):
+    gpu: str
+    gpu_name: str
+    bandwidth_gbps: float
+    floor_ns: float
+    region: str
+    nearest: NearestMeasured | None
+
+
+def _arch_number(architecture: str) -> int:
+    digits = "".join(ch for ch in architecture if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort]) -> list[NotMeasured]:
+    region = data.protocols[selected.protocol]["spec"]["timed_region"]
+    same_workload = [c for c in all_cohorts.values() if c.workload == selected.workload and c.eligible]
+    covered = {g.slug for c in same_workload if (g := data.gpu_of(c.environment))}
+    measured: dict[str, Cohort] = {}
+    for c in same_workload:
+        gpu = data.gpu_of(c.environment)
+        if gpu and data.protocols[c.protocol]["spec"]["timed_region"] == region and c.leader:
+            best = measured.get(gpu.slug)
+            if best is None or (c.leader.median_ns or 0) < (best.leader.median_ns or 0):  # type: ignore[union-attr]
+                measured[gpu.slug] = c
+    gpus = registry.gpus()
+    out = []
+    for slug in registry.priority_gpus():
+        if slug in covered or slug not in gpus:
+            continue
+        spec = gpus[slug]
+        floor = floor_estimate(data.operation["spec"], data.workloads[selected.workload]["spec"], spec)
+        out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
+                               _nearest(data, spec, measured)))
+    return out
+
+
+def _nearest(data: OperationData, asked: registry.GpuSpec, measured: dict[str, Cohort]) -> NearestMeasured | None:
+    gpus = registry.gpus()
+    candidates = [s for s in measured if s in gpus]
+    if not candidates:
+        return None
+    slug = min(candidates, key=lambda s: (abs(gpus[s].bandwidth_gbps - asked.bandwidth_gbps),
+                                          -_arch_number(gpus[s].architecture)))
+    cohort = measured[slug]
+    url = (f"/operations/{data.slug}?workload={workload_key(cohort.workload)}"
+           f"&cohort={cohort_key_short(cohort.key)}")
+    return NearestMeasured(slug, gpus[slug].short, gpus[slug].bandwidth_gbps,
+                           cohort.leader.median_ns if cohort.leader else None, url)
