@@ -59,8 +59,8 @@ def test_every_headline_card_names_gpu_region_and_harness(tab: Any, base_url: st
         assert re.search(r"NVIDIA \S+ .* · (forward|backward|forward\+backward) · ", cards.nth(i).inner_text())
 
 
-def test_unmeasured_priority_gpu_is_said_near_the_top_with_floor_and_nearest(tab: Any,  # noqa: F811
-                                                                              base_url: str) -> None:
+def test_unmeasured_priority_gpu_is_said_near_the_top_with_floor_and_nearest(
+        tab: Any, base_url: str) -> None:  # noqa: F811
     tab.goto(base_url + "/operations/rope")
     text = _text(tab)
     line = tab.locator(".not-measured p", has_text="Not measured on H100").inner_text()
@@ -134,6 +134,33 @@ def test_records_sort_shapes_numerically(tab: Any, base_url: str) -> None:  # no
     tab.goto(base_url + "/records?operation=rope")
     text = _text(tab)
     assert text.index("seq = 2048 · hidden = 512") < text.index("seq = 16384")
+
+
+def test_compare_selected_rows_and_shared_rows_collapse(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/operations/rope")
+    boxes = tab.locator("table.ranked input[type=checkbox][name=run]")
+    boxes.nth(0).check()
+    boxes.nth(2).check()
+    tab.get_by_role("button", name="Compare selected").click()
+    tab.wait_for_url(re.compile(r"/compare\?run="))
+    assert tab.url.count("run=") == 2 and "run=&" not in tab.url and not tab.url.endswith("run=")
+    text = _text(tab)
+    assert "is faster: rank 1 in the shared cohort" in text and "Same for all 2 runs" in text
+    table = tab.locator("table.compare").inner_text()
+    assert "Floor estimate" in table and "1.40× above" in table and "12.24× above" in table
+    assert "Workload" not in table  # identical for both: said once above the table
+    shared = tab.locator("section[aria-label='Shared by every run']").inner_text()
+    assert "Correctness" in shared and "not checked by the source" in shared and "Environment" in shared
+
+
+def test_compare_form_never_sends_empty_runs(tab: Any, base_url: str,  # noqa: F811
+                                             rope_keys: dict[str, str]) -> None:
+    tab.goto(base_url + "/compare")
+    tab.get_by_label("Run 1").fill(rope_keys["leader"])
+    tab.get_by_label("Run 2").fill(rope_keys["baseline"])
+    tab.get_by_role("button", name="Compare", exact=True).click()
+    tab.wait_for_url(re.compile(r"/compare\?run="))
+    assert tab.url.count("run=") == 2 and "run=&" not in tab.url and not tab.url.endswith("run=")
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 
@@ -18,6 +19,7 @@ from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, Run, load_operation
+from kernelindex.readmodel.operations import floor_for
 from kernelindex.readmodel.pages_common import BadParameter, NotFound, RunRef, run_ref, utc_now
 
 MIN_RUNS, MAX_RUNS = 2, 8
@@ -48,6 +50,10 @@ class ComparedRun(JsonModel):
     license: str | None
     url: str
     revision: str = ""  # the implementation revision's digest (two runs of one revision have no winner)
+    floor_ns: float | None = None  # floor-v1 on this run's GPU (datasheet); an estimate
+    floor_ratio: float | None = None
+    correctness: str = ""
+    environment: str = ""
 
 
 @dataclass
@@ -65,6 +71,7 @@ class ComparePage(JsonModel):
     verdict: str
     difference: Difference | None = None
     multiples: dict[str, float] = field(default_factory=dict)  # run id → median / fastest median
+    identical: list[str] = field(default_factory=list)  # fields every run shares (shown once)
 
 
 def _locate(catalog: Catalog, run_id: str) -> tuple[OperationData, Run]:
@@ -96,7 +103,33 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
         within_noise=bool(ranked and ranked.within_noise),
         install_command=usable.install_command if usable else None, license=usable.license if usable else None,
         url=f"/runs/{run.run_id}", revision=run.implementation,
+        **_floor_and_checks(data, run),
     )
+
+
+def _floor_and_checks(data: OperationData, run: Run) -> dict[str, Any]:
+    floors = floor_for(data, run.workload, run.environment)
+    floor_ns = floors[0].floor_ns if floors else None
+    checked = run.spec.get("correctness", {})
+    if checked.get("checked"):
+        correctness = "passed" if checked.get("passed") else "failed"
+        if checked.get("relative_error") is not None:
+            correctness += f" (relative error {checked['relative_error']:.1e})"
+    else:
+        correctness = "not checked by the source"
+    software = data.environments[run.environment]["spec"].get("software") or {}
+    environment = ", ".join(f"{k} {v}" for k, v in sorted(software.items())) or "software not recorded by the source"
+    return {"floor_ns": floor_ns, "floor_ratio": run.median_ns / floor_ns if floor_ns and run.median_ns else None,
+            "correctness": correctness, "environment": environment}
+
+
+# Fields shown once above the table when every run has the same value.
+SHARED_FIELDS = ("operation_title", "workload_label", "timed_region", "harness", "gpu_name", "cohort_label",
+                 "status", "license", "correctness", "environment")
+
+
+def _identical(runs: list[ComparedRun]) -> list[str]:
+    return [f for f in SHARED_FIELDS if len({str(getattr(r, f)) for r in runs}) == 1]
 
 
 def _first_difference(runs: list[ComparedRun]) -> Difference | None:
@@ -155,7 +188,7 @@ def compare_page(catalog: Catalog, run_ids: list[str], *, now: datetime | None =
     clock = utc_now(now)
     runs = [_compared(*_locate(catalog, rid), clock) for rid in run_ids]
     same = len({r.cohort for r in runs}) == 1
-    page = ComparePage(runs=runs, same_cohort=same, winner=None, verdict="")
+    page = ComparePage(runs=runs, same_cohort=same, winner=None, verdict="", identical=_identical(runs))
     if same:
         page.winner, page.verdict = _verdict(runs)
         fastest = min((r.run.median_ns for r in runs if r.eligible and r.run.median_ns), default=None)

@@ -39,6 +39,15 @@
     });
   });
 
+  // Compare forms: empty run fields are not sent, so the URL never reads "&run=&run=".
+  document.querySelectorAll("form.compare-form").forEach(function (form) {
+    form.addEventListener("submit", function () {
+      form.querySelectorAll("input[name=run]").forEach(function (input) {
+        if (!input.value.trim()) input.disabled = true;
+      });
+    });
+  });
+
   // Sortable tables: <table data-sortable> with numeric cells carrying data-sort values.
   document.querySelectorAll("table[data-sortable]").forEach(function (table) {
     var heads = table.querySelectorAll("thead th");
