@@ -24,8 +24,8 @@ from fastapi.testclient import TestClient
 
 from kernelindex.bootstrap import ensure_bundled_data
 from kernelindex.catalog.db import open_catalog
+from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.web.app import create_app
-from kernelindex.web.render import VersionedCache
 
 QUERIES = Path(__file__).with_name("queries.txt")
 
@@ -56,7 +56,7 @@ def main() -> None:
         for _ in range(args.rounds):
             repeat.append(_post(client, queries)[0])
         for _ in range(args.rounds):
-            client.app.state.cache = VersionedCache()  # type: ignore[attr-defined]
+            READ_CACHE.clear()
             elapsed, response = _post(client, queries)
             fresh.append(elapsed)
         body = response.json()

@@ -5,29 +5,21 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import func, select
-
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import RunRow
+from kernelindex.domain.sources import RUNNER_SOURCE
+from kernelindex.readmodel.objects import has_runs
+from kernelindex.sources.liger import import_liger
+from kernelindex.sources.liger.normalize import SOURCE
+from kernelindex.trust.bundles import bundled_bundles, publish_bundle
+from kernelindex.trust.keys import bundled_runner_keys
 
 log = logging.getLogger("kernelindex.bootstrap")
 BOOTSTRAP_ACTOR = "kernelindex-bootstrap"
 
 
-def has_runs(catalog: Catalog, source: str | None = None) -> bool:
-    query = select(func.count()).select_from(RunRow)
-    if source:
-        query = query.where(RunRow.source == source)
-    with catalog.engine.connect() as conn:
-        return conn.execute(query).scalar_one() > 0
-
-
 def ensure_bundled_data(catalog: Catalog) -> list[str]:
     """Publish the bundled Liger snapshot (and the bundled verified runner bundles, when the
     package ships them) if the catalog has none of it yet. Returns what was imported."""
-    from kernelindex.sources.liger import import_liger
-    from kernelindex.sources.liger.normalize import SOURCE
-
     done: list[str] = []
     if not has_runs(catalog, SOURCE):
         report = import_liger(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
@@ -37,12 +29,7 @@ def ensure_bundled_data(catalog: Catalog) -> list[str]:
 
 
 def _bundled_verified(catalog: Catalog) -> list[str]:
-    try:
-        from kernelindex.trust.bundles import bundled_bundles, publish_bundle
-        from kernelindex.trust.keys import bundled_runner_keys
-    except ImportError:  # the runner's trust package is not installed in this build
-        return []
-    if has_runs(catalog, "kernelindex-runner"):
+    if has_runs(catalog, RUNNER_SOURCE):
         return []
     done: list[str] = []
     bundled_runner_keys(catalog)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.cli import app as ki
-from kernelindex.cli import query_cmds
+from kernelindex.cli import backends
 
 runner = CliRunner()
 
@@ -28,7 +28,7 @@ def api_client(catalog: Catalog) -> Iterator[TestClient]:
 
 @pytest.fixture
 def remote(api_client: TestClient, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(query_cmds, "http_client", lambda base: api_client)
+    monkeypatch.setattr(backends, "http_client", lambda base: api_client)
     return "http://testserver"
 
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.cli import app as ki
-from kernelindex.cli import query_cmds
+from kernelindex.cli import backends
 
 runner = CliRunner()
 
@@ -39,7 +39,7 @@ def test_use_json_equals_the_api_answer(catalog: Catalog, monkeypatch: pytest.Mo
 
     local = json.loads(_ki(catalog, "use", "rope seq=2048 hidden=8192 bf16 a100", "--json").stdout)
     with TestClient(create_app(catalog), base_url="http://testserver/api/v1") as client:
-        monkeypatch.setattr(query_cmds, "http_client", lambda base: client)
+        monkeypatch.setattr(backends, "http_client", lambda base: client)
         result = runner.invoke(ki, ["use", "rope seq=2048 hidden=8192 bf16 a100", "--json", "--api",
                                     "http://testserver"])
     assert result.exit_code == 0, result.output

@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 import pytest
 
 from kernelindex.catalog.db import Catalog
-from kernelindex.readmodel.loading import NotFound
-from kernelindex.readmodel.operations import BadSelection, operation_page
+from kernelindex.readmodel.errors import BadSelection, NotFound
+from kernelindex.readmodel.operations import operation_page
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 

@@ -17,13 +17,13 @@ from typer.testing import CliRunner  # noqa: E402
 from kernelindex.catalog.db import open_catalog  # noqa: E402
 from kernelindex.cli import app  # noqa: E402
 from kernelindex.domain.manifests import digest_of  # noqa: E402
+from kernelindex.readmodel.objects import trusted_runner_keys  # noqa: E402
 from kernelindex.trust import keys  # noqa: E402
 from kernelindex.trust.bundles import (  # noqa: E402
     BundleError,
     UntrustedRunnerError,
     bundled_bundles,
     publish_bundle,
-    trusted_runner_keys,
     verify_bundle,
 )
 

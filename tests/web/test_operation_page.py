@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from pagetext import links_of, section, text_of
 
 from kernelindex.catalog.db import Catalog
+from kernelindex.readmodel.cache import READ_CACHE
 
 LIGER = "liger-kernel-benchmarks"
 
@@ -157,7 +158,7 @@ def test_embedding_floor_and_scaling(embedding: str) -> None:
 
 def test_svg_is_deterministic_across_requests(client: TestClient, app) -> None:  # noqa: ANN001
     first = client.get("/operations/embedding").text
-    app.state.cache.clear()
+    READ_CACHE.clear()
     second = client.get("/operations/embedding").text
     assert first[first.index("<svg"): first.index("</svg>")] == second[second.index("<svg"): second.index("</svg>")]
 
@@ -199,8 +200,7 @@ def test_unknown_operation_is_a_helpful_404(client: TestClient) -> None:
 def test_page_and_json_twin_agree(client: TestClient, rope: str) -> None:
     twin = next(h for h in links_of(rope) if h.startswith("/api/v1/operations/rope?"))
     response = client.get(twin)
-    if response.status_code == 404 and "json" not in response.headers.get("content-type", ""):
-        pytest.skip("the API router is not installed")
+    assert response.status_code == 200, response.text
     data = response.json()
     text = text_of(rope)
     assert f"{data['eligible_runs']} eligible runs" in text
@@ -209,10 +209,8 @@ def test_page_and_json_twin_agree(client: TestClient, rope: str) -> None:
 
 
 def test_fastest_verified_slot_when_the_workload_has_a_verified_cohort(client: TestClient) -> None:
-    data = client.get("/api/v1/operations/rope").json() if client.get("/api/v1/operations").status_code == 200 \
-        else None
-    if data is None or not any(s["kind"] == "fastest_verified" for s in data["headline"]):
-        pytest.skip("no verified cohort for the selected rope workload in this catalog")
+    data = client.get("/api/v1/operations/rope").json()
+    # The bundled verified runner bundles measure the default rope workload on another GPU.
     slot = next(s for s in data["headline"] if s["kind"] == "fastest_verified")
     text = text_of(client.get("/operations/rope").text)
     assert slot["title"] in text and "Open this cohort →" in text

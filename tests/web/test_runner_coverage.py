@@ -56,7 +56,7 @@ def test_challenges_list_every_operation_without_verified_runs_with_a_reason(cli
 def test_a_row_timed_another_way_than_its_cohort_says_so() -> None:
     from types import SimpleNamespace
 
-    from kernelindex.readmodel.operations import method_note
+    from kernelindex.readmodel.rows import method_note
 
     def run(method: str, raw: dict[str, str] | None = None) -> SimpleNamespace:
         return SimpleNamespace(spec={"timing": {"method": method, "raw": raw or {}}})

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pydantic import BaseModel
 from sqlalchemy import Connection, insert, select, update
 
 from kernelindex.catalog.db import Catalog
@@ -23,7 +22,7 @@ from kernelindex.catalog.models import (
     TrustedRunnerRow,
 )
 from kernelindex.domain.canonical import key_id_of
-from kernelindex.domain.manifests import digest_of, manifest_json
+from kernelindex.domain.manifests import Manifest, digest_of, manifest_json
 from kernelindex.policy.cohorts import cohort_key, environment_key
 
 CHUNK = 500
@@ -63,7 +62,7 @@ class _Item:
     body: str
 
 
-def _items(manifests: Iterable[BaseModel]) -> list[_Item]:
+def _items(manifests: Iterable[Manifest]) -> list[_Item]:
     seen: dict[str, _Item] = {}
     for manifest in manifests:
         data = manifest_json(manifest)
@@ -211,7 +210,7 @@ def _check_corrections(conn: Connection, items: list[_Item], batch: dict[str, _I
 
 def publish_manifests(
     catalog: Catalog,
-    manifests: Iterable[BaseModel],
+    manifests: Iterable[Manifest],
     *,
     actor: str,
     source: str = "manual",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from typing import Any, NoReturn
@@ -10,7 +9,7 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from kernelindex.cli import catalog_cmds
+from kernelindex.cli import catalog_cmds, query_cmds, runner_cmds, serve_cmd, use_cmd
 
 
 def _end_quietly() -> NoReturn:
@@ -36,15 +35,8 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: typer's rich panels label every flag "<bool>"
     add_completion=False,
 )
-catalog_cmds.register(app)
-
-# Command groups owned by other parts of the package; each registers itself when present.
-for module in ("serve_cmd", "query_cmds", "runner_cmds", "use_cmd"):
-    try:
-        importlib.import_module(f"kernelindex.cli.{module}").register(app)
-    except ModuleNotFoundError as exc:
-        if exc.name != f"kernelindex.cli.{module}":
-            raise
+for commands in (catalog_cmds, serve_cmd, query_cmds, runner_cmds, use_cmd):
+    commands.register(app)
 
 
 def main() -> None:

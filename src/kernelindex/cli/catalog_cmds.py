@@ -118,7 +118,7 @@ def export_cmd(
     database: str = DatabaseOption,
 ) -> None:
     """Write the whole catalog as JSON Lines, sources (license, attribution) first."""
-    from kernelindex.catalog.export import export_lines
+    from kernelindex.readmodel.objects import export_lines
 
     catalog = open_for_cli(database)
     if output is None:

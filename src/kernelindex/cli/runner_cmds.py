@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 
 from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli
-from kernelindex.domain.manifests import digest_of, parse_manifest_text
-from kernelindex.runner.report import RUNNER_SOURCE, print_results, workloads_from_file
+from kernelindex.domain.manifests import OperationSpec, WorkloadCase, digest_of
+from kernelindex.domain.sources import RUNNER_SOURCE
+from kernelindex.readmodel.objects import workload_cases
+from kernelindex.runner.report import print_results, workloads_from_file
 from kernelindex.trust import keys as runner_keys
 from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, publish_bundle, verify_bundle
 
@@ -121,26 +122,16 @@ def _counts(counts: dict[str, int]) -> str:
 # --- ki verify ------------------------------------------------------------------------------------
 
 
-def catalog_workloads(catalog: Any, operation: BaseModel, *, reference_only: bool) -> list[BaseModel]:
+def catalog_workloads(catalog: Any, operation: OperationSpec, *, reference_only: bool) -> list[WorkloadCase]:
     """The operation's WorkloadCases in the catalog; ``reference_only``: those with runs from a source
     other than the KernelIndex runner (the reference cases, e.g. the imported Liger ones)."""
-    from sqlalchemy import select
-
-    from kernelindex.catalog.models import ObjectRow, RunRow
-
-    digest = digest_of(operation)
-    query = select(ObjectRow.body).where(ObjectRow.kind == "WorkloadCase", ObjectRow.operation == digest)
-    if reference_only:
-        sourced = select(RunRow.workload).where(RunRow.operation == digest, RunRow.source != RUNNER_SOURCE).distinct()
-        query = query.where(ObjectRow.digest.in_(sourced))
-    with catalog.engine.connect() as conn:
-        bodies = conn.execute(query).scalars().all()
-    return [parse_manifest_text(body, "catalog WorkloadCase") for body in bodies]
+    return workload_cases(catalog, digest_of(operation), measured_by_other_than=RUNNER_SOURCE if reference_only
+                          else None)
 
 
 def _load_workloads(
-    operation: BaseModel, manifests: Path | None, database: str | None, selector: str
-) -> list[BaseModel]:
+    operation: OperationSpec, manifests: Path | None, database: str | None, selector: str
+) -> list[WorkloadCase]:
     if manifests is not None:
         workloads = workloads_from_file(manifests, operation)
         where = str(manifests)
@@ -220,20 +211,25 @@ def verify(
         )
     except (RuntimeError, ValueError, BundleError) as exc:
         fail(str(exc))
+    _report_session(session, op.slug, out, runner_name, as_json)
+
+
+def _report_session(session: Any, operation: str, out: Path, runner_name: str, as_json: bool) -> None:
+    """What ``ki verify`` measured: a table (or JSON) and the bundle to publish."""
+    from kernelindex.runner.campaign import outcome_rows
+
     result = session.results[0]
     if not session.bundles:
         reasons = "; ".join(result.skipped.values()) or "no implementation ran"
         fail(f"nothing to put in a bundle: {reasons}")
     bundle = session.bundles[0]
-    from kernelindex.runner.campaign import outcome_rows
-
     rows = outcome_rows(result)
     if as_json:
         typer.echo(json.dumps({"bundle": str(out), "digest": bundle.digest, "skipped": result.skipped,
                                "copy_bandwidth_bytes_per_s": session.copy_bandwidth, "runs": rows},
                               sort_keys=True))
         return
-    print_results(console, op.metadata.name, rows, result.skipped)
+    print_results(console, operation, rows, result.skipped)
     console.print(f"Bundle {out} ({bundle.digest}), signed by {runner_name}. Publish it with: ki publish {out}")
 
 

@@ -33,13 +33,9 @@ def _prepare_catalog(database_url: str | None) -> str:
 
 
 def _run_count(catalog: Catalog) -> str:
-    from sqlalchemy import func, select
+    from kernelindex.readmodel.objects import run_counts
 
-    from kernelindex.catalog.models import RunRow
-
-    query = select(func.count(), func.count(func.distinct(RunRow.source))).select_from(RunRow)
-    with catalog.engine.connect() as conn:
-        runs, sources = conn.execute(query).one()
+    runs, sources = run_counts(catalog)
     return f"{runs:,} runs from {sources} source(s)"
 
 

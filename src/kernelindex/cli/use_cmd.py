@@ -8,13 +8,14 @@ from typing import Any
 import typer
 from rich.syntax import Syntax
 
+from kernelindex.cli.backends import CommandError, LocalBackend, backend_for, run_command
 from kernelindex.cli.common import DatabaseOption, console
-from kernelindex.cli.query_cmds import ApiOption, CommandError, JsonOption, LocalBackend, _backend, _run
+from kernelindex.cli.query_cmds import ApiOption, JsonOption
 from kernelindex.domain.units import format_duration
 
 
 def use_answer(api: str | None, database: str | None, text: str) -> dict[str, Any]:
-    backend = _backend(api, database)
+    backend = backend_for(api, database)
     if not isinstance(backend, LocalBackend):
         return backend.get("/use", {"q": text})
     from kernelindex.resolve.batch import QueryFailure
@@ -88,4 +89,4 @@ def register(app: typer.Typer) -> None:
             else:
                 render_use(data)
 
-        _run(action)
+        run_command(action)

@@ -1,7 +1,7 @@
 """Manifests: ``{apiVersion: "kernelindex/v1", kind, metadata, spec}`` for every catalog object.
 
-``spec`` is the identity body, ``metadata`` is editorial. Models are strict: unknown fields,
-wrong types, NaN, ambiguous durations and malformed digests are refused with the field named.
+``spec`` is the identity body (its models live in ``domain.specs``), ``metadata`` is editorial.
+One class per kind, so a type checker sees every field; parsing names the document and field.
 """
 
 from __future__ import annotations
@@ -9,366 +9,104 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeVar, overload
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    StringConstraints,
-    TypeAdapter,
-    ValidationError,
-)
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from kernelindex.domain.canonical import ManifestSyntaxError, sha256_digest, strict_json_loads
-from kernelindex.domain.units import DurationError, parse_duration_ns
-
-API_VERSION = "kernelindex/v1"
-
-Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
-Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=120)]
-
-
-def _duration(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError("a duration is an integer number of nanoseconds or a string like '58880ns'")
-    if isinstance(value, str):
-        try:
-            return parse_duration_ns(value)
-        except DurationError as exc:
-            raise ValueError(str(exc)) from exc
-    if isinstance(value, float):
-        raise ValueError("a duration given as a bare float is ambiguous; write integer nanoseconds or '<n><unit>'")
-    return value
-
-
-DurationNs = Annotated[int, BeforeValidator(_duration), Field(ge=0)]
-
-
-def _utc(value: datetime) -> datetime:
-    if value.tzinfo is None:
-        raise ValueError("instant has no time zone; add 'Z' or an offset")
-    return value.astimezone(UTC)
-
-
-Instant = Annotated[datetime, AfterValidator(_utc)]
-
-
-def _sort_key(value: Any) -> str:
-    plain = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-    return json.dumps(plain, sort_keys=True)
-
-
-def _sorted_unique(values: list[Any]) -> list[Any]:
-    unique = {_sort_key(v): v for v in values}
-    return [unique[k] for k in sorted(unique)]
-
-
-SetList = AfterValidator(_sorted_unique)
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
-    # Manifests are frozen, so their JSON form and digest are computed once and kept.
-    _json_cache: dict[str, Any] | None = PrivateAttr(default=None)
-    _digest_cache: str | None = PrivateAttr(default=None)
-
-
-class Metadata(Strict):
-    name: Slug | None = None
-    title: str | None = None
-    description: str | None = None
-    aliases: Annotated[list[str], SetList] = Field(default_factory=list)
-    labels: dict[str, str] = Field(default_factory=dict)
-    links: dict[str, str] = Field(default_factory=dict)
-
-
-# --- OperationSpec -------------------------------------------------------------------------------
-
-
-class Axis(Strict):
-    role: Literal["variable", "constant", "derived"]
-    expression: str | None = None  # derived axes: e.g. "hidden // q_heads"
-    description: str | None = None
-
-
-class TensorDecl(Strict):
-    name: str
-    dtype: str  # a concrete dtype ("int64") or a dtype variable declared in dtype_variables
-    shape: list[str | int]  # symbolic: axis names, integers, or expressions of axes
-    layout: Literal["contiguous", "any"] = "contiguous"
-    # Gather-like inputs: only rows that can be touched cost traffic (floor-v1).
-    gather_rows: str | None = None  # expression bounding touched rows, e.g. "min(vocab, batch*seq)"
-    role: str | None = None  # e.g. "table", "ids", "constant"
-
-
-class Alias(Strict):
-    output: str
-    input: str
-
-
-class OperationSpecBody(Strict):
-    family: str
-    semantics: str
-    axes: dict[str, Axis]
-    dtype_variables: dict[str, Annotated[list[str], SetList]] = Field(default_factory=dict)
-    inputs: list[TensorDecl]
-    outputs: list[TensorDecl]
-    may_alias: Annotated[list[Alias], SetList] = Field(default_factory=list)
-    determinism: Literal["deterministic", "nondeterministic", "unspecified"] = "unspecified"
-    reference: str  # pointer to the reference semantics used for correctness
-    tolerance: dict[str, float] = Field(default_factory=dict)  # dtype → max relative error
-    flops: str | None = None  # expression; absent = bandwidth-only family
-    constraints: Annotated[list[str], SetList] = Field(default_factory=list)
-
-
-# --- WorkloadCase --------------------------------------------------------------------------------
-
-
-class ConcreteTensor(Strict):
-    name: str
-    dtype: str
-    shape: list[int]
-    strides: list[int]
-
-
-class WorkloadCaseBody(Strict):
-    operation: Digest
-    axes: dict[str, int]
-    dtypes: dict[str, str]
-    tensors: list[ConcreteTensor]
-    # Non-shape parameters that change what is computed (eps, window size, loss weights ...).
-    params: dict[str, int | float | str | bool] = Field(default_factory=dict)
-
-
-# --- SoftwareProject / ImplementationRevision ---------------------------------------------------
-
-
-class SoftwareProjectBody(Strict):
-    name: str
-    kind: Literal["library", "vendor", "individual"]
-    repository: str | None = None
-    homepage: str | None = None
-    packages: Annotated[list[str], SetList] = Field(default_factory=list)
-
-
-class Callable(Strict):
-    language: Literal["triton", "cuda", "python", "cute", "cpp", "other"]
-    module: str
-    symbol: str
-
-
-class PackagePin(Strict):
-    name: str
-    version: str | None = None  # None = the source did not record it
-
-
-class InstallRecipe(Strict):
-    method: Literal["pip", "git", "source", "none"]
-    packages: list[PackagePin] = Field(default_factory=list)
-    git_url: str | None = None
-    git_commit: str | None = None
-    why_missing: str | None = None  # sentence when a version is unknown
-
-
-class License(Strict):
-    declared: str | None = None
-    concluded: str | None = None  # SPDX expression, only from a trusted place
-    concluded_from: str | None = None  # where the conclusion comes from
-
-
-class ImplementationRevisionBody(Strict):
-    project: Digest
-    operation: Digest
-    version: str | None = None
-    commit: str | None = None
-    callable: Callable
-    role: Literal["baseline", "candidate"] = "candidate"
-    in_place: bool = False
-    archs: Annotated[list[str], SetList] = Field(default_factory=list)
-    dtypes: Annotated[list[str], SetList] = Field(default_factory=list)
-    install: InstallRecipe
-    license: License
-    source_url: str | None = None  # public source for this exact version, when known
-
-
-# --- BenchmarkProtocol / ExecutionEnvironment ----------------------------------------------------
-
-
-class Harness(Strict):
-    name: str
-    version: str | None = None
-
-
-class Budget(Strict):
-    count: int | None = None
-    time_ns: DurationNs | None = None
-
-
-class CorrectnessPolicy(Strict):
-    policy: Literal["asserted", "not_asserted"]
-    comparator: str | None = None
-    tolerances: dict[str, float] = Field(default_factory=dict)
-
-
-class BenchmarkProtocolBody(Strict):
-    harness: Harness
-    timer: str
-    timed_region: Literal["forward", "backward", "forward+backward"]
-    setup_excluded: bool = True
-    warmup: Budget
-    repetitions: Budget
-    l2_policy: str
-    input_regeneration: str
-    statistic: Literal["median"] = "median"
-    quantiles: Annotated[list[float], SetList] = Field(default_factory=list)
-    correctness: CorrectnessPolicy
-    native: bool = True  # a source's own harness (source-native cohort) vs the KernelIndex runner
-
-
-class Hardware(Strict):
-    vendor: str
-    product: str
-    architecture: str | None = None
-    memory_bytes: int | None = None
-    form_factor: str | None = None
-
-
-class ExecutionEnvironmentBody(Strict):
-    hardware: Hardware
-    software: dict[str, str] = Field(default_factory=dict)
-    copy_bandwidth_bytes_per_s: float | None = None  # measured ceiling, when a runner measured it
-    read_bandwidth_bytes_per_s: float | None = None  # read-only stream, measured by a runner
-    write_bandwidth_bytes_per_s: float | None = None  # write-only stream, measured by a runner
-    clocks: dict[str, str] = Field(default_factory=dict)
-
-
-# --- BenchmarkRun --------------------------------------------------------------------------------
-
-RunStatus = Literal["passed", "incorrect_numerical", "runtime_error", "timeout", "suspected_reward_hack", "skipped"]
-
-
-class Timing(Strict):
-    median_ns: DurationNs | None = None
-    p20_ns: DurationNs | None = None
-    p80_ns: DurationNs | None = None
-    mad_ns: DurationNs | None = None
-    samples: int | None = None
-    samples_digest: Digest | None = None
-    raw: dict[str, str] = Field(default_factory=dict)  # source values verbatim, e.g. {"median_ms": "0.0588"}
-    ci95_low_ns: DurationNs | None = None
-    ci95_high_ns: DurationNs | None = None
-    host_ns: DurationNs | None = None  # host time per call, recorded separately
-    secondary: dict[str, DurationNs] = Field(default_factory=dict)  # e.g. {"do_bench_median_ns": ...}
-    method: str | None = None  # e.g. "cuda_graph_replay" or "per_call_events"
-
-
-class CorrectnessResult(Strict):
-    checked: bool
-    passed: bool | None = None
-    relative_error: float | None = None
-    tolerance: float | None = None
-    mutated_inputs: Annotated[list[str], SetList] = Field(default_factory=list)
-    detail: str | None = None
-
-
-class RunSource(Strict):
-    name: str
-    external_id: str
-    snapshot: Digest | None = None
-    time_zone_recorded: bool = True
-
-
-class RunnerIdentity(Strict):
-    name: str
-    key_id: Digest  # domain.canonical.key_id_of(public key hex)
-
-
-class BenchmarkRunBody(Strict):
-    implementation: Digest
-    workload: Digest
-    protocol: Digest
-    environment: Digest
-    status: RunStatus
-    timing: Timing
-    correctness: CorrectnessResult
-    observed_at: Instant
-    source: RunSource
-    runner: RunnerIdentity | None = None
-    artifacts: dict[str, Digest] = Field(default_factory=dict)
-
-
-# --- Lifecycle facts and sources -----------------------------------------------------------------
-
-
-class RetractionBody(Strict):
-    run: Digest
-    reason: Annotated[str, StringConstraints(min_length=1)]
-    actor: str
-    at: Instant
-
-
-class SupersessionBody(Strict):
-    new: Digest
-    old: Digest
-    reason: Annotated[str, StringConstraints(min_length=1)]
-    actor: str
-    at: Instant
-
-
-class TrustedRunnerBody(Strict):
-    name: str
-    public_key: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]  # raw Ed25519, hex
-    trusted_by: str
-    at: Instant
-
-
-class SourceBody(Strict):
-    name: str
-    url: str
-    license: str
-    attribution: str
-    notice: str | None = None
-
-
-SPEC_MODELS: dict[str, type[Strict]] = {
-    "OperationSpec": OperationSpecBody,
-    "WorkloadCase": WorkloadCaseBody,
-    "SoftwareProject": SoftwareProjectBody,
-    "ImplementationRevision": ImplementationRevisionBody,
-    "BenchmarkProtocol": BenchmarkProtocolBody,
-    "ExecutionEnvironment": ExecutionEnvironmentBody,
-    "BenchmarkRun": BenchmarkRunBody,
-    "Retraction": RetractionBody,
-    "Supersession": SupersessionBody,
-    "TrustedRunner": TrustedRunnerBody,
-    "Source": SourceBody,
+from kernelindex.domain.specs import (
+    API_VERSION,
+    BenchmarkProtocolBody,
+    BenchmarkRunBody,
+    ExecutionEnvironmentBody,
+    ImplementationRevisionBody,
+    Metadata,
+    OperationSpecBody,
+    RetractionBody,
+    SoftwareProjectBody,
+    SourceBody,
+    Strict,
+    SupersessionBody,
+    TrustedRunnerBody,
+    WorkloadCaseBody,
+)
+
+# --- Manifests: one class per kind, with its spec body --------------------------------------------
+
+
+class Manifest(Strict):
+    """What every manifest has; each kind below narrows ``kind`` and ``spec``."""
+
+    apiVersion: Literal["kernelindex/v1"]
+    kind: str
+    metadata: Metadata = Field(default_factory=Metadata)
+    spec: Strict
+
+
+class OperationSpec(Manifest):
+    kind: Literal["OperationSpec"]
+    spec: OperationSpecBody
+
+    @property
+    def slug(self) -> str:
+        """The operation's slug (``metadata.name``): pages, workloads and the runner name it by this."""
+        if self.metadata.name is None:
+            raise ManifestError("OperationSpec", ["metadata.name: an operation needs a slug"])
+        return self.metadata.name
+
+class WorkloadCase(Manifest):
+    kind: Literal["WorkloadCase"]
+    spec: WorkloadCaseBody
+
+class SoftwareProject(Manifest):
+    kind: Literal["SoftwareProject"]
+    spec: SoftwareProjectBody
+
+class ImplementationRevision(Manifest):
+    kind: Literal["ImplementationRevision"]
+    spec: ImplementationRevisionBody
+
+class BenchmarkProtocol(Manifest):
+    kind: Literal["BenchmarkProtocol"]
+    spec: BenchmarkProtocolBody
+
+class ExecutionEnvironment(Manifest):
+    kind: Literal["ExecutionEnvironment"]
+    spec: ExecutionEnvironmentBody
+
+class BenchmarkRun(Manifest):
+    kind: Literal["BenchmarkRun"]
+    spec: BenchmarkRunBody
+
+class Retraction(Manifest):
+    kind: Literal["Retraction"]
+    spec: RetractionBody
+
+class Supersession(Manifest):
+    kind: Literal["Supersession"]
+    spec: SupersessionBody
+
+class TrustedRunner(Manifest):
+    kind: Literal["TrustedRunner"]
+    spec: TrustedRunnerBody
+
+class Source(Manifest):
+    kind: Literal["Source"]
+    spec: SourceBody
+
+
+AnyManifest = Annotated[
+    OperationSpec | WorkloadCase | SoftwareProject | ImplementationRevision | BenchmarkProtocol
+    | ExecutionEnvironment | BenchmarkRun | Retraction | Supersession | TrustedRunner | Source,
+    Field(discriminator="kind"),
+]
+MANIFEST_MODELS: dict[str, type[Manifest]] = {
+    model.__name__: model
+    for model in (OperationSpec, WorkloadCase, SoftwareProject, ImplementationRevision, BenchmarkProtocol,
+                  ExecutionEnvironment, BenchmarkRun, Retraction, Supersession, TrustedRunner, Source)
 }
-KINDS = tuple(SPEC_MODELS)
-
-
-def _manifest_model(kind: str, body: type[Strict]) -> type[BaseModel]:
-    return type(
-        kind,
-        (Strict,),
-        {
-            "__annotations__": {
-                "apiVersion": Literal["kernelindex/v1"],
-                "kind": Literal[kind],  # type: ignore[valid-type]
-                "metadata": Metadata,
-                "spec": body,
-            },
-            "metadata": Field(default_factory=Metadata),
-        },
-    )
-
-
-MANIFEST_MODELS = {kind: _manifest_model(kind, body) for kind, body in SPEC_MODELS.items()}
-AnyManifest = Annotated[Union[tuple(MANIFEST_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007
-_ANY = TypeAdapter(AnyManifest)
+KINDS = tuple(MANIFEST_MODELS)
+_ANY: TypeAdapter[Manifest] = TypeAdapter(AnyManifest)
 
 
 class ManifestError(ValueError):
@@ -386,7 +124,7 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "(document)"
 
 
-def parse_manifest(data: Any, document: str = "<manifest>") -> BaseModel:
+def parse_manifest(data: Any, document: str = "<manifest>") -> Manifest:
     """Validate a decoded manifest (dict). Raises ManifestError naming document and fields."""
     if not isinstance(data, dict):
         raise ManifestError(document, ["a manifest is a JSON object"])
@@ -401,12 +139,12 @@ def parse_manifest(data: Any, document: str = "<manifest>") -> BaseModel:
         raise ManifestError(document, problems) from None
 
 
-def _validate(data: dict[str, Any]) -> BaseModel:
+def _validate(data: dict[str, Any]) -> Manifest:
     # JSON-mode validation: strings may become datetimes, but no other coercion happens.
     return _ANY.validate_json(json.dumps(data, allow_nan=False))
 
 
-def parse_manifest_text(text: str | bytes, document: str = "<manifest>") -> BaseModel:
+def parse_manifest_text(text: str | bytes, document: str = "<manifest>") -> Manifest:
     try:
         data = strict_json_loads(text)
     except ManifestSyntaxError as exc:
@@ -416,35 +154,70 @@ def parse_manifest_text(text: str | bytes, document: str = "<manifest>") -> Base
     return parse_manifest(data, document)
 
 
-def load_manifest_file(path: Path) -> BaseModel:
+def load_manifest_file(path: Path) -> Manifest:
     return parse_manifest_text(path.read_bytes(), str(path))
 
 
-def manifest_json(manifest: BaseModel) -> dict[str, Any]:
+def manifest_json(manifest: Manifest) -> dict[str, Any]:
     """The manifest as plain JSON data, normalized; absent fields stay absent. Treat as read-only."""
-    cached = getattr(manifest, "_json_cache", None)
-    if cached is None:
-        cached = manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
-        if isinstance(manifest, Strict):
-            manifest._json_cache = cached
-    return cached
+    if manifest._json_cache is None:
+        manifest._json_cache = manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
+    return manifest._json_cache
 
 
-def identity_body(manifest: BaseModel) -> dict[str, Any]:
+def identity_body(manifest: Manifest) -> dict[str, Any]:
     data = manifest_json(manifest)
     return {"apiVersion": data["apiVersion"], "kind": data["kind"], "spec": data["spec"]}
 
 
-def digest_of(manifest: BaseModel) -> str:
-    cached = getattr(manifest, "_digest_cache", None)
-    if cached is None:
-        cached = sha256_digest(identity_body(manifest))
-        if isinstance(manifest, Strict):
-            manifest._digest_cache = cached
-    return cached
+def digest_of(manifest: Manifest) -> str:
+    if manifest._digest_cache is None:
+        manifest._digest_cache = sha256_digest(identity_body(manifest))
+    return manifest._digest_cache
 
 
-def build(kind: str, spec: dict[str, Any] | Strict, metadata: dict[str, Any] | None = None) -> BaseModel:
+M = TypeVar("M", bound=Manifest)
+
+
+def as_kind(manifest: Manifest, model: type[M]) -> M:
+    """``manifest`` as the kind ``model`` (a ManifestError when it is another kind)."""
+    if not isinstance(manifest, model):
+        raise ManifestError(manifest.metadata.name or "<manifest>",
+                            [f"kind: expected {model.__name__}, got {manifest.kind}"])
+    return manifest
+
+
+SpecIn = dict[str, Any] | Strict
+MetadataIn = dict[str, Any] | None
+
+
+# ``build`` returns the class of the kind it is given, so callers see the spec's fields.
+@overload
+def build(kind: Literal["OperationSpec"], spec: SpecIn, metadata: MetadataIn = None) -> OperationSpec: ...
+@overload
+def build(kind: Literal["WorkloadCase"], spec: SpecIn, metadata: MetadataIn = None) -> WorkloadCase: ...
+@overload
+def build(kind: Literal["SoftwareProject"], spec: SpecIn, metadata: MetadataIn = None) -> SoftwareProject: ...
+@overload
+def build(kind: Literal["ImplementationRevision"], spec: SpecIn,
+          metadata: MetadataIn = None) -> ImplementationRevision: ...
+@overload
+def build(kind: Literal["BenchmarkProtocol"], spec: SpecIn, metadata: MetadataIn = None) -> BenchmarkProtocol: ...
+@overload
+def build(kind: Literal["ExecutionEnvironment"], spec: SpecIn, metadata: MetadataIn = None) -> ExecutionEnvironment: ...
+@overload
+def build(kind: Literal["BenchmarkRun"], spec: SpecIn, metadata: MetadataIn = None) -> BenchmarkRun: ...
+@overload
+def build(kind: Literal["Retraction"], spec: SpecIn, metadata: MetadataIn = None) -> Retraction: ...
+@overload
+def build(kind: Literal["Supersession"], spec: SpecIn, metadata: MetadataIn = None) -> Supersession: ...
+@overload
+def build(kind: Literal["TrustedRunner"], spec: SpecIn, metadata: MetadataIn = None) -> TrustedRunner: ...
+@overload
+def build(kind: Literal["Source"], spec: SpecIn, metadata: MetadataIn = None) -> Source: ...
+@overload
+def build(kind: str, spec: SpecIn, metadata: MetadataIn = None) -> Manifest: ...
+def build(kind: str, spec: SpecIn, metadata: MetadataIn = None) -> Manifest:
     """Build a validated manifest from Python values (importers, runner)."""
     if isinstance(spec, BaseModel):
         spec = spec.model_dump(mode="json", exclude_none=True)

@@ -24,7 +24,7 @@ from math import prod
 
 from kernelindex.domain.dtypes import dtype_size
 from kernelindex.domain.expressions import evaluate
-from kernelindex.registry import GpuSpec
+from kernelindex.domain.gpus import GpuSpec
 
 POLICY = "floor-v1"
 REGIONS = ("forward", "backward", "forward+backward")

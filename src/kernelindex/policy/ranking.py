@@ -42,9 +42,10 @@ class Ranked:
 
 
 def _intervals_overlap(a: Rankable, b: Rankable) -> bool:
-    if None in (a.low_ns, a.high_ns, b.low_ns, b.high_ns):
+    """Two runs' intervals overlap; a run without an interval overlaps nothing."""
+    if a.low_ns is None or a.high_ns is None or b.low_ns is None or b.high_ns is None:
         return False
-    return a.low_ns <= b.high_ns and b.low_ns <= a.high_ns  # type: ignore[operator]
+    return a.low_ns <= b.high_ns and b.low_ns <= a.high_ns
 
 
 def runner_tie(a: Rankable, b: Rankable) -> bool:

@@ -21,32 +21,34 @@ class RecordEvent:
 
 
 def beats_beyond_noise(challenger: Rankable, holder: Rankable) -> bool:
+    """A challenger takes a record only with a lower median whose interval lies wholly below the
+    holder's; when either has no interval, the lower median alone decides."""
     if challenger.median_ns >= holder.median_ns:
         return False
-    if None in (challenger.high_ns, holder.low_ns):
+    if challenger.high_ns is None or holder.low_ns is None:
         return True
-    return challenger.high_ns < holder.low_ns  # type: ignore[operator]
+    return challenger.high_ns < holder.low_ns
 
 
 def record_events(items: Sequence[Rankable], removals: Sequence[tuple[datetime, str]] = ()) -> list[RecordEvent]:
     """Walk runs by observed time (then id). ``items`` are the cohort's runs that are eligible
     apart from corrections; ``removals`` (time, run id) are retractions and supersessions,
     applied at their own time: removing the holder hands the record to the best run left."""
-    timeline: list[tuple[datetime, int, str, object]] = [(item.observed_at, 0, item.id, item) for item in items] + [
+    timeline: list[tuple[datetime, int, str, Rankable | None]] = [
+        (item.observed_at, 0, item.id, item) for item in items] + [
         (at, 1, run, None) for at, run in removals
     ]
     retracted: set[str] = set()
     seen: list[Rankable] = []
     holder: Rankable | None = None
     events: list[RecordEvent] = []
-    for at, order, run_id, payload in sorted(timeline, key=lambda t: (t[0], t[1], t[2])):
-        if order == 1:
+    for at, _, run_id, item in sorted(timeline, key=lambda t: (t[0], t[1], t[2])):
+        if item is None:  # a removal
             retracted.add(run_id)
             if holder is not None and holder.id == run_id:
                 previous, holder = holder, _best([s for s in seen if s.id not in retracted])
                 events.append(_event(at, "retraction", holder, previous))
             continue
-        item: Rankable = payload  # type: ignore[assignment]
         if run_id in retracted:
             continue
         seen.append(item)

@@ -27,4 +27,5 @@ class JsonModel:
     _plain = True
 
     def to_json(self) -> dict[str, Any]:
+        # JsonModel is only ever mixed into dataclasses, which mypy cannot see from the mixin itself.
         return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]

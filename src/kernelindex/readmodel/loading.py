@@ -4,13 +4,11 @@ catalog version (every write bumps it), and derive the policy facts once."""
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
@@ -22,15 +20,13 @@ from kernelindex.catalog.models import (
     SupersessionRow,
     TrustedRunnerRow,
 )
+from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.instants import as_utc
 from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels
 from kernelindex.policy.usability import Usability, usability
-from kernelindex.registry import GpuSpec
-
-
-class NotFound(LookupError):
-    """Something the user named does not exist; the message says what and what to try."""
+from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.errors import NotFound
 
 
 @dataclass
@@ -61,6 +57,13 @@ class Run:
         return bool(self.eligibility and self.eligibility.eligible)
 
     @property
+    def ranked_median_ns(self) -> int:
+        """The median of a run that is ranked or charted (eligibility requires one)."""
+        if self.median_ns is None:
+            raise ValueError(f"run {self.run_id} has no median and cannot be ranked")
+        return self.median_ns
+
+    @property
     def interval(self) -> tuple[int | None, int | None]:
         timing = self.spec["timing"]
         if timing.get("ci95_low_ns") is not None:
@@ -82,30 +85,18 @@ class OperationData:
     usability: dict[str, Usability]  # per implementation digest
     trusted_keys: dict[str, str]  # key id → runner name
     version: int
+    catalog: Catalog  # the catalog this was loaded from, at ``version``
     sources: dict[str, dict] = field(default_factory=dict)  # Source manifests by source name
 
     def gpu_of(self, environment: str) -> GpuSpec | None:
         return registry.gpu_for_product(self.environments[environment]["spec"]["hardware"]["product"])
 
 
-_CACHE: OrderedDict[tuple, OperationData] = OrderedDict()
-_LOCK = threading.Lock()
-_CACHE_SIZE = 64
-
-
 def load_operation(catalog: Catalog, slug: str) -> OperationData:
+    """Everything one operation's answers need, loaded once per catalog version."""
     version = catalog.version()
-    key = (catalog.url, version, slug)
-    with _LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    data = _load(catalog, slug, version)
-    with _LOCK:
-        _CACHE[key] = data
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return data
+    return READ_CACHE.get(catalog, ("operation-data", slug), lambda: _load(catalog, slug, version),
+                          version=version, long_lived=True)
 
 
 def operation_slugs(catalog: Catalog) -> dict[str, str]:
@@ -113,6 +104,14 @@ def operation_slugs(catalog: Catalog) -> dict[str, str]:
     with catalog.engine.connect() as conn:
         rows = conn.execute(select(ObjectRow.name, ObjectRow.digest).where(ObjectRow.kind == "OperationSpec"))
         return {name: digest for name, digest in rows}
+
+
+def operation_slug_of(conn: Connection, digest: str) -> str:
+    """The slug of the stored operation with this digest."""
+    name = conn.execute(select(ObjectRow.name).where(ObjectRow.digest == digest)).scalar_one_or_none()
+    if name is None:
+        raise NotFound(f"no named operation {digest} in the catalog")
+    return name
 
 
 def _bodies(conn, digests: set[str]) -> dict[str, dict]:  # noqa: ANN001
@@ -140,7 +139,7 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         supersessions = _facts(conn, SupersessionRow, SupersessionRow.old, run_digests)
         superseding = _facts(conn, SupersessionRow, SupersessionRow.new, run_digests)
         attested = set(_facts(conn, AttestationRow, AttestationRow.run, run_digests))
-        trusted = dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).all())
+        trusted = dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).tuples().all())
         refs = {getattr(r, f) for r in rows for f in ("implementation", "workload", "protocol", "environment")}
         bodies = _bodies(conn, refs)
         workload_rows = conn.execute(
@@ -173,6 +172,7 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         usable,
         trusted,
         version,
+        catalog,
         sources,
     )
     _derive_policy(data)

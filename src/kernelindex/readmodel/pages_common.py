@@ -5,7 +5,7 @@ lead's loading/cohort functions and the policy modules — never a second rankin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
@@ -14,9 +14,11 @@ from kernelindex.policy.evidence import SENTENCES
 from kernelindex.policy.records import RecordEvent
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
+from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.cohorts import Cohort, cohort_record_events, cohorts_of
+from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.loading import NotFound, OperationData, Run, load_operation, operation_slugs
+from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slugs
 
 __all__ = ["NotFound", "RunRef", "CohortSummary", "EventView", "all_operations", "cohort_summaries", "run_ref"]
 
@@ -119,15 +121,14 @@ def _event_view(event: RecordEvent, ref) -> EventView:  # noqa: ANN001 - local c
 
 def cohort_summaries(data: OperationData, now: datetime) -> list[CohortSummary]:
     """Every cohort of one loaded operation, summarised. Home, records, GPU and challenge pages all
-    need them, so they are kept on the loaded data itself (which the loader caches per catalog
-    version) for the day they were computed for (staleness moves by days)."""
-    memo: dict[date, list[CohortSummary]] = data.__dict__.setdefault("_cohort_summaries", {})
-    day = now.date()
-    if day not in memo:
-        memo.clear()
+    need them, so they are cached per catalog version and day (staleness moves by days)."""
+
+    def compute() -> list[CohortSummary]:
         summaries = [_summary(data, cohort, now) for cohort in cohorts_of(data).values()]
-        memo[day] = sorted(summaries, key=lambda c: (c.operation, labels.natural_key(c.workload_label), c.label))
-    return memo[day]
+        return sorted(summaries, key=lambda c: (c.operation, labels.natural_key(c.workload_label), c.label))
+
+    return READ_CACHE.get(data.catalog, ("cohort-summaries", data.slug, now.date().isoformat()), compute,
+                          version=data.version)
 
 
 def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummary:
@@ -141,7 +142,8 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
     # (Liger's seq and hidden sweeps both measured one point) is not a rival.
     second = next((run for run in (cohort.run(e.item.id) for e in ranked[1:])
                    if leader and run.implementation != leader.implementation), None)
-    margin = second.median_ns / leader.median_ns if leader and second and leader.median_ns else None
+    margin = (second.median_ns / leader.median_ns
+              if leader and second and leader.median_ns and second.median_ns is not None else None)
     eligible = cohort.eligible
     key, wkey = short_digest(cohort.key), short_digest(cohort.workload)
     return CohortSummary(
@@ -169,15 +171,6 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
 def gpu_slug_of_product(product: str) -> str | None:
     gpu = registry.gpu_for_product(product)
     return gpu.slug if gpu else None
-
-
-class BadParameter(ValueError):
-    """A query parameter with a value the page cannot use; names the parameter and what is allowed."""
-
-    def __init__(self, parameter: str, message: str) -> None:
-        super().__init__(f"{parameter}: {message}")
-        self.parameter = parameter
-        self.message = message
 
 
 def check_choice(parameter: str, value: str | None, allowed: list[str]) -> str | None:

@@ -11,16 +11,16 @@ from typing import Any
 from sqlalchemy import select
 
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import ObjectRow
 from kernelindex.catalog.models import RunRow as RunTable
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.units import format_duration
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import cohorts_of
+from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.loading import OperationData, Run, load_operation
-from kernelindex.readmodel.operations import floor_for
-from kernelindex.readmodel.pages_common import BadParameter, NotFound, RunRef, run_ref, utc_now
+from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of
+from kernelindex.readmodel.pages_common import RunRef, run_ref, utc_now
+from kernelindex.readmodel.rows import floor_for
 
 MIN_RUNS, MAX_RUNS = 2, 8
 
@@ -79,7 +79,7 @@ def _locate(catalog: Catalog, run_id: str) -> tuple[OperationData, Run]:
         op = conn.execute(select(RunTable.operation).where(RunTable.run_id == run_id)).scalar_one_or_none()
         if op is None:
             raise NotFound(f"no run {run_id!r} in the catalog (run ids are 16 hex digits)")
-        slug = conn.execute(select(ObjectRow.name).where(ObjectRow.digest == op)).scalar_one()
+        slug = operation_slug_of(conn, op)
     data = load_operation(catalog, slug)
     return data, next(r for r in data.runs if r.run_id == run_id)
 
@@ -163,6 +163,10 @@ def _same_revision(runs: list[ComparedRun]) -> str | None:
     return f"{count} runs of the same revision of {runs[0].run.implementation}: {medians}{noise}."
 
 
+def _rank_number(run: ComparedRun) -> int:
+    return int((run.rank or "0").rstrip("="))
+
+
 def _verdict(runs: list[ComparedRun]) -> tuple[str | None, str]:
     same = _same_revision(runs)
     if same:
@@ -170,11 +174,11 @@ def _verdict(runs: list[ComparedRun]) -> tuple[str | None, str]:
     ranked = [r for r in runs if r.rank is not None]
     if not ranked:
         return None, "None of these runs is eligible for ranking, so there is no winner."
-    best = min(ranked, key=lambda r: int(r.rank.rstrip("=")))  # type: ignore[union-attr]
+    best = min(ranked, key=_rank_number)
     tied = [r for r in ranked if r.rank == best.rank]
     if len(tied) > 1:
         return None, f"Tied at rank {best.rank} in their cohort: " + ", ".join(r.run.run_id for r in tied) + "."
-    runner_up = sorted((r for r in ranked if r is not best), key=lambda r: int(r.rank.rstrip("=")))  # type: ignore[union-attr]
+    runner_up = sorted((r for r in ranked if r is not best), key=_rank_number)
     noise = " (within noise of the next run)" if runner_up and runner_up[0].within_noise else ""
     return best.run.run_id, (f"{best.run.implementation} ({best.run.run_id}) is faster: rank {best.rank} in the "
                              f"shared cohort{noise}.")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
+from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.pages_common import CohortSummary, NotFound, all_operations, cohort_summaries, utc_now
+from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries, utc_now
 
 
 @dataclass
@@ -75,7 +77,7 @@ def gpu_page(catalog: Catalog, slug: str, *, now: datetime | None = None) -> Gpu
     clock = utc_now(now)
     page = GpuPage(_facts(spec))
     for data in all_operations(catalog):
-        envs = {d for d in data.environments if data.gpu_of(d) is not None and data.gpu_of(d).slug == slug}
+        envs = {d for d in data.environments if (gpu := data.gpu_of(d)) is not None and gpu.slug == slug}
         for digest in sorted(envs):
             env = data.environments[digest]["spec"]
             bandwidth = env.get("copy_bandwidth_bytes_per_s")
@@ -93,14 +95,14 @@ def gpu_page(catalog: Catalog, slug: str, *, now: datetime | None = None) -> Gpu
 
 
 def gpus_index(catalog: Catalog) -> list[GpuIndexEntry]:
-    counts: dict[str, tuple[int, int]] = {}
+    cohorts: dict[str, set[str]] = defaultdict(set)
+    runs: Counter[str] = Counter()
     for data in all_operations(catalog):
         for run in data.runs:
             gpu = data.gpu_of(run.environment)
             if gpu is None or not run.eligible:
                 continue
-            cohorts, runs = counts.get(gpu.slug, (set(), 0))  # type: ignore[assignment]
-            cohorts.add(run.cohort_key)  # type: ignore[attr-defined]
-            counts[gpu.slug] = (cohorts, runs + 1)  # type: ignore[assignment]
-    return [GpuIndexEntry(_facts(spec), len(counts.get(slug, (set(), 0))[0]), counts.get(slug, (set(), 0))[1],
-                          f"/gpus/{slug}") for slug, spec in registry.gpus().items()]
+            cohorts[gpu.slug].add(run.cohort_key)
+            runs[gpu.slug] += 1
+    return [GpuIndexEntry(_facts(spec), len(cohorts.get(slug, ())), runs[slug], f"/gpus/{slug}")
+            for slug, spec in registry.gpus().items()]

@@ -102,7 +102,7 @@ def _sources(catalog: Catalog) -> list[SourceFreshness]:
         runs = {name: (n, last) for name, n, last in conn.execute(
             select(RunRow.source, func.count(), func.max(RunRow.observed_at)).group_by(RunRow.source))}
         published = dict(conn.execute(select(PublicationRow.source, func.max(PublicationRow.at))
-                                      .group_by(PublicationRow.source)).all())
+                                      .group_by(PublicationRow.source)).tuples().all())
     found = []
     names = set()
     for body in sorted(bodies, key=lambda b: b["spec"]["name"]):

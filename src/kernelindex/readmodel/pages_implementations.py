@@ -13,9 +13,10 @@ from kernelindex.catalog.models import ObjectRow
 from kernelindex.domain.canonical import short_digest
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import cohorts_of
+from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.loading import OperationData, load_operation
-from kernelindex.readmodel.pages_common import CohortSummary, NotFound, cohort_summaries, utc_now
+from kernelindex.readmodel.loading import OperationData, load_operation, operation_slug_of
+from kernelindex.readmodel.pages_common import CohortSummary, cohort_summaries, utc_now
 
 
 @dataclass
@@ -74,8 +75,7 @@ def _operation_slug_for(catalog: Catalog, slug: str) -> str:
             names = conn.execute(select(ObjectRow.name).where(ObjectRow.kind == "ImplementationRevision")
                                  .distinct()).scalars().all()
             raise NotFound(f"no implementation {slug!r} in the catalog" + _could_mean(slug, [n for n in names if n]))
-        op = conn.execute(select(ObjectRow.name).where(ObjectRow.digest == row.operation)).scalar_one()
-    return op
+        return operation_slug_of(conn, row.operation)
 
 
 def _could_mean(slug: str, names: list[str]) -> str:

@@ -20,10 +20,12 @@ from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.selection import CohortChoice, default_cohort
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
+from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, workload_key, workload_label
-from kernelindex.readmodel.loading import NotFound, OperationData, Run, load_operation
-from kernelindex.readmodel.operations import ImplementationRef, RankedRow, floor_for, ranked_rows
+from kernelindex.readmodel.loading import OperationData, Run, load_operation
+from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
+from kernelindex.readmodel.rows import floor_for, ranked_rows
 from kernelindex.readmodel.snippets import python_snippet
 from kernelindex.registry import GpuSpec
 

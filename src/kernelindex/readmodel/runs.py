@@ -10,15 +10,17 @@ from sqlalchemy import select
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
-from kernelindex.catalog.models import ObjectRow, RunRow
+from kernelindex.catalog.models import RunRow
 from kernelindex.domain.canonical import short_digest
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.cohorts import cohorts_of
+from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
-from kernelindex.readmodel.loading import NotFound, load_operation
-from kernelindex.readmodel.operations import ImplementationRef, floor_for, implementation_ref
+from kernelindex.readmodel.loading import load_operation, operation_slug_of
+from kernelindex.readmodel.operation_views import ImplementationRef
+from kernelindex.readmodel.rows import floor_for, implementation_ref
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 
 
@@ -65,7 +67,7 @@ class RunDossier(JsonModel):
 def _operation_slug(catalog: Catalog, digest: str) -> str:
     with catalog.engine.connect() as conn:
         op = conn.execute(select(RunRow.operation).where(RunRow.digest == digest)).scalar_one()
-        return conn.execute(select(ObjectRow.name).where(ObjectRow.digest == op)).scalar_one()
+        return operation_slug_of(conn, op)
 
 
 def _run_id(catalog: Catalog, digest: str) -> str:

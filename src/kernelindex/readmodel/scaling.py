@@ -83,7 +83,7 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
         for run in cohort.eligible:
             line = implementation_slug(data.implementations[run.implementation])
             current = best[line].get(run.workload)
-            if current is None or run.median_ns < current.median_ns:  # type: ignore[operator]
+            if current is None or run.ranked_median_ns < current.ranked_median_ns:
                 best[line][run.workload] = run
     series = [_series(data, line, runs, axis) for line, runs in best.items()]
     at_selected = {
@@ -112,7 +112,7 @@ def _series(data: OperationData, line: str, runs: dict[str, Run], axis: str) -> 
     any_run = next(iter(runs.values()))
     points = sorted(
         (
-            ScalingPoint(data.workloads[w]["spec"]["axes"][axis], r.median_ns, r.run_id, w)  # type: ignore[arg-type]
+            ScalingPoint(data.workloads[w]["spec"]["axes"][axis], r.ranked_median_ns, r.run_id, w)
             for w, r in runs.items()
         ),
         key=lambda p: p.x,

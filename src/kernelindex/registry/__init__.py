@@ -6,15 +6,14 @@ Loading is cached: the registry is read-only at run time.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import yaml
-from pydantic import BaseModel
 
-from kernelindex.domain.manifests import ManifestError, digest_of, parse_manifest
+from kernelindex.domain.gpus import GpuSpec
+from kernelindex.domain.manifests import ManifestError, OperationSpec, as_kind, digest_of, parse_manifest
 
 _ROOT = resources.files("kernelindex.registry")
 
@@ -28,26 +27,26 @@ def _load_yaml(relative: str) -> Any:
 
 
 @cache
-def operations() -> dict[str, BaseModel]:
+def operations() -> dict[str, OperationSpec]:
     """slug → OperationSpec manifest, for every file in registry/operations/."""
-    found: dict[str, BaseModel] = {}
+    found: dict[str, OperationSpec] = {}
     for entry in sorted(_ROOT.joinpath("operations").iterdir(), key=lambda p: p.name):
         if not entry.name.endswith(".yaml"):
             continue
         try:
-            manifest = parse_manifest(
-                yaml.safe_load(entry.read_text(encoding="utf-8")), f"registry/operations/{entry.name}"
-            )
+            document = f"registry/operations/{entry.name}"
+            manifest = as_kind(parse_manifest(yaml.safe_load(entry.read_text(encoding="utf-8")), document),
+                               OperationSpec)
         except ManifestError as exc:
             raise RegistryError(str(exc)) from None
         slug = manifest.metadata.name
-        if slug != entry.name.removesuffix(".yaml"):
+        if slug is None or slug != entry.name.removesuffix(".yaml"):
             raise RegistryError(f"registry/operations/{entry.name}: metadata.name {slug!r} must match the file name")
         found[slug] = manifest
     return found
 
 
-def load_operation(slug: str) -> BaseModel:
+def load_operation(slug: str) -> OperationSpec:
     try:
         return operations()[slug]
     except KeyError:
@@ -61,25 +60,6 @@ def operation_digests() -> dict[str, str]:
     return {slug: digest_of(m) for slug, m in operations().items()}
 
 
-@dataclass(frozen=True)
-class GpuSpec:
-    slug: str
-    name: str
-    short: str
-    vendor: str
-    architecture: str
-    memory_gb: float
-    form_factor: str
-    match: tuple[str, ...]
-    bandwidth_gbps: float
-    peaks_tflops: dict[str, float]
-    source: str
-
-    @property
-    def bandwidth_bytes_per_s(self) -> float:
-        return self.bandwidth_gbps * 1e9
-
-
 @cache
 def gpus() -> dict[str, GpuSpec]:
     data = _load_yaml("gpus.yaml")
@@ -87,12 +67,12 @@ def gpus() -> dict[str, GpuSpec]:
 
 
 @cache
-@cache
 def runner_unavailable() -> dict[str, str]:
     """Operations the runner cannot verify → the reason (``runner_coverage.yaml``)."""
     return dict(_load_yaml("runner_coverage.yaml").get("unavailable") or {})
 
 
+@cache
 def priority_gpus() -> tuple[str, ...]:
     return tuple(_load_yaml("gpus.yaml")["priority"])
 

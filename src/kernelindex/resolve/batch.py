@@ -18,7 +18,7 @@ from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.results import Resolution
 from kernelindex.resolve.service import RequestProblems, resolve_structured, search
-from kernelindex.resolve.source import CatalogRunSource
+from kernelindex.resolve.source import CatalogCohortSource
 
 MAX_BATCH = 50
 
@@ -42,7 +42,7 @@ def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, 
 
 
 def answer_query(catalog: Catalog, query: object, *, now: datetime | None = None,
-                 source: CatalogRunSource | None = None) -> Resolution | QueryFailure:
+                 source: CatalogCohortSource | None = None) -> Resolution | QueryFailure:
     """One query of a batch: a string is a text query, an object a structured request."""
     if isinstance(query, str):
         if len(query) > MAX_QUERY_CHARS:
@@ -68,5 +68,5 @@ def resolve_batch(catalog: Catalog, queries: Sequence[object], *, now: datetime 
                   ) -> list[Resolution | QueryFailure]:
     """Answers in the order of the queries; the caller bounds the batch at :data:`MAX_BATCH`.
     One run source for the whole batch: every answer reads the same catalog version."""
-    source = CatalogRunSource(catalog)
+    source = CatalogCohortSource(catalog)
     return [answer_query(catalog, q, now=now, source=source) for q in queries]

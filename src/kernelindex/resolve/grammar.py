@@ -92,6 +92,7 @@ class _State:
                        f"'{w.text}' asks for {value} as well — one {field_name} per query, keeping the first")
             return
         self.values[field_name] = value
+        # Values come from the typed parsers of each key (str, int or bool); ResolveRequest checks them.
         self.tokens.append(Token(w.text, w.start, w.end, kind or field_name, value))  # type: ignore[arg-type]
 
 
@@ -341,7 +342,7 @@ def parse_query(text: str, vocab: Vocabulary | None = None, measured: MeasuredVa
     _resolve_shorthands(state, measured)
     _report_bare_numbers(state)
     _check_axes(state)
-    request = ResolveRequest(axes=state.axes, **state.values)  # type: ignore[arg-type]
+    request = ResolveRequest(axes=state.axes, **state.values)
     tokens = tuple(sorted(state.tokens, key=lambda t: (t.start, t.end)))
     issues = tuple(sorted(state.issues, key=lambda i: (i.start, i.end)))
     return ParsedQuery(original, request, tokens, issues, state.candidates, state.how)

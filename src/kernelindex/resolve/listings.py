@@ -5,12 +5,13 @@ Computed from the same cohorts the resolver uses (so from the read model's runs 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
-from kernelindex.resolve.source import CatalogRunSource
+from kernelindex.resolve.source import CatalogCohortSource
+from kernelindex.resolve.views import ImplementationView
 
 
-def workloads_list(source: CatalogRunSource, operation: str | None = None) -> list[dict[str, object]]:
+def workloads_list(source: CatalogCohortSource, operation: str | None = None) -> list[dict[str, object]]:
     """One entry per workload case with eligible runs: its axes, dtypes, GPUs and modes measured."""
     vocab = source.vocabulary()
     slugs = [operation] if operation else source.operations()
@@ -38,20 +39,20 @@ def workloads_list(source: CatalogRunSource, operation: str | None = None) -> li
     return sorted(out, key=lambda w: (w["operation"], w["key"]))
 
 
-def implementations_list(source: CatalogRunSource) -> list[dict[str, object]]:
+def implementations_list(source: CatalogCohortSource) -> list[dict[str, object]]:
     """One entry per implementation line, with the operations it has eligible runs for."""
-    found: dict[str, dict[str, object]] = {}
+    found: dict[str, ImplementationView] = {}
+    operations: dict[str, set[str]] = defaultdict(set)
+    eligible_runs: Counter[str] = Counter()
     for slug in source.operations():
         for cohort in source.cohorts(slug):
             for run, *_ in cohort.ranked:
-                impl = run.implementation
-                entry = found.setdefault(impl.slug, {
-                    "slug": impl.slug, "title": impl.title, "project": impl.project, "language": impl.language,
-                    "license": impl.license, "usable": impl.usable, "baseline": impl.baseline,
-                    "operations": set(), "eligible_runs": 0, "url": f"/implementations/{impl.slug}",
-                })
-                entry["operations"].add(slug)  # type: ignore[union-attr]
-                entry["eligible_runs"] += 1  # type: ignore[operator]
-    for entry in found.values():
-        entry["operations"] = sorted(entry["operations"])  # type: ignore[arg-type]
-    return [found[k] for k in sorted(found)]
+                found.setdefault(run.implementation.slug, run.implementation)
+                operations[run.implementation.slug].add(slug)
+                eligible_runs[run.implementation.slug] += 1
+    return [
+        {"slug": impl.slug, "title": impl.title, "project": impl.project, "language": impl.language,
+         "license": impl.license, "usable": impl.usable, "baseline": impl.baseline,
+         "operations": sorted(operations[key]), "eligible_runs": eligible_runs[key], "url": f"/implementations/{key}"}
+        for key, impl in sorted(found.items())
+    ]

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 from rapidfuzz import fuzz, process
 
 from kernelindex.domain.dtypes import canonical_dtype
@@ -52,7 +52,7 @@ class ResolveRequest(BaseModel):
     mode: str | None = Field(None, max_length=40, description="forward, backward or forward+backward.")
     language: str | None = Field(None, max_length=40, description="Implementation language: triton, cuda, python …")
     trust: str | None = Field(None, max_length=40, description="Minimum evidence level.")
-    usable: bool | None = Field(None, description="Only rows usable as-is (true) or not usable (false).")
+    usable: StrictBool | None = Field(None, description="Only rows usable as-is (true) or not usable (false).")
     license: str | None = Field(None, max_length=100, description="Concluded license (SPDX), e.g. BSD-2-Clause.")
     source: str | None = Field(None, max_length=100, description="Source name, e.g. liger-kernel-benchmarks.")
 

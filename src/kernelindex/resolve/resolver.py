@@ -41,7 +41,7 @@ CHALLENGES_URL = "/challenges#unmeasured"
 MAX_LISTED = 24  # exact and other-protocol cohorts listed in full; the totals are always reported
 
 
-class RunSource(Protocol):
+class CohortSource(Protocol):
     """Where runs come from: the catalog's read model (see :mod:`kernelindex.resolve.source`)."""
 
     def version(self) -> int: ...
@@ -50,7 +50,7 @@ class RunSource(Protocol):
 
     def priority_gpus(self) -> Sequence[str]: ...
 
-    def cohorts(self, operation: str) -> Sequence[Cohort]: ...
+    def cohorts(self, operation: str) -> Sequence[RankedCohort]: ...
 
     def operations(self) -> list[str]: ...
 
@@ -58,7 +58,7 @@ class RunSource(Protocol):
 
 
 @dataclass(frozen=True)
-class Cohort:
+class RankedCohort:
     """One cohort with its ranking computed over all eligible runs (filter-independent)."""
 
     key: str
@@ -74,7 +74,8 @@ class Cohort:
 
 def order_key(sample: RunView, key: str, priority_gpus: Sequence[str]) -> tuple:
     """Forward before backward, priority GPUs first, then the workload: computed once per cohort."""
-    gpu_rank = list(priority_gpus).index(sample.gpu) if sample.gpu in priority_gpus else len(priority_gpus)
+    priority = list(priority_gpus)
+    gpu_rank = priority.index(sample.gpu) if sample.gpu is not None and sample.gpu in priority else len(priority)
     return (MODE_ORDER.get(sample.mode, 9), gpu_rank, sample.gpu_label, tuple(sorted(sample.axes.items())),
             0 if sample.native else 1, key)
 
@@ -139,7 +140,7 @@ def _hidden_reason(req: ResolveRequest, run: RunView) -> Reason | None:
     return None
 
 
-def _cohort_result(c: Cohort, req: ResolveRequest, now: datetime, mismatches: Sequence[Mismatch] = (),
+def _cohort_result(c: RankedCohort, req: ResolveRequest, now: datetime, mismatches: Sequence[Mismatch] = (),
                    query: str = "") -> CohortResult:
     rows: list[Row] = []
     hidden: list[Hidden] = []
@@ -169,15 +170,15 @@ def _cohort_result(c: Cohort, req: ResolveRequest, now: datetime, mismatches: Se
 @dataclass(frozen=True)
 class _Context:
     req: ResolveRequest
-    source: RunSource
+    source: CohortSource
     vocab: Vocabulary
     now: datetime
 
-    def cohort_order(self, c: Cohort) -> tuple:
+    def cohort_order(self, c: RankedCohort) -> tuple:
         return c.order or order_key(c.sample, c.key, self.source.priority_gpus())
 
 
-def resolve(req: ResolveRequest, source: RunSource, *, parsed: dict[str, object] | None = None,
+def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, object] | None = None,
             candidates: Sequence[str] = (), now: datetime | None = None) -> Resolution:
     """Resolve a normalised request (see :func:`kernelindex.resolve.request.normalise_request`)."""
     vocab = source.vocabulary()
@@ -192,21 +193,21 @@ def resolve(req: ResolveRequest, source: RunSource, *, parsed: dict[str, object]
     if not req.operation:
         return _chooser(ctx, candidates, base)
     op = vocab.operations.get(req.operation)
-    op_json = {"slug": req.operation, "title": op.title if op else req.operation,
+    op_json: dict[str, object] = {"slug": req.operation, "title": op.title if op else req.operation,
                "family": op.family if op else None, "url": f"/operations/{req.operation}"}
     cohorts = list(source.cohorts(req.operation))
     if not cohorts:
         return Resolution(status="no_runs", message=f"No runs of {req.operation} are in the catalog yet.",
-                          operation=op_json, **base)  # type: ignore[arg-type]
+                          operation=op_json, **base)  # type: ignore[arg-type]  # base holds Resolution's fields
     return _resolve_operation(ctx, op, op_json, cohorts, base)
 
 
 def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[str, object],
-                       cohorts: list[Cohort], base: dict) -> Resolution:
+                       cohorts: list[RankedCohort], base: dict) -> Resolution:
     req = ctx.req
-    exact: list[Cohort] = []
-    other: list[tuple[Cohort, list[Mismatch]]] = []
-    compatible: list[tuple[Cohort, list[Mismatch]]] = []
+    exact: list[RankedCohort] = []
+    other: list[tuple[RankedCohort, list[Mismatch]]] = []
+    compatible: list[tuple[RankedCohort, list[Mismatch]]] = []
     for c in cohorts:
         workload_env, protocol = _mismatches(req, c.sample, op)
         if workload_env:
@@ -233,7 +234,7 @@ def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[s
     )
 
 
-def _query_for(ctx: _Context, c: Cohort) -> str:
+def _query_for(ctx: _Context, c: RankedCohort) -> str:
     """A query that resolves this cohort exactly: the request with its mismatched fields replaced."""
     s = c.sample
     req = ctx.req
@@ -250,11 +251,11 @@ def _query_for(ctx: _Context, c: Cohort) -> str:
     return canonical_query(req.model_copy(update=update), ctx.vocab)
 
 
-def _nearest(ctx: _Context, op: OperationEntry | None, compatible: list[tuple[Cohort, list[Mismatch]]]
+def _nearest(ctx: _Context, op: OperationEntry | None, compatible: list[tuple[RankedCohort, list[Mismatch]]]
              ) -> Nearest | None:
     """Along the one differing axis: the closest measured value below and above (never interpolated)."""
     req = ctx.req
-    by_axis: dict[str, dict[int, list[Cohort]]] = defaultdict(lambda: defaultdict(list))
+    by_axis: dict[str, dict[int, list[RankedCohort]]] = defaultdict(lambda: defaultdict(list))
     for c, mismatches in compatible:
         if len(mismatches) == 1 and mismatches[0].field in req.axes and isinstance(mismatches[0].observed, int):
             by_axis[mismatches[0].field][mismatches[0].observed].append(c)
@@ -269,7 +270,7 @@ def _nearest(ctx: _Context, op: OperationEntry | None, compatible: list[tuple[Co
     return None
 
 
-def _neighbour(ctx: _Context, axis: str, value: int | None, cohorts: dict[int, list[Cohort]]) -> Neighbour | None:
+def _neighbour(ctx: _Context, axis: str, value: int | None, cohorts: dict[int, list[RankedCohort]]) -> Neighbour | None:
     if value is None:
         return None
     req = ctx.req.model_copy(update={"axes": {**ctx.req.axes, axis: value}})
@@ -278,7 +279,7 @@ def _neighbour(ctx: _Context, axis: str, value: int | None, cohorts: dict[int, l
     return Neighbour(value, query, tuple(_cohort_result(c, ctx.req, ctx.now, query=query) for c in members))
 
 
-def _gaps(ctx: _Context, cohorts: list[Cohort], exact: list[Cohort]) -> tuple[Gap, ...]:
+def _gaps(ctx: _Context, cohorts: list[RankedCohort], exact: list[RankedCohort]) -> tuple[Gap, ...]:
     req = ctx.req
     gaps: list[Gap] = []
     op = req.operation or ""
@@ -318,8 +319,8 @@ def _shape(run: RunView, op: OperationEntry | None) -> str:
     return " · ".join([f"{a} {run.axes[a]}" for a in order] + dtypes)
 
 
-def _status(ctx: _Context, exact: Sequence[Cohort], shown: Sequence[CohortResult], other: Sequence[CohortResult],
-            closest: list[tuple[Cohort, list[Mismatch]]], compatible_total: int,
+def _status(ctx: _Context, exact: Sequence[RankedCohort], shown: Sequence[CohortResult], other: Sequence[CohortResult],
+            closest: list[tuple[RankedCohort, list[Mismatch]]], compatible_total: int,
             nearest: Nearest | None) -> tuple[str, str]:
     what = interpretation(ctx.req, ctx.vocab)
     if exact:

@@ -10,7 +10,7 @@ from kernelindex.resolve.grammar import parse_query
 from kernelindex.resolve.request import ResolveRequest, ValueProblem, normalise_request
 from kernelindex.resolve.resolver import observed_axis, resolve
 from kernelindex.resolve.results import Resolution
-from kernelindex.resolve.source import CatalogRunSource
+from kernelindex.resolve.source import CatalogCohortSource
 
 
 class RequestProblems(ValueError):
@@ -22,11 +22,11 @@ class RequestProblems(ValueError):
 
 
 def search(catalog: Catalog, text: str, *, now: datetime | None = None,
-           source: CatalogRunSource | None = None) -> Resolution:
+           source: CatalogCohortSource | None = None) -> Resolution:
     """Resolve a text query; problems in the text are reported beside their tokens, never raised.
 
     ``source`` lets a caller answering many queries read the catalog version once."""
-    source = source or CatalogRunSource(catalog)
+    source = source or CatalogCohortSource(catalog)
     vocab = source.vocabulary()
 
     def measured(operation: str, axis: str) -> set[int]:
@@ -41,9 +41,9 @@ def search(catalog: Catalog, text: str, *, now: datetime | None = None,
 
 
 def resolve_structured(catalog: Catalog, request: ResolveRequest, *, now: datetime | None = None,
-                       source: CatalogRunSource | None = None) -> Resolution:
+                       source: CatalogCohortSource | None = None) -> Resolution:
     """Resolve a structured request; raises :class:`RequestProblems` when a value names nothing."""
-    source = source or CatalogRunSource(catalog)
+    source = source or CatalogCohortSource(catalog)
     normalised, problems = normalise_request(request, source.vocabulary())
     if problems:
         raise RequestProblems(problems)

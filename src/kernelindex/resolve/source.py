@@ -1,31 +1,30 @@
 """The resolver's view of the catalog, built from the read model so that cohorts, eligibility,
 evidence, usability and ranks are exactly the ones the operation pages show.
 
-Everything is cached per catalog version (every write bumps it): the first query after a
-publication loads an operation once; later queries only filter in memory.
+Everything is cached per catalog version (every write bumps it) in the read model's cache: the
+first query after a publication loads an operation once; later queries only filter in memory.
 """
 
 from __future__ import annotations
 
-import gc
-import json
-import threading
-from collections.abc import Sequence
-from functools import cached_property
-
-from sqlalchemy import select
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import ObjectRow
 from kernelindex.policy.reasons import Reason
+from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData
-from kernelindex.readmodel.operations import implementation_ref, load_operation_runs
-from kernelindex.resolve.resolver import Cohort, order_key
+from kernelindex.readmodel.objects import operation_manifests
+from kernelindex.readmodel.operations import load_operation_runs
+from kernelindex.readmodel.rows import implementation_ref
+from kernelindex.resolve.resolver import RankedCohort, order_key
 from kernelindex.resolve.views import ImplementationView, RunView
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary, build_vocabulary, registry_vocabulary
+
+T = TypeVar("T")
 
 
 def _implementation(data: OperationData, digest: str) -> ImplementationView:
@@ -66,7 +65,7 @@ def _ordered_axes(axes: dict[str, int], order: list[str]) -> dict[str, int]:
     return {**{a: axes[a] for a in order if a in axes}, **{a: v for a, v in sorted(axes.items()) if a not in order}}
 
 
-def cohorts_from(data: OperationData) -> list[Cohort]:
+def cohorts_from(data: OperationData) -> list[RankedCohort]:
     """The read model's cohorts (ranked by its code) in the resolver's shape."""
     views = _run_views(data)
     out = []
@@ -76,52 +75,8 @@ def cohorts_from(data: OperationData) -> list[Cohort]:
         excluded = tuple(sorted((views[r.digest] for r in cohort.runs if r.digest not in ranked_ids),
                                 key=lambda v: v.run_id))
         sample = views[cohort.runs[0].digest]
-        out.append(Cohort(key, sample, ranked, excluded, order_key(sample, key, registry.priority_gpus())))
+        out.append(RankedCohort(key, sample, ranked, excluded, order_key(sample, key, registry.priority_gpus())))
     return out
-
-
-class _Snapshot:
-    """Everything derived for one catalog version."""
-
-    def __init__(self, catalog: Catalog, version: int) -> None:
-        self.catalog = catalog
-        self.version = version
-        self._cohorts: dict[str, list[Cohort]] = {}
-        self._lock = threading.Lock()
-
-    @cached_property
-    def operation_manifests(self) -> dict[str, dict]:
-        with self.catalog.engine.connect() as conn:
-            rows = conn.execute(select(ObjectRow.name, ObjectRow.body).where(ObjectRow.kind == "OperationSpec"))
-            return {name: json.loads(body) for name, body in rows if name}
-
-    @cached_property
-    def vocabulary(self) -> Vocabulary:
-        base = registry_vocabulary()
-        extra = [_entry(slug, m) for slug, m in self.operation_manifests.items() if slug not in base.operations]
-        if not extra:
-            return base
-        gpus = list(base.gpus.values())
-        return build_vocabulary([*base.operations.values(), *extra], gpus)
-
-    def cohorts(self, slug: str) -> list[Cohort]:
-        with self._lock:
-            if slug in self._cohorts:
-                return self._cohorts[slug]
-        if slug not in self.operation_manifests:
-            found: list[Cohort] = []
-        else:
-            found = cohorts_from(load_operation_runs(self.catalog, slug))
-            # The loaded runs live as long as this catalog version: keep the cyclic garbage collector
-            # from re-scanning them on every later collection (on the 100× catalog a full scan of the
-            # cache costs ~200 ms and would land inside some unlucky query).
-            gc.freeze()
-        with self._lock:
-            self._cohorts[slug] = found
-        return found
-
-    def eligible_count(self, slug: str) -> int:
-        return sum(c.eligible_runs for c in self.cohorts(slug))
 
 
 def _entry(slug: str, manifest: dict) -> OperationEntry:
@@ -134,37 +89,44 @@ def _entry(slug: str, manifest: dict) -> OperationEntry:
     )
 
 
-class CatalogRunSource:
-    """A :class:`~kernelindex.resolve.resolver.RunSource` over a catalog, cached per catalog version."""
-
-    _snapshots: dict[str, _Snapshot] = {}
-    _lock = threading.Lock()
+class CatalogCohortSource:
+    """A :class:`~kernelindex.resolve.resolver.CohortSource` over one version of a catalog: every read
+    of one resolution sees the same version, and what it derives is kept in the read model's cache."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        current = catalog.version()
-        with self._lock:
-            snap = self._snapshots.get(catalog.url)
-            if snap is None or snap.version != current or snap.catalog is not catalog:
-                snap = _Snapshot(catalog, current)
-                self._snapshots[catalog.url] = snap
-        self.snapshot = snap
+        self._version = catalog.version()
+
+    def _cached(self, key: tuple[str, ...], compute: Callable[[], T], *, long_lived: bool = False) -> T:
+        return READ_CACHE.get(self.catalog, ("resolver", *key), compute, version=self._version,
+                              long_lived=long_lived)
 
     def version(self) -> int:
-        return self.snapshot.version
+        return self._version
+
+    def _operation_manifests(self) -> dict[str, dict]:
+        return self._cached(("operation-manifests",), lambda: operation_manifests(self.catalog))
 
     def vocabulary(self) -> Vocabulary:
-        return self.snapshot.vocabulary
+        def build() -> Vocabulary:
+            base = registry_vocabulary()
+            extra = [_entry(slug, m) for slug, m in self._operation_manifests().items() if slug not in base.operations]
+            return build_vocabulary([*base.operations.values(), *extra], list(base.gpus.values())) if extra else base
+
+        return self._cached(("vocabulary",), build)
 
     def priority_gpus(self) -> Sequence[str]:
         return registry.priority_gpus()
 
-    def cohorts(self, operation: str) -> Sequence[Cohort]:
-        return self.snapshot.cohorts(operation)
+    def cohorts(self, operation: str) -> Sequence[RankedCohort]:
+        if operation not in self._operation_manifests():
+            return []
+        return self._cached(("cohorts", operation), lambda: cohorts_from(load_operation_runs(self.catalog, operation)),
+                            long_lived=True)
 
     def operations(self) -> list[str]:
         """Slugs of the operations stored in the catalog (no runs loaded)."""
-        return sorted(self.snapshot.operation_manifests)
+        return sorted(self._operation_manifests())
 
     def eligible_count(self, operation: str) -> int:
-        return self.snapshot.eligible_count(operation)
+        return sum(c.eligible_runs for c in self.cohorts(operation))

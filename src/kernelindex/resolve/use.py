@@ -21,14 +21,14 @@ from kernelindex.resolve.interpret import canonical_query
 from kernelindex.resolve.request import ResolveRequest, normalise_request
 from kernelindex.resolve.resolver import resolve
 from kernelindex.resolve.results import CohortResult, Resolution
-from kernelindex.resolve.source import CatalogRunSource
+from kernelindex.resolve.source import CatalogCohortSource
 
 
 def use_text(catalog: Catalog, text: str, *, now: datetime | None = None) -> dict[str, Any] | QueryFailure:
     if len(text) > MAX_QUERY_CHARS:
         return QueryFailure("invalid_request", f"The query is {len(text)} characters long; queries are at most "
                             f"{MAX_QUERY_CHARS}.", [{"field": "q", "message": "too long"}])
-    source = CatalogRunSource(catalog)
+    source = CatalogCohortSource(catalog)
     parsed = parse_query(text, source.vocabulary())
     return use_request(catalog, parsed.request, parsed=parsed.to_json(), now=now)
 
@@ -40,7 +40,7 @@ def use_structured(catalog: Catalog, body: dict[str, Any], *, now: datetime | No
     except ValidationError as exc:
         errors = validation_errors(exc)
         return QueryFailure("invalid_request", "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors)
-    normalised, problems = normalise_request(request, CatalogRunSource(catalog).vocabulary())
+    normalised, problems = normalise_request(request, CatalogCohortSource(catalog).vocabulary())
     if problems:
         return QueryFailure("invalid_request", "; ".join(f"{p.field}: {p.message}" for p in problems),
                             [p.to_json() for p in problems])
@@ -56,7 +56,7 @@ def use_request(catalog: Catalog, request: ResolveRequest, *, parsed: dict[str, 
     if not request.gpu:
         return QueryFailure("invalid_request", "Name a GPU (a100, h100, h200, b200 …): `ki use` answers for one "
                             "GPU.", [{"field": "gpu", "message": "missing"}])
-    source = CatalogRunSource(catalog)
+    source = CatalogCohortSource(catalog)
     anywhere = request.model_copy(update={"gpu": None, "arch": None, "mode": None})
     resolution = resolve(anywhere, source, now=now)
     workloads = _workloads(resolution)
@@ -81,7 +81,7 @@ def _workloads(resolution: Resolution) -> dict[str, CohortResult]:
     return found
 
 
-def _choice(request: ResolveRequest, cohort: CohortResult, source: CatalogRunSource) -> dict[str, Any]:
+def _choice(request: ResolveRequest, cohort: CohortResult, source: CatalogCohortSource) -> dict[str, Any]:
     dtypes = sorted(set(cohort.dtypes.values()))
     update: dict[str, Any] = {"axes": dict(cohort.axes)}
     if len(dtypes) == 1:
@@ -90,7 +90,7 @@ def _choice(request: ResolveRequest, cohort: CohortResult, source: CatalogRunSou
     return {"workload": cohort.workload_ref, "axes": dict(cohort.axes), "dtypes": dict(cohort.dtypes), "query": query}
 
 
-def _nearest(request: ResolveRequest, resolution: Resolution, source: CatalogRunSource) -> list[dict[str, Any]]:
+def _nearest(request: ResolveRequest, resolution: Resolution, source: CatalogCohortSource) -> list[dict[str, Any]]:
     """The measured shapes on either side of an unmeasured one, as queries on the asked GPU."""
     nearest = resolution.nearest
     if nearest is None:

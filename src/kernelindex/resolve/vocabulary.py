@@ -135,7 +135,7 @@ def registry_vocabulary() -> Vocabulary:
         spec = manifest.spec
         axes = tuple(spec.axes)
         derived = {
-            name: axis.expression for name, axis in spec.axes.items() if getattr(axis, "role", None) == "derived"
+            name: axis.expression for name, axis in spec.axes.items() if axis.role == "derived" and axis.expression
         }
         operations.append(OperationEntry(
             slug=slug,

@@ -8,9 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from kernelindex.domain.manifests import digest_of
+from kernelindex.domain.manifests import (
+    BenchmarkRun,
+    ExecutionEnvironment,
+    Manifest,
+    OperationSpec,
+    WorkloadCase,
+    digest_of,
+)
 from kernelindex.policy.floor import Ceilings
 from kernelindex.runner import records
 from kernelindex.runner.adapters import Adapter, select
@@ -23,14 +28,14 @@ from kernelindex.trust.keys import load_private_key
 
 @dataclass
 class OperationResult:
-    operation: BaseModel
-    manifests: list[BaseModel] = field(default_factory=list)
+    operation: OperationSpec
+    manifests: list[Manifest] = field(default_factory=list)
     samples: list[bytes] = field(default_factory=list)
     cases: list[CaseOutcome] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # adapter key → why it did not run
 
-    def runs(self) -> list[BaseModel]:
-        return [m for m in self.manifests if m.kind == "BenchmarkRun"]
+    def runs(self) -> list[BenchmarkRun]:
+        return [m for m in self.manifests if isinstance(m, BenchmarkRun)]
 
 
 def campaign_id(now: datetime | None = None) -> str:
@@ -71,12 +76,12 @@ def available_adapters(op: OperationDef, keys: list[str] | None) -> tuple[list[A
 
 
 def verify_operation(
-    operation: BaseModel,
-    workloads: list[BaseModel],
+    operation: OperationSpec,
+    workloads: list[WorkloadCase],
     adapter_keys: list[str] | None,
     *,
     device: RunnerDevice,
-    environment: BaseModel,
+    environment: ExecutionEnvironment,
     runner: dict[str, str],
     policy: TimingPolicy,
     calls_per_sample: int,
@@ -90,7 +95,7 @@ def verify_operation(
 ) -> OperationResult:
     """Check and time every available adapter on every workload case of one operation, in each
     case's regions (``regions``: by workload digest; default: every region the runner times)."""
-    op = op or operation_def(operation.metadata.name)
+    op = op or operation_def(operation.slug)
     result = OperationResult(operation)
     if adapters is None:
         adapters, result.skipped = available_adapters(op, adapter_keys)
@@ -115,14 +120,15 @@ def verify_operation(
         case = verify_case(ctx, workload, impls, case_rs)
         result.cases.append(case)
         for outcome in case.impls:
-            result.manifests.append(outcome.run)
+            if outcome.run is not None:
+                result.manifests.append(outcome.run)
             if outcome.samples_blob is not None:
                 result.samples.append(outcome.samples_blob)
         ctx.emit("case_done", index=index, case=case)
     return result
 
 
-def _check_workload(operation: BaseModel, workload: BaseModel) -> None:
+def _check_workload(operation: OperationSpec, workload: WorkloadCase) -> None:
     if workload.spec.operation != digest_of(operation):
         raise ValueError(f"workload {digest_of(workload)} belongs to another operation than {operation.metadata.name}")
 
@@ -132,7 +138,7 @@ def write_result_bundle(result: OperationResult, out_dir: Path, key_path: Path, 
                         runner_name=runner_name)
 
 
-def select_workloads(workloads: list[BaseModel], selector: str) -> list[BaseModel]:
+def select_workloads(workloads: list[WorkloadCase], selector: str) -> list[WorkloadCase]:
     """``reference`` / ``all``: every case given (the catalog's reference cases); otherwise a digest
     prefix (``sha256:`` optional) or axis bindings such as ``seq=2048,hidden=8192``."""
     if selector in ("reference", "all"):

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import OperationSpec, WorkloadCase
+from kernelindex.domain.specs import ConcreteTensor
 from kernelindex.runner.inputs import make_inputs, output_names, output_nbytes, tensor_decls, torch_dtype
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ UPSTREAM_SEED = 424_242
 GRADIENT_TOLERANCE_FLOOR = {"bf16": 0.02, "fp16": 0.005, "fp32": 1e-5, "fp64": 1e-12}
 
 
-def gradient_tolerance(operation: BaseModel, workload: BaseModel) -> float:
+def gradient_tolerance(operation: OperationSpec, workload: WorkloadCase) -> float:
     floor = max(GRADIENT_TOLERANCE_FLOOR.get(d, 0.0) for d in workload.spec.dtypes.values())
     return max(tolerance_for(operation, workload), floor)
 
@@ -66,13 +67,13 @@ class CheckResult:
         return self.detail
 
 
-def allowed_mutations(operation: BaseModel, in_place: bool, overwrites: tuple[str, ...] = ()) -> set[str]:
+def allowed_mutations(operation: OperationSpec, in_place: bool, overwrites: tuple[str, ...] = ()) -> set[str]:
     """Inputs an in-place implementation may change: those an output may alias, and those the operation
     lets it overwrite (``OperationDef.overwrites``: Liger's cross-entropy writes the logits' gradient)."""
     return {alias.input for alias in operation.spec.may_alias} | set(overwrites) if in_place else set()
 
 
-def tolerance_for(operation: BaseModel, workload: BaseModel) -> float:
+def tolerance_for(operation: OperationSpec, workload: WorkloadCase) -> float:
     dtypes = set(workload.spec.dtypes.values())
     tolerances = operation.spec.tolerance
     missing = sorted(d for d in dtypes if d not in tolerances)
@@ -142,7 +143,7 @@ def _reference_gradients(op: OperationDef, snapshot: Tensors, upstream: Tensors)
 
 
 def _check_gradients(op: OperationDef, inputs: Tensors, snapshot: Tensors, outputs: Tensors,
-                     decls: dict[str, BaseModel], tol: float, seed: int) -> tuple[float, str]:
+                     decls: dict[str, ConcreteTensor], tol: float, seed: int) -> tuple[float, str]:
     upstream = upstream_gradients(outputs, list(outputs), seed)
     expected = _reference_gradients(op, snapshot, upstream)
     wrt = {n: inputs[n] for n in op.grad_inputs}
@@ -161,7 +162,7 @@ def _check_gradients(op: OperationDef, inputs: Tensors, snapshot: Tensors, outpu
 
 
 def check_once(
-    operation: BaseModel, workload: BaseModel, op: OperationDef, bind: Binder, *, in_place: bool, seed: int,
+    operation: OperationSpec, workload: WorkloadCase, op: OperationDef, bind: Binder, *, in_place: bool, seed: int,
     device: torch.device | str, poison: Callable[[list[int]], None] | None, gradients: bool = False,
 ) -> CheckResult:
     tol = tolerance_for(operation, workload)
@@ -204,7 +205,7 @@ def check_once(
 
 
 def check(
-    operation: BaseModel, workload: BaseModel, op: OperationDef, bind: Binder, *, in_place: bool,
+    operation: OperationSpec, workload: WorkloadCase, op: OperationDef, bind: Binder, *, in_place: bool,
     device: torch.device | str, trials: int = 3, base_seed: int = 0,
     poison: Callable[[list[int]], None] | None = None, gradients: bool = False,
 ) -> CheckResult:

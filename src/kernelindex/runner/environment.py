@@ -9,9 +9,8 @@ import subprocess
 from dataclasses import dataclass, field
 
 import torch
-from pydantic import BaseModel
 
-from kernelindex.domain.manifests import build
+from kernelindex.domain.manifests import ExecutionEnvironment, build
 
 LIBRARIES = ("torch", "triton", "transformers", "liger-kernel")
 _SMI_FIELDS = ("name", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")
@@ -85,7 +84,7 @@ def probe(copy_bandwidth: float | None, read_bandwidth: float | None = None,
     )
 
 
-def environment_manifest(p: Probe) -> BaseModel:
+def environment_manifest(p: Probe) -> ExecutionEnvironment:
     hardware = {"vendor": "NVIDIA", "product": p.product, "architecture": p.architecture,
                 "memory_bytes": p.memory_bytes}
     spec = {"hardware": hardware, "software": p.software, "clocks": p.clocks}

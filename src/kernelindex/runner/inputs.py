@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
-from pydantic import BaseModel
+
+from kernelindex.domain.manifests import OperationSpec, WorkloadCase
+from kernelindex.domain.specs import ConcreteTensor
 
 if TYPE_CHECKING:
     from kernelindex.runner.ops import OperationDef
@@ -24,19 +26,19 @@ def torch_dtype(name: str) -> torch.dtype:
         raise ValueError(f"dtype {name!r} has no torch equivalent in the runner") from None
 
 
-def tensor_decls(workload: BaseModel) -> dict[str, BaseModel]:
+def tensor_decls(workload: WorkloadCase) -> dict[str, ConcreteTensor]:
     return {t.name: t for t in workload.spec.tensors}
 
 
-def input_names(operation: BaseModel) -> list[str]:
+def input_names(operation: OperationSpec) -> list[str]:
     return [t.name for t in operation.spec.inputs]
 
 
-def output_names(operation: BaseModel) -> list[str]:
+def output_names(operation: OperationSpec) -> list[str]:
     return [t.name for t in operation.spec.outputs]
 
 
-def output_nbytes(operation: BaseModel, workload: BaseModel) -> list[int]:
+def output_nbytes(operation: OperationSpec, workload: WorkloadCase) -> list[int]:
     decls = tensor_decls(workload)
     sizes = []
     for name in output_names(operation):
@@ -48,20 +50,20 @@ def output_nbytes(operation: BaseModel, workload: BaseModel) -> list[int]:
     return sizes
 
 
-def place(values: torch.Tensor, decl: BaseModel, device: torch.device) -> torch.Tensor:
+def place(values: torch.Tensor, decl: ConcreteTensor, device: torch.device) -> torch.Tensor:
     """Copy values into a tensor with the declared shape and strides (physical layout)."""
     out = torch.empty_strided(tuple(decl.shape), tuple(decl.strides), dtype=torch_dtype(decl.dtype), device=device)
     out.copy_(values)
     return out
 
 
-def randn(decl: BaseModel, gen: torch.Generator, device: torch.device, scale: float = 1.0) -> torch.Tensor:
+def randn(decl: ConcreteTensor, gen: torch.Generator, device: torch.device, scale: float = 1.0) -> torch.Tensor:
     """N(0, scale²) values with the declared shape, dtype and strides."""
     values = torch.randn(tuple(decl.shape), generator=gen, device=device, dtype=torch.float32)
     return place(values * scale if scale != 1.0 else values, decl, device)
 
 
-def make_inputs(op: OperationDef, workload: BaseModel, seed: int, device: torch.device | str) -> Tensors:
+def make_inputs(op: OperationDef, workload: WorkloadCase, seed: int, device: torch.device | str) -> Tensors:
     """A fresh random input set (never zeros) for ``seed``, from the operation's input maker."""
     device = torch.device(device)
     gen = torch.Generator(device=device)

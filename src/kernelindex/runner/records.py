@@ -5,20 +5,28 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
-
 from kernelindex import registry
-from kernelindex.domain.manifests import build, digest_of
+from kernelindex.domain.manifests import (
+    BenchmarkProtocol,
+    BenchmarkRun,
+    ExecutionEnvironment,
+    ImplementationRevision,
+    OperationSpec,
+    SoftwareProject,
+    Source,
+    WorkloadCase,
+    build,
+    digest_of,
+)
+from kernelindex.domain.sources import RUNNER_SOURCE
 from kernelindex.runner.correctness import CheckResult
-from kernelindex.runner.report import RUNNER_SOURCE
 from kernelindex.runner.timing import TimingPolicy
 
 HARNESS = "kernelindex-runner"
 HARNESS_VERSION = "2"
-SOURCE = RUNNER_SOURCE
 
 
-def project_manifest(slug: str) -> BaseModel:
+def project_manifest(slug: str) -> SoftwareProject:
     """The catalog's SoftwareProject for a registry project (same spec, same digest)."""
     entry = registry.projects()[slug]
     return build("SoftwareProject", entry["spec"], {"name": slug, "title": entry["title"]})
@@ -28,7 +36,7 @@ def _public_version(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def implementation_manifest(adapter: Any, operation: BaseModel) -> BaseModel:
+def implementation_manifest(adapter: Any, operation: OperationSpec) -> ImplementationRevision:
     """ImplementationRevision for an adapter, pinned to the versions installed here."""
     project = project_manifest(adapter.project)
     versions = adapter.versions()
@@ -61,8 +69,8 @@ REGION_WORDS = {
 }
 
 
-def protocol_manifest(operation: BaseModel, policy: TimingPolicy, calls_per_sample: int,
-                      region: str = "forward") -> BaseModel:
+def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_sample: int,
+                      region: str = "forward") -> BenchmarkProtocol:
     spec = {
         "harness": {"name": HARNESS, "version": HARNESS_VERSION},
         "timer": (
@@ -110,13 +118,13 @@ def protocol_manifest(operation: BaseModel, policy: TimingPolicy, calls_per_samp
     })
 
 
-def source_manifest() -> BaseModel:
+def source_manifest() -> Source:
     return build("Source", {
-        "name": SOURCE,
+        "name": RUNNER_SOURCE,
         "url": "/docs#runner",
         "license": "Apache-2.0",
         "attribution": "Measured by a KernelIndex verification runner; each run comes in a bundle signed by its key.",
-    }, {"name": SOURCE, "title": "KernelIndex verification runner"})
+    }, {"name": RUNNER_SOURCE, "title": "KernelIndex verification runner"})
 
 
 def correctness_json(result: CheckResult | None, detail: str | None = None, region: str = "forward") -> dict[str, Any]:
@@ -138,16 +146,17 @@ def correctness_json(result: CheckResult | None, detail: str | None = None, regi
 
 
 def run_manifest(
-    *, implementation: BaseModel, workload: BaseModel, protocol: BaseModel, environment: BaseModel,
+    *, implementation: ImplementationRevision, workload: WorkloadCase, protocol: BenchmarkProtocol,
+    environment: ExecutionEnvironment,
     status: str, timing: dict[str, Any], correctness: dict[str, Any], observed_at: datetime,
     external_id: str, runner: dict[str, str], artifacts: dict[str, str], title: str,
-) -> BaseModel:
+) -> BenchmarkRun:
     spec = {
         "implementation": digest_of(implementation), "workload": digest_of(workload),
         "protocol": digest_of(protocol), "environment": digest_of(environment),
         "status": status, "timing": timing, "correctness": correctness,
         "observed_at": observed_at.isoformat().replace("+00:00", "Z"),
-        "source": {"name": SOURCE, "external_id": external_id},
+        "source": {"name": RUNNER_SOURCE, "external_id": external_id},
         "runner": runner, "artifacts": artifacts,
     }
     return build("BenchmarkRun", spec, {"title": title})

@@ -5,18 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from kernelindex.domain.manifests import ManifestError, digest_of, parse_manifest_text
+from kernelindex.domain.manifests import ManifestError, OperationSpec, WorkloadCase, digest_of, parse_manifest_text
 from kernelindex.domain.units import format_duration
 
-RUNNER_SOURCE = "kernelindex-runner"  # the source name of every run the runner produces
 
-
-def workloads_from_file(path: Path, operation: BaseModel) -> list[BaseModel]:
-    wanted, found = digest_of(operation), []
+def workloads_from_file(path: Path, operation: OperationSpec) -> list[WorkloadCase]:
+    wanted = digest_of(operation)
+    found: list[WorkloadCase] = []
     for number, line in enumerate(path.read_bytes().splitlines(), start=1):
         if not line.strip():
             continue
@@ -24,7 +22,7 @@ def workloads_from_file(path: Path, operation: BaseModel) -> list[BaseModel]:
             manifest = parse_manifest_text(line, f"{path.name} line {number}")
         except ManifestError:
             continue  # an export also holds kinds and versions this command does not need
-        if manifest.kind == "WorkloadCase" and manifest.spec.operation == wanted:
+        if isinstance(manifest, WorkloadCase) and manifest.spec.operation == wanted:
             found.append(manifest)
     return found
 

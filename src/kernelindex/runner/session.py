@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kernelindex.domain.manifests import ExecutionEnvironment, OperationSpec, WorkloadCase
 from kernelindex.policy.floor import Ceilings
 from kernelindex.runner.campaign import OperationResult, campaign_id, verify_operation, write_result_bundle
 from kernelindex.runner.cuda import CudaDevice, copy_bandwidth, do_bench_median_ns, read_write_bandwidth
@@ -19,13 +19,13 @@ from kernelindex.runner.timing import TimingPolicy
 from kernelindex.trust.bundles import VerifiedBundle
 
 # (operation, workload cases, adapter keys or None for all, regions by workload digest or None for all)
-Plan = list[tuple[BaseModel, list[BaseModel], list[str] | None, dict[str, tuple[str, ...]] | None]]
+Plan = list[tuple[OperationSpec, list[WorkloadCase], list[str] | None, dict[str, tuple[str, ...]] | None]]
 
 
 @dataclass
 class Session:
     probe: Probe
-    environment: BaseModel
+    environment: ExecutionEnvironment
     copy_bandwidth: float
     ceilings: Ceilings | None = None
     results: list[OperationResult] = field(default_factory=list)
@@ -41,7 +41,7 @@ class _ProgressEvents:
         self.case = progress.add_task("", total=1) if progress else None
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        if self.progress is None:
+        if self.progress is None or self.case is None or self.overall is None:
             return
         if kind == "case":
             self.progress.reset(self.case, total=data["steps"], description=f"  {data['label']}")

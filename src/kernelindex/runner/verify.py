@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel
-
 from kernelindex import registry
 from kernelindex.domain.canonical import bytes_digest, canonical_bytes
+from kernelindex.domain.manifests import (
+    BenchmarkProtocol,
+    BenchmarkRun,
+    ExecutionEnvironment,
+    ImplementationRevision,
+    OperationSpec,
+    WorkloadCase,
+)
 from kernelindex.policy.floor import Ceilings, floor_estimate
 from kernelindex.runner import records
 from kernelindex.runner.adapters import Adapter
@@ -45,14 +51,14 @@ class RunnerDevice(Device, Protocol):
 @dataclass
 class ImplOutcome:
     adapter: Adapter
-    implementation: BaseModel
+    implementation: ImplementationRevision
     region: str = "forward"
     status: str = "passed"
     check: CheckResult | None = None
     measurement: Measurement | None = None
     do_bench_ns: float | None = None
     error: str | None = None
-    run: BaseModel | None = None
+    run: BenchmarkRun | None = None
     samples_blob: bytes | None = None
     first_call_ns: float | None = None
     peak_bytes: int | None = None
@@ -60,7 +66,7 @@ class ImplOutcome:
 
 @dataclass
 class CaseOutcome:
-    workload: BaseModel
+    workload: WorkloadCase
     floors: dict[str, float | None] = field(default_factory=dict)
     impls: list[ImplOutcome] = field(default_factory=list)
 
@@ -71,10 +77,10 @@ class CaseOutcome:
 
 @dataclass
 class Context:
-    operation: BaseModel
+    operation: OperationSpec
     op: OperationDef
-    protocols: dict[str, BaseModel]
-    environment: BaseModel
+    protocols: dict[str, BenchmarkProtocol]
+    environment: ExecutionEnvironment
     device: RunnerDevice
     policy: TimingPolicy
     runner: dict[str, str]
@@ -89,20 +95,20 @@ class Context:
             self.on_event(kind, data)
 
 
-def case_label(workload: BaseModel) -> str:
+def case_label(workload: WorkloadCase) -> str:
     axes = " ".join(f"{k}={v}" for k, v in workload.spec.axes.items())
     dtypes = " ".join(sorted(set(workload.spec.dtypes.values())))
     return f"{axes} {dtypes}".strip()
 
 
-def floor_ns(operation: BaseModel, workload: BaseModel, product: str, region: str = "forward",
+def floor_ns(operation: OperationSpec, workload: WorkloadCase, product: str, region: str = "forward",
              measured: Ceilings | None = None) -> float | None:
     gpu = registry.gpu_for_product(product)
     if gpu is None:
         return None
     op = operation.model_dump(mode="json")["spec"]
     wl = workload.model_dump(mode="json")["spec"]
-    return floor_estimate(op, wl, gpu, region=region, operation=operation.metadata.name, measured=measured).floor_ns
+    return floor_estimate(op, wl, gpu, region=region, operation=operation.slug, measured=measured).floor_ns
 
 
 def _error(exc: BaseException) -> str:
@@ -111,7 +117,7 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"[:500]
 
 
-def _check(ctx: Context, workload: BaseModel, adapter: Adapter, gradients: bool) -> tuple[CheckResult | None, str]:
+def _check(ctx: Context, workload: WorkloadCase, adapter: Adapter, gradients: bool) -> tuple[CheckResult | None, str]:
     try:
         return check(ctx.operation, workload, ctx.op, adapter.bind, in_place=adapter.in_place,
                      device=ctx.device.torch_device, trials=ctx.check_trials, poison=ctx.device.poison,
@@ -125,7 +131,7 @@ def _timing_context(device: RunnerDevice) -> contextlib.AbstractContextManager[o
     return context() if context is not None else contextlib.nullcontext()
 
 
-def _setup(ctx: Context, workload: BaseModel, o: ImplOutcome) -> tuple[Callable[[], object], Sampler]:
+def _setup(ctx: Context, workload: WorkloadCase, o: ImplOutcome) -> tuple[Callable[[], object], Sampler]:
     """Fresh inputs, the region's call, its first call (compilation) and peak memory, the sampler."""
     inputs = prepare_inputs(make_inputs(ctx.op, workload, TIMING_SEED, ctx.device.torch_device), ctx.op.grad_inputs)
     ctx.device.synchronize()
@@ -140,7 +146,7 @@ def _setup(ctx: Context, workload: BaseModel, o: ImplOutcome) -> tuple[Callable[
     return call, ctx.device.sampler(call)
 
 
-def _time(ctx: Context, workload: BaseModel, outcomes: list[ImplOutcome]) -> None:
+def _time(ctx: Context, workload: WorkloadCase, outcomes: list[ImplOutcome]) -> None:
     calls: dict[str, Callable[[], object]] = {}
     samplers: dict[str, Sampler] = {}
     with _timing_context(ctx.device):
@@ -178,7 +184,7 @@ def _measure(ctx: Context, calls: dict[str, Callable[[], object]], samplers: dic
 
 
 def verify_case(
-    ctx: Context, workload: BaseModel, adapters: list[tuple[Adapter, BaseModel]],
+    ctx: Context, workload: WorkloadCase, adapters: list[tuple[Adapter, ImplementationRevision]],
     regions: tuple[str, ...] = ("forward",),
 ) -> CaseOutcome:
     """Check every adapter once (gradients too when a backward region is asked), then time each region."""
@@ -211,7 +217,7 @@ def verify_case(
     return case
 
 
-def _samples_blob(o: ImplOutcome, workload: BaseModel, observed_at: str) -> bytes:
+def _samples_blob(o: ImplOutcome, workload: WorkloadCase, observed_at: str) -> bytes:
     m = o.measurement
     assert m is not None
     data = {
@@ -261,7 +267,7 @@ def _timing_json(o: ImplOutcome, blob: bytes) -> dict[str, Any]:
     return timing
 
 
-def _below_floor(ctx: Context, workload: BaseModel, case: CaseOutcome, o: ImplOutcome, median: float) -> str:
+def _below_floor(ctx: Context, workload: WorkloadCase, case: CaseOutcome, o: ImplOutcome, median: float) -> str:
     """Why the median is not credible, or "": under the datasheet floor (status), or under the
     floor from the ceilings measured on this device (said in the run)."""
     floor = case.floors.get(o.region)
@@ -274,7 +280,7 @@ def _below_floor(ctx: Context, workload: BaseModel, case: CaseOutcome, o: ImplOu
     return ""
 
 
-def _finish(ctx: Context, workload: BaseModel, case: CaseOutcome, o: ImplOutcome) -> None:
+def _finish(ctx: Context, workload: WorkloadCase, case: CaseOutcome, o: ImplOutcome) -> None:
     observed = datetime.now(UTC).replace(microsecond=0)
     stamp = observed.isoformat().replace("+00:00", "Z")
     timing: dict[str, Any] = {}

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from pydantic import BaseModel
 
 from kernelindex.domain.canonical import (
     ManifestSyntaxError,
@@ -34,7 +33,17 @@ from kernelindex.domain.canonical import (
     sha256_digest,
     strict_json_loads,
 )
-from kernelindex.domain.manifests import ManifestError, digest_of, parse_manifest_text
+from kernelindex.domain.manifests import (
+    BenchmarkRun,
+    ImplementationRevision,
+    Manifest,
+    ManifestError,
+    WorkloadCase,
+    digest_of,
+    parse_manifest_text,
+)
+from kernelindex.domain.sources import RUNNER_SOURCE
+from kernelindex.readmodel.objects import trusted_runner_keys
 from kernelindex.trust.keys import ALGORITHM, key_id_of, public_key_hex, verify_signature
 
 BUNDLE_FORMAT = "kernelindex-bundle/v1"
@@ -62,12 +71,12 @@ class VerifiedBundle:
     public_key: str
     created_at: str
     signature: str
-    manifests: list[BaseModel] = field(default_factory=list)
+    manifests: list[Manifest] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(m.kind for m in self.manifests))
 
-    def runs(self) -> list[BaseModel]:
+    def runs(self) -> list[Manifest]:
         return [m for m in self.manifests if m.kind == "BenchmarkRun"]
 
 
@@ -80,7 +89,7 @@ def samples_file_name(data: bytes) -> str:
 
 def write_bundle(
     out_dir: Path,
-    manifests: list[BaseModel],
+    manifests: list[Manifest],
     samples: list[bytes],
     *,
     key: Ed25519PrivateKey,
@@ -114,12 +123,12 @@ def write_bundle(
     return verify_bundle(out_dir)
 
 
-def _plain(manifest: BaseModel) -> dict[str, Any]:
+def _plain(manifest: Manifest) -> dict[str, Any]:
     return manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
 
 
-def _unique(manifests: list[BaseModel]) -> list[BaseModel]:
-    seen: dict[str, BaseModel] = {}
+def _unique(manifests: list[Manifest]) -> list[Manifest]:
+    seen: dict[str, Manifest] = {}
     for manifest in manifests:
         seen.setdefault(digest_of(manifest), manifest)
     return list(seen.values())
@@ -225,7 +234,7 @@ def _check_files(root: Path, files: dict[str, Any]) -> None:
             raise BundleError(f"{root / name}: content digest {actual} is not {expected} ({INDEX_FILE})")
 
 
-def _read_manifests(file: Path) -> list[BaseModel]:
+def _read_manifests(file: Path) -> list[Manifest]:
     manifests = []
     for number, line in enumerate(file.read_bytes().splitlines(), start=1):
         if not line.strip():
@@ -239,16 +248,16 @@ def _read_manifests(file: Path) -> list[BaseModel]:
     return manifests
 
 
-def _check_references(manifests: list[BaseModel], files: dict[str, str], key_id: str) -> None:
+def _check_references(manifests: list[Manifest], files: dict[str, str], key_id: str) -> None:
     digests = {digest_of(m) for m in manifests}
     sample_digests = {d for name, d in files.items() if name.startswith(f"{SAMPLES_DIR}/")}
     for manifest in manifests:
-        if manifest.kind == "ImplementationRevision":
+        if isinstance(manifest, ImplementationRevision):
             _require(digests, manifest.spec.operation, "operation", manifest)
             _require(digests, manifest.spec.project, "project", manifest)
-        if manifest.kind == "WorkloadCase":
+        if isinstance(manifest, WorkloadCase):
             _require(digests, manifest.spec.operation, "operation", manifest)
-        if manifest.kind != "BenchmarkRun":
+        if not isinstance(manifest, BenchmarkRun):
             continue
         spec = manifest.spec
         for name in ("implementation", "workload", "protocol", "environment"):
@@ -261,7 +270,7 @@ def _check_references(manifests: list[BaseModel], files: dict[str, str], key_id:
             )
 
 
-def _require(digests: set[str], digest: str, what: str, manifest: BaseModel) -> None:
+def _require(digests: set[str], digest: str, what: str, manifest: Manifest) -> None:
     if digest not in digests:
         name = manifest.metadata.name or manifest.kind
         raise BundleError(f"{manifest.kind} {name}: its {what} {digest} is not in the bundle")
@@ -276,16 +285,6 @@ def bundled_bundles() -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if (p / INDEX_FILE).is_file())
-
-
-def trusted_runner_keys(catalog: Any) -> dict[str, str]:
-    """key id → runner name of every TrustedRunner in the catalog."""
-    from sqlalchemy import select
-
-    from kernelindex.catalog.models import TrustedRunnerRow
-
-    with catalog.engine.connect() as conn:
-        return dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).all())
 
 
 def publish_bundle(
@@ -311,5 +310,5 @@ def publish_bundle(
     if trusted:
         signature = bundle.signature
         attestations = {digest_of(run): Attestation(bundle.digest, bundle.key_id, signature) for run in bundle.runs()}
-    return publish_manifests(catalog, bundle.manifests, actor=actor, source="kernelindex-runner",
+    return publish_manifests(catalog, bundle.manifests, actor=actor, source=RUNNER_SOURCE,
                              snapshot_digest=bundle.digest, locator=str(path), attestations=attestations)

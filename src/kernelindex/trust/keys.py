@@ -21,10 +21,9 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from pydantic import BaseModel
 
 from kernelindex.domain.canonical import key_id_of
-from kernelindex.domain.manifests import build
+from kernelindex.domain.manifests import Manifest, build
 
 ALGORITHM = "ed25519"
 PRIVATE_KEY_FILE = "runner.key"
@@ -70,7 +69,7 @@ class RunnerKey:
             "created_at": self.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
 
-    def trusted_runner_manifest(self, *, trusted_by: str, at: datetime | None = None) -> BaseModel:
+    def trusted_runner_manifest(self, *, trusted_by: str, at: datetime | None = None) -> Manifest:
         """The TrustedRunner manifest that registers this key in a catalog."""
         when = (at or datetime.now(UTC)).astimezone(UTC)
         spec = {"name": self.name, "public_key": self.public_key, "trusted_by": trusted_by,
@@ -170,7 +169,7 @@ def shipped_runner_keys() -> list[RunnerKey]:
     return keys
 
 
-def bundled_trusted_runners(trusted_by: str = BUNDLED_TRUSTED_BY) -> list[BaseModel]:
+def bundled_trusted_runners(trusted_by: str = BUNDLED_TRUSTED_BY) -> list[Manifest]:
     """TrustedRunner manifests for the shipped keys; ``at`` is the key's creation time, so the
     manifests (and their digests) are the same on every bootstrap."""
     return [key.trusted_runner_manifest(trusted_by=trusted_by, at=key.created_at) for key in shipped_runner_keys()]

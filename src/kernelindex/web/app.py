@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
@@ -18,35 +17,11 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from kernelindex.web import pages
-from kernelindex.web.render import ErrorPage, PageError, VersionedCache, error_response
+from kernelindex.web import api, pages, samples_route, search_page
+from kernelindex.web.render import ErrorPage, PageError, error_response
 from kernelindex.web.security import SecurityMiddleware
 
 log = logging.getLogger("kernelindex.web")
-
-
-def _api_router() -> Any | None:
-    """The JSON API router, owned by the search/API module; the site works without it."""
-    try:
-        from kernelindex.web.api import router
-    except ImportError as exc:
-        if exc.name and not exc.name.startswith("kernelindex.web.api"):
-            raise
-        log.warning("kernelindex.web.api is not available; serving HTML pages only")
-        return None
-    return router
-
-
-def _search_router() -> Any | None:
-    """The /search page, owned by the search module; the site works without it."""
-    try:
-        from kernelindex.web.search_page import router
-    except ImportError as exc:
-        if exc.name and not exc.name.startswith("kernelindex.web.search_page"):
-            raise
-        log.warning("kernelindex.web.search_page is not available; /search is not served")
-        return None
-    return router
 
 
 def _wants_json(request: Request) -> bool:
@@ -104,7 +79,6 @@ def _warm(app: FastAPI) -> None:
     except Exception:  # warming is an optimisation: a failure here must not stop the server
         log.exception("warming the read models failed; pages will compute on first request")
         return
-    gc.freeze()  # the warmed models live as long as the catalog version: keep them out of GC passes
     log.info("read models warmed in %.1f s", time.perf_counter() - started)
 
 
@@ -138,20 +112,13 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
         lifespan=_lifespan(warm),
     )
     app.state.catalog = catalog
-    app.state.cache = VersionedCache()
     app.state.clock = clock or _utc_now
     app.add_middleware(SecurityMiddleware)
     app.add_exception_handler(PageError, _page_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    api_router = _api_router()
-    if api_router is not None:
-        app.include_router(api_router)
-    search_router = _search_router()
-    if search_router is not None:
-        app.include_router(search_router)
-    from kernelindex.web import samples_route
-
+    app.include_router(api.router)
+    app.include_router(search_page.router)
     app.include_router(samples_route.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(packages=[("kernelindex.web", "static")]), name="static")

@@ -205,19 +205,28 @@ def _series_marks(sx: Scale, sy: Scale, series: Mapping[str, Any], colour: str, 
 LABEL_GAP = 13.0
 
 
+@dataclass
+class _EndLabel:
+    y: float
+    x: float
+    index: int
+    name: str
+
+
 def _end_labels(sx: Scale, sy: Scale, series: list[Mapping[str, Any]]) -> list[str]:
     """Series names at their last point, pushed apart vertically so they never overlap."""
     ends = []
     for index, s in enumerate(series):
         last = max(s["points"], key=lambda p: p["x"])
-        ends.append([sy(last["median_ns"]) - 8, sx(last["x"]), index, str(s.get("title") or s["implementation"])])
-    ends.sort(key=lambda e: (e[0], e[2]))
+        name = str(s.get("title") or s["implementation"])
+        ends.append(_EndLabel(sy(last["median_ns"]) - 8, sx(last["x"]), index, name))
+    ends.sort(key=lambda e: (e.y, e.index))
     for i in range(1, len(ends)):
-        ends[i][0] = max(ends[i][0], ends[i - 1][0] + LABEL_GAP)
+        ends[i].y = max(ends[i].y, ends[i - 1].y + LABEL_GAP)
     parts = ['<g class="labels" font-size="11" text-anchor="end">']
-    for y, x, index, name in sorted(ends, key=lambda e: e[2]):
-        parts.append(f'<text x="{_f(min(x - 6, WIDTH - RIGHT - 6))}" y="{_f(max(y, TOP + 10))}" '
-                     f'fill="{PALETTE[index]}">{escape(name)}</text>')
+    for end in sorted(ends, key=lambda e: e.index):
+        parts.append(f'<text x="{_f(min(end.x - 6, WIDTH - RIGHT - 6))}" y="{_f(max(end.y, TOP + 10))}" '
+                     f'fill="{PALETTE[end.index]}">{escape(end.name)}</text>')
     parts.append("</g>")
     return parts
 

@@ -1,11 +1,8 @@
-"""The Jinja2 environment, formatting filters, page/error responses and the read-model cache."""
+"""The Jinja2 environment, formatting filters, and page/error responses."""
 
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -33,7 +30,8 @@ def static_url(name: str) -> str:
     return f"/static/{name}?v={static_digest(name)}"
 
 
-def short_digest(digest: str | None, digits: int = 12) -> str:
+def digest_label(digest: str | None, digits: int = 12) -> str:
+    """A digest as a page shows it: "sha256 0123456789ab…" (the keys in URLs use domain.canonical.short_digest)."""
     if not digest:
         return "—"
     algo, _, hexpart = digest.partition(":")
@@ -83,7 +81,7 @@ def environment() -> Environment:
         duration=format_duration,
         ratio=multiple,
         bytes=format_bytes,
-        digest=short_digest,
+        digest=digest_label,
         date=date_only,
         number=number,
         markup=Markup,
@@ -117,63 +115,5 @@ class PageError(Exception):
         self.page = page
 
 
-def not_found(detail: str, suggestions: list[dict[str, str]] | None = None) -> PageError:
-    return PageError(ErrorPage(404, "Not found", detail, suggestions=suggestions or []))
-
-
-def bad_request(detail: str, problems: list[dict[str, str]] | None = None) -> PageError:
-    return PageError(ErrorPage(400, "Bad request", detail, problems=problems or []))
-
-
 def error_response(page: ErrorPage) -> HTMLResponse:
     return render("error.html", status_code=page.status, error=page)
-
-
-class VersionedCache:
-    """A small LRU of computed values keyed on (catalog version, key).
-
-    Read models are pure functions of the catalog: when the version counter moves (any write),
-    every old entry is unreachable and ages out. Concurrent requests for the same missing entry
-    wait for the one computation in flight instead of repeating it.
-    """
-
-    def __init__(self, size: int = 512) -> None:
-        self.size = size
-        self._items: OrderedDict[tuple[int, Hashable], Any] = OrderedDict()
-        self._inflight: dict[tuple[int, Hashable], threading.Event] = {}
-        self._lock = threading.Lock()
-
-    def _lookup(self, full: tuple[int, Hashable]) -> tuple[bool, Any]:
-        if full in self._items:
-            self._items.move_to_end(full)
-            return True, self._items[full]
-        return False, None
-
-    def get_or_compute(self, version: int, key: Hashable, compute: Callable[[], Any]) -> Any:
-        full = (version, key)
-        with self._lock:
-            found, value = self._lookup(full)
-            if found:
-                return value
-            pending = self._inflight.get(full)
-            if pending is None:
-                self._inflight[full] = threading.Event()
-        if pending is not None:
-            pending.wait()
-            with self._lock:
-                found, value = self._lookup(full)
-            return value if found else compute()  # the first computation failed: try ourselves
-        try:
-            value = compute()
-            with self._lock:
-                self._items[full] = value
-                while len(self._items) > self.size:
-                    self._items.popitem(last=False)
-            return value
-        finally:
-            with self._lock:
-                self._inflight.pop(full).set()
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()

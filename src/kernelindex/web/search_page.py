@@ -11,14 +11,13 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse, Response
 
+from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operations import operations_index
-from kernelindex.resolve.grammar import MAX_QUERY_CHARS
-from kernelindex.resolve.service import search
-from kernelindex.web.pages import cached, catalog_of, reject_unknown_params, single_param
-from kernelindex.web.render import bad_request, render
+from kernelindex.views.table import VIEW
+from kernelindex.web.pages import catalog_of, page_errors, query_of, view_data
+from kernelindex.web.render import render
 
 router = APIRouter(include_in_schema=False)
-MAX_PAGE_QUERY = 4 * MAX_QUERY_CHARS
 
 
 def _search_url(q: str) -> str:
@@ -37,8 +36,8 @@ def _fixes(text: str, issues: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _families(request: Request) -> list[tuple[str, list[dict[str, Any]]]]:
-    operations = cached(request, ("search-families",),
-                        lambda: [o.to_json() for o in operations_index(catalog_of(request))])
+    operations = READ_CACHE.get(catalog_of(request), ("search-families",),
+                                lambda: [o.to_json() for o in operations_index(catalog_of(request))])
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for op in operations:
         grouped[op["family"]].append(op)
@@ -47,15 +46,13 @@ def _families(request: Request) -> list[tuple[str, list[dict[str, Any]]]]:
 
 @router.get("/search", response_class=HTMLResponse)
 def search_page(request: Request) -> Response:
-    reject_unknown_params(request, {"q"})
-    q = single_param(request, "q") or ""
-    if len(q) > MAX_PAGE_QUERY:
-        raise bad_request(f"The query is {len(q)} characters long; queries are at most {MAX_QUERY_CHARS}.",
-                          [{"parameter": "q", "message": "too long"}])
+    view = VIEW["search"]
+    with page_errors(request):
+        q = view.arguments(None, query_of(request))["q"] or ""
     json_url = "/api/v1/search" + (f"?{urlencode({'q': q})}" if q else "")
     if not q.strip():
         return render("search/search.html", nav="search", search_query="", json_url=json_url, q="",
                       families=_families(request), result=None, issues=[])
-    result = cached(request, ("search-page", q), lambda: search(catalog_of(request), q).to_json())
+    _, result = view_data(request, view)
     return render("search/search.html", nav="search", search_query=q, json_url=json_url, q=q, families=None,
                   result=result, issues=_fixes(q, result["query"]["issues"]), search_url=_search_url)

@@ -29,14 +29,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from kernelindex.domain.manifests import WorkloadCase
+
 if TYPE_CHECKING:
     import torch
-    from pydantic import BaseModel
-
+    
     from kernelindex.runner.adapters import Adapter
 
     Tensors = dict[str, torch.Tensor]
-    InputMaker = Callable[[BaseModel, torch.Generator, torch.device], Tensors]
+    InputMaker = Callable[[WorkloadCase, torch.Generator, torch.device], Tensors]
     Reference = Callable[[Tensors], Tensors]
 
 REGIONS = ("forward", "backward", "forward+backward")

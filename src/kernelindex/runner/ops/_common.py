@@ -9,8 +9,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
+from kernelindex.domain.specs import ConcreteTensor
 from kernelindex.runner.adapters import Adapter, ours
 from kernelindex.runner.adapters import compiled as compiled  # re-exported for the operation modules
 from kernelindex.runner.correctness import Bound, Tensors
@@ -23,15 +24,15 @@ OUR_BASELINE_TITLE = "PyTorch reference baseline (KernelIndex)"
 Binder = Callable[[Adapter, Tensors], Bound]
 
 
-def decls(workload: BaseModel) -> dict[str, BaseModel]:
+def decls(workload: WorkloadCase) -> dict[str, ConcreteTensor]:
     return {t.name: t for t in workload.spec.tensors}
 
 
-def shape(workload: BaseModel, name: str) -> tuple[int, ...]:
+def shape(workload: WorkloadCase, name: str) -> tuple[int, ...]:
     return tuple(decls(workload)[name].shape)
 
 
-def dtype(workload: BaseModel, name: str) -> torch.dtype:
+def dtype(workload: WorkloadCase, name: str) -> torch.dtype:
     declared = decls(workload)[name].dtype
     try:
         return DTYPES[declared]
@@ -39,7 +40,7 @@ def dtype(workload: BaseModel, name: str) -> torch.dtype:
         raise ValueError(f"tensor {name}: dtype {declared!r} has no torch equivalent in the runner") from None
 
 
-def param(workload: BaseModel, name: str, default: Any) -> Any:
+def param(workload: WorkloadCase, name: str, default: Any) -> Any:
     """A workload parameter (``bias``, ``ignore_index``, ``kernel_size`` ...) or the source's default."""
     return workload.spec.params.get(name, default)
 
@@ -47,7 +48,7 @@ def param(workload: BaseModel, name: str, default: Any) -> Any:
 PARAM_PREFIX = "param:"
 
 
-def with_params(inputs: Tensors, workload: BaseModel, defaults: dict[str, Any]) -> Tensors:
+def with_params(inputs: Tensors, workload: WorkloadCase, defaults: dict[str, Any]) -> Tensors:
     """Add the workload parameters the call needs (``ignore_index``, ``kernel_size`` ...) to the inputs as
     0-d CPU tensors named ``param:<name>``: binders read them once when binding, never inside a timed call,
     and the reference reads them from its copy of the inputs. They are not operation inputs."""
@@ -62,7 +63,7 @@ def params_of(x: Tensors) -> dict[str, Any]:
     return {name.removeprefix(PARAM_PREFIX): t.item() for name, t in x.items() if name.startswith(PARAM_PREFIX)}
 
 
-def place(values: dict[str, torch.Tensor], workload: BaseModel, device: torch.device) -> Tensors:
+def place(values: dict[str, torch.Tensor], workload: WorkloadCase, device: torch.device) -> Tensors:
     """Copy each value into a tensor with the case's declared shape, dtype and strides."""
     placed = {}
     for name, value in values.items():
@@ -74,7 +75,7 @@ def place(values: dict[str, torch.Tensor], workload: BaseModel, device: torch.de
 
 
 def randn(
-    workload: BaseModel, name: str, gen: torch.Generator, device: torch.device, scale: float = 1.0
+    workload: WorkloadCase, name: str, gen: torch.Generator, device: torch.device, scale: float = 1.0
 ) -> torch.Tensor:
     return torch.randn(shape(workload, name), generator=gen, device=device, dtype=torch.float32) * scale
 

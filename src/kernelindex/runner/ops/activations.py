@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter, compiled, ours
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.inputs import randn, tensor_decls
@@ -17,7 +17,7 @@ LIGER = ("liger-kernel", "torch", "triton")
 
 
 def _one_input(name: str, scale: float = 1.0) -> Callable[..., Tensors]:
-    def make(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+    def make(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
         return {name: randn(tensor_decls(workload)[name], gen, device, scale)}
     return make
 

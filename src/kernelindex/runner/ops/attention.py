@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.ops import REGIONS, OperationDef
@@ -51,7 +51,7 @@ def sparsemax(z: torch.Tensor) -> torch.Tensor:
 # --- multi-token attention -------------------------------------------------------------------------------
 
 
-def _mta_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _mta_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     out_channels, fan_in, kernel, _ = shape(workload, "weight")
     values = {
         "scores": randn(workload, "scores", gen, device),
@@ -130,7 +130,7 @@ PROJECTIONS = ("q", "k", "v", "out")
 NA_ARGS = ("x", *(f"{p}_{part}" for p in PROJECTIONS for part in ("weight", "bias")))
 
 
-def _na_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _na_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     hidden = shape(workload, "x")[-1]
     values = {"x": randn(workload, "x", gen, device)}
     for p in PROJECTIONS:

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.ops import REGIONS, OperationDef
@@ -47,7 +47,7 @@ Soft = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # soft term between
 Binder = Callable[[Adapter, Tensors], Bound]
 
 
-def _inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     values = {name: (lm_head if name.endswith("weight") else hidden_states)(workload, name, gen, device)
               for name in HEADS}
     # Every token is labelled, as in the benchmark: the soft term then averages over the same rows everywhere.

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter, compiled, module_call
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.inputs import place, randn, tensor_decls
@@ -18,7 +18,7 @@ def reference(inputs: Tensors) -> Tensors:
     return {"y": inputs["weight"].double()[inputs["input_ids"]]}
 
 
-def make_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def make_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     decls = tensor_decls(workload)
     vocab = decls["weight"].shape[0]
     ids = torch.randint(0, vocab, tuple(decls["input_ids"].shape), generator=gen, device=device)

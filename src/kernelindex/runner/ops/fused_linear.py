@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.ops import REGIONS, OperationDef
@@ -33,11 +33,11 @@ from kernelindex.runner.ops.losses import IGNORE_INDEX, JSD_BETA, generalized_js
 MODULE = "kernelindex.runner.ops.fused_linear"
 
 
-def hidden_states(workload: BaseModel, name: str, gen: torch.Generator, device: torch.device) -> torch.Tensor:
+def hidden_states(workload: WorkloadCase, name: str, gen: torch.Generator, device: torch.device) -> torch.Tensor:
     return randn(workload, name, gen, device)
 
 
-def lm_head(workload: BaseModel, name: str, gen: torch.Generator, device: torch.device) -> torch.Tensor:
+def lm_head(workload: WorkloadCase, name: str, gen: torch.Generator, device: torch.device) -> torch.Tensor:
     """An LM-head weight scaled like a trained one (logits of order one for unit-variance hidden states)."""
     hidden = shape(workload, name)[-1]
     return randn(workload, name, gen, device, scale=hidden**-0.5)
@@ -46,7 +46,7 @@ def lm_head(workload: BaseModel, name: str, gen: torch.Generator, device: torch.
 # --- fused-linear-cross-entropy ------------------------------------------------------------------------
 
 
-def _flce_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _flce_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     vocab = shape(workload, "weight")[0]
     values = {
         "x": hidden_states(workload, "x", gen, device),
@@ -97,7 +97,7 @@ def _flce_adapters() -> list[Adapter]:
 # --- fused-linear-jsd ----------------------------------------------------------------------------------
 
 
-def _fljsd_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _fljsd_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     values = {
         "student_x": hidden_states(workload, "student_x", gen, device),
         "student_weight": lm_head(workload, "student_weight", gen, device),

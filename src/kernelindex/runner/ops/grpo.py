@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.ops import REGIONS, OperationDef
@@ -37,7 +37,7 @@ EPSILON_LOW = EPSILON_HIGH = 0.2
 ARGS = ("x", "weight", "selected_token_ids", "attention_mask", "advantages", "ref_x", "ref_weight")
 
 
-def _inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     batch, seq = shape(workload, "selected_token_ids")
     vocab = shape(workload, "weight")[0]
     weight = lm_head(workload, "weight", gen, device)

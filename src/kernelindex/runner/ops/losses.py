@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.ops import REGIONS, OperationDef
@@ -37,7 +37,7 @@ MODULE = "kernelindex.runner.ops.losses"
 # --- cross-entropy -----------------------------------------------------------------------------------
 
 
-def _cross_entropy_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _cross_entropy_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     bt, vocab = shape(workload, "logits")
     values = {
         "logits": randn(workload, "logits", gen, device),
@@ -89,11 +89,11 @@ def _cross_entropy_adapters() -> list[Adapter]:
 # --- kl-div --------------------------------------------------------------------------------------------
 
 
-def _distribution_logits(workload: BaseModel, name: str, gen: torch.Generator, device: torch.device) -> torch.Tensor:
+def _distribution_logits(workload: WorkloadCase, name: str, gen: torch.Generator, device: torch.device) -> torch.Tensor:
     return randn(workload, name, gen, device, scale=2.0)
 
 
-def _kl_div_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _kl_div_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     values = {
         "input": _distribution_logits(workload, "input", gen, device).log_softmax(-1),
         "target": _distribution_logits(workload, "target", gen, device).softmax(-1),
@@ -140,7 +140,7 @@ def _kl_div_adapters() -> list[Adapter]:
 # --- jsd ----------------------------------------------------------------------------------------------
 
 
-def _jsd_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _jsd_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     values = {name: _distribution_logits(workload, name, gen, device).log_softmax(-1) for name in ("input", "target")}
     return place(values, workload, device)
 
@@ -194,7 +194,7 @@ def _jsd_adapters() -> list[Adapter]:
 # --- tvd ----------------------------------------------------------------------------------------------
 
 
-def _tvd_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _tvd_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     values = {name: _distribution_logits(workload, name, gen, device).softmax(-1) for name in ("p", "q")}
     return place(values, workload, device)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.ops import REGIONS, OperationDef
@@ -28,7 +28,7 @@ UNFUSED = "megatron.core.tensor_parallel.cross_entropy"
 FUSED = "megatron.core.fusions.fused_cross_entropy"
 
 
-def _inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     seq, batch, vocab = shape(workload, "logits")
     values = {"logits": randn(workload, "logits", gen, device), "target": targets((seq, batch), vocab, gen, device)}
     return place(values, workload, device)

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter, compiled, module_call
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.inputs import place, randn, tensor_decls
@@ -20,7 +20,7 @@ HF_LLAMA = "transformers.models.llama.modeling_llama"
 WEIGHTS = {"gate_weight": "gate_proj.weight", "up_weight": "up_proj.weight", "down_weight": "down_proj.weight"}
 
 
-def mlp_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def mlp_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     """x ~ N(0, 1); each weight ~ N(0, 1/fan_in), so activations stay O(1) in bf16."""
     decls = tensor_decls(workload)
     out = {"x": randn(decls["x"], gen, device)}
@@ -106,7 +106,7 @@ def gelu_tanh(a: torch.Tensor) -> torch.Tensor:
 # --- llama4-rope ----------------------------------------------------------------------------------
 
 
-def llama4_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def llama4_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     """q, k ~ N(0, 1); freqs_cis a real Llama-style frequency table (base 500000) at a random position
     offset, stored as interleaved (real, imag) fp32 pairs."""
     decls = tensor_decls(workload)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.ops import REGIONS, OperationDef
@@ -23,7 +23,7 @@ MODULE = "kernelindex.runner.ops.moe"
 ARGS = ("x", "gate_up_proj", "down_proj", "top_k_index", "top_k_weights")
 
 
-def _inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     tokens, top_k = shape(workload, "top_k_index")
     experts, _, hidden = shape(workload, "gate_up_proj")
     intermediate = shape(workload, "down_proj")[-1]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter, compiled, module_call, ours
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.inputs import randn, tensor_decls
@@ -23,14 +23,14 @@ Binder = Callable[[Adapter, Tensors], Bound]
 LIGER = ("liger-kernel", "torch", "triton")
 
 
-def check_eps(workload: BaseModel) -> None:
+def check_eps(workload: WorkloadCase) -> None:
     eps = workload.spec.params.get("eps")
     if eps is not None and float(eps) != EPS:
         raise ValueError(f"the runner's normalizations use eps {EPS}; this case records eps {eps}")
 
 
 def _inputs(names_scales: dict[str, float], offsets: dict[str, float]) -> Callable[..., Tensors]:
-    def make(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+    def make(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
         check_eps(workload)
         decls = tensor_decls(workload)
         out = {}
@@ -212,7 +212,7 @@ def _layer_norm_adapters() -> list[Adapter]:
                           "liger_kernel.transformers.layer_norm", "LigerLayerNorm", _liger_layer_norm)
 
 
-def _group_norm_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _group_norm_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     """x, weight, bias, and ``groups``: the case's group count as a 0-d CPU tensor (the call needs
     it and it is not a shape), never timed or compared."""
     out = _inputs({"x": 1.0, "weight": 0.1, "bias": 0.1}, {"weight": 1.0})(workload, gen, device)

@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.ops import REGIONS, OperationDef
@@ -87,7 +87,7 @@ def paired_loss(logps: torch.Tensor, kept: torch.Tensor, term: Pair) -> torch.Te
     return nll + term(sequences[:half], sequences[half:])
 
 
-def _paired_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _paired_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     vocab = shape(workload, "weight")[0]
     values = {
         "x": hidden_states(workload, "x", gen, device),
@@ -175,7 +175,7 @@ KTO_DEFAULTS = {"beta": 0.1, "ignore_index": -100}
 KTO_ARGS = ("x", "weight", "bias", "ref_x", "ref_weight", "ref_bias", "target", "preference_labels", "kl")
 
 
-def _kto_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def _kto_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     vocab = shape(workload, "weight")[0]
     ignore_index = int(workload.spec.params.get("ignore_index", KTO_DEFAULTS["ignore_index"]))
     weight = lm_head(workload, "weight", gen, device)

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from pydantic import BaseModel
 
+from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.adapters import Adapter, compiled
 from kernelindex.runner.correctness import Bound, Tensors
 from kernelindex.runner.inputs import place, tensor_decls
@@ -36,7 +36,7 @@ def rotary_table(seq: int, head_dim: int, gen: torch.Generator, device: torch.de
     return torch.cat((angles, angles), dim=-1).unsqueeze(0)
 
 
-def make_inputs(workload: BaseModel, gen: torch.Generator, device: torch.device) -> Tensors:
+def make_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     decls = tensor_decls(workload)
     seq, head_dim = decls["cos"].shape[1], decls["cos"].shape[2]
     table = rotary_table(seq, head_dim, gen, device)

@@ -6,11 +6,10 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
+from kernelindex.domain.manifests import Manifest
 from kernelindex.sources.base import FileTransport, ImportReport, Transport
 from kernelindex.sources.liger.normalize import SOURCE, Normalizer, RowProblem
 from kernelindex.sources.liger.parse import Rejected, parse_csv
@@ -22,9 +21,9 @@ def bundled_csv_path() -> Path:
     return Path(str(resources.files("kernelindex.data").joinpath("liger", "all_benchmark_data.csv")))
 
 
-def parse_and_normalize(content: bytes, report: ImportReport, progress: Progress | None = None) -> list[BaseModel]:
+def parse_and_normalize(content: bytes, report: ImportReport, progress: Progress | None = None) -> list[Manifest]:
     normalizer = Normalizer(registry.source_mapping("liger"))
-    manifests: list[BaseModel] = []
+    manifests: list[Manifest] = []
     rows = list(parse_csv(content))
     for index, row in enumerate(rows, start=1):
         report.rows_read += 1

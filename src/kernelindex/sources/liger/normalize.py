@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any
-
-from pydantic import BaseModel
+from typing import Any, TypeVar, cast
 
 from kernelindex import registry
 from kernelindex.domain.dtypes import canonical_dtype
 from kernelindex.domain.expressions import ExpressionError, evaluate
-from kernelindex.domain.manifests import build, digest_of
+from kernelindex.domain.manifests import (
+    BenchmarkProtocol,
+    ExecutionEnvironment,
+    ImplementationRevision,
+    Manifest,
+    OperationSpec,
+    SoftwareProject,
+    Source,
+    WorkloadCase,
+    build,
+    digest_of,
+)
 from kernelindex.domain.units import ms_to_ns
 from kernelindex.policy.floor import resolved_axes
 from kernelindex.sources.liger.parse import LigerRow
 
 SOURCE = "liger-kernel-benchmarks"
+M = TypeVar("M", bound=Manifest)
 
 
 class RowProblem(ValueError):
@@ -30,16 +41,17 @@ class Normalizer:
     mapping: dict[str, Any]
 
     def __post_init__(self) -> None:
-        self.shared: dict[tuple, BaseModel] = {}
+        self.shared: dict[tuple[Any, ...], Manifest] = {}
 
-    def _once(self, key: tuple, make) -> BaseModel:  # noqa: ANN001
-        if key not in self.shared:
-            self.shared[key] = make()
-        return self.shared[key]
+    def _once(self, key: tuple[Any, ...], make: Callable[[], M]) -> M:
+        made = self.shared.get(key)
+        if made is None:
+            made = self.shared[key] = make()
+        return cast(M, made)  # a key's first element names its kind, so the kept one is an M
 
     # --- shared objects ---------------------------------------------------------------------
 
-    def source_manifest(self) -> BaseModel:
+    def source_manifest(self) -> Source:
         src = self.mapping["source"]
         return self._once(
             ("source",),
@@ -56,23 +68,25 @@ class Normalizer:
             ),
         )
 
-    def operation(self, slug: str) -> BaseModel:
+    def operation(self, slug: str) -> OperationSpec:
         return self._once(("op", slug), lambda: registry.load_operation(slug))
 
-    def project(self, slug: str) -> BaseModel:
+    def project(self, slug: str) -> SoftwareProject:
         entry = registry.projects()[slug]
         return self._once(
             ("project", slug), lambda: build("SoftwareProject", entry["spec"], {"name": slug, "title": entry["title"]})
         )
 
-    def implementation(self, line: str, operation_slug: str, liger_version: str) -> BaseModel:
+    def implementation(self, line: str, operation_slug: str, liger_version: str) -> ImplementationRevision:
         entry = self.mapping["implementations"][line]
         version = liger_version if entry["install"] == "liger_version" else None
         return self._once(
             ("impl", line, version), lambda: self._build_implementation(line, entry, operation_slug, version)
         )
 
-    def _build_implementation(self, line: str, entry: dict, operation_slug: str, version: str | None) -> BaseModel:
+    def _build_implementation(
+        self, line: str, entry: dict, operation_slug: str, version: str | None
+    ) -> ImplementationRevision:
         project = self.project(entry["project"])
         license_ = registry.project_licenses().get(entry["project"], {})
         spec = {
@@ -89,7 +103,7 @@ class Normalizer:
             spec["source_url"] = f"{project.spec.repository}/tree/v{version}"
         return build("ImplementationRevision", spec, {"name": line, "title": entry["title"]})
 
-    def protocol(self, mode: str) -> BaseModel:
+    def protocol(self, mode: str) -> BenchmarkProtocol:
         src = self.mapping["source"]
         return self._once(
             ("protocol", mode),
@@ -117,7 +131,7 @@ class Normalizer:
             ),
         )
 
-    def environment(self, gpu_name: str) -> BaseModel:
+    def environment(self, gpu_name: str) -> ExecutionEnvironment:
         gpu = registry.gpu_for_product(gpu_name)
         if gpu is None:
             raise RowProblem(f"unknown GPU {gpu_name!r} (no datasheet entry)")
@@ -140,7 +154,7 @@ class Normalizer:
 
     # --- per row ----------------------------------------------------------------------------
 
-    def workload(self, row: LigerRow, kernel: dict) -> BaseModel:
+    def workload(self, row: LigerRow, kernel: dict) -> WorkloadCase:
         operation = self.operation(kernel["operation"])
         axes, dtypes, params = _bind(row, kernel, operation)
         key = (
@@ -153,7 +167,7 @@ class Normalizer:
         )
         return self._once(key, lambda: _workload_manifest(operation, axes, dtypes, params, kernel))
 
-    def run(self, row: LigerRow) -> list[BaseModel]:
+    def run(self, row: LigerRow) -> list[Manifest]:
         kernel = self.mapping["kernels"].get(row.kernel)
         if kernel is None:
             raise RowProblem(f"unknown kernel {row.kernel!r} (no curated operation spec)")
@@ -203,7 +217,7 @@ def _external_id(row: LigerRow) -> str:
     return f"{row.kernel}/{mode}/{row.provider}/{row.gpu_name}/{case}/{row.timestamp:%Y-%m-%d %H:%M:%S}"
 
 
-def _install(entry: dict, project: BaseModel, version: str | None) -> dict:
+def _install(entry: dict, project: SoftwareProject, version: str | None) -> dict:
     install = entry["install"]
     if install == "liger_version":
         return {"method": "pip", "packages": [{"name": "liger-kernel", "version": version}]}
@@ -219,7 +233,7 @@ def _install(entry: dict, project: BaseModel, version: str | None) -> dict:
     raise RowProblem(f"implementation mapping has unknown install kind {install!r}")
 
 
-def _bind(row: LigerRow, kernel: dict, operation: BaseModel) -> tuple[dict, dict, dict]:
+def _bind(row: LigerRow, kernel: dict, operation: OperationSpec) -> tuple[dict, dict, dict]:
     axes: dict[str, int] = dict(kernel.get("fixed") or {})
     dtypes: dict[str, str] = dict(kernel.get("dtypes") or {})
     params: dict[str, Any] = {}
@@ -263,7 +277,7 @@ def _strides(shape: list[int], order: list[int] | None) -> list[int]:
     return strides
 
 
-def _workload_manifest(operation: BaseModel, axes: dict, dtypes: dict, params: dict, kernel: dict) -> BaseModel:
+def _workload_manifest(operation: OperationSpec, axes: dict, dtypes: dict, params: dict, kernel: dict) -> WorkloadCase:
     spec = operation.model_dump(mode="json")["spec"]
     full_axes = resolved_axes(spec, {"axes": axes})
     orders = kernel.get("storage_order") or {}

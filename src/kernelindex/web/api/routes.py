@@ -3,28 +3,26 @@ resolver's answer), so the API, the pages and the CLI cannot disagree."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Hashable, Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
+from starlette.routing import Route
 
-from kernelindex.readmodel.loading import NotFound
-from kernelindex.readmodel.operations import BadSelection, operation_page, operations_index
-from kernelindex.readmodel.pages_challenges import challenges_page
-from kernelindex.readmodel.pages_common import BadParameter
-from kernelindex.readmodel.pages_compare import compare_page
-from kernelindex.readmodel.pages_gpus import gpu_page, gpus_index
-from kernelindex.readmodel.pages_implementations import implementation_page
-from kernelindex.readmodel.pages_records import records_page
-from kernelindex.readmodel.runs import run_dossier
-from kernelindex.resolve.grammar import MAX_QUERY_CHARS
+from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.objects import export_lines
+from kernelindex.readmodel.operations import operations_index
+from kernelindex.readmodel.pages_gpus import gpus_index
 from kernelindex.resolve.listings import implementations_list, workloads_list
 from kernelindex.resolve.request import ResolveRequest
-from kernelindex.resolve.service import RequestProblems, resolve_structured, search
-from kernelindex.resolve.source import CatalogRunSource
+from kernelindex.resolve.service import RequestProblems, resolve_structured
+from kernelindex.resolve.source import CatalogCohortSource
+from kernelindex.views import params
+from kernelindex.views.params import Param
+from kernelindex.views.problems import READ_ERRORS, problem_of
+from kernelindex.views.table import COMPARE_RUNS, QUERY, VIEW
 from kernelindex.web.api.agent_routes import register as register_agent_routes
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
 from kernelindex.web.api.problems import ApiProblem, ProblemRoute, problem_response, problem_responses
@@ -32,9 +30,6 @@ from kernelindex.web.api.schemas import ResolutionOut
 
 router = APIRouter(prefix="/api/v1", route_class=ProblemRoute, tags=["v1"])
 
-SLUG = r"^[a-z0-9][a-z0-9._-]{0,119}$"
-KEY = r"^[A-Za-z0-9:._-]{1,80}$"
-RUN_ID = r"^[0-9a-f]{6,64}$"
 OBJECT = {"type": "object", "additionalProperties": True}
 LIST_SCHEMA = {
     "type": "object",
@@ -48,9 +43,15 @@ LIST_SCHEMA = {
 }
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1–{MAX_LIMIT}.")]
-Cursor = Annotated[str | None, Query(max_length=512, pattern=r"^[A-Za-z0-9_-]+$",
+Cursor = Annotated[str | None, Query(max_length=512, pattern=params.CURSOR_PATTERN,
                                      description="Opaque cursor from the previous page's next_cursor.")]
-Slug = Annotated[str, Path(pattern=SLUG, max_length=120)]
+Slug = Annotated[str, Path(description=params.SLUG.description)]
+
+
+
+def _query(param: Param) -> Any:
+    """A query parameter as the page table declares it (pattern, length, description)."""
+    return Query(pattern=param.pattern, max_length=param.max_length, description=param.description)
 
 
 def _ok(description: str, schema: dict[str, Any] | None = None, *errors: int) -> dict[int | str, Any]:
@@ -68,31 +69,45 @@ def _catalog(request: Request) -> Any:
 
 def _cached(request: Request, key: Hashable, compute: Callable[[], Any]) -> Any:
     """Read models are pure functions of the catalog: cache their JSON per catalog version."""
-    catalog = _catalog(request)
-    cache = getattr(request.app.state, "cache", None)
-    if cache is None:
-        return compute()
-    return cache.get_or_compute(catalog.version(), ("api",) + (key if isinstance(key, tuple) else (key,)), compute)
+    return READ_CACHE.get(_catalog(request), ("api",) + (key if isinstance(key, tuple) else (key,)), compute)
 
 
 def _read(compute: Callable[[], Any]) -> Any:
-    """Translate the read model's errors into problems with stable codes."""
+    """What a read refuses becomes a problem document (views.problems is the one translation)."""
     try:
         return compute()
-    except NotFound as exc:
-        raise ApiProblem("not_found", str(exc)) from None
-    except BadSelection as exc:
-        raise ApiProblem("bad_selection", str(exc)) from None
-    except BadParameter as exc:
-        raise ApiProblem("bad_request", str(exc), [{"field": exc.parameter, "in": "query", "message": exc.message}]) \
-            from None
+    except READ_ERRORS as exc:
+        problem = problem_of(exc)
+        errors = [{"field": problem.parameter, "in": "query", "message": problem.message or problem.detail}] \
+            if problem.parameter else []
+        raise ApiProblem(problem.code, problem.detail, errors) from None
+
+
+def _view_json(request: Request, name: str, subject: str | None = None, **query: Any) -> dict[str, Any]:
+    """A page's JSON twin: the page table's view, over the app's catalog and clock."""
+    view = VIEW[name]
+    given = {k: v if isinstance(v, list) else [v] for k, v in query.items() if v is not None}
+
+    def compute() -> dict[str, Any]:
+        return view.data(_catalog(request), request.app.state.clock(), view.arguments(subject, given))
+
+    return _read(compute)
+
+
+def _view(request: Request, name: str, subject: str | None = None, **query: Any) -> JSONResponse:
+    return _json(_view_json(request, name, subject, **query))
 
 
 def _json(data: Any) -> JSONResponse:
     return JSONResponse(data)
 
 
-# ---- operations and workloads ---------------------------------------------------------------
+# ---- the home page and operations ------------------------------------------------------------
+
+
+@router.get("/home", summary="The home page's model", responses=_ok("Headline records, sources and their freshness"))
+def get_home(request: Request) -> JSONResponse:
+    return _view(request, "home")
 
 
 @router.get("/operations", summary="List operations", responses=_ok("Operations, by slug", LIST_SCHEMA))
@@ -107,13 +122,10 @@ def list_operations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Curs
 def get_operation(
     request: Request,
     slug: Slug,
-    workload: Annotated[str | None, Query(pattern=KEY, description="Workload key (12 hex digits).")] = None,
-    cohort: Annotated[str | None, Query(pattern=KEY, description="Cohort key (12 hex digits).")] = None,
+    workload: Annotated[str | None, _query(params.WORKLOAD)] = None,
+    cohort: Annotated[str | None, _query(params.COHORT)] = None,
 ) -> JSONResponse:
-    data = _cached(request, ("operation", slug, workload, cohort),
-                   lambda: _read(lambda: operation_page(_catalog(request), slug, workload=workload,
-                                                        cohort=cohort).to_json()))
-    return _json(data)
+    return _view(request, "operation", slug, workload=workload, cohort=cohort)
 
 
 @router.get("/operations/{slug}/workloads", summary="Workload cases of one operation",
@@ -128,7 +140,7 @@ def list_operation_workloads(request: Request, slug: Slug, limit: Limit = DEFAUL
             responses=_ok("Workloads with eligible runs", LIST_SCHEMA, 404))
 def list_workloads(
     request: Request,
-    operation: Annotated[str | None, Query(pattern=SLUG, description="Operation slug.")] = None,
+    operation: Annotated[str | None, _query(params.OPERATION)] = None,
     limit: Limit = DEFAULT_LIMIT,
     cursor: Cursor = None,
 ) -> JSONResponse:
@@ -138,7 +150,7 @@ def list_workloads(
 
 
 def _workloads(request: Request, operation: str | None) -> list[dict[str, Any]]:
-    source = CatalogRunSource(_catalog(request))
+    source = CatalogCohortSource(_catalog(request))
     if operation is not None and operation not in source.operations():
         raise ApiProblem("not_found", f"no operation {operation!r} in the catalog; list them at /api/v1/operations")
     return _cached(request, ("workloads", operation), lambda: workloads_list(source, operation))
@@ -149,23 +161,21 @@ def _workloads(request: Request, operation: str | None) -> list[dict[str, Any]]:
 
 @router.get("/implementations", summary="Implementation lines", responses=_ok("Implementations", LIST_SCHEMA))
 def list_implementations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JSONResponse:
-    items = _cached(request, "implementations", lambda: implementations_list(CatalogRunSource(_catalog(request))))
+    items = _cached(request, "implementations", lambda: implementations_list(CatalogCohortSource(_catalog(request))))
     return _json(paginate("implementations", items, lambda i: [i["slug"]], limit, cursor))
 
 
 @router.get("/implementations/{slug}", summary="One implementation line (the implementation page's model)",
             responses=_ok("Revisions, install, license, runs per workload and GPU", None, 404))
 def get_implementation(request: Request, slug: Slug) -> JSONResponse:
-    return _json(_cached(request, ("implementation", slug),
-                         lambda: _read(lambda: implementation_page(_catalog(request), slug).to_json())))
+    return _view(request, "implementation", slug)
 
 
 @router.get("/runs/{run_id}", summary="Evidence dossier of one run",
             responses=_ok("Status, timing, rank or the reason it is not ranked, workload, protocol, environment",
                           None, 404))
-def get_run(request: Request, run_id: Annotated[str, Path(pattern=RUN_ID)]) -> JSONResponse:
-    return _json(_cached(request, ("run", run_id),
-                         lambda: _read(lambda: run_dossier(_catalog(request), run_id).to_json())))
+def get_run(request: Request, run_id: Annotated[str, Path(description=params.RUN_ID.description)]) -> JSONResponse:
+    return _view(request, "run", run_id)
 
 
 @router.get("/records", summary="The records ledger",
@@ -174,17 +184,17 @@ def get_run(request: Request, run_id: Annotated[str, Path(pattern=RUN_ID)]) -> J
             responses=_ok("Cohorts with their holder and history", None, 404))
 def get_records(
     request: Request,
-    operation: Annotated[str | None, Query(pattern=SLUG)] = None,
-    gpu: Annotated[str | None, Query(pattern=SLUG)] = None,
-    evidence: Annotated[str | None, Query(pattern=SLUG)] = None,
-    view: Annotated[str | None, Query(pattern=SLUG, description="current, recently-broken or history")] = None,
-    cohort: Annotated[str | None, Query(pattern=KEY)] = None,
+    operation: Annotated[str | None, _query(params.OPERATION)] = None,
+    gpu: Annotated[str | None, _query(params.GPU)] = None,
+    evidence: Annotated[str | None, _query(params.EVIDENCE)] = None,
+    view: Annotated[str | None, _query(params.VIEW)] = None,
+    cohort: Annotated[str | None, _query(params.COHORT)] = None,
     limit: Limit = DEFAULT_LIMIT,
     cursor: Cursor = None,
 ) -> JSONResponse:
     key = ("records", operation, gpu, evidence, view, cohort)
-    page = dict(_cached(request, key, lambda: _read(lambda: records_page(
-        _catalog(request), operation=operation, gpu=gpu, evidence=evidence, view=view, cohort=cohort).to_json())))
+    page = dict(_view_json(request, "records", operation=operation, gpu=gpu, evidence=evidence, view=view,
+                           cohort=cohort))
     main = "events" if page.get("view") == "history" else "cohorts"
     listing = "records:" + ":".join(str(v) for v in key[1:])
     positions = list(enumerate(page[main]))
@@ -203,13 +213,13 @@ def list_gpus(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = N
 @router.get("/gpus/{slug}", summary="One GPU: peaks, measured ceilings, coverage, records",
             responses=_ok("The GPU page's model", None, 404))
 def get_gpu(request: Request, slug: Slug) -> JSONResponse:
-    return _json(_cached(request, ("gpu", slug), lambda: _read(lambda: gpu_page(_catalog(request), slug).to_json())))
+    return _view(request, "gpu", slug)
 
 
 @router.get("/challenges", summary="Open challenges", responses=_ok("Unmeasured cells, unbeaten baselines, "
                                                                      "single-entry cohorts, stale records"))
 def get_challenges(request: Request) -> JSONResponse:
-    return _json(_cached(request, "challenges", lambda: _read(lambda: challenges_page(_catalog(request)).to_json())))
+    return _view(request, "challenges")
 
 
 @router.get("/compare", summary="Compare 2–8 runs", responses=_ok("Runs side by side; a winner only within one "
@@ -217,14 +227,10 @@ def get_challenges(request: Request) -> JSONResponse:
                                                                   404))
 def get_compare(
     request: Request,
-    run: Annotated[list[str], Query(min_length=2, max_length=8, description="Run ids (repeat the parameter).")],
+    run: Annotated[list[str], Query(min_length=COMPARE_RUNS.least, max_length=COMPARE_RUNS.most,
+                                    description=COMPARE_RUNS.param.description)],
 ) -> JSONResponse:
-    for run_id in run:
-        if not re.fullmatch(RUN_ID, run_id):
-            raise ApiProblem("bad_request", f"{run_id[:40]!r} is not a run id (hex digits)",
-                             [{"field": "run", "in": "query", "message": "not a run id"}])
-    return _json(_cached(request, ("compare", tuple(run)),
-                         lambda: _read(lambda: compare_page(_catalog(request), list(run)).to_json())))
+    return _view(request, "compare", run=run)
 
 
 # ---- search and resolve ---------------------------------------------------------------------
@@ -237,9 +243,9 @@ def get_compare(
             responses=_resolution("The resolution: exact cohorts, other protocols, compatible, nearest, gaps"))
 def get_search(
     request: Request,
-    q: Annotated[str, Query(max_length=MAX_QUERY_CHARS, description="The query text; empty lists operations.")] = "",
+    q: Annotated[str, _query(QUERY)] = "",
 ) -> JSONResponse:
-    return _json(_cached(request, ("search", q), lambda: search(_catalog(request), q).to_json()))
+    return _view(request, "search", q=q)
 
 
 @router.post("/resolve", summary="Resolve a structured request",
@@ -264,8 +270,6 @@ def post_resolve(request: Request, body: Annotated[ResolveRequest, Body()]) -> J
             responses={200: {"description": "JSON Lines", "content": {"application/jsonl": {"schema": {
                 "type": "string"}}}}, **problem_responses(400, "4XX")})
 def get_export(request: Request) -> StreamingResponse:
-    from kernelindex.catalog.export import export_lines
-
     def lines() -> Iterator[bytes]:
         for line in export_lines(_catalog(request)):
             yield (line if line.endswith("\n") else line + "\n").encode()
@@ -302,4 +306,4 @@ class _Fallback:
 
 
 register_agent_routes(router)  # before the fallback, which takes every path left over
-router.add_route("/api/v1/{path:path}", _Fallback(), include_in_schema=False)
+router.routes.append(Route("/api/v1/{path:path}", _Fallback(), include_in_schema=False))

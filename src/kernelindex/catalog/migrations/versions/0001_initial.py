@@ -17,6 +17,11 @@ TS = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
+    _create_objects_and_runs()
+    _create_lifecycle_tables()
+
+
+def _create_objects_and_runs() -> None:
     op.create_table(
         "objects",
         sa.Column("digest", DIGEST, primary_key=True),
@@ -48,6 +53,9 @@ def upgrade() -> None:
         sa.Column("published_at", TS, nullable=False),
     )
     op.create_index("ix_runs_operation_cohort", "runs", ["operation", "cohort_key"])
+
+
+def _create_lifecycle_tables() -> None:
     op.create_table(
         "attestations",
         sa.Column("run", DIGEST, primary_key=True),

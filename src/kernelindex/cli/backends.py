@@ -1,0 +1,131 @@
+"""Where the query commands get their JSON: the local catalog, or a server (``--api URL``).
+Both give the API's JSON, so the commands render one shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+
+from kernelindex.cli.common import errors
+from kernelindex.domain.manifests import now_utc
+from kernelindex.views.problems import READ_ERRORS, problem_of
+from kernelindex.views.table import view_for_path
+
+
+class CommandError(Exception):
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class LocalBackend:
+    """The local catalog; ``clock`` is the injectable "now" for staleness (tests pin it)."""
+
+    def __init__(self, database: str | None, clock: Callable[[], datetime] = now_utc) -> None:
+        from kernelindex.bootstrap import ensure_bundled_data
+        from kernelindex.cli.common import open_for_cli
+
+        self.catalog = open_for_cli(database)
+        self.clock = clock
+        ensure_bundled_data(self.catalog)
+
+    def get(self, path: str, params: dict[str, Any]) -> Any:
+        return _local_get(self.catalog, path, params, self.clock())
+
+    def post_resolve(self, body: dict[str, Any]) -> Any:
+        from kernelindex.resolve.request import ResolveRequest
+        from kernelindex.resolve.service import RequestProblems, resolve_structured
+
+        try:
+            request = ResolveRequest.model_validate(body)
+            return resolve_structured(self.catalog, request, now=self.clock()).to_json()
+        except ValidationError as exc:
+            raise CommandError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()), 2) \
+                from None
+        except RequestProblems as exc:
+            raise CommandError(_problems_text([p.to_json() for p in exc.problems]), 2) from None
+
+
+def _problems_text(problems: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{p['field']}: {p['message']}" + (f" (did you mean {p['suggestion']!r}?)"
+                                                         if p.get("suggestion") else "") for p in problems)
+
+
+def _local_get(catalog: Any, path: str, params: dict[str, Any], now: datetime) -> Any:
+    """The page table's view for ``path``, as the API would answer it (same checks, same JSON)."""
+    found = view_for_path(path)
+    if found is None:
+        raise CommandError(f"unknown path {path}", 2)
+    view, subject = found
+    given = {k: v if isinstance(v, list) else [str(v)] for k, v in params.items() if v is not None}
+    try:
+        return view.data(catalog, now, view.arguments(subject, given))
+    except READ_ERRORS as exc:
+        problem = problem_of(exc)
+        raise CommandError(problem.detail, problem.exit_code) from None
+
+
+def http_client(base: str) -> Any:
+    """The HTTP client for ``--api`` (tests substitute an in-process one)."""
+    import httpx
+
+    return httpx.Client(base_url=base + "/api/v1", timeout=30.0)
+
+
+class HttpBackend:
+    def __init__(self, base: str) -> None:
+        self.base = base.rstrip("/")
+        self.client = http_client(self.base)
+
+    def _answer(self, response: Any) -> Any:
+        if response.status_code < 400:
+            return response.json()
+        try:
+            problem = response.json()
+        except ValueError:
+            raise CommandError(f"{self.base} answered {response.status_code}", 1) from None
+        detail = problem.get("detail", response.reason_phrase)
+        if problem.get("errors") and any("suggestion" in e for e in problem["errors"]):
+            detail = _problems_text(problem["errors"])
+        raise CommandError(detail, 2 if response.status_code in (400, 413, 415, 422) else 1)
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        import httpx
+
+        try:
+            return self._answer(self.client.request(method, path, **kwargs))
+        except httpx.HTTPError as exc:
+            raise CommandError(f"cannot reach {self.base}: {exc}", 1) from None
+
+    def get(self, path: str, params: dict[str, Any]) -> Any:
+        params = {k: v for k, v in params.items() if v is not None}
+        data = self._send("GET", path, params=params)
+        while isinstance(data, dict) and isinstance(data.get("pagination"), dict):
+            # A paginated page model (the records ledger): follow the cursors, then show it whole,
+            # exactly as the local catalog would.
+            paging = data.pop("pagination")
+            if not paging["next_cursor"]:
+                break
+            more = self._send("GET", path, params={**params, "limit": 200, "cursor": paging["next_cursor"]})
+            more[paging["list"]] = data[paging["list"]] + more[paging["list"]]
+            data = more
+        return data
+
+    def post_resolve(self, body: dict[str, Any]) -> Any:
+        return self._send("POST", "/resolve", json=body)
+
+
+def backend_for(api: str | None, database: str | None) -> LocalBackend | HttpBackend:
+    return HttpBackend(api) if api else LocalBackend(database)
+
+
+def run_command(action: Any) -> None:
+    try:
+        action()
+    except CommandError as exc:
+        errors.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(exc.code) from None

@@ -1,0 +1,250 @@
+"""Terminal rendering of the query commands' JSON answers (rich tables and short lines)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+from kernelindex.cli.common import console, print_json
+from kernelindex.domain.units import format_duration, format_ratio
+
+RECORDS_LIMIT = 50
+
+
+def _axes(cohort: dict[str, Any]) -> str:
+    workload = cohort["workload"]
+    parts = [f"{k} {v}" for k, v in workload["axes"].items()] + sorted(set(workload["dtypes"].values()))
+    return " · ".join(parts)
+
+
+def _rows_table(cohort: dict[str, Any]) -> Table:
+    table = Table(title=f"{cohort['label']} · {_axes(cohort)}", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("Implementation", min_width=12)
+    table.add_column("Median", justify="right", no_wrap=True)
+    table.add_column("vs #1", justify="right", no_wrap=True)
+    table.add_column("Evidence", no_wrap=True)
+    table.add_column("Usable", no_wrap=True)
+    table.add_column("Run", no_wrap=True, min_width=16)
+    for row in cohort["rows"]:
+        impl = row["implementation"]
+        rank = row["rank_label"] + ("~" if row["within_noise"] else "")
+        title = impl["title"] + (" (baseline)" if impl["baseline"] else "")
+        table.add_row(rank, title, format_duration(row["median_ns"], 2), format_ratio(row["vs_first"]),
+                      row["evidence"] + ("*" if row["stale"] else ""), "yes" if impl["usable"] else "no",
+                      row["run_id"])
+    notes = []
+    if any(r["within_noise"] for r in cohort["rows"]):
+        notes.append("~ within noise of the row above")
+    if any(r["stale"] for r in cohort["rows"]):
+        notes.append("* stale: observed more than 180 days ago")
+    table.caption = " · ".join(notes) or None
+    table.caption_justify = "left"
+    return table
+
+
+def render_resolution(data: dict[str, Any]) -> None:
+    console.print(f"[bold]{data['interpretation']}[/]", highlight=False)
+    for issue in (data.get("query") or {}).get("issues", []):
+        fix = f" → try [cyan]{issue['suggestion']}[/]" if issue.get("suggestion") else ""
+        console.print(f"[yellow]![/] [bold]{issue['token']}[/]: {issue['message']}{fix}", highlight=False)
+    console.print(data["message"], highlight=False)
+    for choice in data["choices"]:
+        console.print(f"  {choice['slug']:<28} {choice['title']} · {choice['eligible_runs']} runs", highlight=False)
+    for cohort in data["exact"]:
+        _cohort_block(cohort)
+    if data["exact_total"] > len(data["exact"]):
+        console.print(f"[dim]{data['exact_total'] - len(data['exact'])} more exact cohort(s) not listed; bind more "
+                      "axes or add gpu:/mode: to narrow[/]", highlight=False)
+    if data["nearest"]:
+        _render_nearest(data["nearest"])
+    for cohort in data["other_protocols"]:
+        console.print("[dim]Other protocol (not ranked against exact):[/]")
+        _cohort_block(cohort)
+    if data["compatible"]["shown"] and not data["exact"] and not data["nearest"]:
+        _render_compatible(data["compatible"])
+    for gap in data["gaps"]:
+        console.print(f"[dim]gap:[/] {gap['message']}", highlight=False)
+    for note in data["notes"]:
+        console.print(f"[dim]{note['sentence']}[/]", highlight=False)
+    _hint(data)
+
+
+def _cohort_block(cohort: dict[str, Any]) -> None:
+    if cohort["rows"]:
+        console.print(_rows_table(cohort))
+        _hidden_lines(cohort)
+        return
+    hidden = len(cohort["hidden_by_filters"])
+    why = "; ".join(sorted({h["sentence"] for h in cohort["hidden_by_filters"]}))
+    console.print(f"{cohort['label']} · {_axes(cohort)}: [dim]all {hidden} row(s) hidden by the filters — {why}[/]",
+                  highlight=False)
+
+
+def _hidden_lines(cohort: dict[str, Any]) -> None:
+    for h in cohort["hidden_by_filters"]:
+        console.print(f"  [dim]hidden: {h['implementation']} — {h['sentence']}[/]", highlight=False)
+    for h in cohort["not_ranked"]:
+        console.print(f"  [dim]not ranked: {h['implementation']} ({h['run_id']}) — {h['sentence']}[/]",
+                      highlight=False)
+
+
+def _render_nearest(nearest: dict[str, Any]) -> None:
+    console.print(f"[bold]{nearest['message']}[/] — {nearest['note']}", highlight=False)
+    for side in ("below", "above"):
+        n = nearest[side]
+        if not n:
+            continue
+        table = Table(title=f"{side}: {nearest['axis']} {n['value']} · ki resolve {n['query']}", title_justify="left")
+        for name in ("Cohort", "Leader", "Median", "Runs"):
+            table.add_column(name, justify="right" if name in ("Median", "Runs") else "left")
+        for c in n["leaders"]:
+            leader = c["leader"]
+            table.add_row(f"{c['label']} · {_axes(c)}", leader["implementation"]["title"] if leader else "—",
+                          format_duration(leader["median_ns"], 2) if leader else "—", str(c["eligible_runs"]))
+        console.print(table)
+
+
+def _render_compatible(compatible: dict[str, Any]) -> None:
+    table = Table(title=f"Compatible ({len(compatible['shown'])} of {compatible['total']})", title_justify="left")
+    for name in ("Cohort", "Differs in", "Leader", "Median"):
+        table.add_column(name, justify="right" if name == "Median" else "left")
+    for c in compatible["shown"]:
+        diff = ", ".join(f"{m['field']} {m['observed']} (asked {m['requested']})" for m in c["mismatches"])
+        leader = c["leader"]
+        table.add_row(f"{c['label']} · {_axes(c)}", diff, leader["implementation"]["title"] if leader else "—",
+                      format_duration(leader["median_ns"], 2) if leader else "—")
+    console.print(table)
+
+
+def _hint(data: dict[str, Any]) -> None:
+    hint = None
+    if data["exact"] and data["exact"][0]["rows"]:
+        hint = f"ki show run {data['exact'][0]['rows'][0]['run_id']}"
+    elif data["nearest"]:
+        side = data["nearest"]["below"] or data["nearest"]["above"]
+        hint = f"ki resolve {side['query']}"
+    elif data["compatible"]["shown"]:
+        hint = f"ki resolve {data['compatible']['shown'][0]['query']}"
+    elif data["choices"]:
+        hint = f"ki resolve {data['choices'][0]['query']}"
+    if hint:
+        console.print(f"[dim]next:[/] {hint}", highlight=False)
+
+
+def _kv(title: str, pairs: list[tuple[str, Any]]) -> None:
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column(style="dim")
+    table.add_column()
+    for key, value in pairs:
+        table.add_row(key, "—" if value is None else str(value))
+    console.print(table)
+
+
+def render_run(d: dict[str, Any]) -> None:
+    timing = d["timing"]
+    rank = f"{d['rank_label']} of {d['cohort_size']}" if d["rank_label"] else "not ranked: " + "; ".join(
+        r["sentence"] for r in d["not_ranked_reasons"])
+    _kv(f"Run {d['run_id']} · {d['operation_title']}", [
+        ("status", d["status"]), ("implementation", d["implementation"]["title"]),
+        ("median", format_duration(timing.get("median_ns"), 2)),
+        ("p20–p80", f"{format_duration(timing.get('p20_ns'), 2)} – {format_duration(timing.get('p80_ns'), 2)}"),
+        ("rank", rank), ("vs #1", format_ratio(d["vs_first"])), ("cohort", d["cohort_label"]),
+        ("workload", d["workload"]["label"]), ("gpu", d["gpu"]), ("evidence", d["evidence_sentence"]),
+        ("license", d["implementation"]["license"]),
+        ("install", d["implementation"]["install_command"] or "; ".join(
+            r["sentence"] for r in d["implementation"]["not_usable_reasons"])),
+        ("observed", d["observed_at"][:10] + (" (stale)" if d["stale"] else "")),
+        ("floor", f"{format_duration(d['floor_ns'], 2)} · {format_ratio(d['floor_ratio'])} above (estimate)"
+         if d["floor_ns"] else None),
+        ("page", d["operation_url"]),
+    ])
+    if d.get("retraction"):
+        console.print(f"[bold red]Retracted:[/] {d['retraction'].get('reason')}", highlight=False)
+    console.print(f"[dim]next:[/] ki show operation {d['operation']}", highlight=False)
+
+
+def render_operation(d: dict[str, Any]) -> None:
+    console.print(f"[bold]{d['title']}[/] ({d['slug']}) · {d['eligible_runs']} eligible runs", highlight=False)
+    for slot in d["headline"]:
+        row = slot["row"]
+        console.print(f"  {slot['title']}: {row['implementation']['title']} {format_duration(row['median_ns'], 2)}"
+                      f" · {slot['cohort_label']}", highlight=False)
+    table = Table(title="Ranked (selected cohort)", title_justify="left")
+    for name in ("#", "Implementation", "Median", "vs #1", "Evidence", "Run"):
+        table.add_column(name, justify="right" if name in ("#", "Median", "vs #1") else "left")
+    for row in d["ranked"]:
+        table.add_row(row["rank_label"] + (" ~" if row["within_noise"] else ""), row["implementation"]["title"],
+                      format_duration(row["median_ns"], 2), format_ratio(row["vs_first"]), row["evidence"],
+                      row["run_id"])
+    console.print(table)
+    if d["ranked"]:
+        console.print(f"[dim]next:[/] ki show run {d['ranked'][0]['run_id']}", highlight=False)
+
+
+def render_implementation(d: dict[str, Any]) -> None:
+    _kv(f"{d['title']} · {d['operation'].get('title', '')}", [
+        ("language", d["language"]), ("invocation", d["invocation"]), ("role", d["role"]),
+        ("revisions", ", ".join(str(r["version"] or r["commit"]) for r in d["revisions"])),
+        ("install", "; ".join(r["install_command"] or ", ".join(x["sentence"] for x in r["reasons"])
+                              for r in d["revisions"])),
+        ("records held", len(d["records_held"])), ("runs", len(d["runs"])), ("gpus", ", ".join(d["gpus"])),
+    ])
+
+
+def render_gpu(d: dict[str, Any]) -> None:
+    gpu = d["gpu"]
+    _kv(gpu["name"], [("architecture", gpu["architecture"]), ("bandwidth", f"{gpu['bandwidth_gbps']} GB/s"),
+                      ("source", gpu["source"]), ("operations measured", len(d["coverage"])),
+                      ("records held", len(d["records"]))])
+
+
+def render_records(d: dict[str, Any], limit: int = RECORDS_LIMIT) -> None:
+    cohorts = d["cohorts"][:limit] if limit else d["cohorts"]
+    events = d["events"][:limit] if limit else d["events"]
+    table = Table(title=f"Records · {d['view']} · {len(d['cohorts'])} cohorts", title_justify="left")
+    for name in ("Operation", "Workload", "Cohort", "Holder", "Median", "Margin", "Runs"):
+        table.add_column(name, justify="right" if name in ("Median", "Margin", "Runs") else "left")
+    for c in cohorts:
+        leader = c["leader"] or {}
+        table.add_row(c["operation"], c["workload_label"], c["label"], leader.get("implementation", "—"),
+                      format_duration(leader.get("median_ns"), 2), format_ratio(c["margin_vs_second"]),
+                      str(c["eligible_runs"]))
+    if d["cohorts"] or not d["events"]:
+        console.print(table)
+    for e in events:
+        console.print(f"{e['event']['at'][:10]} {e['operation']} · {e['cohort_label']} · {e['event']['kind']}",
+                      highlight=False)
+    more = len(d["cohorts"]) - len(cohorts) + len(d["events"]) - len(events)
+    if more:
+        console.print(f"[dim]… {more} more; narrow with --operation/--gpu, or show them with --limit "
+                      f"{limit * 4} (--limit 0 for all)[/]", highlight=False)
+
+
+def render_compare(d: dict[str, Any]) -> None:
+    table = Table(title="Compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("Run", no_wrap=True, min_width=16)
+    for name in ("Implementation", "Median", "×", "Cohort", "Rank"):
+        table.add_column(name, justify="right" if name in ("Median", "×", "Rank") else "left")
+    for r in d["runs"]:
+        run = r["run"]
+        table.add_row(run["run_id"], run["implementation"], format_duration(run["median_ns"], 2),
+                      format_ratio(d["multiples"].get(run["run_id"])), r["cohort_label"], r["rank"] or "—")
+    console.print(table)
+    console.print(d["verdict"], highlight=False)
+    if d.get("difference") and d["difference"]["sentence"] != d["verdict"]:
+        console.print(d["difference"]["sentence"], highlight=False)
+
+
+RENDER_SHOW = {"operation": render_operation, "run": render_run, "implementation": render_implementation,
+               "gpu": render_gpu}
+
+
+def emit(data: Any, as_json: bool, render: Any) -> None:
+    if as_json:
+        print_json(data)
+    else:
+        render(data)

@@ -1,0 +1,27 @@
+"""A GPU's datasheet facts: what the floor estimate and the GPU pages need to know about a product.
+
+The table itself (``registry/gpus.yaml``) is data the package ships; this is its shape, which the
+pure policy functions take as input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    slug: str
+    name: str
+    short: str
+    vendor: str
+    architecture: str
+    memory_gb: float
+    form_factor: str
+    match: tuple[str, ...]
+    bandwidth_gbps: float
+    peaks_tflops: dict[str, float]
+    source: str
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.bandwidth_gbps * 1e9

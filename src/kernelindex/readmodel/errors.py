@@ -1,0 +1,21 @@
+"""What a read can refuse. Pages, the API and the CLI translate these three, and only these, into a
+404 / 400 page, a problem document, or a one-line message with its exit code."""
+
+from __future__ import annotations
+
+
+class NotFound(LookupError):
+    """Something the user named does not exist; the message says what and what to try."""
+
+
+class BadSelection(ValueError):
+    """A ?workload= or ?cohort= value that names nothing on this page (a 400, not a 404)."""
+
+
+class BadParameter(ValueError):
+    """A query parameter with a value the page cannot use; names the parameter and what is allowed."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(f"{parameter}: {message}")
+        self.parameter = parameter
+        self.message = message

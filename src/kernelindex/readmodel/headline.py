@@ -1,0 +1,131 @@
+"""The operation page's headline: fastest usable, best usable, fastest verified, language leaders, floor."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kernelindex.domain.units import format_duration
+from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
+from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.labels import (
+    cohort_key_short,
+    cohort_label,
+    gpu_label,
+)
+from kernelindex.readmodel.loading import OperationData
+from kernelindex.readmodel.operation_views import FloorView, HeadlineSlot, LanguageLeader, RankedRow
+from kernelindex.readmodel.rows import floor_for, ranked_rows
+
+REGION_FLOOR_WORDS = {
+    "forward": "every input read once and every output written once (gathers count only the rows that can be touched)",
+    "backward": "the upstream gradients and the inputs the backward needs read once, every gradient written once "
+                "(saved intermediates are not compulsory)",
+    "forward+backward": "every input and upstream gradient read once, every output and gradient written once",
+}
+
+
+def headline_slots(
+    data: OperationData, cohort: Cohort, rows: list[RankedRow], all_cohorts: dict[str, Cohort], now: datetime
+) -> list[HeadlineSlot]:
+    if not rows:
+        return []
+    label = cohort_label(data.environments[cohort.environment], data.protocols[cohort.protocol])
+    leader = rows[0]
+    slots = []
+    word = leader.evidence.capitalize()
+    if leader.implementation.usable:
+        slots.append(_slot("fastest_usable", f"Fastest {leader.evidence} · usable today", leader, None, cohort, label))
+    else:
+        best_usable = next((r for r in rows if r.implementation.usable), None)
+        if best_usable:
+            slots.append(
+                _slot(
+                    "best_usable", "Best usable", best_usable, best_usable.median_ns / leader.median_ns, cohort, label
+                )
+            )
+        slots.append(
+            _slot("fastest_not_usable", f"Fastest {leader.evidence} · not usable as-is", leader, None, cohort, label)
+        )
+    del word
+    verified = _fastest_verified(data, cohort, all_cohorts, now)
+    if verified:
+        slots.append(verified)
+    return slots
+
+
+def _slot(kind: str, title: str, row: RankedRow, vs_fastest: float | None, cohort: Cohort, label: str) -> HeadlineSlot:
+    return HeadlineSlot(
+        kind=kind,
+        title=title,
+        row=row,
+        vs_fastest=vs_fastest,
+        faster_than_baseline=row.faster_than_baseline,
+        evidence_sentence=EVIDENCE_SENTENCES[row.evidence],
+        cohort=cohort_key_short(cohort.key),
+        cohort_label=label,
+    )
+
+
+def _fastest_verified(
+    data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort], now: datetime
+) -> HeadlineSlot | None:
+    candidates = [
+        (leader.median_ns, c)
+        for c in all_cohorts.values()
+        if c.workload == selected.workload
+        and c.key != selected.key
+        and (leader := c.leader) is not None
+        and leader.median_ns is not None
+        and leader.evidence in ("verified", "replicated")
+    ]
+    if not candidates:
+        return None
+    best = min(candidates, key=lambda pair: pair[0])[1]
+    rows = ranked_rows(data, best, now)
+    label = cohort_label(data.environments[best.environment], data.protocols[best.protocol])
+    slot = _slot(
+        "fastest_verified",
+        f"Fastest verified · {gpu_label(data.environments[best.environment])}",
+        rows[0],
+        None,
+        best,
+        label,
+    )
+    floors = floor_for(data, best.workload, best.environment, best.protocol)
+    if floors:
+        slot.floor_ratio = floors[0].ratio(rows[0].median_ns)
+    return slot
+
+
+def fastest_by_language(rows: list[RankedRow]) -> list[LanguageLeader]:
+    seen: dict[str, LanguageLeader] = {}
+    for row in rows:
+        lang = row.implementation.language
+        if lang not in seen:
+            seen[lang] = LanguageLeader(
+                lang, row.implementation.title, row.median_ns, row.rank_label, row.vs_first, row.run_id
+            )
+    return list(seen.values()) if len(seen) >= 2 else []
+
+
+def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> FloorView | None:
+    floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
+    if floors is None or not rows:
+        return None
+    datasheet, measured = floors
+    record = rows[0].median_ns
+    bound = (
+        "no arithmetic formula for this family: bandwidth floor only"
+        if not data.operation["spec"].get("flops")
+        else "flops from the operation's declared formula"
+    )
+    return FloorView(
+        datasheet=datasheet.to_json(),
+        measured=measured.to_json() if measured else None,
+        record_ratio=datasheet.ratio(record),
+        measured_record_ratio=measured.ratio(record) if measured else None,
+        explanation=(
+            f"floor-v1 ({datasheet.region}): {REGION_FLOOR_WORDS[datasheet.region]}; {bound}. "
+            f"A lower bound, not evidence: {format_duration(datasheet.floor_ns)}."
+        ),
+    )

@@ -1,0 +1,65 @@
+"""Catalog reads that are not a page: the stored operation manifests (the resolver's vocabulary),
+an operation's workload cases (the runner's cases), trusted runner keys, and the export. Everything
+outside ``catalog/`` reads the catalog through ``readmodel/``; these are the reads no page makes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from sqlalchemy import func, select
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.export import export_lines as _export_lines
+from kernelindex.catalog.models import ObjectRow, RunRow, TrustedRunnerRow
+from kernelindex.domain.manifests import WorkloadCase, as_kind, parse_manifest_text
+
+
+def operation_manifests(catalog: Catalog) -> dict[str, dict]:
+    """slug → manifest JSON of every named operation stored in the catalog."""
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(select(ObjectRow.name, ObjectRow.body).where(ObjectRow.kind == "OperationSpec"))
+        return {name: json.loads(body) for name, body in rows if name}
+
+
+def workload_cases(
+    catalog: Catalog, operation: str, *, measured_by_other_than: str | None = None
+) -> list[WorkloadCase]:
+    """The WorkloadCases of the operation with digest ``operation``; with ``measured_by_other_than``,
+    only those with a run from another source (the reference cases, e.g. the imported Liger ones)."""
+    query = select(ObjectRow.body).where(ObjectRow.kind == "WorkloadCase", ObjectRow.operation == operation)
+    if measured_by_other_than is not None:
+        sourced = select(RunRow.workload).where(RunRow.operation == operation,
+                                                RunRow.source != measured_by_other_than).distinct()
+        query = query.where(ObjectRow.digest.in_(sourced))
+    with catalog.engine.connect() as conn:
+        bodies = conn.execute(query).scalars().all()
+    return [as_kind(parse_manifest_text(body, "catalog WorkloadCase"), WorkloadCase) for body in bodies]
+
+
+def has_runs(catalog: Catalog, source: str | None = None) -> bool:
+    """Whether the catalog holds any run (from ``source``, when given)."""
+    query = select(func.count()).select_from(RunRow)
+    if source:
+        query = query.where(RunRow.source == source)
+    with catalog.engine.connect() as conn:
+        return conn.execute(query).scalar_one() > 0
+
+
+def run_counts(catalog: Catalog) -> tuple[int, int]:
+    """(runs, sources they come from) in the catalog."""
+    query = select(func.count(), func.count(func.distinct(RunRow.source))).select_from(RunRow)
+    with catalog.engine.connect() as conn:
+        runs, sources = conn.execute(query).one()
+    return runs, sources
+
+
+def trusted_runner_keys(catalog: Catalog) -> dict[str, str]:
+    """key id → runner name of every TrustedRunner in the catalog."""
+    with catalog.engine.connect() as conn:
+        return dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).tuples().all())
+
+
+def export_lines(catalog: Catalog) -> Iterator[str]:
+    """The whole catalog as JSON Lines (sources first, then objects, runs and lifecycle facts)."""
+    yield from _export_lines(catalog)

@@ -1,0 +1,181 @@
+"""The operation page's view models: what its HTML, its JSON twin and the CLI show, field by field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kernelindex.readmodel.gaps import NotMeasured
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.scaling import ScalingChart
+from kernelindex.readmodel.shapes import ShapeTable
+
+
+@dataclass
+class ImplementationRef(JsonModel):
+    slug: str
+    title: str
+    project: str
+    language: str
+    role: str
+    version: str | None
+    license: str | None
+    usable: bool
+    install_command: str | None
+    not_usable_reasons: list[dict]
+    source_url: str | None
+    in_place: bool
+
+
+@dataclass
+class RankedRow(JsonModel):
+    rank: int
+    rank_label: str
+    tied: bool
+    within_noise: bool
+    run_id: str
+    digest: str
+    implementation: ImplementationRef
+    median_ns: int
+    p20_ns: int | None
+    p80_ns: int | None
+    vs_first: float
+    evidence: str
+    observed_at: datetime
+    stale: bool
+    time_zone_recorded: bool
+    is_baseline: bool
+    faster_than_baseline: float | None
+    rationale: list[str]
+    floor_ratio: float | None = None  # "N× above floor" (floor-v1, datasheet; an estimate)
+    throughput: float | None = None  # achieved GB/s (bandwidth-bound) or TFLOP/s (compute-bound)
+    throughput_unit: str | None = None
+    method: str | None = None  # how the run was timed (runner runs: cuda_graph_replay / per_call_events)
+    method_note: str | None = None  # said when it differs from the cohort's usual method
+
+
+@dataclass
+class HeadlineSlot(JsonModel):
+    kind: str  # fastest_usable | best_usable | fastest_not_usable | fastest_verified
+    title: str
+    row: RankedRow
+    vs_fastest: float | None
+    faster_than_baseline: float | None
+    evidence_sentence: str
+    cohort: str
+    cohort_label: str
+    floor_ratio: float | None = None
+
+
+@dataclass
+class CohortOption(JsonModel):
+    """One cohort in the operation page's chooser (the records pages summarise cohorts as CohortSummary)."""
+
+    key: str
+    label: str
+    gpu: str
+    mode: str
+    native: bool
+    best_ns: int | None
+    best_implementation: str | None
+    best_run_id: str | None
+    eligible_runs: int
+    evidence: str | None
+    selected: bool
+
+
+@dataclass
+class WorkloadSummary(JsonModel):
+    key: str
+    digest: str
+    label: str
+    axes: dict[str, int]
+    dtypes: dict[str, str]
+    params: dict[str, Any]
+    eligible_runs: int
+    selected: bool
+    cohort: str | None = None  # the selected cohort's GPU and protocol on this workload, when measured there
+
+
+@dataclass
+class FloorView(JsonModel):
+    datasheet: dict
+    measured: dict | None
+    record_ratio: float | None
+    measured_record_ratio: float | None
+    explanation: str
+
+
+@dataclass
+class LanguageLeader(JsonModel):
+    language: str
+    implementation: str
+    median_ns: int
+    rank_label: str
+    vs_first: float
+    run_id: str
+
+
+@dataclass
+class ImplementationSummary(JsonModel):
+    implementation: ImplementationRef
+    workloads_measured: int
+    best_ns_in_cohort: int | None
+    vs_leader: float | None
+    best_run_id: str | None
+    evidence: str | None
+
+
+@dataclass
+class SourceSummary(JsonModel):
+    name: str
+    runs: int
+    last_observed: datetime
+    title: str | None = None
+    url: str | None = None
+    license: str | None = None
+    attribution: str | None = None
+
+
+@dataclass
+class OperationPage(JsonModel):
+    slug: str
+    title: str
+    description: str
+    digest: str
+    digest_short: str
+    family: str
+    eligible_runs: int
+    semantics: dict
+    workloads: list[WorkloadSummary]
+    selected_workload: str | None
+    cohorts: list[CohortOption]
+    selected_cohort: str | None
+    cohort_line: dict | None
+    headline: list[HeadlineSlot]
+    fastest_by_language: list[LanguageLeader]
+    coverage_gaps: list[str]
+    floor: FloorView | None
+    ranked: list[RankedRow]
+    not_ranked: list[dict]
+    scaling: ScalingChart | None
+    implementations: list[ImplementationSummary]
+    sources: list[SourceSummary]
+    shapes: ShapeTable | None = None
+    not_measured: list[NotMeasured] = field(default_factory=list)
+    json_url: str = ""
+    generated_for: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+@dataclass
+class OperationSummary(JsonModel):
+    slug: str
+    title: str
+    family: str
+    description: str
+    aliases: list[str]
+    eligible_runs: int
+    workloads: int
+    implementations: int
+    digest: str

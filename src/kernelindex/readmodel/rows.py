@@ -1,0 +1,167 @@
+"""Ranked rows and the facts every read model shows beside a run: its implementation and its floor."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kernelindex.policy.cohorts import environment_key
+from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
+from kernelindex.policy.floor import Ceilings, FloorEstimate, compulsory_traffic, floor_estimate
+from kernelindex.policy.ranking import Ranked
+from kernelindex.policy.selection import (
+    baseline_multiple,
+)
+from kernelindex.policy.staleness import is_stale
+from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.labels import (
+    implementation_slug,
+    implementation_title,
+    project_title,
+)
+from kernelindex.readmodel.loading import OperationData, Run
+from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
+
+
+def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
+    impl = data.implementations[digest]
+    spec = impl["spec"]
+    project = data.projects.get(spec["project"], {})
+    usable = data.usability[digest]
+    return ImplementationRef(
+        slug=implementation_slug(impl),
+        title=implementation_title(impl),
+        project=project_title(project) if project else "",
+        language=spec["callable"]["language"],
+        role=spec.get("role", "candidate"),
+        version=spec.get("version"),
+        license=usable.license,
+        usable=usable.usable,
+        install_command=usable.install_command,
+        not_usable_reasons=[r.to_json() for r in usable.reasons],
+        source_url=usable.source_url,
+        in_place=spec.get("in_place", False),
+    )
+
+
+def floor_for(
+    data: OperationData, workload: str, environment: str, protocol: str | None = None
+) -> tuple[FloorEstimate, FloorEstimate | None] | None:
+    """(datasheet floor, measured floor) of the protocol's timed region (forward without one)."""
+    gpu = data.gpu_of(environment)
+    if gpu is None:
+        return None
+    op_spec, wl_spec = data.operation["spec"], data.workloads[workload]["spec"]
+    region = data.protocols[protocol]["spec"]["timed_region"] if protocol else "forward"
+    datasheet = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
+    ceilings = measured_ceilings(data, environment)
+    measured = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug,
+                              measured=ceilings) if ceilings else None
+    return datasheet, measured
+
+
+def measured_ceilings(data: OperationData, environment: str) -> Ceilings | None:
+    """The highest bandwidths a runner measured in this environment (same hardware and software),
+    per direction; the highest gives the lowest, still honest, measured floor."""
+    key = environment_key(data.environments[environment]["spec"])
+    same = [e["spec"] for e in data.environments.values() if environment_key(e["spec"]) == key]
+
+    def best(field: str) -> float | None:
+        return max((s[field] for s in same if s.get(field)), default=None)
+
+    copy = best("copy_bandwidth_bytes_per_s")
+    return Ceilings(copy, best("read_bandwidth_bytes_per_s"), best("write_bandwidth_bytes_per_s")) if copy else None
+
+
+def floor_bytes(data: OperationData, workload: str) -> int:
+    return sum(t.bytes for t in compulsory_traffic(data.operation["spec"], data.workloads[workload]["spec"]))
+
+
+def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[RankedRow]:
+    baselines = [
+        r.median_ns for r in cohort.eligible
+        if r.median_ns is not None and data.implementations[r.implementation]["spec"].get("role") == "baseline"
+    ]
+    floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
+    usual = usual_method(cohort)
+    rows = [_row(data, cohort.run(entry.item.id), entry, baselines, now, usual) for entry in cohort.ranked]
+    if floors:  # latency cohorts; a memory metric would have no floor ratio or throughput
+        for row in rows:
+            row.floor_ratio = floors[0].ratio(row.median_ns)
+            rate = floors[0].throughput(row.median_ns)
+            row.throughput, row.throughput_unit = rate if rate else (None, None)
+    return rows
+
+
+METHOD_WORDS = {
+    "cuda_graph_replay": "CUDA graph replay (no launch cost between calls)",
+    "per_call_events": "per-call CUDA events (the call could not be captured in a CUDA graph)",
+}
+
+
+def usual_method(cohort: Cohort) -> str | None:
+    """The timing method most of the cohort's eligible runs used (None when no run says)."""
+    methods = [r.spec["timing"].get("method") for r in cohort.eligible if r.spec["timing"].get("method")]
+    return max(sorted(set(methods)), key=methods.count) if methods else None
+
+
+def method_note(run: Run, usual: str | None) -> str | None:
+    """A sentence for a row timed another way than the rest of its cohort: never a silent mix."""
+    method = run.spec["timing"].get("method")
+    if not method or not usual or method == usual:
+        return None
+    why = run.spec["timing"].get("raw", {}).get("capture_failure")
+    said = METHOD_WORDS.get(method, method)
+    return (f"Timed with {said}; most of this cohort used {METHOD_WORDS.get(usual, usual)}. "
+            "Per-call events include each call's launch gaps, so this figure may sit above a graph-replay one"
+            + (f" (capture failed: {why})." if why else "."))
+
+
+def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now: datetime,
+         usual: str | None = None) -> RankedRow:
+    ref = implementation_ref(data, run.implementation)
+    is_baseline = ref.role == "baseline"
+    multiple = None if is_baseline else baseline_multiple(run.ranked_median_ns, baselines)
+    return RankedRow(
+        rank=entry.rank,
+        rank_label=entry.label,
+        tied=entry.tied,
+        within_noise=entry.within_noise,
+        run_id=run.run_id,
+        digest=run.digest,
+        implementation=ref,
+        median_ns=run.ranked_median_ns,
+        p20_ns=run.p20_ns,
+        p80_ns=run.p80_ns,
+        vs_first=entry.vs_first,
+        evidence=run.evidence,
+        observed_at=run.observed_at,
+        stale=is_stale(run.observed_at, now),
+        time_zone_recorded=run.spec["source"].get("time_zone_recorded", True),
+        is_baseline=is_baseline,
+        faster_than_baseline=multiple if multiple and multiple > 1 else None,
+        rationale=_rationale(entry, multiple, is_baseline, run, ref, usual),
+        method=run.spec["timing"].get("method"),
+        method_note=method_note(run, usual),
+    )
+
+
+def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Run, ref: ImplementationRef,
+               usual: str | None = None) -> list[str]:
+    lines = []
+    if entry.tied:
+        lines.append(f"Tied at rank {entry.rank}: the runs' confidence intervals overlap or medians differ by < 1%.")
+    if entry.within_noise:
+        lines.append("Within noise of the row above: their p20–p80 intervals overlap.")
+    if multiple and multiple > 1:
+        lines.append(f"{multiple:.2f}× faster than the baseline.")
+    if is_baseline:
+        lines.append("The source's designated baseline implementation.")
+    lines.append(EVIDENCE_SENTENCES[run.evidence])
+    note = method_note(run, usual) if usual else None
+    if note:
+        lines.append(note)
+    if not ref.usable:
+        lines.extend(r["sentence"] for r in ref.not_usable_reasons)
+    if not run.spec["source"].get("time_zone_recorded", True):
+        lines.append("Observed time as the source wrote it; time zone not recorded by the source.")
+    return lines

@@ -1,0 +1,91 @@
+"""Parameters of the pages: names, patterns and limits, declared once for HTML, API and CLI."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kernelindex.readmodel.errors import BadParameter, NotFound
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,119}$"
+KEY_PATTERN = r"^[A-Za-z0-9:._=,+-]{1,200}$"
+RUN_ID_PATTERN = r"^[0-9a-f]{6,64}$"
+QUERY_PATTERN = r"^[^\x00]*$"
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"  # the API's opaque pagination cursors
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: a path subject (``/operations/{slug}``) or a query parameter."""
+
+    name: str
+    pattern: str
+    description: str
+    what: str  # how a message names a well-formed value: "a workload key", "an operation slug"
+    max_length: int = 200
+
+    def matches(self, value: str) -> bool:
+        return len(value) <= self.max_length and re.fullmatch(self.pattern, value) is not None
+
+
+@dataclass(frozen=True)
+class Repeated:
+    """A query parameter given several times (compare's ``run=…``), between ``least`` and ``most``."""
+
+    param: Param
+    least: int
+    most: int
+
+
+def check_subject(param: Param, value: str) -> str:
+    """A path subject that cannot name anything is a 404 (nothing lives at that path)."""
+    if not param.matches(value):
+        raise NotFound(f"{value[:40]!r} is not {param.what}")
+    return value
+
+
+def read_query(params: Sequence[Param], repeated: Repeated | None,
+               query: Mapping[str, Sequence[str]]) -> dict[str, str | None | list[str]]:
+    """The page's query parameters from a multi-valued mapping; unknown, repeated or malformed
+    values are a BadParameter naming the parameter and what it takes."""
+    allowed = {p.name for p in params} | ({repeated.param.name} if repeated else set())
+    if unknown := sorted(set(query) - allowed):
+        takes = ", ".join(sorted(allowed)) or "no parameters"
+        raise BadParameter(unknown[0], f"this page does not take {unknown[0]!r} (it takes {takes})")
+    values: dict[str, str | None | list[str]] = {p.name: _single(p, query.get(p.name, ())) for p in params}
+    if repeated is not None:
+        values[repeated.param.name] = _repeated(repeated, query.get(repeated.param.name, ()))
+    return values
+
+
+def _single(param: Param, given: Sequence[str]) -> str | None:
+    if len(given) > 1:
+        raise BadParameter(param.name, f"given {len(given)} times; give it once")
+    value = given[0].strip() if given else ""
+    if value == "":
+        return None
+    if not param.matches(value):
+        raise BadParameter(param.name, f"{value[:80]!r} is not {param.what}")
+    return value
+
+
+def _repeated(repeated: Repeated, given: Sequence[str]) -> list[str]:
+    values = [v.strip().lower() for v in given if v.strip()]
+    for value in values:
+        if not repeated.param.matches(value):
+            raise BadParameter(repeated.param.name, f"{value[:40]!r} is not {repeated.param.what}")
+    if len(values) > repeated.most:
+        raise BadParameter(repeated.param.name, f"at most {repeated.most} (got {len(values)})")
+    return values
+
+
+SLUG = Param("slug", SLUG_PATTERN, "Slug (lowercase letters, digits, '.', '_', '-').", "a slug", 120)
+RUN_ID = Param("run_id", RUN_ID_PATTERN, "Run id: hex digits (16 on every page).", "a run id (hex digits)", 64)
+WORKLOAD = Param("workload", KEY_PATTERN, "Workload key (12 hex digits).", "a workload key")
+COHORT = Param("cohort", KEY_PATTERN, "Cohort key (12 hex digits).", "a cohort key")
+OPERATION = Param("operation", SLUG_PATTERN, "Operation slug.", "an operation slug", 120)
+GPU = Param("gpu", SLUG_PATTERN, "GPU slug.", "a GPU slug", 120)
+EVIDENCE = Param("evidence", SLUG_PATTERN, "Evidence level.", "an evidence level", 120)
+VIEW = Param("view", SLUG_PATTERN, "current, recently-broken or history.", "a view name", 120)
+RUN = Param("run", RUN_ID_PATTERN, "Run ids (repeat the parameter).", "a run id (hex digits)", 64)

@@ -1,0 +1,69 @@
+"""The read model's cache: keyed on (catalog, catalog version, key), one computation per missing
+entry, failures not kept, older versions dropped, bounded."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.readmodel.cache import VersionedCache
+
+
+def test_new_version_recomputes(empty_catalog: Catalog) -> None:
+    cache = VersionedCache()
+    assert cache.get(empty_catalog, "k", lambda: "a", version=1) == "a"
+    assert cache.get(empty_catalog, "k", lambda: "b", version=1) == "a"
+    assert cache.get(empty_catalog, "k", lambda: "b", version=2) == "b"
+
+
+def test_the_current_version_is_read_from_the_catalog(empty_catalog: Catalog) -> None:
+    cache = VersionedCache()
+    assert cache.get(empty_catalog, "k", lambda: "a") == "a"
+    assert cache.get(empty_catalog, "k", lambda: "b", version=empty_catalog.version()) == "a"
+
+
+def test_a_newer_version_drops_the_older_entries(empty_catalog: Catalog) -> None:
+    cache = VersionedCache()
+    cache.get(empty_catalog, "k", lambda: "old", version=1)
+    cache.get(empty_catalog, "other", lambda: "new", version=2)
+    assert cache.get(empty_catalog, "k", lambda: "recomputed", version=1) == "recomputed"
+
+
+def test_concurrent_misses_compute_once(empty_catalog: Catalog) -> None:
+    cache = VersionedCache()
+    calls: list[int] = []
+
+    def slow() -> str:
+        calls.append(1)
+        time.sleep(0.2)
+        return "value"
+
+    results: list[str] = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get(empty_catalog, "k", slow, version=1)))
+               for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == ["value"] * 5 and len(calls) == 1
+
+
+def test_a_failed_computation_is_not_cached(empty_catalog: Catalog) -> None:
+    cache = VersionedCache()
+
+    def boom() -> str:
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        cache.get(empty_catalog, "k", boom, version=1)
+    assert cache.get(empty_catalog, "k", lambda: "ok", version=1) == "ok"
+
+
+def test_lru_bound(empty_catalog: Catalog) -> None:
+    cache = VersionedCache(size=2)
+    for i in range(5):
+        cache.get(empty_catalog, i, lambda i=i: i, version=1)
+    assert cache.get(empty_catalog, 0, lambda: "recomputed", version=1) == "recomputed"

@@ -1,0 +1,71 @@
+"""One route table (issue 9): every page is declared once in ``kernelindex.views``; its HTML route
+and its JSON twin are mounted from that declaration; no parameter pattern and no translation of
+read errors is written twice."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.routing import APIRoute
+
+from kernelindex.views import params
+from kernelindex.views.table import VIEWS
+from kernelindex.web import pages, search_page
+from kernelindex.web.api.openapi import _NoCatalog
+from kernelindex.web.app import create_app
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "kernelindex"
+DECLARED = {value for name, value in vars(params).items() if name.endswith("_PATTERN")}
+READ_ERROR_NAMES = {"NotFound", "BadSelection", "BadParameter"}
+
+
+@pytest.fixture(scope="module")
+def app() -> Any:
+    return create_app(_NoCatalog())
+
+
+def test_every_view_mounts_its_page_and_its_json_twin(app: Any) -> None:
+    html = {r.path for r in (*pages.router.routes, *search_page.router.routes)
+            if isinstance(r, APIRoute) and "GET" in (r.methods or set())}
+    api = {path for path, item in app.openapi()["paths"].items() if "get" in item}
+    assert [v.name for v in VIEWS if v.path not in html] == []
+    assert [v.name for v in VIEWS if v.api_path not in api] == []
+
+
+def test_every_parameter_pattern_in_the_api_is_declared_once_in_the_page_table(app: Any) -> None:
+    used = set()
+    for operation in (op for item in app.openapi()["paths"].values() for op in item.values()):
+        for parameter in operation.get("parameters", []):
+            schema = parameter["schema"]
+            for option in [schema, *schema.get("anyOf", []), schema.get("items", {})]:
+                if "pattern" in option:
+                    used.add(option["pattern"])
+    assert used and used <= DECLARED
+
+
+def _modules() -> list[tuple[str, ast.AST]]:
+    return [(str(path.relative_to(PACKAGE)), ast.parse(path.read_text(encoding="utf-8")))
+            for path in sorted(PACKAGE.rglob("*.py"))]
+
+
+def test_no_pattern_is_written_outside_the_page_table() -> None:
+    copies = [(name, node.value) for name, tree in _modules() if name != "views/params.py"
+              for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in DECLARED]
+    assert not copies
+
+
+def test_read_errors_are_translated_in_one_place() -> None:
+    handlers = []
+    for name, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ExceptHandler) and node.type is not None:
+                caught = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+                if caught & READ_ERROR_NAMES:
+                    handlers.append(name)
+    assert handlers == [], "catch READ_ERRORS and translate with views.problems.problem_of"
+    translators = {name for name, tree in _modules() for node in ast.walk(tree)
+                   if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "problem_of"}
+    assert translators == {"web/pages.py", "web/api/routes.py", "cli/backends.py"}
