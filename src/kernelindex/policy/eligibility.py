@@ -23,6 +23,8 @@ class Eligibility:
 
 
 def eligibility(facts: EligibilityFacts) -> Eligibility:
+    """A run is ranked and counted only when it passed, is published, is neither retracted nor
+    superseded, and has a median; otherwise every failing condition is given as a reason."""
     reasons: list[Reason] = []
     if facts.status != "passed":
         reasons.append(Reason("STATUS_NOT_PASSED", f"Status is {facts.status.replace('_', ' ')}, not passed."))

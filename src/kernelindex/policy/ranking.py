@@ -49,6 +49,8 @@ def _intervals_overlap(a: Rankable, b: Rankable) -> bool:
 
 
 def runner_tie(a: Rankable, b: Rankable) -> bool:
+    """Runner runs tie when their medians differ by less than TIE_RELATIVE of the smaller one, or
+    their confidence intervals overlap."""
     close = abs(a.median_ns - b.median_ns) < TIE_RELATIVE * min(a.median_ns, b.median_ns)
     return close or _intervals_overlap(a, b)
 
@@ -71,6 +73,9 @@ def _display_key(item: Rankable) -> tuple:
 
 
 def rank(items: Sequence[Rankable], *, native: bool) -> list[Ranked]:
+    """Ranks by median (then id). Source-native cohorts tie only on equal medians and mark a run
+    within noise of the one above when their intervals (95% CI, else p20–p80) overlap; runner cohorts tie on
+    :func:`runner_tie`. Tied runs share a rank and are listed by evidence, then newest first."""
     ordered = sorted(items, key=lambda r: (r.median_ns, r.id))
     if not ordered:
         return []
