@@ -74,7 +74,8 @@ def test_unmeasured_priority_gpu_is_said_near_the_top_with_floor_and_nearest(
 
 def test_workload_link_keeps_the_selected_cohort(tab: Any, base_url: str) -> None:  # noqa: F811
     tab.goto(base_url + "/operations/rope")
-    tab.get_by_role("link", name=re.compile(r"^seq = 4096 · hidden = 8192")).click()
+    workloads = tab.get_by_role("navigation", name="Workload")
+    workloads.get_by_role("link", name=re.compile(r"^seq = 4096 · hidden = 8192")).click()
     tab.wait_for_url(re.compile(r"workload=.*cohort="))
     first = tab.locator(".slot").first.inner_text()
     assert "NVIDIA A100 80GB · forward" in first
@@ -92,8 +93,9 @@ def test_reported_run_says_not_checked_and_shows_no_codes(tab: Any, base_url: st
 def test_verified_run_has_samples_histogram_and_named_figures(tab: Any, base_url: str) -> None:  # noqa: F811
     tab.goto(base_url + _verified_run(tab, base_url))
     text = _text(tab)
-    assert "Triton do_bench median" in text and "launch overhead" in text
-    assert "do_bench_median_ns" not in text
+    assert "Peak memory of the call (KernelIndex runner)" in text and "not a process-wide peak" in text
+    assert "First call" in text
+    assert "first_call_ns" not in text  # secondary figures by name, never by field
     bars = tab.locator(".histogram rect.bar")
     assert bars.count() == 24
     titles = tab.locator(".histogram rect title").all_text_contents()
