@@ -87,7 +87,8 @@ def test_search_to_operation_to_workload_to_run(page: Any, base_url: str) -> Non
     page.locator("main a[href^='/operations/rope']").first.click()
     page.wait_for_url(re.compile(r"/operations/rope"))
     assert re.search(r"\d+ eligible runs", page.inner_text("main"))
-    page.get_by_role("link", name=re.compile(r"^seq = 4096 · hidden = 8192")).click()
+    workloads = page.get_by_role("navigation", name="Workload")
+    workloads.get_by_role("link", name=re.compile(r"^seq = 4096 · hidden = 8192")).click()
     page.wait_for_url(re.compile(r"workload="))
     main = page.inner_text("main")
     assert "seq = 4096 · hidden = 8192" in main and "Ranking in this cohort" in main
