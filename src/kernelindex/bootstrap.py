@@ -4,28 +4,56 @@ because it orchestrates sources and trust, which depend on the catalog, not the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.sources import RUNNER_SOURCE
 from kernelindex.readmodel.objects import has_runs
-from kernelindex.sources.liger import import_liger
+from kernelindex.sources.base import FileTransport
+from kernelindex.sources.kernelindex_export import bundled_export_path, import_export
+from kernelindex.sources.liger import import_liger_files
 from kernelindex.sources.liger.normalize import SOURCE
 from kernelindex.trust.bundles import bundled_bundles, publish_bundle
 from kernelindex.trust.keys import bundled_runner_keys
 
 log = logging.getLogger("kernelindex.bootstrap")
 BOOTSTRAP_ACTOR = "kernelindex-bootstrap"
+EXPORT_SOURCES = ("flashinfer-bench", "gpumode-kernelbot")
 
 
-def ensure_bundled_data(catalog: Catalog) -> list[str]:
-    """Publish the bundled Liger snapshot (and the bundled verified runner bundles, when the
-    package ships them) if the catalog has none of it yet. Returns what was imported."""
+def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = None) -> list[str]:
+    """Publish the bundled Liger files, the publishable part of the KernelIndex catalog export
+    (and the bundled verified runner bundles) if the catalog has none of it yet. ``say`` receives
+    progress lines. Returns what was imported."""
+    say = say or log.info
     done: list[str] = []
     if not has_runs(catalog, SOURCE):
-        report = import_liger(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
-        done.append(f"{SOURCE}: {report.new.get('BenchmarkRun', 0)} runs")
+        say("Importing Liger-Kernel's benchmark files…")
+        for report in import_liger_files(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR):
+            done.append(f"{SOURCE} {report.locator.rsplit('/', 1)[-1]}: {report.new.get('BenchmarkRun', 0)} runs")
+            say(f"  {done[-1]}")
+    done.extend(_bundled_export(catalog, say))
     done.extend(_bundled_verified(catalog))
     return done
+
+
+def _bundled_export(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
+    if any(has_runs(catalog, source) for source in EXPORT_SOURCES):
+        return []
+    say("Importing FlashInfer-Bench and GPU MODE KernelBot runs (the KernelIndex catalog export)…")
+    shown: set[int] = set()
+
+    def progress(done: int, total: int) -> None:
+        quarter = 4 * done // max(total, 1)
+        if quarter not in shown:
+            shown.add(quarter)
+            say(f"  mapped {done:,} of {total:,} runs")
+
+    report = import_export(catalog, FileTransport(bundled_export_path()), dry_run=False, actor=BOOTSTRAP_ACTOR,
+                           progress=progress)
+    line = f"kernelindex-export: {report.new.get('BenchmarkRun', 0)} runs"
+    say(f"  {line}")
+    return [line]
 
 
 def _bundled_verified(catalog: Catalog) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -125,7 +126,11 @@ def test_cursor_from_another_listing_is_refused(api: TestClient) -> None:
 def test_listings(api: TestClient) -> None:
     workloads = api.get("/api/v1/operations/rope/workloads?limit=200").json()
     assert workloads["total"] == 7
-    impls = api.get("/api/v1/implementations?limit=200").json()["items"]
+    impls, url = [], "/api/v1/implementations?limit=200"
+    while url:  # thousands of implementation lines since the KernelIndex export: walk the pages
+        page = api.get(url).json()
+        impls += page["items"]
+        url = f"/api/v1/implementations?limit=200&cursor={page['next_cursor']}" if page["next_cursor"] else ""
     liger = next(i for i in impls if i["slug"] == "liger-kernel-rope")
     assert liger["usable"] and liger["license"] == "BSD-2-Clause"
 
@@ -133,8 +138,13 @@ def test_listings(api: TestClient) -> None:
 def test_export_streams_json_lines_with_the_source_first(api: TestClient) -> None:
     with api.stream("GET", "/api/v1/export") as response:
         assert response.status_code == 200
-        first = json.loads(next(response.iter_lines()))
-    assert first["kind"] == "Source" and first["spec"]["license"] == "BSD-2-Clause"
+        lines = map(json.loads, response.iter_lines())
+        first = next(lines)
+        sources = [first] + list(itertools.takewhile(lambda m: m["kind"] == "Source", lines))
+    assert first["kind"] == "Source"
+    licenses = {s["spec"]["name"]: s["spec"]["license"] for s in sources}
+    assert licenses["liger-kernel-benchmarks"] == "BSD-2-Clause" and licenses["flashinfer-bench"] == "Apache-2.0"
+    assert licenses["gpumode-kernelbot"] == "LicenseRef-GPUMode-Reciprocity-1.0"
 
 
 def test_committed_openapi_matches_the_served_document(api: TestClient) -> None:

@@ -25,7 +25,7 @@ def test_bundled_csv_is_the_upstream_snapshot() -> None:
 
 
 def test_full_import_counts(liger_catalog: Catalog) -> None:
-    assert count(liger_catalog) == 1649
+    assert count(liger_catalog) == 2448  # 1,649 speed rows and 799 memory rows
     summary = {s.slug: s for s in operations_index(liger_catalog)}
     assert (summary["rope"].eligible_runs, summary["rope"].workloads) == (48, 7)
     assert (summary["embedding"].eligible_runs, summary["embedding"].workloads) == (96, 16)
@@ -34,13 +34,12 @@ def test_full_import_counts(liger_catalog: Catalog) -> None:
 
 def test_every_kernel_has_a_curated_spec(empty_catalog: Catalog) -> None:
     report = import_liger(empty_catalog, dry_run=True, actor="test")
-    assert report.rows_read == 2448 and report.accepted == 1649
-    assert list(report.skipped) == ["memory metric (a process-wide peak, not the kernel's footprint)"]
+    assert report.rows_read == 2448 and report.accepted == 2448 and not report.skipped
 
 
 def test_dry_run_writes_nothing(empty_catalog: Catalog) -> None:
     report = import_liger(empty_catalog, dry_run=True, actor="test")
-    assert report.new["BenchmarkRun"] == 1649 and not report.published
+    assert report.new["BenchmarkRun"] == 2448 and not report.published
     assert count(empty_catalog) == 0 and count(empty_catalog, ObjectRow) == 0
     assert empty_catalog.version() == 0
 
@@ -48,8 +47,8 @@ def test_dry_run_writes_nothing(empty_catalog: Catalog) -> None:
 def test_republishing_inserts_nothing(liger_catalog: Catalog) -> None:
     version = liger_catalog.version()
     again = import_liger(liger_catalog, dry_run=False, actor="test")
-    assert sum(again.new.values()) == 0 and again.existing["BenchmarkRun"] == 1649
-    assert count(liger_catalog) == 1649 and liger_catalog.version() == version
+    assert sum(again.new.values()) == 0 and again.existing["BenchmarkRun"] == 2448
+    assert count(liger_catalog) == 2448 and liger_catalog.version() == version
 
 
 def test_overlapping_sweeps_make_one_workload_with_two_runs(liger_catalog: Catalog) -> None:

@@ -3,6 +3,7 @@ Re-importing the export into an empty catalog reproduces the same digests."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ KIND_ORDER = (
     "SoftwareProject",
     "ImplementationRevision",
     "WorkloadCase",
+    "WorkloadSuite",
     "BenchmarkProtocol",
     "ExecutionEnvironment",
 )
@@ -40,6 +42,15 @@ def export_lines(catalog: Catalog) -> Iterator[str]:
                 select(ObjectRow.body).where(ObjectRow.kind == kind).order_by(ObjectRow.digest)
             ).scalars():
                 yield body
+
+
+def source_header_lines(catalog: Catalog) -> list[str]:
+    """One line per source in the export: its name, data license and attribution. The export's
+    first lines are these sources' manifests; the CLI also prints these lines for people."""
+    with catalog.engine.connect() as conn:
+        bodies = conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "Source").order_by(ObjectRow.digest))
+        specs = [json.loads(b)["spec"] for b in bodies.scalars()]
+    return [f"source {s['name']} · data license {s['license']} · {s['attribution']}" for s in specs]
 
 
 def write_export(catalog: Catalog, path: Path) -> int:

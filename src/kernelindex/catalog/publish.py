@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -23,7 +23,8 @@ from kernelindex.catalog.models import (
 )
 from kernelindex.domain.canonical import key_id_of
 from kernelindex.domain.manifests import Manifest, digest_of, manifest_json
-from kernelindex.policy.cohorts import cohort_key, environment_key
+from kernelindex.policy.cohorts import cohort_key, environment_key, primary_latency_ns, run_metric
+from kernelindex.policy.source_policy import refusal_of
 
 CHUNK = 500
 
@@ -88,7 +89,7 @@ def _existing(conn: Connection, column, digests: Sequence[str]) -> set[str]:  # 
 
 def _object_operation(item: _Item) -> str | None:
     spec = item.data["spec"]
-    return spec.get("operation") if item.kind in ("WorkloadCase", "ImplementationRevision") else None
+    return spec.get("operation") if item.kind in ("WorkloadCase", "WorkloadSuite", "ImplementationRevision") else None
 
 
 def _object_row(item: _Item, now: datetime) -> dict:
@@ -127,9 +128,9 @@ def _run_row(item: _Item, bodies: dict[str, dict], now: datetime) -> dict:
         "workload": spec["workload"],
         "protocol": spec["protocol"],
         "environment": spec["environment"],
-        "cohort_key": cohort_key(spec["workload"], spec["protocol"], environment),
+        "cohort_key": cohort_key(spec["workload"], spec["protocol"], environment, run_metric(spec)),
         "status": spec["status"],
-        "median_ns": timing.get("median_ns"),
+        "median_ns": primary_latency_ns(spec),  # the mean, in a mean cohort (metric latency:mean:ns)
         "p20_ns": timing.get("p20_ns"),
         "p80_ns": timing.get("p80_ns"),
         "observed_at": datetime.fromisoformat(spec["observed_at"].replace("Z", "+00:00")),
@@ -150,6 +151,12 @@ def _check_references(runs: list[_Item], bodies: dict[str, dict]) -> None:
                     f"BenchmarkRun {spec['source']['external_id']}: spec.{field_name} {spec[field_name]} "
                     "is neither in this batch nor in the catalog; publish it first"
                 )
+
+
+def _check_source_policy(runs: list[_Item], refused: Mapping[str, str]) -> None:
+    for run in runs:
+        if refusal := refusal_of(run.data["spec"]["source"]["name"], refused):
+            raise PublishError(f"BenchmarkRun {run.data['spec']['source']['external_id']}: {refusal}")
 
 
 def _fact_rows(items: list[_Item]) -> dict[type, list[dict]]:
@@ -218,6 +225,7 @@ def publish_manifests(
     locator: str | None = None,
     attestations: dict[str, Attestation] | None = None,
     dry_run: bool = False,
+    refused_sources: Mapping[str, str] | None = None,
 ) -> PublishReport:
     """Insert what is new, in one transaction. Re-publishing the same manifests inserts nothing.
     ``dry_run`` runs every check and count inside the transaction, then rolls it back."""
@@ -239,6 +247,7 @@ def publish_manifests(
         }
         bodies = _lookup_bodies(conn, refs, batch)
         _check_references(fresh_runs, bodies)
+        _check_source_policy(fresh_runs, refused_sources or {})
         _check_corrections(conn, [i for i in fresh if i.kind != "BenchmarkRun"], batch)
         _insert(conn, ObjectRow, [_object_row(i, now) for i in fresh if i.kind != "BenchmarkRun"])
         _insert(conn, RunRow, [_run_row(i, bodies, now) for i in fresh_runs])

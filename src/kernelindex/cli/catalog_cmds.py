@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kernelindex.catalog.export import JsonlError, import_jsonl, write_export
@@ -13,7 +13,7 @@ from kernelindex.catalog.lifecycle import UnknownRunError, retract, supersede
 from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
 from kernelindex.domain.manifests import ManifestError, digest_of, load_manifest_file
-from kernelindex.sources.base import FileTransport, ImportReport
+from kernelindex.sources.base import FileTransport, ImportReport, combined_json
 from kernelindex.sources.liger.parse import HeaderError
 
 import_app = typer.Typer(help="Import a source into the catalog.", no_args_is_help=True)
@@ -42,30 +42,33 @@ def import_liger_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable report."),
     database: str = DatabaseOption,
 ) -> None:
-    """Import Liger-Kernel's benchmark CSV (speed rows; memory rows are skipped and counted)."""
-    from kernelindex.sources.liger import import_liger
+    """Import Liger-Kernel's benchmark CSVs: by default the three bundled files (the main file and
+    the NVIDIA B200 cuTile and CuTe-DSL files), one publication each; --file imports one CSV.
+    Speed rows become latency runs; memory rows a second metric, peak memory (MiB)."""
+    from kernelindex.sources.liger import bundled_csv_paths, import_liger
 
     dry = _mode(dry_run, publish)
     catalog = open_for_cli(database)
-    transport = FileTransport(file) if file else None
-    try:
-        with _progress(as_json) as bar:
-            task = bar.add_task("rows", total=None)
-            report = import_liger(
-                catalog,
-                transport,
-                dry_run=dry,
-                actor=actor(),
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )
-    except HeaderError as exc:
-        fail(f"{file or 'bundled CSV'}: {exc}")
-    except PublishError as exc:
-        fail(f"nothing was published: {exc}")
+    reports = []
+    for path in [file] if file else bundled_csv_paths():
+        try:
+            with _progress(as_json) as bar:
+                task = bar.add_task(path.name, total=None)
+
+                def progress(done: int, total: int, task: TaskID = task) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                reports.append(import_liger(catalog, FileTransport(path), dry_run=dry, actor=actor(),
+                                            progress=progress))
+        except HeaderError as exc:
+            fail(f"{path}: {exc}")
+        except PublishError as exc:
+            fail(f"{path}: nothing was published from this file: {exc}")
     if as_json:
-        print_json(report.to_json())
+        print_json(reports[0].to_json() if file else combined_json(reports))
     else:
-        _print_report(report)
+        for report in reports:
+            _print_report(report)
 
 
 def _progress(quiet: bool) -> Progress:
@@ -118,9 +121,12 @@ def export_cmd(
     database: str = DatabaseOption,
 ) -> None:
     """Write the whole catalog as JSON Lines, sources (license, attribution) first."""
+    from kernelindex.catalog.export import source_header_lines
     from kernelindex.readmodel.objects import export_lines
 
     catalog = open_for_cli(database)
+    for line in source_header_lines(catalog):
+        typer.echo(f"# {line}", err=True)
     if output is None:
         for line in export_lines(catalog):
             typer.echo(line)

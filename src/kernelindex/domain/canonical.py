@@ -20,7 +20,33 @@ class ManifestSyntaxError(ValueError):
     """A document that is not acceptable JSON for a manifest (duplicate key, NaN, ...)."""
 
 
+_MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _plain(value: Any) -> bool:
+    """True when ``json.dumps(sort_keys=True)`` writes exactly the JCS form: no floats (JCS formats
+    numbers the ECMAScript way), integers JCS accepts, strings and keys inside the Basic
+    Multilingual Plane (JCS sorts keys by UTF-16 code units, Python by code points; they agree
+    there, and both escape the same characters the same way)."""
+    if isinstance(value, str):
+        return value.isascii() or max(map(ord, value)) < 0x10000
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, int):
+        return -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(k) and _plain(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return False
+
+
 def canonical_bytes(value: Any) -> bytes:
+    """RFC 8785 (JCS) bytes. Documents without floats or non-BMP text take json's C encoder,
+    which writes the same bytes as the reference implementation (tested against it) many times
+    faster; everything else goes through ``rfc8785``."""
+    if _plain(value):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     return rfc8785.dumps(value)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-DTYPE_BYTES = {
+DTYPE_BYTES: dict[str, float] = {
     "fp64": 8,
     "fp32": 4,
     "tf32": 4,
@@ -16,6 +16,14 @@ DTYPE_BYTES = {
     "int8": 1,
     "uint8": 1,
     "bool": 1,
+    # Narrow formats sources name (KernelIndex export): fnuz = AMD's finite, no-negative-zero fp8.
+    "fp8_e4m3fnuz": 1,
+    "fp8_e5m2fnuz": 1,
+    "fp8_e8m0": 1,
+    "float4_e2m1fn_x2": 1,  # two fp4 values packed in one byte
+    # One 4-bit element: half a byte (the scales travel as their own tensors).
+    "nvfp4": 0.5,
+    "mxfp4": 0.5,
 }
 
 DTYPE_ALIASES = {
@@ -48,5 +56,5 @@ def canonical_dtype(name: str) -> str | None:
     return DTYPE_ALIASES.get(key)
 
 
-def dtype_size(name: str) -> int:
+def dtype_size(name: str) -> float:
     return DTYPE_BYTES[name]

@@ -29,6 +29,7 @@ from kernelindex.domain.specs import (
     SupersessionBody,
     TrustedRunnerBody,
     WorkloadCaseBody,
+    WorkloadSuiteBody,
 )
 
 # --- Manifests: one class per kind, with its spec body --------------------------------------------
@@ -57,6 +58,10 @@ class OperationSpec(Manifest):
 class WorkloadCase(Manifest):
     kind: Literal["WorkloadCase"]
     spec: WorkloadCaseBody
+
+class WorkloadSuite(Manifest):
+    kind: Literal["WorkloadSuite"]
+    spec: WorkloadSuiteBody
 
 class SoftwareProject(Manifest):
     kind: Literal["SoftwareProject"]
@@ -96,14 +101,15 @@ class Source(Manifest):
 
 
 AnyManifest = Annotated[
-    OperationSpec | WorkloadCase | SoftwareProject | ImplementationRevision | BenchmarkProtocol
+    OperationSpec | WorkloadCase | WorkloadSuite | SoftwareProject | ImplementationRevision | BenchmarkProtocol
     | ExecutionEnvironment | BenchmarkRun | Retraction | Supersession | TrustedRunner | Source,
     Field(discriminator="kind"),
 ]
 MANIFEST_MODELS: dict[str, type[Manifest]] = {
     model.__name__: model
-    for model in (OperationSpec, WorkloadCase, SoftwareProject, ImplementationRevision, BenchmarkProtocol,
-                  ExecutionEnvironment, BenchmarkRun, Retraction, Supersession, TrustedRunner, Source)
+    for model in (OperationSpec, WorkloadCase, WorkloadSuite, SoftwareProject, ImplementationRevision,
+                  BenchmarkProtocol, ExecutionEnvironment, BenchmarkRun, Retraction, Supersession, TrustedRunner,
+                  Source)
 }
 KINDS = tuple(MANIFEST_MODELS)
 _ANY: TypeAdapter[Manifest] = TypeAdapter(AnyManifest)
@@ -196,6 +202,8 @@ MetadataIn = dict[str, Any] | None
 def build(kind: Literal["OperationSpec"], spec: SpecIn, metadata: MetadataIn = None) -> OperationSpec: ...
 @overload
 def build(kind: Literal["WorkloadCase"], spec: SpecIn, metadata: MetadataIn = None) -> WorkloadCase: ...
+@overload
+def build(kind: Literal["WorkloadSuite"], spec: SpecIn, metadata: MetadataIn = None) -> WorkloadSuite: ...
 @overload
 def build(kind: Literal["SoftwareProject"], spec: SpecIn, metadata: MetadataIn = None) -> SoftwareProject: ...
 @overload

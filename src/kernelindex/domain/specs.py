@@ -128,6 +128,25 @@ class ConcreteTensor(Strict):
     strides: list[int]
 
 
+class SuiteCase(Strict):
+    axes: dict[str, int | float | str | bool]
+    external_id: str | None = None
+
+
+class SuiteAggregation(Strict):
+    metric: str
+    statistic: str
+
+
+class WorkloadSuiteBody(Strict):
+    """A source's benchmark suite: several cases scored together (a leaderboard problem). Runs on a
+    suite are suite-scoped: they belong to the problem, never to one workload's ranking."""
+
+    operation: Digest
+    cases: list[SuiteCase]
+    aggregation: SuiteAggregation
+
+
 class WorkloadCaseBody(Strict):
     operation: Digest
     axes: dict[str, int]
@@ -149,7 +168,7 @@ class SoftwareProjectBody(Strict):
 
 
 class Callable(Strict):
-    language: Literal["triton", "cuda", "python", "cute", "cpp", "other"]
+    language: Literal["triton", "cuda", "python", "cute", "cute-dsl", "cutile", "cpp", "other"]
     module: str
     symbol: str
 
@@ -173,6 +192,16 @@ class License(Strict):
     concluded_from: str | None = None  # where the conclusion comes from
 
 
+class ArtifactRef(Strict):
+    kind: str  # e.g. "source"
+    digest: Digest
+    size_bytes: int | None = None
+    media_type: str | None = None
+    license: str | None = None  # as the source records it for this file
+    url: str | None = None
+    held_by: str  # who holds the file, in words (e.g. "FlashInfer-Bench")
+
+
 class ImplementationRevisionBody(Strict):
     project: Digest
     operation: Digest
@@ -186,6 +215,7 @@ class ImplementationRevisionBody(Strict):
     install: InstallRecipe
     license: License
     source_url: str | None = None  # public source for this exact version, when known
+    artifacts: list[ArtifactRef] | None = None  # mirrored files (digest, size, license), when a source has them
 
 
 # --- BenchmarkProtocol / ExecutionEnvironment ----------------------------------------------------
@@ -216,7 +246,7 @@ class BenchmarkProtocolBody(Strict):
     repetitions: Budget
     l2_policy: str
     input_regeneration: str
-    statistic: Literal["median"] = "median"
+    statistic: Literal["median", "mean", "geomean", "unspecified"] = "median"
     quantiles: Annotated[list[float], SetList] = Field(default_factory=list)
     correctness: CorrectnessPolicy
     native: bool = True  # a source's own harness (source-native cohort) vs the KernelIndex runner
@@ -241,7 +271,9 @@ class ExecutionEnvironmentBody(Strict):
 
 # --- BenchmarkRun --------------------------------------------------------------------------------
 
-RunStatus = Literal["passed", "incorrect_numerical", "runtime_error", "timeout", "suspected_reward_hack", "skipped"]
+RunStatus = Literal[
+    "passed", "incorrect_numerical", "runtime_error", "compile_error", "timeout", "suspected_reward_hack", "skipped"
+]
 
 
 class Timing(Strict):
@@ -249,6 +281,10 @@ class Timing(Strict):
     p20_ns: DurationNs | None = None
     p80_ns: DurationNs | None = None
     mad_ns: DurationNs | None = None
+    mean_ns: DurationNs | None = None  # sources that report a mean (never ranked with medians)
+    std_ns: DurationNs | None = None
+    min_ns: DurationNs | None = None
+    max_ns: DurationNs | None = None
     samples: int | None = None
     samples_digest: Digest | None = None
     raw: dict[str, str] = Field(default_factory=dict)  # source values verbatim, e.g. {"median_ms": "0.0588"}
@@ -257,6 +293,29 @@ class Timing(Strict):
     host_ns: DurationNs | None = None  # host time per call, recorded separately
     secondary: dict[str, DurationNs] = Field(default_factory=dict)  # e.g. {"do_bench_median_ns": ...}
     method: str | None = None  # e.g. "cuda_graph_replay" or "per_call_events"
+
+
+class MemoryFigure(Strict):
+    """A second metric: the peak memory a source measured, in MiB. Never a latency, never ranked
+    against one; absent on latency runs (so their identity is unchanged)."""
+
+    metric: Literal["peak_memory"]
+    unit: Literal["MiB"]
+    median: Annotated[float, Field(ge=0)]
+    p20: Annotated[float, Field(ge=0)] | None = None
+    p80: Annotated[float, Field(ge=0)] | None = None
+    scope: str  # what was measured, in words
+
+
+class ScoreFigure(Strict):
+    """A leaderboard's own score over a suite (seconds): source-native, suite-scoped, ranked only
+    against other scores of the same suite, GPU and statistic."""
+
+    metric: Literal["score"]
+    statistic: Literal["geomean", "unspecified"]
+    unit: Literal["s"]
+    value: Annotated[float, Field(ge=0)]
+    scope: str
 
 
 class CorrectnessResult(Strict):
@@ -287,6 +346,8 @@ class BenchmarkRunBody(Strict):
     environment: Digest
     status: RunStatus
     timing: Timing
+    memory: MemoryFigure | None = None
+    score: ScoreFigure | None = None
     correctness: CorrectnessResult
     observed_at: Instant
     source: RunSource

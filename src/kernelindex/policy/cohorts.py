@@ -10,6 +10,34 @@ from __future__ import annotations
 from kernelindex.domain.canonical import sha256_digest
 
 LATENCY_METRIC = "latency:median:ns"
+PEAK_MEMORY_METRIC = "peak_memory:median:MiB"
+PEAK_MEMORY_LABEL = "peak allocated memory of the benchmark process, as the source measured it"
+
+
+MEAN_LATENCY_METRIC = "latency:mean:ns"
+
+
+def run_metric(run_spec: dict) -> str:
+    """The metric a run measures, part of its cohort: median latency, mean latency (a source that
+    reports means: never ranked with medians), peak memory, or a suite's leaderboard score."""
+    if run_spec.get("memory"):
+        return PEAK_MEMORY_METRIC
+    if score := run_spec.get("score"):
+        return f"score:{score['statistic']}:s"
+    timing = run_spec.get("timing") or {}
+    if timing.get("median_ns") is None and timing.get("mean_ns") is not None:
+        return MEAN_LATENCY_METRIC
+    return LATENCY_METRIC
+
+
+def is_latency(metric: str) -> bool:
+    return metric.startswith("latency:")
+
+
+def primary_latency_ns(run_spec: dict) -> int | None:
+    """The value a latency cohort ranks: the median, or the mean in a mean cohort."""
+    timing = run_spec.get("timing") or {}
+    return timing.get("median_ns") if timing.get("median_ns") is not None else timing.get("mean_ns")
 
 
 def environment_key(environment_spec: dict) -> str:

@@ -137,8 +137,8 @@ def _tensor_bytes(decl: dict, tensor: dict, axes: dict[str, int], direction: str
     if gather and direction == "read" and tensor["shape"]:
         rows = min(tensor["shape"][0], evaluate(gather, axes))
         note = f"gather: at most {gather} = {rows:,} of {tensor['shape'][0]:,} rows"
-        return rows * prod(tensor["shape"][1:]) * size, note
-    return elements * size, None
+        return int(rows * prod(tensor["shape"][1:]) * size), note
+    return int(elements * size), None
 
 
 def gradient_inputs(operation_spec: dict, workload_spec: dict, operation: str = "") -> list[str]:
@@ -201,6 +201,11 @@ def _memory_ns(tensors: list[TensorTraffic], ceilings: Ceilings) -> float:
 
 def _peak(gpu: GpuSpec, workload_spec: dict) -> float | None:
     dtypes = list(workload_spec.get("dtypes", {}).values())
+    if not dtypes and gpu.peaks_tflops:
+        # An operation with concrete dtypes only (imported specs: packed fp4 in int8 bytes, fp8 with
+        # scales ...): the rate the math runs at is not declared, so take the GPU's fastest dense
+        # rate — the floor stays a lower bound whatever the kernel computes in.
+        return max(gpu.peaks_tflops.values()) * 1e12
     peaks = [gpu.peaks_tflops.get(d) for d in dtypes]
     known = [p for p in peaks if p]
     return max(known) * 1e12 if known else None

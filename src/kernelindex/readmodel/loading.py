@@ -3,11 +3,11 @@ catalog version (every write bumps it), and derive the policy facts once."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, select
 
 from kernelindex import registry
@@ -22,6 +22,7 @@ from kernelindex.catalog.models import (
 )
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.instants import as_utc
+from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency, run_metric
 from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels
 from kernelindex.policy.usability import Usability, usability
@@ -87,6 +88,12 @@ class OperationData:
     version: int
     catalog: Catalog  # the catalog this was loaded from, at ``version``
     sources: dict[str, dict] = field(default_factory=dict)  # Source manifests by source name
+    # Runs of a second metric (peak memory): kept apart, so nothing that ranks or counts latency
+    # (cohorts, eligibility counts, records, search) ever sees them.
+    memory_runs: list[Run] = field(default_factory=list)
+    # Suite-scoped leaderboard scores: ranked only among themselves, per suite, GPU and statistic.
+    score_runs: list[Run] = field(default_factory=list)
+    suites: dict[str, dict] = field(default_factory=dict)  # WorkloadSuite manifests the score runs name
 
     def gpu_of(self, environment: str) -> GpuSpec | None:
         return registry.gpu_for_product(self.environments[environment]["spec"]["hardware"]["product"])
@@ -121,7 +128,7 @@ def _bodies(conn, digests: set[str]) -> dict[str, dict]:  # noqa: ANN001
         rows = conn.execute(
             select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.digest.in_(ordered[start : start + 500]))
         )
-        found.update({d: json.loads(b) for d, b in rows})
+        found.update({d: orjson.loads(b) for d, b in rows})
     return found
 
 
@@ -147,13 +154,14 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
                 ObjectRow.kind == "WorkloadCase", ObjectRow.operation == digest
             )
         )
-        bodies.update({d: json.loads(b) for d, b in workload_rows})
+        bodies.update({d: orjson.loads(b) for d, b in workload_rows})
         projects = _bodies(
             conn, {b["spec"]["project"] for b in bodies.values() if b["kind"] == "ImplementationRevision"}
         )
         source_bodies = conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "Source")).scalars()
-        sources = {b["spec"]["name"]: b for b in map(json.loads, source_bodies)}
-    runs = [_run(r, retractions, supersessions, superseding, attested) for r in rows]
+        sources = {b["spec"]["name"]: b for b in map(orjson.loads, source_bodies)}
+    loaded = [_run(r, retractions, supersessions, superseding, attested) for r in rows]
+    runs = [r for r in loaded if is_latency(run_metric(r.spec))]
     by_kind = _split(bodies)
     usable = {
         d: usability(b["spec"], projects.get(b["spec"]["project"], {}).get("spec", {}))
@@ -161,7 +169,7 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
     }
     data = OperationData(
         slug,
-        json.loads(op_row.body),
+        orjson.loads(op_row.body),
         digest,
         runs,
         by_kind["WorkloadCase"],
@@ -174,6 +182,9 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         version,
         catalog,
         sources,
+        [r for r in loaded if run_metric(r.spec) == PEAK_MEMORY_METRIC],
+        [r for r in loaded if run_metric(r.spec).startswith("score:")],
+        by_kind.get("WorkloadSuite", {}),
     )
     _derive_policy(data)
     return data
@@ -201,7 +212,7 @@ def _run(row: Any, retractions: dict, supersessions: dict, superseding: dict, at
     return Run(
         digest=row.digest,
         run_id=row.run_id,
-        spec=json.loads(row.body)["spec"],
+        spec=orjson.loads(row.body)["spec"],
         cohort_key=row.cohort_key,
         implementation=row.implementation,
         workload=row.workload,

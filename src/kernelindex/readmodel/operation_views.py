@@ -8,6 +8,8 @@ from typing import Any
 
 from kernelindex.readmodel.gaps import NotMeasured
 from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.leaderboard import Leaderboard
+from kernelindex.readmodel.memory import MemoryPanel
 from kernelindex.readmodel.scaling import ScalingChart
 from kernelindex.readmodel.shapes import ShapeTable
 
@@ -136,6 +138,8 @@ class SourceSummary(JsonModel):
     url: str | None = None
     license: str | None = None
     attribution: str | None = None
+    license_name: str | None = None
+    license_url: str | None = None
 
 
 @dataclass
@@ -165,6 +169,8 @@ class OperationPage(JsonModel):
     shapes: ShapeTable | None = None
     not_measured: list[NotMeasured] = field(default_factory=list)
     json_url: str = ""
+    memory: MemoryPanel | None = None  # peak memory beside the ranking, where the source measured it
+    leaderboards: list[Leaderboard] = field(default_factory=list)  # suite-scoped source-native scores
     generated_for: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 

@@ -30,7 +30,9 @@ from kernelindex.readmodel.labels import (
     workload_key,
     workload_label,
 )
+from kernelindex.readmodel.leaderboard import leaderboards
 from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slugs
+from kernelindex.readmodel.memory import memory_panel
 from kernelindex.readmodel.operation_views import (
     CohortOption,
     ImplementationSummary,
@@ -43,6 +45,7 @@ from kernelindex.readmodel.operation_views import (
 from kernelindex.readmodel.rows import floor_bytes, implementation_ref, ranked_rows
 from kernelindex.readmodel.scaling import scaling_chart
 from kernelindex.readmodel.shapes import shape_table
+from kernelindex.readmodel.source_notices import source_notice
 
 
 def operations_index(catalog: Catalog) -> list[OperationSummary]:
@@ -167,6 +170,9 @@ def build_operation_page(
         shapes=shape_table(data, selected, all_cohorts) if selected else None,
         not_measured=not_measured(data, selected, all_cohorts) if selected else [],
         json_url=_json_url(data.slug, selected_workload, selected),
+        memory=memory_panel(data, selected_workload, selected.environment if selected else None,
+                            [r.implementation.slug for r in rows]),
+        leaderboards=leaderboards(data),
         generated_for=now,
     )
     return page
@@ -328,21 +334,22 @@ def _implementation_summaries(
 
 def _sources(data: OperationData) -> list[SourceSummary]:
     by_source: dict[str, list[Run]] = defaultdict(list)
-    for run in data.runs:
+    for run in [*data.runs, *data.memory_runs, *data.score_runs]:
         by_source[run.source].append(run)
     summaries = []
     for name, runs in sorted(by_source.items()):
-        manifest = data.sources.get(name, {})
-        spec = manifest.get("spec", {})
+        notice = source_notice(name, data.sources.get(name))
         summaries.append(
             SourceSummary(
                 name,
                 len(runs),
                 max(r.observed_at for r in runs),
-                title=manifest.get("metadata", {}).get("title"),
-                url=spec.get("url"),
-                license=spec.get("license"),
-                attribution=spec.get("attribution"),
+                title=notice.title,
+                url=notice.url,
+                license=notice.license,
+                attribution=notice.attribution,
+                license_name=notice.license_name,
+                license_url=notice.license_url,
             )
         )
     return summaries

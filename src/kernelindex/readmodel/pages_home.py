@@ -15,6 +15,7 @@ from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.pages_common import all_operations, cohort_summaries, utc_now
 from kernelindex.readmodel.pages_records import LedgerEvent
+from kernelindex.readmodel.source_notices import source_notice
 
 LATEST_RECORDS = 8
 VERIFIED_LEVELS = ("verified", "replicated")
@@ -30,6 +31,8 @@ class SourceFreshness(JsonModel):
     runs: int
     last_observed: datetime | None
     last_published: datetime | None
+    license_name: str | None = None
+    license_url: str | None = None
 
 
 @dataclass
@@ -104,16 +107,11 @@ def _sources(catalog: Catalog) -> list[SourceFreshness]:
         published = dict(conn.execute(select(PublicationRow.source, func.max(PublicationRow.at))
                                       .group_by(PublicationRow.source)).tuples().all())
     found = []
-    names = set()
-    for body in sorted(bodies, key=lambda b: b["spec"]["name"]):
-        spec, name = body["spec"], body["spec"]["name"]
-        names.add(name)
+    manifests = {b["spec"]["name"]: b for b in bodies}
+    for name in sorted(set(manifests) | set(runs)):
+        notice = source_notice(name, manifests.get(name))
         count, last = runs.get(name, (0, None))
-        found.append(SourceFreshness(name, body.get("metadata", {}).get("title") or name, spec.get("url"),
-                                     spec.get("license"), spec.get("attribution"), count, as_utc(last),
-                                     as_utc(published.get(name))))
-    for name, (count, last) in sorted(runs.items()):
-        if name not in names:  # e.g. the KernelIndex runner: runs without a Source manifest
-            found.append(SourceFreshness(name, name, None, None, None, count, as_utc(last),
-                                         as_utc(published.get(name))))
+        found.append(SourceFreshness(name, notice.title, notice.url, notice.license, notice.attribution, count,
+                                     as_utc(last), as_utc(published.get(name)), notice.license_name,
+                                     notice.license_url))
     return found

@@ -17,6 +17,7 @@ from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, load_operation, operation_slug_of
 from kernelindex.readmodel.pages_common import CohortSummary, cohort_summaries, utc_now
+from kernelindex.readmodel.source_notices import SourceNotice, source_notice
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Revision(JsonModel):
     license_concluded_from: str | None
     source_url: str | None
     eligible_runs: int
+    artifacts: list[dict] = field(default_factory=list)  # mirrored files: digest, size, license, who holds them
 
 
 @dataclass
@@ -48,6 +50,8 @@ class RunRow(JsonModel):
     evidence: str
     eligible: bool
     url: str
+    status: str = "passed"  # failed runs are listed as evidence, never ranked
+    score_s: float | None = None  # a suite-scoped leaderboard score (seconds), instead of a latency
 
 
 @dataclass
@@ -65,6 +69,7 @@ class ImplementationPage(JsonModel):
     runs: list[RunRow] = field(default_factory=list)
     gpus: list[str] = field(default_factory=list)
     description: str | None = None  # who wrote it, where the title cannot say (KernelIndex's own baselines)
+    sources: list[SourceNotice] = field(default_factory=list)  # license and attribution of the data shown
 
 
 def _operation_slug_for(catalog: Catalog, slug: str) -> str:
@@ -120,6 +125,8 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime | None = N
     page.records_held = [s for s in cohort_summaries(data, clock)
                          if s.leader and s.leader.implementation_slug == slug]
     page.runs = _runs(data, set(digests))
+    shown = {r.source for r in [*data.runs, *data.score_runs] if r.implementation in set(digests)}
+    page.sources = [source_notice(name, data.sources.get(name)) for name in sorted(shown)]
     page.gpus = sorted({s.gpu_name for s in cohort_summaries(data, clock)
                         if any(r.cohort == s.key for r in page.runs)})
     return page
@@ -135,6 +142,7 @@ def _revision(data: OperationData, digest: str) -> Revision:
         license_declared=lic.get("declared"), license_concluded=lic.get("concluded"),
         license_concluded_from=lic.get("concluded_from"), source_url=usable.source_url,
         eligible_runs=sum(1 for r in data.runs if r.implementation == digest and r.eligible),
+        artifacts=list(spec.get("artifacts") or []),
     )
 
 
@@ -152,5 +160,22 @@ def _runs(data: OperationData, digests: set[str]) -> list[RunRow]:
                 short_digest(cohort.key), labels.cohort_label(env, protocol), run.median_ns,
                 ranks.get(run.digest), len(cohort.ranked),
                 data.implementations[run.implementation]["spec"].get("version"),
-                run.evidence, run.eligible, f"/runs/{run.run_id}"))
-    return sorted(rows, key=lambda r: (labels.natural_key(r.workload_label), r.cohort_label, r.median_ns or 0))
+                run.evidence, run.eligible, f"/runs/{run.run_id}", run.status))
+    rows.extend(_score_rows(data, digests))
+    return sorted(rows, key=lambda r: (labels.natural_key(r.workload_label), r.cohort_label, r.median_ns or 0,
+                                       r.score_s or 0))
+
+
+def _score_rows(data: OperationData, digests: set[str]) -> list[RunRow]:
+    rows = []
+    for run in data.score_runs:
+        if run.implementation not in digests:
+            continue
+        suite = data.suites.get(run.workload, {})
+        env, protocol = data.environments[run.environment], data.protocols[run.protocol]
+        rows.append(RunRow(
+            run.run_id, short_digest(run.workload), (suite.get("metadata") or {}).get("title") or "benchmark suite",
+            short_digest(run.cohort_key), f"leaderboard score · {labels.cohort_label(env, protocol)}", None, None, 0,
+            data.implementations[run.implementation]["spec"].get("version"), run.evidence, False,
+            f"/runs/{run.run_id}", run.status, run.spec["score"]["value"]))
+    return rows

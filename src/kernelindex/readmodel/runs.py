@@ -12,16 +12,19 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
 from kernelindex.catalog.models import RunRow
 from kernelindex.domain.canonical import short_digest
+from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
+from kernelindex.policy.reasons import Reason
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
-from kernelindex.readmodel.loading import load_operation, operation_slug_of
+from kernelindex.readmodel.loading import Run, load_operation, operation_slug_of
 from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.rows import floor_for, implementation_ref
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
+from kernelindex.readmodel.source_notices import SourceNotice, source_notice
 
 
 @dataclass
@@ -33,6 +36,7 @@ class RunDossier(JsonModel):
     operation_title: str
     implementation: ImplementationRef
     timing: dict
+    memory: dict | None  # a peak-memory run's figure (MiB); None for latency runs
     rank: int | None
     rank_label: str | None
     cohort_size: int
@@ -48,6 +52,7 @@ class RunDossier(JsonModel):
     cohort_label: str
     correctness: dict
     source: dict
+    source_notice: SourceNotice
     runner: dict | None
     observed_at: datetime
     stale: bool
@@ -60,6 +65,7 @@ class RunDossier(JsonModel):
     manifest: dict
     operation_url: str
     samples_url: str | None = None
+    score: dict | None = None  # a suite-scoped leaderboard score (seconds); None for latency runs
     histogram: list[dict] = field(default_factory=list)
     secondary: list[dict] = field(default_factory=list)
 
@@ -75,6 +81,17 @@ def _run_id(catalog: Catalog, digest: str) -> str:
         return conn.execute(select(RunRow.run_id).where(RunRow.digest == digest)).scalar_one()
 
 
+def _not_ranked_reasons(run: Run) -> list[dict]:
+    if run.spec.get("score"):
+        return [Reason("SUITE_SCOPED", "A leaderboard score over the problem's benchmark suite: ranked only among "
+                       "scores of the same suite, GPU and statistic (the operation page's Leaderboard), never "
+                       "against a workload's latency.").to_json()]
+    if run.spec.get("memory"):
+        return [Reason("SECOND_METRIC", f"A {PEAK_MEMORY_LABEL}: a second metric, never ranked against "
+                       "latency.").to_json()]
+    return [r.to_json() for r in run.eligibility.reasons] if run.eligibility else []
+
+
 def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) -> RunDossier:
     try:
         digest = resolve_run_digest(catalog, run_ref)
@@ -82,12 +99,13 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
         raise NotFound(str(exc)) from None
     now = now or datetime.now(UTC)
     data = load_operation(catalog, _operation_slug(catalog, digest))
-    run = next(r for r in data.runs if r.digest == digest)
-    cohort = cohorts_of(data)[run.cohort_key]
-    entry = next((e for e in cohort.ranked if e.item.id == digest), None)
-    floors = floor_for(data, run.workload, run.environment, run.protocol)
+    run = next(r for r in [*data.runs, *data.memory_runs, *data.score_runs] if r.digest == digest)
+    cohort = cohorts_of(data).get(run.cohort_key)
+    entry = next((e for e in cohort.ranked if e.item.id == digest), None) if cohort else None
+    suite = data.suites.get(run.workload)
+    floors = None if suite else floor_for(data, run.workload, run.environment, run.protocol)
     floor_ns = floors[0].floor_ns if floors else None
-    workload = data.workloads[run.workload]
+    workload = suite or data.workloads[run.workload]
     samples = load_samples(run.spec["timing"].get("samples_digest"))
     return RunDossier(
         run_id=run.run_id,
@@ -97,17 +115,20 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
         operation_title=data.operation["metadata"].get("title", data.slug),
         implementation=implementation_ref(data, run.implementation),
         timing=run.spec["timing"],
+        memory=run.spec.get("memory"),
+        score=run.spec.get("score"),
         rank=entry.rank if entry else None,
         rank_label=entry.label if entry else None,
-        cohort_size=len(cohort.ranked),
+        cohort_size=len(cohort.ranked) if cohort else 0,
         vs_first=entry.vs_first if entry else None,
-        not_ranked_reasons=[r.to_json() for r in run.eligibility.reasons] if run.eligibility else [],
+        not_ranked_reasons=_not_ranked_reasons(run),
         evidence=run.evidence,
         evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
         workload={
             "key": workload_key(run.workload),
             "digest": run.workload,
-            "label": workload_label(data.operation, workload),
+            "label": (workload.get("metadata") or {}).get("title", "benchmark suite") if suite
+            else workload_label(data.operation, workload),
             **workload["spec"],
         },
         protocol={"digest": run.protocol, **data.protocols[run.protocol]},
@@ -117,6 +138,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
         cohort_label=cohort_label(data.environments[run.environment], data.protocols[run.protocol]),
         correctness=run.spec["correctness"],
         source=run.spec["source"],
+        source_notice=source_notice(run.source, data.sources.get(run.source)),
         runner=run.spec.get("runner"),
         observed_at=run.observed_at,
         stale=is_stale(run.observed_at, now),

@@ -6,6 +6,7 @@ Loading is cached: the registry is read-only at run time.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -100,6 +101,7 @@ def gpu_slug(word: str) -> str | None:
     return gpu_aliases().get(_gpu_key(word))
 
 
+@cache
 def gpu_for_product(product: str) -> GpuSpec | None:
     """Map a device name as reported (``NVIDIA A100-SXM4-80GB``) to its datasheet entry."""
     wanted = product.strip().lower()
@@ -122,7 +124,7 @@ def project_licenses() -> dict[str, dict[str, str]]:
 @cache
 def source_mapping(name: str) -> dict[str, Any]:
     """Merge every YAML file of registry/sources/<name>/: one ``source`` block, implementations, kernels."""
-    merged: dict[str, Any] = {"source": None, "implementations": {}, "kernels": {}}
+    merged: dict[str, Any] = {"source": None, "implementations": {}, "kernels": {}, "file_kernels": {}}
     for entry in sorted(_ROOT.joinpath("sources", name).iterdir(), key=lambda p: p.name):
         if not entry.name.endswith(".yaml"):
             continue
@@ -132,8 +134,103 @@ def source_mapping(name: str) -> dict[str, Any]:
                 raise RegistryError(f"registry/sources/{name}/{entry.name}: a second 'source' block")
             merged["source"] = data["source"]
         for section in ("implementations", "kernels"):
-            for key, value in (data.get(section) or {}).items():
-                if key in merged[section]:
-                    raise RegistryError(f"registry/sources/{name}/{entry.name}: {section} {key!r} defined twice")
-                merged[section][key] = value
+            _merge_section(merged[section], data.get(section) or {}, f"registry/sources/{name}/{entry.name}: {section}")
+        for file_name, kernels in (data.get("file_kernels") or {}).items():
+            where = f"registry/sources/{name}/{entry.name}: file_kernels {file_name}"
+            _merge_section(merged["file_kernels"].setdefault(file_name, {}), kernels or {}, where)
     return merged
+
+
+def _merge_section(into: dict[str, Any], entries: dict[str, Any], where: str) -> None:
+    for key, value in entries.items():
+        if key in into:
+            raise RegistryError(f"{where} {key!r} defined twice")
+        into[key] = value
+
+
+DECISIONS = ("publish", "publish_with_attribution", "refuse")
+
+
+@dataclass(frozen=True)
+class SourcePolicy:
+    """Whether and how a source's rows may be published (registry/sources.yaml)."""
+
+    name: str
+    title: str
+    url: str
+    kind: str
+    license: str
+    license_name: str
+    license_url: str
+    attribution: str
+    decision: str
+    reason: str
+
+    @property
+    def refused(self) -> bool:
+        return self.decision == "refuse"
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "name": self.name, "title": self.title, "url": self.url, "kind": self.kind,
+            "license": self.license, "license_name": self.license_name, "license_url": self.license_url,
+            "attribution": self.attribution, "decision": self.decision, "reason": self.reason,
+        }
+
+
+def _source_policy(entry: dict[str, Any]) -> SourcePolicy:
+    where = f"registry/sources.yaml: source {entry.get('name')!r}"
+    fields = set(SourcePolicy.__dataclass_fields__)
+    if missing := sorted(fields - set(entry)):
+        raise RegistryError(f"{where} lacks {', '.join(missing)}")
+    if unknown := sorted(set(entry) - fields):
+        raise RegistryError(f"{where} has unknown field(s) {', '.join(unknown)}")
+    if entry["decision"] not in DECISIONS:
+        raise RegistryError(f"{where}: decision {entry['decision']!r} is not one of {', '.join(DECISIONS)}")
+    if entry["decision"] == "refuse" and not str(entry["reason"]).strip():
+        raise RegistryError(f"{where}: a refused source needs its reason")
+    if not (entry["license"].startswith("LicenseRef-") or entry["license"][:1].isalnum()):
+        raise RegistryError(f"{where}: license must be an SPDX identifier or a LicenseRef-…")
+    return SourcePolicy(**{k: str(v) for k, v in entry.items()})
+
+
+@cache
+def source_policies() -> dict[str, SourcePolicy]:
+    """source name → policy, in registry order."""
+    found: dict[str, SourcePolicy] = {}
+    for entry in _load_yaml("sources.yaml")["sources"]:
+        policy = _source_policy(entry)
+        if policy.name in found:
+            raise RegistryError(f"registry/sources.yaml: source {policy.name!r} listed twice")
+        found[policy.name] = policy
+    return found
+
+
+def source_policy(name: str) -> SourcePolicy | None:
+    return source_policies().get(name)
+
+
+def refused_sources() -> dict[str, str]:
+    """Refused source name → the reason (what the publication transaction is given)."""
+    return {name: p.reason for name, p in source_policies().items() if p.refused}
+
+
+@dataclass(frozen=True)
+class FlopRule:
+    flops: str
+    why: str
+
+
+@cache
+def _floor_rules() -> dict[str, Any]:
+    return _load_yaml("floors.yaml")
+
+
+def flop_rule(family: str, slug: str, axes: set[str]) -> FlopRule | None:
+    """The standard FLOP count for an imported operation (registry/floors.yaml), or None."""
+    rules = _floor_rules()
+    candidates = [*(rules["operations"].get(slug) or []), *(rules["families"].get(family) or [])]
+    for rule in candidates:
+        if set(rule["axes"]) <= axes and rule.get("slug_contains", "") in slug:
+            return FlopRule(rule["flops"], rule["why"])
+    return None

@@ -19,7 +19,9 @@ _SEPARATORS = re.compile(r"[\s_\-./:+()]+")
 
 # Evidence levels in increasing order of trust; a ``trust:`` filter keeps this level and above.
 TRUST_LEVELS: tuple[str, ...] = ("reported", "reproducible", "verified", "replicated")
-LANGUAGES: tuple[str, ...] = ("triton", "cuda", "python", "c++", "cutlass", "cute", "tilelang", "mojo")
+LANGUAGES: tuple[str, ...] = (
+    "triton", "cuda", "python", "c++", "cutlass", "cute", "cute-dsl", "cutile", "tilelang", "mojo"
+)
 MODES: dict[str, str] = {
     "forward": "forward", "fwd": "forward", "fw": "forward", "inference": "forward",
     "backward": "backward", "bwd": "backward", "bw": "backward",

@@ -8,7 +8,37 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from kernelindex import registry
 from kernelindex.domain.canonical import bytes_digest
+from kernelindex.domain.manifests import Source, build
+
+REFUSED_BY_POLICY = "refused by source policy"
+
+
+class SourceRefused(ValueError):
+    """The source policy refuses this source: none of its rows may be stored."""
+
+
+def publishable_policy(name: str) -> registry.SourcePolicy:
+    """The policy of a source whose rows may be published; refuses unknown and refused sources."""
+    policy = registry.source_policy(name)
+    if policy is None:
+        raise SourceRefused(
+            f"source {name!r} has no entry in registry/sources.yaml; add its license, attribution and "
+            "publish decision before importing it"
+        )
+    if policy.refused:
+        raise SourceRefused(f"source {name!r} is refused by source policy: {policy.reason}")
+    return policy
+
+
+def source_manifest(name: str, notice: str | None = None) -> Source:
+    """The Source manifest of a publishable source, from its policy entry."""
+    policy = publishable_policy(name)
+    spec = {"name": policy.name, "url": policy.url, "license": policy.license, "attribution": policy.attribution}
+    if notice:
+        spec["notice"] = notice
+    return build("Source", spec, {"name": policy.name, "title": policy.title})
 
 
 @dataclass(frozen=True)
@@ -68,3 +98,22 @@ class ImportReport:
             "existing": dict(self.existing),
             "published": self.published,
         }
+
+
+def combined_json(reports: list[ImportReport]) -> dict[str, object]:
+    """Several files of one source imported together: the totals, and each file's own report."""
+    new: Counter = Counter()
+    existing: Counter = Counter()
+    for report in reports:
+        new.update(report.new)
+        existing.update(report.existing)
+    return {
+        "source": reports[0].source if reports else None,
+        "rows_read": sum(r.rows_read for r in reports),
+        "accepted": sum(r.accepted for r in reports),
+        "skipped_total": sum(r.skipped_total for r in reports),
+        "new": dict(new),
+        "existing": dict(existing),
+        "published": all(r.published for r in reports),
+        "files": [r.to_json() for r in reports],
+    }

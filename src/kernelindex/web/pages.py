@@ -211,4 +211,7 @@ def runner_doc_html() -> str:
 @router.get("/docs", response_class=HTMLResponse)
 def docs_page(request: Request) -> Response:
     no_parameters(request)
-    return render("docs.html", nav="docs", runner_doc=Markup(runner_doc_html()))
+    from kernelindex import registry
+
+    return render("docs.html", nav="docs", runner_doc=Markup(runner_doc_html()),
+                  source_policies=list(registry.source_policies().values()))

@@ -86,8 +86,15 @@ def environment() -> Environment:
         number=number,
         markup=Markup,
     )
-    env.globals.update(static_url=static_url, query_url=query_url)
+    env.globals.update(static_url=static_url, query_url=query_url, data_sources=_published_sources())
     return env
+
+
+def _published_sources() -> list[Any]:
+    """Every source whose data the site may show (the source policy), for the footer's attribution."""
+    from kernelindex import registry
+
+    return [p for p in registry.source_policies().values() if not p.refused and p.kind != "runner"]
 
 
 BASE_CONTEXT: dict[str, Any] = {"json_url": None, "search_query": None, "nav": None}

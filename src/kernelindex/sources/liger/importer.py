@@ -17,12 +17,24 @@ from kernelindex.sources.liger.parse import Rejected, parse_csv
 Progress = Callable[[int, int], None]
 
 
-def bundled_csv_path() -> Path:
-    return Path(str(resources.files("kernelindex.data").joinpath("liger", "all_benchmark_data.csv")))
+MAIN_FILE = "all_benchmark_data.csv"
+# The main file, then the two NVIDIA B200 sibling files (cuTile and CuTe-DSL backends).
+BUNDLED_FILES = (MAIN_FILE, "all_benchmark_data_cutile.csv", "all_benchmark_data_cutedsl.csv")
 
 
-def parse_and_normalize(content: bytes, report: ImportReport, progress: Progress | None = None) -> list[Manifest]:
-    normalizer = Normalizer(registry.source_mapping("liger"))
+def bundled_csv_path(name: str = MAIN_FILE) -> Path:
+    return Path(str(resources.files("kernelindex.data").joinpath("liger", name)))
+
+
+def bundled_csv_paths() -> list[Path]:
+    return [bundled_csv_path(name) for name in BUNDLED_FILES]
+
+
+def parse_and_normalize(
+    content: bytes, report: ImportReport, progress: Progress | None = None, *, file_name: str = MAIN_FILE
+) -> list[Manifest]:
+    """``file_name`` picks the curated mapping: the sibling files have their own (registry b200.yaml)."""
+    normalizer = Normalizer(registry.source_mapping("liger"), file_name=file_name)
     manifests: list[Manifest] = []
     rows = list(parse_csv(content))
     for index, row in enumerate(rows, start=1):
@@ -52,7 +64,7 @@ def import_liger(
 ) -> ImportReport:
     snapshot = (transport or FileTransport(bundled_csv_path())).fetch()
     report = ImportReport(source=SOURCE, locator=snapshot.locator, snapshot_digest=snapshot.digest)
-    manifests = parse_and_normalize(snapshot.content, report, progress)
+    manifests = parse_and_normalize(snapshot.content, report, progress, file_name=Path(snapshot.locator).name)
     result = publish_manifests(
         catalog,
         manifests,
@@ -61,6 +73,22 @@ def import_liger(
         snapshot_digest=snapshot.digest,
         locator=snapshot.locator,
         dry_run=dry_run,
+        refused_sources=registry.refused_sources(),
     )
     report.new, report.existing, report.published = result.new, result.existing, not dry_run
     return report
+
+
+def import_liger_files(
+    catalog: Catalog,
+    paths: list[Path] | None = None,
+    *,
+    dry_run: bool,
+    actor: str,
+    progress: Progress | None = None,
+) -> list[ImportReport]:
+    """Import several Liger CSVs (by default the three bundled files), one publication each."""
+    return [
+        import_liger(catalog, FileTransport(path), dry_run=dry_run, actor=actor, progress=progress)
+        for path in (paths or bundled_csv_paths())
+    ]

@@ -24,6 +24,8 @@ from kernelindex.domain.manifests import (
 )
 from kernelindex.domain.units import ms_to_ns
 from kernelindex.policy.floor import resolved_axes
+from kernelindex.sources.base import source_manifest
+from kernelindex.sources.liger.memory import PEAK_MEMORY_LABEL, memory_protocol
 from kernelindex.sources.liger.parse import LigerRow
 
 SOURCE = "liger-kernel-benchmarks"
@@ -39,6 +41,7 @@ class Normalizer:
     """Builds manifests, reusing shared objects (operations, projects, protocols, ...) by key."""
 
     mapping: dict[str, Any]
+    file_name: str = "all_benchmark_data.csv"
 
     def __post_init__(self) -> None:
         self.shared: dict[tuple[Any, ...], Manifest] = {}
@@ -52,21 +55,10 @@ class Normalizer:
     # --- shared objects ---------------------------------------------------------------------
 
     def source_manifest(self) -> Source:
-        src = self.mapping["source"]
-        return self._once(
-            ("source",),
-            lambda: build(
-                "Source",
-                {
-                    "name": src["name"],
-                    "url": src["url"],
-                    "license": src["license"],
-                    "attribution": src["attribution"],
-                    "notice": _notice_text(src["notice_file"]),
-                },
-                {"name": src["name"], "title": src["title"]},
-            ),
-        )
+        return self._once(("source",), lambda: source_manifest(self.mapping["source"]["name"], self._notice()))
+
+    def _notice(self) -> str:
+        return _notice_text(self.mapping["source"]["notice_file"])
 
     def operation(self, slug: str) -> OperationSpec:
         return self._once(("op", slug), lambda: registry.load_operation(slug))
@@ -79,7 +71,7 @@ class Normalizer:
 
     def implementation(self, line: str, operation_slug: str, liger_version: str) -> ImplementationRevision:
         entry = self.mapping["implementations"][line]
-        version = liger_version if entry["install"] == "liger_version" else None
+        version = liger_version if entry["install"].startswith("liger_version") else None
         return self._once(
             ("impl", line, version), lambda: self._build_implementation(line, entry, operation_slug, version)
         )
@@ -131,6 +123,10 @@ class Normalizer:
             ),
         )
 
+    def memory_protocol(self, mode: str) -> BenchmarkProtocol:
+        src = self.mapping["source"]
+        return self._once(("memory-protocol", mode), lambda: memory_protocol(src["harness"], mode))
+
     def environment(self, gpu_name: str) -> ExecutionEnvironment:
         gpu = registry.gpu_for_product(gpu_name)
         if gpu is None:
@@ -167,17 +163,34 @@ class Normalizer:
         )
         return self._once(key, lambda: _workload_manifest(operation, axes, dtypes, params, kernel))
 
-    def run(self, row: LigerRow) -> list[Manifest]:
+    def kernel(self, row: LigerRow) -> dict:
+        """The curated mapping of the row's kernel: per file for the sibling files, where a key
+        ``kernel@x_name`` (a sweep of another kind) wins over the kernel's own key."""
+        if self.file_name in self.mapping["file_kernels"]:
+            table = self.mapping["file_kernels"][self.file_name]
+            kernel = table.get(f"{row.kernel}@{row.x_name}") or table.get(row.kernel)
+            if kernel is None:
+                raise RowProblem(
+                    f"kernel {row.kernel!r} of {self.file_name} is not curated: the shapes of its 2026 "
+                    "benchmark script were not read, so they are not guessed"
+                )
+            return kernel
         kernel = self.mapping["kernels"].get(row.kernel)
         if kernel is None:
             raise RowProblem(f"unknown kernel {row.kernel!r} (no curated operation spec)")
+        return kernel
+
+    def run(self, row: LigerRow) -> list[Manifest]:
+        kernel = self.kernel(row)
         line = kernel["providers"].get(row.provider)
         if line is None:
             raise RowProblem(f"unknown provider {row.provider!r} for kernel {row.kernel!r}")
         environment = self.environment(row.gpu_name)
         workload = self.workload(row, kernel)
         implementation = self.implementation(line, kernel["operation"], row.liger_version)
-        protocol = self.protocol((kernel.get("modes") or {}).get(row.mode, row.mode))
+        mode = (kernel.get("modes") or {}).get(row.mode, row.mode)
+        memory = row.metric == "peak_memory"
+        protocol = self.memory_protocol(mode) if memory else self.protocol(mode)
         run = build(
             "BenchmarkRun",
             {
@@ -186,13 +199,7 @@ class Normalizer:
                 "protocol": digest_of(protocol),
                 "environment": digest_of(environment),
                 "status": "passed",
-                "timing": {
-                    "median_ns": ms_to_ns(row.y50),
-                    "p20_ns": ms_to_ns(row.y20),
-                    "p80_ns": ms_to_ns(row.y80),
-                    "raw": row.raw,
-                    "method": "triton.testing.do_bench",
-                },
+                **(_memory_figures(row) if memory else _latency_figures(row)),
                 "correctness": {"checked": False, "detail": "The Liger-Kernel benchmark scripts do not check outputs."},
                 "observed_at": row.timestamp.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z"),
                 "source": {"name": SOURCE, "external_id": _external_id(row), "time_zone_recorded": False},
@@ -214,13 +221,47 @@ class Normalizer:
 def _external_id(row: LigerRow) -> str:
     mode = {"forward+backward": "full"}.get(row.mode, row.mode)
     case = f"{row.x_name}={row.x_value} {row.config_text}"
-    return f"{row.kernel}/{mode}/{row.provider}/{row.gpu_name}/{case}/{row.timestamp:%Y-%m-%d %H:%M:%S}"
+    metric = "" if row.metric == "latency" else f"/{row.metric}"
+    return f"{row.kernel}/{mode}{metric}/{row.provider}/{row.gpu_name}/{case}/{row.timestamp:%Y-%m-%d %H:%M:%S}"
+
+
+def _latency_figures(row: LigerRow) -> dict:
+    return {
+        "timing": {
+            "median_ns": ms_to_ns(row.y50),
+            "p20_ns": ms_to_ns(row.y20),
+            "p80_ns": ms_to_ns(row.y80),
+            "raw": row.raw,
+            "method": "triton.testing.do_bench",
+        }
+    }
+
+
+def _memory_figures(row: LigerRow) -> dict:
+    return {
+        "timing": {"raw": row.raw},
+        "memory": {
+            "metric": "peak_memory",
+            "unit": "MiB",
+            "median": row.y50,
+            "p20": row.y20,
+            "p80": row.y80,
+            "scope": PEAK_MEMORY_LABEL,
+        },
+    }
 
 
 def _install(entry: dict, project: SoftwareProject, version: str | None) -> dict:
     install = entry["install"]
     if install == "liger_version":
         return {"method": "pip", "packages": [{"name": "liger-kernel", "version": version}]}
+    if install.startswith("liger_version_with:"):
+        backend = install.split(":", 1)[1]
+        return {
+            "method": "pip",
+            "packages": [{"name": "liger-kernel", "version": version}, {"name": backend}],
+            "why_missing": f"the source did not record the {backend} version the backend ran with.",
+        }
     if install == "script":
         return {
             "method": "none",
@@ -237,6 +278,10 @@ def _bind(row: LigerRow, kernel: dict, operation: OperationSpec) -> tuple[dict, 
     axes: dict[str, int] = dict(kernel.get("fixed") or {})
     dtypes: dict[str, str] = dict(kernel.get("dtypes") or {})
     params: dict[str, Any] = {}
+    for key, wanted in (kernel.get("require") or {}).items():
+        if row.config.get(key) != wanted:
+            found = row.config.get(key)
+            raise RowProblem(f"config {key}={found!r}: the curated mapping holds for {key}={wanted!r} only")
     for key, value in row.config.items():
         target = (kernel.get("config") or {}).get(key)
         if target is None:
@@ -257,7 +302,7 @@ def _bind(row: LigerRow, kernel: dict, operation: OperationSpec) -> tuple[dict, 
     x_axis = (kernel.get("x") or {}).get(row.x_name)
     if x_axis is None:
         raise RowProblem(f"x_name {row.x_name!r} of kernel {row.kernel!r} is not in the curated mapping")
-    axes[x_axis] = row.x_value
+    axes.update(_x_binding(row, kernel, x_axis))
     spec = operation.spec
     wanted = {n for n, a in spec.axes.items() if a.role != "derived"}
     if missing := sorted(wanted - set(axes)):
@@ -265,6 +310,17 @@ def _bind(row: LigerRow, kernel: dict, operation: OperationSpec) -> tuple[dict, 
     if missing_dtypes := sorted(set(spec.dtype_variables) - set(dtypes)):
         raise RowProblem(f"dtype variable(s) {', '.join(missing_dtypes)} get no value from this row")
     return axes, dtypes, params
+
+
+def _x_binding(row: LigerRow, kernel: dict, x_axis: str) -> dict[str, int]:
+    if x_axis == "named":
+        named = (kernel.get("named_x") or {}).get(str(row.x_value))
+        if named is None:
+            raise RowProblem(f"x_value {row.x_value!r} names a configuration the curated mapping does not list")
+        return dict(named)
+    if isinstance(row.x_value, str):
+        raise RowProblem(f"x_value {row.x_value!r} of x_name {row.x_name!r} is not a positive integer")
+    return {x_axis: row.x_value}
 
 
 def _strides(shape: list[int], order: list[int] | None) -> list[int]:

@@ -30,6 +30,9 @@ COLUMNS = (
     "liger_version",
 )
 MODES = {"forward": "forward", "backward": "backward", "full": "forward+backward"}
+# metric_name → (metric, the unit the source writes): speed in ms; memory in "MB" that is really
+# MiB (torch.cuda.max_memory_allocated() / 2**20, the process-wide peak).
+METRICS = {"speed": ("latency", "ms"), "memory": ("peak_memory", "MB")}
 
 
 class HeaderError(ValueError):
@@ -43,7 +46,7 @@ class LigerRow:
     provider: str
     mode: str  # forward | backward | forward+backward
     x_name: str
-    x_value: int
+    x_value: int | str  # a name (a model config such as llama_2_7b) when the source swept configs
     y50: float
     y20: float
     y80: float
@@ -53,6 +56,7 @@ class LigerRow:
     gpu_name: str
     timestamp: datetime  # naive, as the source wrote it
     liger_version: str
+    metric: str = "latency"  # latency (ms → ns) | peak_memory (MiB)
 
 
 @dataclass(frozen=True)
@@ -73,10 +77,12 @@ def _number(text: str, column: str) -> float:
     return value
 
 
-def _x_value(text: str) -> int:
+def _x_value(text: str) -> int | str:
     try:
         value = float(text)
     except ValueError:
+        if text.strip() and text.replace("_", "").replace(".", "").isalnum():
+            return text  # a named configuration; the curated mapping resolves it or skips the row
         raise ValueError("non-numeric x_value") from None
     if not value.is_integer() or value <= 0:
         raise ValueError("x_value is not a positive integer")
@@ -84,14 +90,14 @@ def _x_value(text: str) -> int:
 
 
 def _check_row(line: int, values: dict[str, str]) -> LigerRow | Rejected:
-    if values["metric_name"] == "memory":
-        return Rejected(line, "memory metric (a process-wide peak, not the kernel's footprint)")
-    if values["metric_name"] != "speed":
+    if values["metric_name"] not in METRICS:
         return Rejected(line, f"unknown metric_name {values['metric_name']!r}")
-    if values["metric_unit"] != "ms":
-        return Rejected(line, f"speed row with unit {values['metric_unit']!r}, expected ms")
+    metric, unit = METRICS[values["metric_name"]]
+    if values["metric_unit"] != unit:
+        return Rejected(line, f"{values['metric_name']} row with unit {values['metric_unit']!r}, expected {unit}")
     if values["kernel_operation_mode"] not in MODES:
-        return Rejected(line, f"unknown kernel_operation_mode {values['kernel_operation_mode']!r}")
+        return Rejected(line, f"kernel_operation_mode {values['kernel_operation_mode']!r} has no timed region "
+                        "in KernelIndex (forward, backward, full)")
     try:
         y50, y20, y80 = (_number(values[c], c) for c in ("y_value_50", "y_value_20", "y_value_80"))
         x_value = _x_value(values["x_value"])
@@ -123,13 +129,14 @@ def _check_row(line: int, values: dict[str, str]) -> LigerRow | Rejected:
             "y_value_50": values["y_value_50"],
             "y_value_20": values["y_value_20"],
             "y_value_80": values["y_value_80"],
-            "unit": "ms",
+            "unit": values["metric_unit"],
         },
         config=config,
         config_text=values["extra_benchmark_config_str"],
         gpu_name=values["gpu_name"],
         timestamp=timestamp,
         liger_version=values["liger_version"],
+        metric=metric,
     )
 
 

@@ -1,0 +1,74 @@
+"""Full import of everything the package ships (issue 10): Liger's three files and the publishable
+part of the KernelIndex catalog export, as the first start does it. Prints the median over runs.
+
+Goal on this 2-core machine: ≤ 30 s into an empty catalog, on SQLite and on PostgreSQL.
+
+    .venv/bin/python bench/import_all.py [--repeat 3] [--postgres postgresql://postgres@127.0.0.1:5432/test]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+import uuid
+
+from sqlalchemy import create_engine, func, select, text
+
+from kernelindex.bootstrap import ensure_bundled_data
+from kernelindex.catalog.db import Catalog, normalize_url, open_catalog
+from kernelindex.catalog.models import RunRow
+
+
+def sqlite_catalog() -> Catalog:
+    return open_catalog(f"sqlite:///{os.path.join(tempfile.mkdtemp(), 'bench.sqlite')}")
+
+
+def postgres_catalog(url: str) -> tuple[Catalog, str]:
+    schema = f"ki_bench_{uuid.uuid4().hex[:10]}"
+    with create_engine(normalize_url(url)).begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    return open_catalog(f"{normalize_url(url)}?options=-csearch_path%3D{schema}"), schema
+
+
+def one(make: callable) -> tuple[float, int]:
+    catalog = make()
+    start = time.perf_counter()
+    ensure_bundled_data(catalog, say=lambda line: None)
+    elapsed = time.perf_counter() - start
+    with catalog.engine.connect() as conn:
+        runs = conn.execute(select(func.count()).select_from(RunRow)).scalar_one()
+    catalog.engine.dispose()
+    return elapsed, runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--postgres")
+    args = parser.parse_args()
+    backends = {"sqlite": sqlite_catalog}
+    if args.postgres:
+        schemas: list[str] = []
+
+        def make_pg() -> Catalog:
+            catalog, schema = postgres_catalog(args.postgres)
+            schemas.append(schema)
+            return catalog
+
+        backends["postgresql"] = make_pg
+    for name, make in backends.items():
+        results = [one(make) for _ in range(args.repeat)]
+        times = [t for t, _ in results]
+        print(f"{name}: full import median {statistics.median(times):.1f} s "
+              f"(min {min(times):.1f}, max {max(times):.1f}, n={len(times)}), {results[0][1]:,} runs")
+    if args.postgres:
+        with create_engine(normalize_url(args.postgres)).begin() as conn:
+            for schema in schemas:
+                conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+
+
+if __name__ == "__main__":
+    main()

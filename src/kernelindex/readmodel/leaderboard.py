@@ -1,0 +1,80 @@
+"""Suite-scoped leaderboard scores (GPU MODE KernelBot): each source-native score aggregates a
+problem's benchmark shapes, so it belongs to the problem, not to one workload. Ranked only among
+scores of the same suite, GPU, protocol and statistic (their cohort), never mixed with latencies."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kernelindex.policy.eligibility import EligibilityFacts, eligibility
+from kernelindex.policy.ranking import Rankable, rank
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.labels import gpu_label, implementation_slug
+from kernelindex.readmodel.loading import OperationData, Run
+
+# Scores are seconds; ranking-v1 orders integers, so scores are compared in femtoseconds (exact
+# for the source's float values, so only equal scores tie).
+_SCALE = 1e15
+
+
+@dataclass
+class LeaderboardRow(JsonModel):
+    rank_label: str
+    run_id: str
+    implementation_slug: str
+    implementation_title: str
+    score_s: float
+    vs_first: float
+    observed_at: datetime
+
+
+@dataclass
+class Leaderboard(JsonModel):
+    suite: str
+    suite_cases: int
+    gpu: str
+    statistic: str
+    scope: str
+    rows: list[LeaderboardRow] = field(default_factory=list)
+    not_ranked: int = 0  # failed, retracted or superseded score runs
+
+
+def _eligible(run: Run) -> bool:
+    facts = EligibilityFacts(run.status, True, run.retracted is not None, run.superseded_by is not None,
+                             int(run.spec["score"]["value"] * _SCALE))
+    return eligibility(facts).eligible
+
+
+def leaderboards(data: OperationData) -> list[Leaderboard]:
+    by_cohort: dict[str, list[Run]] = defaultdict(list)
+    for run in data.score_runs:
+        by_cohort[run.cohort_key].append(run)
+    boards = [_board(data, runs) for runs in by_cohort.values()]
+    return sorted(boards, key=lambda b: (b.suite, b.gpu, b.statistic))
+
+
+def _board(data: OperationData, runs: list[Run]) -> Leaderboard:
+    first = runs[0]
+    suite = data.suites.get(first.workload, {})
+    score = first.spec["score"]
+    eligible = {r.digest: r for r in runs if _eligible(r)}
+    ranked = rank([Rankable(r.digest, int(r.spec["score"]["value"] * _SCALE), None, None, r.evidence, r.observed_at)
+                   for r in eligible.values()], native=True)
+    board = Leaderboard(
+        suite=(suite.get("metadata") or {}).get("title") or "benchmark suite",
+        suite_cases=len((suite.get("spec") or {}).get("cases") or []),
+        gpu=gpu_label(data.environments[first.environment]),
+        statistic=score["statistic"],
+        scope=score["scope"],
+        not_ranked=len(runs) - len(eligible),
+    )
+    for entry in ranked:
+        run = eligible[entry.item.id]
+        impl = data.implementations[run.implementation]
+        board.rows.append(LeaderboardRow(
+            entry.label, run.run_id, implementation_slug(impl),
+            (impl.get("metadata") or {}).get("title") or implementation_slug(impl),
+            run.spec["score"]["value"], entry.vs_first, run.observed_at))
+    return board

@@ -1,0 +1,86 @@
+"""Liger-Kernel's NVIDIA B200 sibling files (cuTile, CuTe DSL) and the memory rows: a second metric
+that never ranks against latency."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
+from kernelindex.readmodel.loading import load_operation
+from kernelindex.readmodel.operations import operation_page
+from kernelindex.sources.base import ImportReport
+from kernelindex.sources.liger import bundled_csv_path, parse_and_normalize
+
+
+def _normalize(name: str) -> tuple[ImportReport, list]:
+    report = ImportReport("liger", name, "sha256:" + "0" * 64)
+    return report, parse_and_normalize(bundled_csv_path(name).read_bytes(), report, file_name=name)
+
+
+def test_the_bundled_sibling_files_are_the_staged_snapshots() -> None:
+    from kernelindex.domain.canonical import bytes_digest
+
+    assert bytes_digest(bundled_csv_path("all_benchmark_data_cutile.csv").read_bytes()) == (
+        "sha256:af668e01edeb99365f8c3d2218f99934e4262ade9b0db92fad582aa95b6ba033")
+    assert bytes_digest(bundled_csv_path("all_benchmark_data_cutedsl.csv").read_bytes()) == (
+        "sha256:8e2a050dec85a462f0b08ece56f69ad2aad284d8191f65044c135ae8ed243fc0")
+
+
+def test_cutile_rows_map_or_are_skipped_with_their_reason() -> None:
+    report, manifests = _normalize("all_benchmark_data_cutile.csv")
+    assert report.rows_read == 1284 and report.accepted + report.skipped_total == 1284
+    assert report.accepted == 448  # 336 speed and 112 memory rows
+    reasons = "\n".join(report.skipped)
+    assert "kernel 'tiled_swiglu' of all_benchmark_data_cutile.csv is not curated" in reasons
+    assert "kernel_operation_mode 'no-grad-forward' has no timed region" in reasons
+    languages = {m.spec.callable.language for m in manifests if m.kind == "ImplementationRevision"}
+    assert {"triton", "cutile", "python"} <= languages
+    operations = {m.metadata.name for m in manifests if m.kind == "OperationSpec"}
+    assert {"qwen2vl-mrope", "poly-norm", "dyt", "fused-add-rms-norm"} <= operations
+
+
+def test_cutedsl_model_names_map_through_their_config() -> None:
+    report, manifests = _normalize("all_benchmark_data_cutedsl.csv")
+    assert report.rows_read == 165 and report.accepted == 132
+    assert set(report.skipped) == {"kernel_operation_mode 'no-grad-forward' has no timed region in KernelIndex "
+                                   "(forward, backward, full)"}
+    workloads = [m.spec for m in manifests if m.kind == "WorkloadCase"]
+    vocabularies = {w.axes["vocab"] for w in workloads if w.axes.get("seq") == 2048}
+    assert {32000, 128256, 152064, 102400, 129280} <= vocabularies
+    cutedsl = [m for m in manifests if m.kind == "ImplementationRevision" and m.spec.callable.language == "cute-dsl"]
+    assert cutedsl and "nvidia-cutlass-dsl" in {p.name for p in cutedsl[0].spec.install.packages}
+    assert "did not record the nvidia-cutlass-dsl version" in cutedsl[0].spec.install.why_missing
+
+
+def test_memory_rows_are_a_second_metric_in_mib() -> None:
+    report, manifests = _normalize("all_benchmark_data.csv")
+    memory = [m for m in manifests if m.kind == "BenchmarkRun" and m.spec.memory]
+    assert len(memory) == 799
+    first = memory[0].spec
+    assert first.memory.unit == "MiB" and first.memory.scope == PEAK_MEMORY_LABEL
+    assert first.timing.median_ns is None and first.timing.raw["unit"] == "MB"
+
+
+def test_memory_never_ranks_and_is_not_counted(catalog: Catalog, now: datetime) -> None:
+    data = load_operation(catalog, "fused-add-rms-norm")
+    assert data.memory_runs and all(r.spec.get("memory") for r in data.memory_runs)
+    latency_cohorts = {r.cohort_key for r in data.runs}
+    assert not latency_cohorts & {r.cohort_key for r in data.memory_runs}
+    page = operation_page(catalog, "fused-add-rms-norm", now=now)
+    assert page.eligible_runs == sum(1 for r in data.runs if r.eligible)
+
+
+def test_b200_fused_add_rms_norm_shows_triton_and_cutile_with_memory(catalog: Catalog, now: datetime) -> None:
+    data = load_operation(catalog, "fused-add-rms-norm")
+    b200 = {r.workload for r in data.memory_runs
+            if data.environments[r.environment]["spec"]["hardware"]["product"] == "NVIDIA B200"}
+    from kernelindex.readmodel.labels import workload_key
+
+    page = operation_page(catalog, "fused-add-rms-norm", workload=workload_key(sorted(b200)[0]), now=now)
+    assert "B200" in page.cohort_line["gpu"] if isinstance(page.cohort_line, dict) and "gpu" in page.cohort_line \
+        else True
+    languages = {row.implementation.language for row in page.ranked}
+    assert {"triton", "cutile"} <= languages
+    assert page.memory is not None and page.memory.label == PEAK_MEMORY_LABEL
+    assert {"triton", "cutile"} <= {m.language for m in page.memory.rows}

@@ -1,0 +1,86 @@
+"""Source policy: the registry decides what may be stored, and every surface showing a source's
+data carries its license and attribution."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import func, select
+
+from kernelindex import registry
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import RunRow
+from kernelindex.catalog.publish import PublishError, publish_manifests
+from kernelindex.domain.manifests import build
+from kernelindex.sources.base import ImportReport, SourceRefused, publishable_policy, source_manifest
+from kernelindex.sources.liger import parse_and_normalize
+from kernelindex.sources.liger.importer import bundled_csv_path
+
+
+def test_every_policy_is_complete_and_refusals_have_reasons() -> None:
+    policies = registry.source_policies()
+    assert {"liger-kernel-benchmarks", "flashinfer-bench", "gpumode-kernelbot", "sol-execbench"} <= set(policies)
+    for policy in policies.values():
+        assert policy.license and policy.license_name and policy.license_url and policy.attribution
+        if policy.license.startswith("LicenseRef-"):
+            assert policy.license_name != policy.license and policy.license_url.startswith("https://")
+    assert policies["sol-execbench"].refused and "redistribution" in policies["sol-execbench"].reason
+    assert policies["flashinfer-bench"].decision == "publish_with_attribution"
+    assert policies["flashinfer-bench"].license == "Apache-2.0"
+    gpumode = policies["gpumode-kernelbot"]
+    assert gpumode.license_name == "June 9 Researcher Reciprocity License v1.0"
+    assert "GPU Mode and the KernelBot dataset" in gpumode.attribution
+    assert "huggingface.co/datasets/GPUMODE/kernelbot-data" in gpumode.attribution
+
+
+def test_importers_cannot_use_a_refused_or_unknown_source() -> None:
+    with pytest.raises(SourceRefused, match="refused by source policy"):
+        publishable_policy("sol-execbench")
+    with pytest.raises(SourceRefused, match="no entry in registry/sources.yaml"):
+        publishable_policy("someone-elses-leaderboard")
+    assert source_manifest("flashinfer-bench").spec.license == "Apache-2.0"
+
+
+def _liger_manifests() -> list:
+    report = ImportReport("liger", "test", "sha256:" + "0" * 64)
+    return parse_and_normalize(bundled_csv_path().read_bytes(), report)[:16]
+
+
+def test_publication_refuses_rows_of_a_refused_source(empty_catalog: Catalog) -> None:
+    manifests = _liger_manifests()
+    run = next(m for m in manifests if m.kind == "BenchmarkRun")
+    spec = run.spec.model_dump(mode="json", exclude_none=True)
+    spec["source"] = {**spec["source"], "name": "sol-execbench"}
+    refused = build("BenchmarkRun", spec)
+    with pytest.raises(PublishError, match="refused by source policy"):
+        publish_manifests(empty_catalog, [*manifests, refused], actor="test",
+                          refused_sources=registry.refused_sources())
+    with empty_catalog.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(RunRow)).scalar_one() == 0
+
+
+def test_liger_source_manifest_keeps_its_identity() -> None:
+    manifests = _liger_manifests()
+    source = next(m for m in manifests if m.kind == "Source")
+    policy = registry.source_policy("liger-kernel-benchmarks")
+    assert source.spec.attribution == policy.attribution and source.spec.license == "BSD-2-Clause"
+    assert "LinkedIn Corporation" in (source.spec.notice or "")
+    assert not policy.refused
+
+
+def test_export_prints_each_sources_license_and_attribution(tmp_path) -> None:  # noqa: ANN001
+    from typer.testing import CliRunner
+
+    from kernelindex.cli import app
+
+    db = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    runner = CliRunner()
+    assert runner.invoke(app, ["import", "liger", "--publish", "--file", str(bundled_csv_path()),
+                               "--database", db]).exit_code == 0
+    out = tmp_path / "export.jsonl"
+    result = runner.invoke(app, ["export", "--output", str(out), "--database", db])
+    assert result.exit_code == 0
+    assert "# source liger-kernel-benchmarks · data license BSD-2-Clause · Benchmark data ©" in result.output
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["kind"] == "Source" and first["spec"]["attribution"]

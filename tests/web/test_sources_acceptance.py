@@ -1,0 +1,104 @@
+"""Issue 10 acceptance on the bundled catalog (Liger's three files and the publishable part of the
+KernelIndex catalog export), through the pages and the JSON API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi.testclient import TestClient
+
+from kernelindex import registry
+from kernelindex.catalog.db import Catalog
+from kernelindex.readmodel.loading import load_operation
+from kernelindex.resolve.service import search
+
+GQA = "gqa-paged-decode-h32-kv4-d128-ps1"
+
+
+def _escaped(text: str) -> str:
+    return text.replace("'", "&#39;").replace("&", "&amp;") if "&" in text else text.replace("'", "&#39;")
+
+
+def test_no_sol_execbench_row_anywhere(catalog: Catalog) -> None:
+    from sqlalchemy import func, select
+
+    from kernelindex.catalog.models import ObjectRow, RunRow
+
+    with catalog.engine.connect() as conn:
+        refused = select(func.count()).select_from(RunRow).where(RunRow.source == "sol-execbench")
+        assert conn.execute(refused).scalar_one() == 0
+        kinds = ObjectRow.kind.in_(["Source", "SoftwareProject"])
+        bodies = conn.execute(select(ObjectRow.body).where(kinds)).scalars()
+        assert not any("sol-execbench" in b or "SOL-ExecBench" in b for b in bodies)
+
+
+def test_gqa_paged_decode_page_b200_records_floor_artifact_and_failed_runs(client: TestClient) -> None:
+    api = client.get(f"/api/v1/operations/{GQA}").json()
+    assert "B200" in api["cohort_line"]["gpu"] and api["cohort_line"]["statistic"] == "mean"
+    assert api["ranked"] and api["floor"]["datasheet"]["bytes_total"] > 0
+    data_floor = api["floor"]["datasheet"]
+    assert data_floor["flops"] and data_floor["compute_ns"]  # attention 4·H·D·tokens
+    html = client.get(f"/operations/{GQA}").text
+    assert "FlashInfer-Bench (flashinfer-ai/flashinfer-trace)" in html and "Apache-2.0" in html
+    slug = api["ranked"][0]["implementation"]["slug"]
+    impl = client.get(f"/implementations/{slug}").text
+    assert "source at" in impl and "sha256" in impl and "license Apache-2.0" in impl
+    impl_json = client.get(f"/api/v1/implementations/{slug}").json()
+    failed = [r for r in impl_json["runs"] if r["status"] != "passed"]
+    assert failed and not any(r["rank"] for r in failed)
+    assert "failed evidence, never ranked" in impl
+    ranked_ids = {r["run_id"] for r in api["ranked"]}
+    assert not ranked_ids & {r["run_id"] for r in failed}
+    dossier = client.get(f"/api/v1/runs/{failed[0]['run_id']}").json()
+    assert dossier["status"] in ("runtime_error", "compile_error") and dossier["rank"] is None
+    assert any(r["code"] == "STATUS_NOT_PASSED" for r in dossier["not_ranked_reasons"])
+
+
+def test_amd_fp8_mm_ranks_mi300x_latencies_with_a_compute_floor(client: TestClient) -> None:
+    api = client.get("/api/v1/operations/gpumode-amd-fp8-mm").json()
+    assert api["cohort_line"]["gpu"] == "AMD Instinct MI300X"
+    assert len(api["ranked"]) > 3
+    floor = api["floor"]["datasheet"]
+    assert floor["gpu"] == "mi300x" and floor["flops"] > 0 and floor["compute_ns"] > 0
+    html = client.get("/operations/gpumode-amd-fp8-mm").text
+    assert "GPU Mode and the KernelBot dataset" in html and "June 9 Researcher Reciprocity License v1.0" in html
+
+
+def test_conv2d_scores_are_suite_scoped_and_never_mixed_with_latencies(client: TestClient, catalog: Catalog) -> None:
+    api = client.get("/api/v1/operations/gpumode-conv2d-v2").json()
+    assert api["ranked"] == [] and api["eligible_runs"] == 0
+    gpus = {board["gpu"] for board in api["leaderboards"]}
+    assert {"NVIDIA A100 (variant not recorded)", "NVIDIA H100 (variant not recorded)", "NVIDIA B200",
+            "NVIDIA L4"} <= gpus
+    for board in api["leaderboards"]:
+        scores = [row["score_s"] for row in board["rows"]]
+        assert scores == sorted(scores) and board["rows"][0]["rank_label"] == "1"
+    html = client.get("/operations/gpumode-conv2d-v2").text
+    assert "Leaderboard (source-native score)" in html
+    data = load_operation(catalog, "gpumode-conv2d-v2")
+    assert not {r.cohort_key for r in data.runs} & {r.cohort_key for r in data.score_runs}
+
+
+def test_fused_add_rms_norm_b200_triton_and_cutile_with_memory(client: TestClient, catalog: Catalog,
+                                                               now: datetime) -> None:
+    r = search(catalog, "fused add rms norm b200", now=now)
+    assert r.status == "exact" and r.exact
+    for cohort in r.exact:
+        assert cohort.gpu == "b200"
+    languages = {row.run.implementation.language for row in r.exact[0].rows}
+    assert {"triton", "cutile"} <= languages
+    first = r.exact[0]
+    api = client.get("/api/v1/operations/fused-add-rms-norm",
+                     params={"workload": first.workload_ref, "cohort": first.cohort_ref}).json()
+    assert {row["language"] for row in api["memory"]["rows"]} >= {"triton", "cutile"}
+    html = client.get("/operations/fused-add-rms-norm",
+                      params={"workload": first.workload_ref, "cohort": first.cohort_ref}).text
+    assert "Peak memory on this GPU for this workload" in html
+
+
+def test_home_page_names_every_published_source_with_its_attribution(client: TestClient) -> None:
+    home = client.get("/").text
+    for name in ("liger-kernel-benchmarks", "flashinfer-bench", "gpumode-kernelbot"):
+        policy = registry.source_policy(name)
+        assert policy.title in home and _escaped(policy.attribution) in home
+    assert "SOL-ExecBench" not in home
