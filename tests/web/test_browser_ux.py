@@ -96,6 +96,7 @@ def test_verified_run_has_samples_histogram_and_named_figures(tab: Any, base_url
     assert "Peak memory of the call (KernelIndex runner)" in text and "not a process-wide peak" in text
     assert "First call" in text
     assert "first_call_ns" not in text  # secondary figures by name, never by field
+    assert not re.search(r"\b[a-z]+(_[a-z]+)*_ns\b", text), "a raw field name is in the page text"
     bars = tab.locator(".histogram rect.bar")
     assert bars.count() == 24
     titles = tab.locator(".histogram rect title").all_text_contents()
@@ -163,6 +164,32 @@ def test_compare_form_never_sends_empty_runs(tab: Any, base_url: str,  # noqa: F
     tab.get_by_role("button", name="Compare", exact=True).click()
     tab.wait_for_url(re.compile(r"/compare\?run="))
     assert tab.url.count("run=") == 2 and "run=&" not in tab.url and not tab.url.endswith("run=")
+
+
+def test_charts_gridlines_values_labels_and_colours(tab: Any, base_url: str) -> None:  # noqa: F811
+    colours = {}
+    for op in ("rope", "embedding"):
+        tab.goto(base_url + f"/operations/{op}")
+        chart = tab.locator("svg.scaling-chart")
+        desc = chart.locator("desc").text_content() or ""
+        caption = tab.locator("figure.chart figcaption").inner_text()
+        assert "log latency axis" in desc and "log latency axis" in caption  # caption and drawing agree
+        assert chart.locator(".grid line.minor").count() >= 1  # 2× / 5× lines between the decades
+        point = chart.locator("a").first
+        label = point.locator(".value-label")
+        assert label.evaluate("e => getComputedStyle(e).opacity") == "0"
+        point.focus()
+        assert label.evaluate("e => getComputedStyle(e).opacity") == "1"
+        assert re.fullmatch(r"[\d.]+ [µm]?s", label.text_content() or "")
+        boxes = chart.locator(".labels text").evaluate_all(
+            "els => els.map(e => { const b = e.getBoundingClientRect(); return [b.top, b.bottom, b.left, b.right] })")
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                assert a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2], "end labels overlap"
+        for series in chart.locator("g.series").all():
+            slug = series.get_attribute("data-implementation") or ""
+            colours.setdefault(slug.split("-")[0], set()).add(series.locator("path").get_attribute("stroke"))
+    assert all(len(found) == 1 for found in colours.values()), colours  # one colour per project, site-wide
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

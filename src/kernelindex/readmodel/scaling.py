@@ -102,7 +102,8 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
             (gpu_label(data.environments[selected.environment]), protocol_label(data.protocols[selected.protocol]))
         ),
         log_x=max(xs) / min(xs) >= LOG_RANGE,
-        log_y=max(ys) / max(min(ys), 1) >= LOG_RANGE,
+        # a log axis of sizes gets a log latency axis too (power laws read as lines)
+        log_y=max(ys) / max(min(ys), 1) >= LOG_RANGE or max(xs) / min(xs) >= LOG_RANGE,
         series=series,
         floor=floor,
     )

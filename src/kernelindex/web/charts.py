@@ -22,6 +22,19 @@ MAX_SERIES = 5
 WIDE_RANGE = 10.0  # max/min above this → log axis
 PALETTE = ("#6cb8ff", "#f0b45a", "#7ad39b", "#d58cff", "#ff8a80")
 FLOOR_COLOUR = "#8b95a1"
+# One colour per implementation on every chart of the site: known projects by slug prefix, the rest
+# by a stable hash into the remaining colours.
+PROJECT_COLOURS = (("liger", "#6cb8ff"), ("transformers", "#f0b45a"), ("torch-compile", "#d58cff"),
+                   ("pytorch", "#7ad39b"), ("torch", "#7ad39b"))
+OTHER_COLOURS = ("#ff8a80", "#4fd1c5", "#e9d45b", "#f38ec6", "#a3b18a", "#9fa8ff")
+
+
+def implementation_colour(slug: str) -> str:
+    """The colour of an implementation's series wherever it is drawn (deterministic)."""
+    for prefix, colour in PROJECT_COLOURS:
+        if slug.startswith(prefix):
+            return colour
+    return OTHER_COLOURS[sum(slug.encode()) % len(OTHER_COLOURS)]
 
 
 class ChartError(ValueError):
@@ -78,8 +91,9 @@ def _nice_step(span: float, count: int) -> float:
     return 10 * magnitude
 
 
-def y_ticks(scale: Scale) -> list[float]:
-    """Tick values inside the scale: 1-2-5 decades on log scales, nice steps on linear ones."""
+def y_ticks(scale: Scale, *, all_lines: bool = False) -> list[float]:
+    """Tick values inside the scale: 1-2-5 per decade on log scales (labels keep the decades when
+    there are too many; gridlines, ``all_lines``, keep all), nice steps on linear ones."""
     if scale.log:
         ticks = []
         for exp in range(math.floor(math.log10(scale.low)), math.ceil(math.log10(scale.high)) + 1):
@@ -87,7 +101,7 @@ def y_ticks(scale: Scale) -> list[float]:
                 value = mult * 10**exp
                 if scale.low <= value <= scale.high:
                     ticks.append(float(value))
-        if len(ticks) > 7:
+        if len(ticks) > 7 and not all_lines:
             ticks = [t for t in ticks if str(int(t)).startswith("1")] or ticks
         return ticks
     step = _nice_step(scale.high - scale.low, 5)
@@ -138,8 +152,8 @@ def render_scaling_svg(chart: Mapping[str, Any], *, chart_id: str = "scaling") -
     ]
     if floor:
         out.append(_floor_path(sx, sy, floor))
-    for index, s in enumerate(series):
-        out.extend(_series_marks(sx, sy, s, PALETTE[index], axis))
+    for s in series:
+        out.extend(_series_marks(sx, sy, s, implementation_colour(str(s["implementation"])), axis))
     out.extend(_end_labels(sx, sy, series))
     out.append("</svg>")
     return "\n".join(out)
@@ -147,9 +161,11 @@ def render_scaling_svg(chart: Mapping[str, Any], *, chart_id: str = "scaling") -
 
 def _grid(sx: Scale, sy: Scale, xs: list[float], axis: str) -> list[str]:
     parts = ['<g class="grid" stroke="#262d36" stroke-width="1">']
-    for tick in y_ticks(sy):
+    for tick in y_ticks(sy, all_lines=True):
         y = _f(sy(tick))
-        parts.append(f'<line x1="{LEFT}" y1="{y}" x2="{WIDTH - RIGHT}" y2="{y}"/>')
+        decade = not sy.log or str(int(tick)).startswith("1")
+        dash = "" if decade else ' stroke-dasharray="2 4" class="minor"'
+        parts.append(f'<line x1="{LEFT}" y1="{y}" x2="{WIDTH - RIGHT}" y2="{y}"{dash}/>')
     parts.append("</g>")
     parts.append('<g class="y-labels" fill="#a3adb9" font-size="11" text-anchor="end">')
     for tick in y_ticks(sy):
@@ -193,40 +209,48 @@ def _series_marks(sx: Scale, sy: Scale, series: Mapping[str, Any], colour: str, 
     for p in pts:
         label = _point_title(impl, axis, p)
         cx, cy = _f(sx(p["x"])), _f(sy(p["median_ns"]))
+        value = escape(format_duration(p["median_ns"]))
         parts.append(
             f'<a href="/runs/{escape(str(p["run_id"]))}" aria-label="{escape(label)}">'
             f'<circle cx="{cx}" cy="{cy}" r="4.5" fill="{colour}" stroke="#0b0d10" stroke-width="1">'
-            f"<title>{escape(label)}</title></circle></a>"
+            f"<title>{escape(label)}</title></circle>"
+            f'<text class="value-label" x="{cx}" y="{_f(sy(p["median_ns"]) - 9)}" font-size="11" '
+            f'text-anchor="middle" fill="{colour}">{value}</text></a>'
         )
     parts.append("</g>")
     return parts
 
 
-LABEL_GAP = 13.0
+LABEL_GAP = 15.0  # > the 11 px label box (about 13.7 px tall as rendered)
 
 
 @dataclass
 class _EndLabel:
     y: float
     x: float
-    index: int
+    slug: str
     name: str
 
 
 def _end_labels(sx: Scale, sy: Scale, series: list[Mapping[str, Any]]) -> list[str]:
-    """Series names at their last point, pushed apart vertically so they never overlap."""
+    """Series names at their last point, spread vertically so that no two overlap and all stay
+    inside the plot (a downward pass, then an upward one from the bottom edge)."""
     ends = []
-    for index, s in enumerate(series):
+    for s in series:
         last = max(s["points"], key=lambda p: p["x"])
         name = str(s.get("title") or s["implementation"])
-        ends.append(_EndLabel(sy(last["median_ns"]) - 8, sx(last["x"]), index, name))
-    ends.sort(key=lambda e: (e.y, e.index))
-    for i in range(1, len(ends)):
-        ends[i].y = max(ends[i].y, ends[i - 1].y + LABEL_GAP)
+        ends.append(_EndLabel(sy(last["median_ns"]) - 8, sx(last["x"]), str(s["implementation"]), name))
+    ends.sort(key=lambda e: (e.y, e.slug))
+    top, bottom = TOP + 10, HEIGHT - BOTTOM - 4
+    for i, end in enumerate(ends):
+        end.y = max(end.y, top if i == 0 else ends[i - 1].y + LABEL_GAP)
+    for i in range(len(ends) - 1, -1, -1):
+        end = ends[i]
+        end.y = min(end.y, bottom if i == len(ends) - 1 else ends[i + 1].y - LABEL_GAP)
     parts = ['<g class="labels" font-size="11" text-anchor="end">']
-    for end in sorted(ends, key=lambda e: e.index):
-        parts.append(f'<text x="{_f(min(end.x - 6, WIDTH - RIGHT - 6))}" y="{_f(max(end.y, TOP + 10))}" '
-                     f'fill="{PALETTE[end.index]}">{escape(end.name)}</text>')
+    for end in ends:
+        parts.append(f'<text x="{_f(min(end.x - 6, WIDTH - RIGHT - 6))}" y="{_f(end.y)}" '
+                     f'fill="{implementation_colour(end.slug)}">{escape(end.name)}</text>')
     parts.append("</g>")
     return parts
 

@@ -86,7 +86,10 @@ def environment() -> Environment:
         number=number,
         markup=Markup,
     )
-    env.globals.update(static_url=static_url, query_url=query_url, data_sources=_published_sources())
+    from kernelindex.web.charts import implementation_colour
+
+    env.globals.update(static_url=static_url, query_url=query_url, data_sources=_published_sources(),
+                       implementation_colour=implementation_colour)
     return env
 
 
