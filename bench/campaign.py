@@ -73,6 +73,8 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
             cases = [w for w in cases if (slug, case_label(w)) in only]
         if args.smoke:
             cases = cases[:1]
+        if args.max_cases:
+            cases = cases[:args.max_cases]
         if args.order == "reverse":
             cases = cases[::-1]
         if args.regions:
@@ -138,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--only-cases", type=Path, help="JSON list of [operation, case label] to keep (fidelity.py select)")
     r.add_argument("--order", choices=("forward", "reverse"), default="forward")
     r.add_argument("--smoke", action="store_true", help="the first case of each operation")
+    r.add_argument("--max-cases", type=int, default=0, help="at most this many cases per operation (device budget)")
     r.add_argument("--time-budget", type=float, default=1.0, help="seconds per case and region")
     r.add_argument("--min-samples", type=int, default=100)
     r.add_argument("--host-calls", type=int, default=50, help="calls timed on the host, device drained before each")
