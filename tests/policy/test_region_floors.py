@@ -99,3 +99,16 @@ def test_measured_floor_uses_the_ceiling_of_each_direction() -> None:
 def test_unknown_region_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown timed region"):
         floor_estimate(_spec("rms-norm"), RMS, H200, region="sideways")
+
+
+def test_divergence_backward_writes_only_the_first_distributions_gradient() -> None:
+    wl = {"axes": {"bt": 1024, "vocab": 4096}, "dtypes": {"T": "fp32"},
+          "tensors": [_tensor("p", "fp32", [1024, 4096]), _tensor("q", "fp32", [1024, 4096]),
+                      _tensor("loss", "fp32", [])]}
+    spec = _spec("tvd")
+    names = {t["name"]: t for t in spec["inputs"] + spec["outputs"]}
+    wl["tensors"] = [_tensor(n, "fp32", [1024, 4096]) if n in ("p", "q") else _tensor(n, "fp32", [])
+                     for n in names]
+    writes = [t.name for t in floor_estimate(spec, wl, H200, region="backward", operation="tvd").tensors
+              if t.direction == "write"]
+    assert writes == ["gradient of p"]

@@ -63,7 +63,10 @@ def test_shipped_bundles_verify_and_name_a_shipped_key() -> None:
     for path in paths:
         bundle = verify_bundle(path)
         assert bundle.key_id in shipped
-        assert all(run.spec.status == "passed" for run in bundle.runs())
+        statuses = {run.spec.status for run in bundle.runs()}
+        # runner-core's operations all passed; elsewhere a wrong output is published, never ranked
+        allowed = {"passed"} if _slug(path) in RUNNER_CORE_OPS else {"passed", "incorrect_numerical"}
+        assert statuses <= allowed and "passed" in statuses
     counts = {_slug(p): verify_bundle(p).counts()["BenchmarkRun"] for p in paths}
     # rope: 7 cases x 3 implementations x 3 regions; embedding: 16 x 3 x (forward, forward+backward)
     assert counts["rope"] == 63 and counts["embedding"] == 96

@@ -44,6 +44,11 @@ BACKWARD_READS: dict[str, tuple[str, ...]] = {
 # The gradients a backward must write, where that is less than every floating-point, non-constant input.
 GRADIENTS: dict[str, tuple[str, ...]] = {
     "fused-add-rms-norm": ("x", "weight"),  # the residual's gradient equals x's and may share its buffer
+    # Divergences: the benchmarks (and the runner) differentiate the first distribution only; the
+    # target's gradient is not produced, so it is not compulsory.
+    "kl-div": ("input",),
+    "jsd": ("input",),
+    "tvd": ("p",),
 }
 
 
