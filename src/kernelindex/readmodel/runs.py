@@ -20,7 +20,7 @@ from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
-from kernelindex.readmodel.loading import Run, load_operation, operation_slug_of
+from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of
 from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.rows import floor_for, implementation_ref
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
@@ -92,6 +92,15 @@ def _not_ranked_reasons(run: Run) -> list[dict]:
     return [r.to_json() for r in run.eligibility.reasons] if run.eligibility else []
 
 
+def _workload_facts(data: OperationData, digest: str) -> dict:
+    """The run's workload (or benchmark suite) as the dossier shows it."""
+    suite = data.suites.get(digest)
+    workload = suite or data.workloads[digest]
+    label = ((workload.get("metadata") or {}).get("title", "benchmark suite") if suite
+             else workload_label(data.operation, workload))
+    return {"key": workload_key(digest), "digest": digest, "label": label, **workload["spec"]}
+
+
 def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) -> RunDossier:
     try:
         digest = resolve_run_digest(catalog, run_ref)
@@ -105,7 +114,6 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
     suite = data.suites.get(run.workload)
     floors = None if suite else floor_for(data, run.workload, run.environment, run.protocol)
     floor_ns = floors[0].floor_ns if floors else None
-    workload = suite or data.workloads[run.workload]
     samples = load_samples(run.spec["timing"].get("samples_digest"))
     return RunDossier(
         run_id=run.run_id,
@@ -124,13 +132,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
         not_ranked_reasons=_not_ranked_reasons(run),
         evidence=run.evidence,
         evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
-        workload={
-            "key": workload_key(run.workload),
-            "digest": run.workload,
-            "label": (workload.get("metadata") or {}).get("title", "benchmark suite") if suite
-            else workload_label(data.operation, workload),
-            **workload["spec"],
-        },
+        workload=_workload_facts(data, run.workload),
         protocol={"digest": run.protocol, **data.protocols[run.protocol]},
         environment={"digest": run.environment, **data.environments[run.environment]},
         gpu=gpu_label(data.environments[run.environment]),
