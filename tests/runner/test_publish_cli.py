@@ -5,6 +5,7 @@ No torch needed: the shipped H200 bundles are real runner output."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -47,7 +48,10 @@ RUNNER_CORE_OPS = {
 
 
 def _slug(path: Path) -> str:
-    return path.name.removeprefix("h200-").rsplit("-", 1)[0]
+    """h200-<operation>-<yyyymmdd>[-<runner>] → operation."""
+    found = re.match(r"h200-(.+?)-\d{8}", path.name)
+    assert found, path.name
+    return found.group(1)
 
 
 def _shipped_key_of(bundle: Path) -> Path:
@@ -67,7 +71,10 @@ def test_shipped_bundles_verify_and_name_a_shipped_key() -> None:
         # runner-core's operations all passed; elsewhere a wrong output is published, never ranked
         allowed = {"passed"} if _slug(path) in RUNNER_CORE_OPS else {"passed", "incorrect_numerical"}
         assert statuses <= allowed and "passed" in statuses
-    counts = {_slug(p): verify_bundle(p).counts()["BenchmarkRun"] for p in paths}
+    independent = [p for p in paths if p.name.endswith("-independent-check")]
+    assert {verify_bundle(p).runner_name for p in independent} == {"independent-check-runner"}
+    assert {_slug(p): verify_bundle(p).counts()["BenchmarkRun"] for p in independent} == {"rope": 21, "embedding": 48}
+    counts = {_slug(p): verify_bundle(p).counts()["BenchmarkRun"] for p in paths if p not in independent}
     # rope: 7 cases x 3 implementations x 3 regions; embedding: 16 x 3 x (forward, forward+backward)
     assert counts["rope"] == 63 and counts["embedding"] == 96
 
@@ -123,7 +130,8 @@ def test_as_reported_publishes_without_attestation(db_url: str) -> None:
 def test_bootstrap_trusts_the_shipped_keys(db_url: str) -> None:
     catalog = open_catalog(db_url)
     shipped = {k.key_id: k.name for k in keys.bundled_runner_keys(catalog)}
-    assert set(shipped.values()) == {"kernelindex-h200-runner-1", "kernelindex-h200-runner-2"}
+    assert set(shipped.values()) == {"kernelindex-h200-runner-1", "kernelindex-h200-runner-2",
+                                     "independent-check-runner"}
     assert trusted_runner_keys(catalog) == shipped
     keys.bundled_runner_keys(catalog)  # idempotent
     assert trusted_runner_keys(catalog) == shipped

@@ -97,8 +97,13 @@ def test_search_to_operation_to_workload_to_run(page: Any, base_url: str) -> Non
     assert "Canonical manifest" in page.inner_text("main")
 
 
-def test_ranked_row_expands_to_its_rationale(page: Any, base_url: str) -> None:
-    page.goto(base_url + "/operations/rope")
+def _source_cohort(keys: dict[str, str]) -> str:
+    """Liger's A100 forward cohort (the default is now the replicated H200 runner cohort)."""
+    return f"/operations/rope?workload={keys['workload']}&cohort={keys['cohort']}"
+
+
+def test_ranked_row_expands_to_its_rationale(page: Any, base_url: str, rope_keys: dict[str, str]) -> None:
+    page.goto(base_url + _source_cohort(rope_keys))
     row = page.locator("table.ranked details").first
     row.locator("summary").click()
     assert "8.77× faster than the baseline." in row.inner_text()
@@ -115,8 +120,8 @@ def test_records_ledger_to_cohort(page: Any, base_url: str) -> None:
     page.wait_for_url(re.compile(r"/operations/rope\?workload=[0-9a-f]{12}&cohort=[0-9a-f]{12}"))
 
 
-def test_compare_two_runs(page: Any, base_url: str) -> None:
-    page.goto(base_url + "/operations/rope")
+def test_compare_two_runs(page: Any, base_url: str, rope_keys: dict[str, str]) -> None:
+    page.goto(base_url + _source_cohort(rope_keys))
     ids = page.eval_on_selector_all("table.ranked td.num a", "els => els.map(e => e.getAttribute('href').slice(6))")
     page.goto(base_url + "/compare")
     page.get_by_label("Run 1").fill(ids[0])

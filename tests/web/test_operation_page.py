@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pagetext import links_of, section, text_of
 
+from conftest import source_cohort_url
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cache import READ_CACHE
 
@@ -28,14 +29,14 @@ def eligible_beyond_liger(catalog: Catalog, slug: str) -> int:
 
 @pytest.fixture(scope="module")
 def rope(client: TestClient) -> str:
-    response = client.get("/operations/rope")
+    response = client.get(source_cohort_url(client, "rope"))
     assert response.status_code == 200
     return response.text
 
 
 @pytest.fixture(scope="module")
 def embedding(client: TestClient) -> str:
-    response = client.get("/operations/embedding")
+    response = client.get(source_cohort_url(client, "embedding"))
     assert response.status_code == 200
     return response.text
 

@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pagetext import links_of, section, text_of
 
+from conftest import source_cohort_url
 from kernelindex.catalog.db import Catalog
 
 
@@ -17,7 +18,7 @@ def _run_ids(html: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def rope_runs(client: TestClient) -> list[str]:
-    html = client.get("/operations/rope").text
+    html = client.get(source_cohort_url(client, "rope")).text
     ranked = section(html, 'id="ranking"', 'id="scaling"')
     return list(dict.fromkeys(_run_ids(ranked)))
 

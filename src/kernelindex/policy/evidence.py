@@ -61,9 +61,42 @@ def evidence_levels(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> di
 def _replicated(facts: EvidenceFacts, group: list[EvidenceFacts]) -> bool:
     if facts.median_ns is None:
         return False
-    for other in group:
-        if other.runner_key_id == facts.runner_key_id or other.median_ns is None:
-            continue
-        if abs(other.median_ns - facts.median_ns) <= REPLICATION_AGREEMENT * min(other.median_ns, facts.median_ns):
-            return True
-    return False
+    return any(
+        other.runner_key_id != facts.runner_key_id and other.median_ns is not None and _agree(facts, other)
+        for other in group
+    )
+
+
+@dataclass(frozen=True)
+class PeerRun:
+    """A verified run of the same implementation revision, workload and GPU by another trusted runner."""
+
+    run: str
+    runner_key_id: str
+    median_ns: int
+    agrees: bool  # medians within REPLICATION_AGREEMENT of each other
+
+
+def replication_peers(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> dict[str, list[PeerRun]]:
+    """Per verified run, the verified runs of other trusted runners it is compared with, each marked
+    agreeing or disagreeing. A disagreement is shown as such, never averaged away."""
+    groups: dict[tuple[str, str, str], list[EvidenceFacts]] = defaultdict(list)
+    for facts in runs:
+        if _verified(facts, trusted_keys) and facts.median_ns is not None:
+            groups[(facts.implementation, facts.workload, facts.gpu)].append(facts)
+    peers: dict[str, list[PeerRun]] = {}
+    for group in groups.values():
+        for facts in group:
+            found = [
+                PeerRun(other.run, str(other.runner_key_id), int(other.median_ns or 0), _agree(facts, other))
+                for other in group
+                if other.runner_key_id != facts.runner_key_id
+            ]
+            if found:
+                peers[facts.run] = found
+    return peers
+
+
+def _agree(a: EvidenceFacts, b: EvidenceFacts) -> bool:
+    assert a.median_ns is not None and b.median_ns is not None
+    return abs(a.median_ns - b.median_ns) <= REPLICATION_AGREEMENT * min(a.median_ns, b.median_ns)

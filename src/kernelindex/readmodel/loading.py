@@ -24,10 +24,11 @@ from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.instants import as_utc
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency, run_metric
 from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
-from kernelindex.policy.evidence import EvidenceFacts, evidence_levels
+from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
 from kernelindex.policy.usability import Usability, usability
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.errors import NotFound
+from kernelindex.readmodel.replication import Replication, ReplicationPeer, replication_of
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Run:
     attested: bool = False
     evidence: str = "reported"
     eligibility: Eligibility | None = None
+    replication: Replication | None = None  # other trusted runners' verified runs of the same thing
 
     @property
     def eligible(self) -> bool:
@@ -264,3 +266,19 @@ def _derive_policy(data: OperationData) -> None:
     levels = evidence_levels(facts, set(data.trusted_keys))
     for run in data.runs:
         run.evidence = levels[run.digest]
+    _derive_replication(data, facts)
+
+
+def _derive_replication(data: OperationData, facts: list[EvidenceFacts]) -> None:
+    peers = replication_peers(facts, set(data.trusted_keys))
+    run_ids = {run.digest: run.run_id for run in data.runs}
+    key_of = {f.run: f.runner_key_id for f in facts}
+    for run in data.runs:
+        found = [
+            ReplicationPeer(run_ids[p.run], data.trusted_keys.get(p.runner_key_id, p.runner_key_id), p.runner_key_id,
+                            p.median_ns, p.agrees)
+            for p in peers.get(run.digest, [])
+        ]
+        if found and run.median_ns is not None:
+            key = key_of[run.digest] or ""
+            run.replication = replication_of(data.trusted_keys.get(key, key), run.median_ns, found)

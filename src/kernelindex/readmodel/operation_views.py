@@ -55,6 +55,7 @@ class RankedRow(JsonModel):
     throughput_unit: str | None = None
     method: str | None = None  # how the run was timed (runner runs: cuda_graph_replay / per_call_events)
     method_note: str | None = None  # said when it differs from the cohort's usual method
+    replication: dict | None = None  # the runners that measured it too, agreeing or disagreeing
 
 
 @dataclass

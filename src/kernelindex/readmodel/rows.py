@@ -142,6 +142,7 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         rationale=_rationale(entry, multiple, is_baseline, run, ref, usual),
         method=run.spec["timing"].get("method"),
         method_note=method_note(run, usual),
+        replication=run.replication.to_json() if run.replication else None,
     )
 
 
@@ -157,6 +158,8 @@ def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Ru
     if is_baseline:
         lines.append("The source's designated baseline implementation.")
     lines.append(EVIDENCE_SENTENCES[run.evidence])
+    if run.replication is not None:
+        lines.append(run.replication.sentence)
     note = method_note(run, usual) if usual else None
     if note:
         lines.append(note)

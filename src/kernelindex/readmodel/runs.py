@@ -44,6 +44,7 @@ class RunDossier(JsonModel):
     not_ranked_reasons: list[dict]
     evidence: str
     evidence_sentence: str
+    replication: dict | None
     workload: dict
     protocol: dict
     environment: dict
@@ -132,6 +133,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
         not_ranked_reasons=_not_ranked_reasons(run),
         evidence=run.evidence,
         evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
+        replication=run.replication.to_json() if run.replication else None,
         workload=_workload_facts(data, run.workload),
         protocol={"digest": run.protocol, **data.protocols[run.protocol]},
         environment={"digest": run.environment, **data.environments[run.environment]},
