@@ -24,7 +24,8 @@ ALLOWED: dict[str, set[str]] = {
     "resolve": {"readmodel", "catalog"} | _CORE,
     "trust": {"readmodel", "catalog"} | _CORE,
     "views": {"resolve", "readmodel", "catalog"} | _CORE,
-    "web": {"views", "resolve", "readmodel", "catalog"} | _CORE,
+    # web verifies uploaded bundles and API keys (trust/); trust never imports web.
+    "web": {"views", "resolve", "readmodel", "trust", "catalog"} | _CORE,
     "runner": {"trust", "readmodel", "catalog"} | _CORE,
     "bootstrap": {"sources", "trust", "readmodel", "catalog"} | _CORE,
     "cli": {"bootstrap", "runner", "trust", "web", "views", "resolve", "readmodel", "sources", "catalog"} | _CORE,

@@ -88,6 +88,10 @@ def drop_everything(catalog: Catalog) -> None:
     """Test helper for PostgreSQL databases that are reused between tests."""
     with catalog.engine.begin() as conn:
         for table in (
+            "request_replicas",
+            "measurement_requests",
+            "audit_log",
+            "api_keys",
             "attestations",
             "retractions",
             "supersessions",

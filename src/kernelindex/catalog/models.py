@@ -111,3 +111,78 @@ class CatalogStateRow(Base):
 
 
 Index("ix_runs_operation_cohort", RunRow.operation, RunRow.cohort_key)
+
+
+# --- the write path (round 2): API keys, the audit log, measurement requests ---------------------
+# None of these is catalog data: writing them never bumps CatalogStateRow.version.
+
+
+class ApiKeyRow(Base):
+    """An API key: only a salted hash of its secret is stored; revocation sets ``revoked_at``."""
+
+    __tablename__ = "api_keys"
+    key_id: Mapped[str] = mapped_column(String(24), primary_key=True)
+    name: Mapped[str] = mapped_column(String(80))
+    scope: Mapped[str] = mapped_column(String(40))
+    salt: Mapped[str] = mapped_column(String(64))
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    created_by: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_by: Mapped[str | None] = mapped_column(String(200))
+
+
+class AuditRow(Base):
+    """One write, appended and never changed: who, with which scope, did what to which object."""
+
+    __tablename__ = "audit_log"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    actor: Mapped[str] = mapped_column(String(200))
+    api_key: Mapped[str | None] = mapped_column(String(24))
+    scope: Mapped[str | None] = mapped_column(String(40))
+    action: Mapped[str] = mapped_column(String(60))
+    object_digest: Mapped[str | None] = mapped_column(String(120))
+    client: Mapped[str | None] = mapped_column(String(100))
+    outcome: Mapped[str] = mapped_column(String(40))
+    detail: Mapped[str | None] = mapped_column(Text)
+
+
+class MeasurementRequestRow(Base):
+    """A request to measure one workload on one GPU product. ``open_key`` is the request digest while
+    it is unfinished (unique: identical open requests merge) and NULL once every replica finished."""
+
+    __tablename__ = "measurement_requests"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    digest: Mapped[str] = mapped_column(DIGEST, index=True)
+    open_key: Mapped[str | None] = mapped_column(DIGEST, unique=True)
+    operation: Mapped[str] = mapped_column(String(120), index=True)
+    gpu: Mapped[str] = mapped_column(String(120), index=True)
+    body: Mapped[str] = mapped_column(Text)
+    replicas: Mapped[int] = mapped_column(Integer)
+    askers: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(20), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class RequestReplicaRow(Base):
+    """One replica of a request: open → claimed (leased by one runner key) → done | failed.
+    A runner key holds at most one replica of a request (unique), so it never serves one twice."""
+
+    __tablename__ = "request_replicas"
+    request_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    replica: Mapped[int] = mapped_column(Integer, primary_key=True)
+    state: Mapped[str] = mapped_column(String(20), index=True)
+    runner_key_id: Mapped[str | None] = mapped_column(DIGEST)
+    runner_name: Mapped[str | None] = mapped_column(String(200))
+    claim_token: Mapped[str | None] = mapped_column(String(64))
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    bundle_digest: Mapped[str | None] = mapped_column(DIGEST)
+    failure: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer)
+
+
+Index("ux_request_replica_runner", RequestReplicaRow.request_id, RequestReplicaRow.runner_key_id, unique=True)

@@ -9,7 +9,16 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from kernelindex.cli import catalog_cmds, export_import_cmd, query_cmds, runner_cmds, serve_cmd, use_cmd
+from kernelindex.cli import (
+    catalog_cmds,
+    export_import_cmd,
+    fleet_cmds,
+    query_cmds,
+    runner_cmds,
+    serve_cmd,
+    use_cmd,
+    work_cmd,
+)
 
 
 def _end_quietly() -> NoReturn:
@@ -35,7 +44,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: typer's rich panels label every flag "<bool>"
     add_completion=False,
 )
-for commands in (catalog_cmds, export_import_cmd, serve_cmd, query_cmds, runner_cmds, use_cmd):
+for commands in (catalog_cmds, export_import_cmd, serve_cmd, query_cmds, runner_cmds, use_cmd, fleet_cmds, work_cmd):
     commands.register(app)
 
 

@@ -96,8 +96,15 @@ def publish(
                                      "its runs stay 'reported'."),
     database: str | None = DatabaseOption,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    server: str = typer.Option(None, "--server", help="Upload to this KernelIndex server instead of writing to a "
+                               "local catalog (POST /api/v1/bundles)."),
+    api_key: str = typer.Option(None, "--api-key", envvar="KERNELINDEX_API_KEY",
+                                help="With --server: an API key with scope bundles:write."),
 ) -> None:
-    """Check a bundle's signature and every digest, then publish its runs."""
+    """Check a bundle's signature and every digest, then publish its runs (locally, or to --server)."""
+    if server:
+        _upload(bundle, server, api_key, as_json)
+        return
     try:
         checked = verify_bundle(bundle)
         report = publish_bundle(open_for_cli(database), bundle, allow_untrusted=as_reported, actor=actor())
@@ -113,6 +120,33 @@ def publish(
                   f"{len(checked.manifests)} manifests checked.")
     new, existing = report.to_json()["new"], report.to_json()["existing"]
     console.print(f"Published: {sum(new.values())} new ({_counts(new)}), {sum(existing.values())} already present.")
+
+
+def _upload(bundle: Path, server: str, api_key: str | None, as_json: bool) -> None:
+    import httpx
+
+    from kernelindex.trust.uploads import pack_bundle
+
+    if not api_key:
+        fail("--server needs --api-key (or $KERNELINDEX_API_KEY) with scope bundles:write", code=2)
+    try:
+        checked = verify_bundle(bundle)
+        response = httpx.post(f"{server.rstrip('/')}/api/v1/bundles", content=pack_bundle(bundle), timeout=300,
+                              headers={"authorization": f"Bearer {api_key}", "content-type": "application/gzip"})
+    except BundleError as exc:
+        fail(f"bundle refused before upload: {exc}")
+    except httpx.HTTPError as exc:
+        fail(f"cannot reach {server}: {exc}")
+    body = response.json() if response.headers.get("content-type", "").endswith("json") else {}
+    if response.status_code >= 400:
+        fail(f"the server refused the bundle ({response.status_code} {body.get('title', '')}): "
+             f"{body.get('detail', response.text[:500])}")
+    if as_json:
+        typer.echo(json.dumps({**body, "http_status": response.status_code}, sort_keys=True))
+        return
+    what = "already published (nothing written)" if response.status_code == 200 else "published"
+    console.print(f"Bundle {checked.digest} signed by {checked.runner_name}: {what} on {server}, "
+                  f"{len(body.get('runs', []))} runs.")
 
 
 def _counts(counts: dict[str, int]) -> str:

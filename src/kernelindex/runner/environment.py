@@ -94,4 +94,7 @@ def environment_manifest(p: Probe) -> ExecutionEnvironment:
         if value is not None:
             spec[f"{name}_bandwidth_bytes_per_s"] = float(round(value / 1e9) * 1e9)
     title = f"{p.product} · torch {p.software.get('torch', '?')} · CUDA {p.software.get('cuda', '?')}"
-    return build("ExecutionEnvironment", spec, {"title": title, "labels": {"measured_by": "kernelindex-runner"}})
+    metadata: dict = {"title": title, "labels": {"measured_by": "kernelindex-runner"}}
+    if p.notes:
+        metadata["description"] = "; ".join(p.notes)
+    return build("ExecutionEnvironment", spec, metadata)

@@ -26,7 +26,7 @@ Plan = list[tuple[OperationSpec, list[WorkloadCase], list[str] | None, dict[str,
 class Session:
     probe: Probe
     environment: ExecutionEnvironment
-    copy_bandwidth: float
+    copy_bandwidth: float | None
     ceilings: Ceilings | None = None
     results: list[OperationResult] = field(default_factory=list)
     bundles: list[VerifiedBundle] = field(default_factory=list)
@@ -60,16 +60,18 @@ def run_session(
     plan: Plan, *, key_path: Path, runner_name: str, key_id: str, out_dirs: list[Path],
     min_samples: int = 100, time_budget_s: float = 4.0, calls_per_sample: int = 10, use_graphs: bool = True,
     console: Console | None = None, do_bench: bool = True, write_bundles: bool = True, host_calls: int = 50,
+    test_device_product: str | None = None,
 ) -> Session:
-    device = CudaDevice(calls_per_sample=calls_per_sample, use_graphs=use_graphs)
-    bandwidth = copy_bandwidth(device)
-    read, write = read_write_bandwidth(device)
-    found = probe(bandwidth, read, write)
+    """``test_device_product``: run on the CPU test device instead of CUDA (tests of the work loop)."""
+    device, found = _device(calls_per_sample, use_graphs, test_device_product)
+    do_bench = do_bench and test_device_product is None
     environment = environment_manifest(found)
     spec = environment.spec
-    ceilings = Ceilings(spec.copy_bandwidth_bytes_per_s or bandwidth, spec.read_bandwidth_bytes_per_s,
-                        spec.write_bandwidth_bytes_per_s)
-    session = Session(probe=found, environment=environment, copy_bandwidth=bandwidth, ceilings=ceilings)
+    bandwidth = spec.copy_bandwidth_bytes_per_s or found.copy_bandwidth_bytes_per_s
+    ceilings = Ceilings(bandwidth, spec.read_bandwidth_bytes_per_s, spec.write_bandwidth_bytes_per_s) \
+        if bandwidth else None
+    session = Session(probe=found, environment=environment, copy_bandwidth=found.copy_bandwidth_bytes_per_s,
+                      ceilings=ceilings)
     policy = TimingPolicy(min_samples=min_samples, time_budget_ns=int(time_budget_s * 1e9), host_calls=host_calls)
     runner = {"name": runner_name, "key_id": key_id}
     campaign = campaign_id()
@@ -88,3 +90,14 @@ def run_session(
             if result.runs() and write_bundles:
                 session.bundles.append(write_result_bundle(result, out, key_path, runner_name))
     return session
+
+
+def _device(calls_per_sample: int, use_graphs: bool, test_product: str | None) -> tuple[Any, Probe]:
+    if test_product is not None:
+        from kernelindex.runner.cpu_device import CpuTestDevice, cpu_test_probe
+
+        return CpuTestDevice(test_product, calls_per_sample), cpu_test_probe(test_product)
+    device = CudaDevice(calls_per_sample=calls_per_sample, use_graphs=use_graphs)
+    bandwidth = copy_bandwidth(device)
+    read, write = read_write_bandwidth(device)
+    return device, probe(bandwidth, read, write)

@@ -8,6 +8,7 @@ bodies, 415 non-JSON bodies, 422 well-formed bodies that do not validate.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
@@ -33,12 +34,22 @@ TITLES = {
     "invalid_request": "Request does not validate",
     "bad_selection": "Bad selection",
     "method_not_allowed": "Method not allowed",
+    "unauthorized": "API key missing or not valid",
+    "insufficient_scope": "API key lacks the scope",
+    "archive_invalid": "Archive refused",
+    "bundle_invalid": "Bundle does not verify",
+    "untrusted_runner": "Runner key not trusted",
+    "unpublishable": "Bundle cannot be published",
+    "lease_lost": "Lease lost",
+    "rate_limited": "Too many requests",
 }
 STATUS = {
     "bad_request": 400, "bad_cursor": 400, "unknown_parameter": 400, "query_too_long": 400, "invalid_json": 400,
     "bad_selection": 400, "not_found": 404, "payload_too_large": 413, "unsupported_media_type": 415,
     "method_not_allowed": 405,
     "invalid_request": 422,
+    "unauthorized": 401, "insufficient_scope": 403, "archive_invalid": 422, "bundle_invalid": 422,
+    "untrusted_runner": 422, "unpublishable": 422, "lease_lost": 409, "rate_limited": 429,
 }
 
 
@@ -89,18 +100,38 @@ def _validation_problem(exc: RequestValidationError) -> ApiProblem:
     return ApiProblem("invalid_request" if in_body else "bad_request", detail, errors)
 
 
-async def _check_body(request: Request) -> None:
+@dataclass(frozen=True)
+class BodyRule:
+    """What a route accepts as its body: at most ``limit`` bytes of one of ``media_types``."""
+
+    limit: int = MAX_BODY_BYTES
+    media_types: tuple[str, ...] = ("application/json",)
+
+
+def accepts_body(rule: BodyRule) -> Callable[[Any], Any]:
+    """Decorate an endpoint that takes another body than small JSON (a bundle archive)."""
+    def mark(endpoint: Any) -> Any:
+        endpoint.body_rule = rule
+        return endpoint
+    return mark
+
+
+async def _check_body(request: Request, rule: BodyRule) -> None:
     if request.method not in ("POST", "PUT", "PATCH"):
         return
+    too_large = f"Request bodies here are at most {rule.limit:,} bytes."
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise ApiProblem("payload_too_large", f"Request bodies are at most {MAX_BODY_BYTES} bytes.")
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise ApiProblem("payload_too_large", f"Request bodies are at most {MAX_BODY_BYTES} bytes.")
+    if declared and declared.isdigit() and int(declared) > rule.limit:
+        raise ApiProblem("payload_too_large", too_large)
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > rule.limit:
+            raise ApiProblem("payload_too_large", too_large)
+    request._body = bytes(body)
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media != "application/json":
-        raise ApiProblem("unsupported_media_type", "Send the request body as application/json.")
+    if media not in rule.media_types:
+        raise ApiProblem("unsupported_media_type", f"Send the request body as {' or '.join(rule.media_types)}.")
 
 
 _HTTP_CODES = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
@@ -116,7 +147,9 @@ class ProblemRoute(APIRoute):
                 if len(request.scope.get("query_string", b"")) > MAX_QUERY_STRING:
                     raise ApiProblem("query_too_long", f"Query strings are at most {MAX_QUERY_STRING} bytes.")
                 _check_params(request, self)
-                await _check_body(request)
+                if authorize := getattr(self.endpoint, "authorize", None):
+                    request.state.writer = authorize(request)
+                await _check_body(request, getattr(self.endpoint, "body_rule", BodyRule()))
                 return await handler(request)
             except ApiProblem as problem:
                 return problem_response(problem, request.url.path)
@@ -158,8 +191,11 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 
 
 def problem_responses(*statuses: int | str) -> dict[int | str, dict[str, Any]]:
-    descriptions = {400: "Bad parameter, cursor or query", 404: "Unknown id", 413: "Body too large",
-                    415: "Body is not JSON", 422: "Body does not validate", "4XX": "Any other client error"}
+    descriptions = {400: "Bad parameter, cursor or query", 401: "No API key, or one that is malformed, unknown or "
+                    "revoked", 403: "The API key lacks the scope this route needs", 404: "Unknown id",
+                    409: "The claim no longer holds the lease", 413: "Body too large",
+                    415: "Body is not of the accepted media type", 422: "Body does not validate",
+                    429: "Too many requests from this client", "4XX": "Any other client error"}
     return {
         s: {"description": descriptions[s], "content": {"application/problem+json": {"schema": PROBLEM_SCHEMA}}}
         for s in statuses

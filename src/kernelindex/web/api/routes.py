@@ -284,7 +284,9 @@ def get_export(request: Request) -> StreamingResponse:
 def _fallback(request: Request) -> JSONResponse:
     """Reached only when no declared route took the request (any method): a 405 with ``Allow``, or a 404."""
     allowed: set[str] = {"GET"} if request.url.path == "/api/v1/openapi.json" else set()
-    for route in router.routes:
+    from kernelindex.web.api.write_routes import router as write_router
+
+    for route in [*router.routes, *write_router.routes]:
         if isinstance(route, APIRoute) and route.path_regex.match(request.url.path):
             allowed |= set(route.methods or ())
     if not allowed:

@@ -1,0 +1,160 @@
+"""What changed in the index, oldest first, for followers (``/api/v1/changes``, ``/feed.atom``, and the
+agents' ``list_changes`` tool): publications, record events, retractions and request completions.
+
+``list_changes(catalog, since=cursor)`` returns the changes after the cursor and the cursor to pass
+next time. A cursor is an opaque token naming the last change seen (its time, kind and id); an
+RFC 3339 instant is accepted too ("everything after this time").
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from kernelindex.catalog import requests as stored
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import PublicationRow, RetractionRow, RunRow
+from kernelindex.catalog.publish import run_id_of
+from kernelindex.domain.instants import as_utc
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.pages_common import all_operations, cohort_summaries
+
+KINDS = ("publication", "record", "retraction", "request_completed")
+MAX_CHANGES = 500
+
+
+class BadCursor(ValueError):
+    pass
+
+
+@dataclass
+class Change(JsonModel):
+    at: datetime
+    kind: str  # publication | record | retraction | request_completed
+    id: str  # unique within its kind
+    title: str
+    summary: str
+    url: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def position(self) -> tuple[str, str, str]:
+        return (self.at.isoformat(), self.kind, self.id)
+
+
+@dataclass
+class ChangesPage(JsonModel):
+    changes: list[Change]
+    next_cursor: str | None  # pass as ?since= to get what follows; None when nothing was returned
+    more: bool  # more changes follow beyond this page's limit
+
+
+def encode_cursor(change: Change) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(change.position)).encode()).decode().rstrip("=")
+
+
+def _position(since: str | None) -> tuple[str, str, str] | None:
+    if not since:
+        return None
+    try:
+        instant = datetime.fromisoformat(since.replace("Z", "+00:00"))
+        return ((instant if instant.tzinfo else instant.replace(tzinfo=UTC)).astimezone(UTC).isoformat(), "~", "~")
+    except ValueError:
+        pass
+    try:
+        at, kind, ident = json.loads(base64.urlsafe_b64decode(since + "=" * (-len(since) % 4)))
+        datetime.fromisoformat(at)
+        if kind not in KINDS or not isinstance(ident, str):
+            raise ValueError(kind)
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise BadCursor(f"since={since[:40]!r} is neither a cursor from next_cursor nor an RFC 3339 instant") from None
+    return (at, kind, ident)
+
+
+def list_changes(catalog: Catalog, *, since: str | None = None, limit: int = 100,
+                 now: datetime | None = None) -> ChangesPage:
+    """Changes after ``since`` (a cursor or an instant), oldest first, at most ``limit``."""
+    after = _position(since)
+    everything = sorted(all_changes(catalog, now or datetime.now(UTC)), key=lambda c: c.position)
+    fresh = [c for c in everything if after is None or c.position > after]
+    page = fresh[: max(1, min(limit, MAX_CHANGES))]
+    cursor = encode_cursor(page[-1]) if page else since
+    return ChangesPage(page, cursor, len(fresh) > len(page))
+
+
+def all_changes(catalog: Catalog, now: datetime) -> list[Change]:
+    return [*_publications(catalog), *_retractions(catalog), *_records(catalog, now), *_completions(catalog)]
+
+
+def _publications(catalog: Catalog) -> list[Change]:
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(select(PublicationRow).order_by(PublicationRow.id)).all()
+    changes = []
+    for row in rows:
+        counts = json.loads(row.counts)
+        new = counts.get("new", {})
+        runs = new.get("BenchmarkRun", 0)
+        what = f"{runs} new run{'s' if runs != 1 else ''}" if runs else f"{sum(new.values())} new objects"
+        changes.append(Change(as_utc(row.at) or datetime.now(UTC), "publication", str(row.id),
+                              f"Published from {row.source}: {what}", f"{row.source} by {row.actor}: "
+                              + (", ".join(f"{v} {k}" for k, v in sorted(new.items())) or "no new objects"),
+                              "/records?view=history", {"source": row.source, "actor": row.actor,
+                                                        "snapshot": row.snapshot_digest, "counts": counts}))
+    return changes
+
+
+def _retractions(catalog: Catalog) -> list[Change]:
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(select(RetractionRow)).all()
+    return [Change(as_utc(r.at) or datetime.now(UTC), "retraction", r.digest, f"Run {run_id_of(r.run)} retracted",
+                   f"By {r.actor}: {r.reason}", f"/runs/{run_id_of(r.run)}",
+                   {"run": run_id_of(r.run), "reason": r.reason})
+            for r in rows]
+
+
+def _records(catalog: Catalog, now: datetime) -> list[Change]:
+    changes = []
+    for data in all_operations(catalog):
+        for summary in cohort_summaries(data, now):
+            for event in summary.events:
+                holder = event.holder.run_id if event.holder else "none"
+                title = {"first": "First record", "beaten": "Record broken", "retraction": "Record changed by a "
+                         "retraction"}.get(event.kind, event.kind)
+                changes.append(Change(event.at, "record", f"{summary.cohort_key}:{holder}:{event.kind}",
+                                      f"{title}: {summary.operation_title}, {summary.workload_label}",
+                                      f"{summary.label}: {event.holder.implementation if event.holder else 'no holder'}"
+                                      f"{f', {event.margin:.2f}× over the previous holder' if event.margin else ''}",
+                                      f"/records?cohort={summary.key}",
+                                      {"operation": summary.operation, "cohort": summary.key, "run": holder,
+                                       "median_ns": event.median_ns, "margin": event.margin}))
+    return changes
+
+
+def _completions(catalog: Catalog) -> list[Change]:
+    changes = []
+    for request, replica in stored.completions(catalog):
+        verb = "measured" if replica.state == stored.DONE else "failed"
+        axes = " ".join(f"{k}={v}" for k, v in request.spec["axes"].items())
+        changes.append(Change(replica.finished_at or request.updated_at, "request_completed",
+                              f"{request.id}:{replica.replica}",
+                              f"Request {request.id} {verb}: {request.operation} {axes} on {request.gpu}",
+                              f"replica {replica.replica} by {replica.runner}"
+                              + (f": {replica.failure}" if replica.failure else ""),
+                              f"/api/v1/requests/{request.id}",
+                              {"request": request.id, "replica": replica.replica, "state": replica.state,
+                               "runner": replica.runner, "bundle": replica.bundle_digest}))
+    return changes
+
+
+def published_runs(catalog: Catalog, bundle_digest: str) -> list[str]:
+    """Run ids published from one bundle (for a completed request's links)."""
+    from kernelindex.catalog.models import AttestationRow
+
+    with catalog.engine.connect() as conn:
+        return sorted(conn.execute(select(RunRow.run_id).join(AttestationRow, AttestationRow.run == RunRow.digest)
+                                   .where(AttestationRow.bundle_digest == bundle_digest)).scalars())

@@ -1,0 +1,148 @@
+"""Bundles sent over HTTP: one gzip-compressed tar archive of a bundle directory.
+
+``pack_bundle`` makes the archive ``ki publish --server`` sends; ``receive_bundle`` unpacks it into a
+scratch directory (refusing anything but the bundle's own regular files, and more than the limits),
+then verifies and publishes it through ``publish_bundle`` — the code path of ``ki publish``. A bundle
+whose digest is already attested in the catalog is a replay: it is verified again and nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import AttestationRow, RunRow
+from kernelindex.catalog.publish import run_id_of
+from kernelindex.domain.manifests import digest_of
+from kernelindex.trust.bundles import (
+    INDEX_FILE,
+    MANIFESTS_FILE,
+    SAMPLES_DIR,
+    SIGNATURE_FILE,
+    BundleError,
+    UntrustedRunnerError,
+    publish_bundle,
+    trusted_runner_keys,
+    verify_bundle,
+)
+
+MAX_ARCHIVE_BYTES = 32 * 1024 * 1024  # compressed, as sent
+MAX_UNPACKED_BYTES = 128 * 1024 * 1024
+MAX_MEMBERS = 10_000
+ARCHIVE_MEDIA_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar")
+_MEMBER = re.compile(rf"^({re.escape(INDEX_FILE)}|{re.escape(SIGNATURE_FILE)}|{re.escape(MANIFESTS_FILE)}|"
+                     rf"{SAMPLES_DIR}/[0-9a-f]{{64}}\.json|{SAMPLES_DIR}/?)$")
+
+
+class ArchiveError(BundleError):
+    """The archive itself is unacceptable (not a tar, a foreign member, over a limit)."""
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    bundle: str
+    runner: str
+    key_id: str
+    runs: list[str]
+    replayed: bool
+    new: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        """The answer to the uploader: the same for the first upload and for every replay."""
+        return {"bundle": self.bundle, "runner": self.runner, "key_id": self.key_id, "runs": self.runs,
+                "run_urls": [f"/runs/{r}" for r in self.runs], "status": "published"}
+
+
+def pack_bundle(path: Path) -> bytes:
+    """The archive of a bundle directory: its files at the archive's root."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
+            tar.add(file, arcname=file.relative_to(path).as_posix(), recursive=False)
+    return buffer.getvalue()
+
+
+def unpack_bundle(data: bytes, into: Path) -> Path:
+    """Unpack an uploaded archive; refuse links, devices, foreign names and oversized content."""
+    if len(data) > MAX_ARCHIVE_BYTES:
+        raise ArchiveError(f"the archive is {len(data):,} bytes; the limit is {MAX_ARCHIVE_BYTES:,}")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            for member in _checked_members(tar):
+                if member.isfile():
+                    target = into / member.name.removeprefix("./")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    source = tar.extractfile(member)
+                    assert source is not None
+                    target.write_bytes(source.read())
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise ArchiveError(f"not a tar or tar.gz archive that can be read ({str(exc).splitlines()[0]})") from None
+    return into
+
+
+def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    members, total = [], 0
+    for count, member in enumerate(tar, start=1):
+        if count > MAX_MEMBERS:
+            raise ArchiveError(f"the archive holds more than {MAX_MEMBERS:,} entries")
+        if not (member.isfile() or member.isdir()) or not _MEMBER.match(member.name.removeprefix("./")):
+            raise ArchiveError(f"archive entry {member.name!r} is not a file of a bundle ({INDEX_FILE}, "
+                               f"{SIGNATURE_FILE}, {MANIFESTS_FILE}, {SAMPLES_DIR}/<sha256>.json)")
+        total += member.size
+        if total > MAX_UNPACKED_BYTES:
+            raise ArchiveError(f"the archive unpacks to more than {MAX_UNPACKED_BYTES:,} bytes")
+        members.append(member)
+    return members
+
+
+def already_published(catalog: Catalog, bundle_digest: str) -> bool:
+    with catalog.engine.connect() as conn:
+        return conn.execute(select(AttestationRow.run).where(AttestationRow.bundle_digest == bundle_digest)
+                            .limit(1)).first() is not None
+
+
+def receive_bundle(catalog: Catalog, data: bytes, *, actor: str) -> UploadResult:
+    """Verify and publish an uploaded bundle archive. Raises ArchiveError, BundleError,
+    UntrustedRunnerError or PublishError naming what failed; nothing is written then."""
+    with tempfile.TemporaryDirectory(prefix="ki-upload-") as scratch:
+        path = unpack_bundle(data, Path(scratch))
+        bundle = verify_bundle(path)
+        if bundle.key_id not in trusted_runner_keys(catalog):
+            raise UntrustedRunnerError(
+                f"the bundle is signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
+                "runner on this server; an operator must run `ki runner trust` for its public key first")
+        runs = sorted(run_id_of(digest_of(r)) for r in bundle.runs())
+        if already_published(catalog, bundle.digest):
+            return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, True, {})
+        report = _publish_with_retry(catalog, path, actor)
+        return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, False, dict(report.new))
+
+
+def _publish_with_retry(catalog: Catalog, path: Path, actor: str) -> Any:
+    """Concurrent uploads may insert the same shared objects (an operation, a project) at once; the loser
+    of that race retries, and then finds them present."""
+    for attempt in range(5):
+        try:
+            return publish_bundle(catalog, path, actor=actor)
+        except (IntegrityError, OperationalError):
+            if attempt == 4:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def published_run_ids(catalog: Catalog, run_ids: list[str]) -> set[str]:
+    with catalog.engine.connect() as conn:
+        return set(conn.execute(select(RunRow.run_id).where(RunRow.run_id.in_(run_ids))).scalars())

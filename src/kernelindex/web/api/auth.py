@@ -1,0 +1,79 @@
+"""Who is writing: the API key on a request (``Authorization: Bearer ki_…``), its scope, and the
+audit line every write leaves. Read routes need no key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPBearer
+
+from kernelindex.catalog import audit
+from kernelindex.trust.api_keys import ApiKey, ApiKeyError, authenticate
+from kernelindex.web.api.problems import ApiProblem
+
+
+@dataclass(frozen=True)
+class Writer:
+    key: ApiKey
+    scope: str
+    client: str | None
+
+    def record(self, request: Request, action: str, outcome: str, object_digest: str | None = None,
+               detail: dict[str, Any] | None = None) -> None:
+        audit.record(request.app.state.catalog, actor=self.key.name, api_key=self.key.key_id, scope=self.scope,
+                     action=action, outcome=outcome, object_digest=object_digest, client=self.client, detail=detail)
+
+
+def client_address(request: Request) -> str | None:
+    return request.client.host if request.client else None
+
+
+def require_scope(request: Request, scope: str, action: str) -> Writer:
+    """The writer behind this request, when its key holds ``scope``; else a 401/403 problem (audited)."""
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+    catalog = request.app.state.catalog
+    if not token:
+        raise ApiProblem("unauthorized", f"This route needs an API key with scope {scope}: send "
+                         "`Authorization: Bearer ki_…` (an operator makes one with `ki keys create`).")
+    try:
+        key = authenticate(catalog, token)
+    except ApiKeyError as exc:
+        audit.record(catalog, actor="unauthenticated", action=action, outcome="refused: unauthorized",
+                     client=client_address(request), detail={"reason": str(exc)})
+        raise ApiProblem("unauthorized", f"{exc}.") from None
+    writer = Writer(key, scope, client_address(request))
+    if not key.allows(scope):
+        writer.record(request, action, "refused: insufficient scope", detail={"key_scope": key.scope})
+        raise ApiProblem("insufficient_scope", f"The API key {key.key_id} ({key.name}) has scope {key.scope}; this "
+                         f"route needs {scope} (or admin).")
+    return writer
+
+
+# Declares the bearer scheme in the OpenAPI document; require_scope does the checking (and answers
+# with problem+json rather than FastAPI's default 403).
+BEARER_DEPENDENCY = [Depends(HTTPBearer(auto_error=False, scheme_name="apiKey",
+                                        description="An API key made with `ki keys create` (ki_<id>_<secret>)."))]
+
+
+def scoped(scope: str, action: str) -> Callable[[Any], Any]:
+    """Mark an endpoint as a write needing ``scope``: the route class checks the key before it reads or
+    validates the body (so a missing key is a 401 whatever the body), and the endpoint gets the writer
+    through ``writer()``."""
+
+    def mark(endpoint: Any) -> Any:
+        endpoint.authorize = lambda request: require_scope(request, scope, action)
+        return endpoint
+
+    return mark
+
+
+def writer_of(request: Request) -> Writer:
+    """The writer the route class authorised (see ``scoped``)."""
+    return request.state.writer  # type: ignore[no-any-return]
+
+
+WRITER = Depends(writer_of)

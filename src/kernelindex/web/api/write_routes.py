@@ -1,0 +1,221 @@
+"""The write path of API v1: bundle uploads, measurement requests and the runners' leases, the audit
+log, and the changes feed. Every write needs an API key with the route's scope and leaves an audit line."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from kernelindex import registry
+from kernelindex.catalog import audit
+from kernelindex.catalog import requests as stored
+from kernelindex.catalog.publish import PublishError
+from kernelindex.policy.measurement_requests import InvalidRequest
+from kernelindex.readmodel.changes import BadCursor, list_changes
+from kernelindex.readmodel.requests import requests_listing, validated_request, workload_for
+from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, trusted_runner_keys
+from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES, ArchiveError, receive_bundle
+from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, client_address, scoped, writer_of
+from kernelindex.web.api.fleet_schemas import ClaimIn, CompleteIn, HeartbeatIn, MeasurementRequestIn
+from kernelindex.web.api.problems import ApiProblem, BodyRule, ProblemRoute, accepts_body, problem_responses
+
+router = APIRouter(prefix="/api/v1", route_class=ProblemRoute, tags=["v1 write path"])
+OBJECT = {"type": "object", "additionalProperties": True}
+DEFAULT_LEASE_SECONDS = 120.0
+
+
+def _lease(request: Request) -> float:
+    """How long a claim holds without a heartbeat: app.state.lease_seconds, $KERNELINDEX_LEASE_SECONDS or 120."""
+    configured = getattr(request.app.state, "lease_seconds", None)
+    return float(configured or os.environ.get("KERNELINDEX_LEASE_SECONDS") or DEFAULT_LEASE_SECONDS)
+RequestId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+ReplicaNo = Annotated[int, Path(ge=1, le=3)]
+
+
+def _answers(description: str, *errors: int | str, status: int = 200) -> dict[int | str, Any]:
+    return {status: {"description": description, "content": {"application/json": {"schema": OBJECT}}},
+            **problem_responses(*errors, "4XX")}
+
+
+def _catalog(request: Request) -> Any:
+    return request.app.state.catalog
+
+
+# ---- bundles --------------------------------------------------------------------------------------
+
+
+@router.post("/bundles", summary="Upload a signed result bundle", dependencies=BEARER_DEPENDENCY, openapi_extra={
+    "requestBody": {"required": True, "content": {
+        m: {"schema": {"type": "string", "format": "binary"}} for m in ARCHIVE_MEDIA_TYPES}}},
+    description=f"One bundle directory as a tar.gz archive (`ki publish BUNDLE --server URL` makes it), at most "
+                f"{MAX_ARCHIVE_BYTES // (1024 * 1024)} MiB. The server checks the signature, that the runner key is "
+                "trusted here and every digest, then publishes in one transaction, as `ki publish` does. The same "
+                "bundle again answers 200 with the same body and writes nothing but an audit line. Needs "
+                "scope bundles:write.",
+    responses=_answers("Published (201 the first time, 200 for a replay)", 401, 403, 413, 415, 422))
+@accepts_body(BodyRule(MAX_ARCHIVE_BYTES, ARCHIVE_MEDIA_TYPES))
+@scoped("bundles:write", "bundle.upload")
+async def post_bundle(request: Request) -> JSONResponse:
+    writer = writer_of(request)
+    data = await request.body()
+    try:
+        result = await run_in_threadpool(receive_bundle, _catalog(request), data, actor=f"api key {writer.key.name}")
+    except ArchiveError as exc:
+        raise _refused(request, writer, "archive_invalid", exc) from None
+    except UntrustedRunnerError as exc:
+        raise _refused(request, writer, "untrusted_runner", exc) from None
+    except BundleError as exc:
+        raise _refused(request, writer, "bundle_invalid", exc) from None
+    except PublishError as exc:
+        raise _refused(request, writer, "unpublishable", exc) from None
+    writer.record(request, "bundle.upload", "replayed" if result.replayed else "published", result.bundle,
+                  {"runner": result.runner, "runs": len(result.runs), "new": result.new})
+    return JSONResponse(result.to_json(), status_code=200 if result.replayed else 201)
+
+
+def _refused(request: Request, writer: Any, code: str, exc: Exception) -> ApiProblem:
+    writer.record(request, "bundle.upload", f"refused: {code}", detail={"reason": str(exc)[:500]})
+    return ApiProblem(code, str(exc))
+
+
+# ---- measurement requests -----------------------------------------------------------------------
+
+
+@router.post("/requests", summary="Ask for a measurement", dependencies=BEARER_DEPENDENCY,
+             description="Validated against the operation spec: an impossible shape is a 422 naming the axis. An "
+                         "identical open request is merged (its `askers` count goes up). Needs scope requests:write.",
+             responses=_answers("The request (201 new, 200 merged into an identical open one)", 401, 403, 413, 415,
+                                422, status=200))
+@scoped("requests:write", "request.create")
+def post_request(request: Request, writer: Annotated[Writer, WRITER],
+                 body: Annotated[MeasurementRequestIn, Body()]) -> JSONResponse:
+    answer, status, merged = submit_request(request, body.model_dump(exclude_none=True))
+    writer.record(request, "request.create", "merged" if merged else "created", answer["digest"],
+                  {"request": answer["id"]})
+    return JSONResponse(answer, status_code=status)
+
+
+def submit_request(request: Request, body: dict[str, Any]) -> tuple[dict[str, Any], int, bool]:
+    """Validate and store (or merge) a request; shared by the API and the site's form."""
+    try:
+        spec = validated_request(body)
+    except InvalidRequest as exc:
+        raise ApiProblem("invalid_request", str(exc), [p.to_json() for p in exc.problems]) from None
+    catalog = _catalog(request)
+    stored_request, merged = stored.submit(catalog, spec=spec.to_json(), digest=spec.digest,
+                                           workload=workload_for(catalog, spec))
+    return stored_request.to_json(), 200 if merged else 201, merged
+
+
+@router.get("/requests", summary="Measurement requests, newest first", responses=_answers("Requests", 400))
+def get_requests(request: Request, state: Annotated[str | None, Query(pattern="^(open|claimed|done|failed)$")] = None
+                 ) -> JSONResponse:
+    items = requests_listing(_catalog(request), datetime.now(UTC), state=state)
+    return JSONResponse({"items": items, "total": len(items)})
+
+
+@router.get("/requests/{request_id}", summary="One measurement request", responses=_answers("The request", 404))
+def get_request(request: Request, request_id: RequestId) -> JSONResponse:
+    try:
+        return JSONResponse(stored.get(_catalog(request), request_id).to_json())
+    except stored.UnknownRequest as exc:
+        raise ApiProblem("not_found", f"{exc}; list them at /api/v1/requests") from None
+
+
+@router.post("/claims", summary="Claim one replica of an open request (runners)",
+             dependencies=BEARER_DEPENDENCY,
+             description="The oldest claimable replica for this GPU that this runner key has not served, leased "
+                         "for `lease_seconds` (renew with heartbeats). 204 when there is none. Needs bundles:write.",
+             responses={**_answers("The claim: request, replica, token, lease", 401, 403, 413, 415, 422),
+                        204: {"description": "Nothing to claim for this GPU"}})
+@scoped("bundles:write", "request.claim")
+def post_claim(request: Request, writer: Annotated[Writer, WRITER],
+               body: Annotated[ClaimIn, Body()]) -> Response:
+    catalog = _catalog(request)
+    if body.runner_key_id not in trusted_runner_keys(catalog):
+        writer.record(request, "request.claim", "refused: untrusted_runner", body.runner_key_id)
+        raise ApiProblem("untrusted_runner", f"runner key {body.runner_key_id} is not trusted on this server; its "
+                         "bundles would not publish as verified (`ki runner trust` registers it)")
+    claim = stored.claim(catalog, gpu=body.gpu, runner_key_id=body.runner_key_id, runner_name=body.runner_name,
+                         lease_seconds=_lease(request), operations=body.operations)
+    if claim is None:
+        return Response(status_code=204)
+    writer.record(request, "request.claim", "claimed", claim.request.digest,
+                  {"request": claim.request.id, "replica": claim.replica, "runner": body.runner_name})
+    return JSONResponse({"request": claim.request.to_json(), "replica": claim.replica, "token": claim.token,
+                         "lease_until": claim.lease_until.isoformat(), "lease_seconds": _lease(request)})
+
+
+@router.post("/requests/{request_id}/replicas/{replica}/heartbeat", summary="Renew a lease (runners)",
+             dependencies=BEARER_DEPENDENCY, responses=_answers("The new lease", 401, 403, 409, 413, 415, 422))
+@scoped("bundles:write", "request.heartbeat")
+def post_heartbeat(request: Request, request_id: RequestId, replica: ReplicaNo,
+                   body: Annotated[HeartbeatIn, Body()]) -> JSONResponse:
+    try:
+        until = stored.heartbeat(_catalog(request), request_id, replica, body.token, _lease(request))
+    except stored.LeaseLost as exc:
+        raise ApiProblem("lease_lost", str(exc)) from None
+    return JSONResponse({"lease_until": until.isoformat(), "lease_seconds": _lease(request)})
+
+
+@router.post("/requests/{request_id}/replicas/{replica}/complete", summary="Mark a replica done or failed (runners)",
+             dependencies=BEARER_DEPENDENCY,
+             description="Done: `bundle` names the uploaded bundle, which must carry runs signed by the claiming "
+                         "runner. Failed: `failure` says why (e.g. an implementation that does not install).",
+             responses=_answers("The request", 401, 403, 409, 413, 415, 422))
+@scoped("bundles:write", "request.complete")
+def post_complete(request: Request, writer: Annotated[Writer, WRITER],
+                  request_id: RequestId, replica: ReplicaNo, body: Annotated[CompleteIn, Body()]) -> JSONResponse:
+    if (body.bundle is None) == (body.failure is None):
+        raise ApiProblem("invalid_request", "give exactly one of bundle (done) or failure (failed)",
+                         [{"field": "bundle", "in": "body", "message": "exactly one of bundle, failure"}])
+    try:
+        done = stored.finish(_catalog(request), request_id, replica, body.token, bundle_digest=body.bundle,
+                             failure=body.failure)
+    except stored.LeaseLost as exc:
+        raise ApiProblem("lease_lost", str(exc)) from None
+    except ValueError as exc:
+        raise ApiProblem("invalid_request", str(exc), [{"field": "bundle", "in": "body", "message": str(exc)}]) \
+            from None
+    writer.record(request, "request.complete", "done" if body.bundle else "failed", body.bundle or done.digest,
+                  {"request": request_id, "replica": replica, "failure": body.failure})
+    return JSONResponse(done.to_json())
+
+
+# ---- audit and changes --------------------------------------------------------------------------
+
+
+@router.get("/audit", summary="The audit log (admins)", dependencies=BEARER_DEPENDENCY,
+            description="Every write, oldest first: who, scope, action, object digest, time, client address, "
+                        "outcome. Page with `after` (the last id seen). Needs scope admin.",
+            responses=_answers("Audit entries", 400, 401, 403))
+@scoped("admin", "audit.read")
+def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62)] = 0,
+              limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
+    items = [e.to_json() for e in audit.entries(_catalog(request), after=after, limit=limit)]
+    return JSONResponse({"items": items, "next_after": items[-1]["id"] if items else after})
+
+
+@router.get("/changes", summary="What changed: publications, record events, retractions, request completions",
+            description="Oldest first. Pass `next_cursor` back as `since` to get only what is new; `since` also "
+                        "takes an RFC 3339 instant. A malformed cursor is a 400.",
+            responses=_answers("Changes and the cursor to continue from", 400))
+def get_changes(request: Request, since: Annotated[str | None, Query(max_length=300)] = None,
+                limit: Annotated[int, Query(ge=1, le=500)] = 100) -> JSONResponse:
+    try:
+        page = list_changes(_catalog(request), since=since, limit=limit)
+    except BadCursor as exc:
+        raise ApiProblem("bad_cursor", str(exc)) from None
+    return JSONResponse(page.to_json())
+
+
+def gpu_slugs() -> list[str]:
+    return sorted(registry.gpus())
+
+
+__all__ = ["router", "submit_request", "client_address"]

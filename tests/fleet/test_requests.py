@@ -1,0 +1,111 @@
+"""Measurement requests: validation against the operation spec, merging, leases, completion."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from conftest import bearer, make_runner, resigned, shipped
+from kernelindex.catalog import audit
+from kernelindex.catalog.db import Catalog
+from kernelindex.trust import keys as runner_keys
+from kernelindex.trust.uploads import pack_bundle
+
+ROPE = {"operation": "rope", "axes": {"seq": 2048, "hidden": 4096, "q_heads": 32, "kv_heads": 8},
+        "dtypes": {"T": "bf16"}, "gpu": "h100-sxm"}
+
+
+def _ask(client: TestClient, token: str, **changes: object) -> tuple[int, dict]:
+    answer = client.post("/api/v1/requests", json={**ROPE, **changes}, headers=bearer(token))
+    return answer.status_code, answer.json()
+
+
+@pytest.mark.parametrize(("axes", "field", "words"), [
+    ({"seq": 2048, "hidden": 4096, "q_heads": 30, "kv_heads": 8}, "axes.hidden", "not divisible by q_heads=30"),
+    ({"seq": 2048, "hidden": 4096, "q_heads": 32}, "axes.kv_heads", "missing"),
+    ({"seq": 0, "hidden": 4096, "q_heads": 32, "kv_heads": 8}, "axes.seq", "positive integer"),
+    ({"seq": 2048, "hidden": 4096, "q_heads": 32, "kv_heads": 8, "heads": 2}, "axes.heads", "not a variable axis"),
+    ({"seq": 2048, "hidden": 96, "q_heads": 32, "kv_heads": 8}, "axes.head_dim", "must be even"),
+])
+def test_an_impossible_shape_is_a_422_naming_the_axis(client: TestClient, tokens: dict[str, str], axes: dict,
+                                                      field: str, words: str) -> None:
+    status, body = _ask(client, tokens["requests:write"], axes=axes)
+    assert status == 422 and body["code"] == "invalid_request", body
+    assert any(e["field"] == field and words in e["message"] for e in body["errors"]), body["errors"]
+
+
+def test_unknown_gpu_dtype_and_operation_are_named(client: TestClient, tokens: dict[str, str]) -> None:
+    token = tokens["requests:write"]
+    assert _ask(client, token, gpu="h900")[1]["errors"][0]["field"] == "gpu"
+    assert _ask(client, token, dtypes={"T": "int8"})[1]["errors"][0]["field"] == "dtypes.T"
+    status, body = _ask(client, token, operation="no-such-op")
+    assert status == 422 and body["errors"][0]["field"] == "operation"
+
+
+def test_identical_open_requests_merge_and_count_askers(client: TestClient, tokens: dict[str, str]) -> None:
+    status, first = _ask(client, tokens["requests:write"])
+    assert status == 201 and first["askers"] == 1 and first["state"] == "open"
+    status, again = _ask(client, tokens["admin"])
+    assert status == 200 and again["id"] == first["id"] and again["askers"] == 2
+    status, other = _ask(client, tokens["requests:write"], replicas=2)
+    assert status == 201 and other["id"] != first["id"] and len(other["replicas"]) == 2
+    listed = client.get("/api/v1/requests").json()["items"]
+    assert [r["id"] for r in listed] == [other["id"], first["id"]] and all("age_seconds" in r for r in listed)
+
+
+def _claim(client: TestClient, token: str, key_id: str, name: str, gpu: str = "h200") -> dict | None:
+    answer = client.post("/api/v1/claims", headers=bearer(token),
+                         json={"gpu": gpu, "runner_key_id": key_id, "runner_name": name})
+    assert answer.status_code in (200, 204), answer.text
+    return answer.json() if answer.status_code == 200 else None
+
+
+def _key_id(path: Path) -> str:
+    return runner_keys.key_id_of(runner_keys.public_key_hex(runner_keys.load_private_key(path)))
+
+
+def test_leases_replicas_and_completion(client: TestClient, fleet_catalog: Catalog, tokens: dict[str, str],
+                                        tmp_path: Path) -> None:
+    token = tokens["bundles:write"]
+    a, b = make_runner(tmp_path, "runner-a", fleet_catalog), make_runner(tmp_path, "runner-b", fleet_catalog)
+    stranger = make_runner(tmp_path, "stranger")
+    _ask(client, tokens["requests:write"], gpu="h200", replicas=2)
+    refused = client.post("/api/v1/claims", headers=bearer(token),
+                          json={"gpu": "h200", "runner_key_id": _key_id(stranger), "runner_name": "stranger"})
+    assert refused.status_code == 422 and refused.json()["code"] == "untrusted_runner"
+    first = _claim(client, token, _key_id(a), "runner-a")
+    assert first is not None and first["replica"] == 1
+    assert _claim(client, token, _key_id(a), "runner-a") is None  # never a second replica of the same request
+    time.sleep(2.2)  # the app's lease is 2 s: runner-a stopped heart-beating
+    again = _claim(client, token, _key_id(b), "runner-b")
+    assert again is not None and again["replica"] == 1 and again["request"]["id"] == first["request"]["id"]
+    path = f"/api/v1/requests/{first['request']['id']}/replicas/1"
+    lost = client.post(f"{path}/heartbeat", json={"token": first["token"]}, headers=bearer(token))
+    assert lost.status_code == 409 and lost.json()["code"] == "lease_lost"
+    assert client.post(f"{path}/heartbeat", json={"token": again["token"]}, headers=bearer(token)).status_code == 200
+    second = _claim(client, token, _key_id(a), "runner-a")
+    assert second is not None and second["replica"] == 2
+    unpublished = client.post(f"{path}/complete", headers=bearer(token),
+                              json={"token": again["token"], "bundle": "sha256:" + "0" * 64})
+    assert unpublished.status_code == 422 and "upload it" in unpublished.json()["detail"]
+    bundle = resigned(shipped("rope"), tmp_path / "bundle-b", b, "runner-b", 0)
+    uploaded = client.post("/api/v1/bundles", content=pack_bundle(bundle),
+                           headers={**bearer(token), "content-type": "application/gzip"}).json()
+    done = client.post(f"{path}/complete", json={"token": again["token"], "bundle": uploaded["bundle"]},
+                       headers=bearer(token))
+    assert done.status_code == 200 and done.json()["state"] == "claimed"  # replica 2 is still held
+    failed = client.post(f"/api/v1/requests/{first['request']['id']}/replicas/2/complete", headers=bearer(token),
+                         json={"token": second["token"], "failure": "liger-kernel does not install: no wheel"})
+    assert failed.json()["state"] == "failed"
+    assert [r["state"] for r in failed.json()["replicas"]] == ["done", "failed"]
+    assert "no wheel" in failed.json()["replicas"][1]["failure"]
+    actions = [(e.action, e.outcome) for e in audit.entries(fleet_catalog)]
+    assert actions.count(("request.claim", "claimed")) == 3
+    assert ("request.claim", "refused: untrusted_runner") in actions
+    assert [a for a in actions if a[0] == "request.complete"] == [("request.complete", "done"),
+                                                                  ("request.complete", "failed")]
+    changes = client.get("/api/v1/changes").json()["changes"]
+    assert [c["kind"] for c in changes if c["kind"] == "request_completed"] == ["request_completed"] * 2
