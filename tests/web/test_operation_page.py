@@ -85,8 +85,9 @@ def test_rope_current_records_label_cohorts_by_what_distinguishes_them(rope: str
     for label in labels:
         assert label in block
     assert "env 2" not in text_of(rope)
-    gaps = re.search(r"Not measured on ([A-Z0-9, ]+) for this workload\. Challenges →", block)
+    gaps = re.search(r"Not measured on ([A-Z0-9, ]+) for this workload\. (.*?) Challenges →", block)
     assert gaps is not None and {"H100", "B200"} <= set(gaps.group(1).split(", "))
+    assert "Ask for this measurement on H100" in gaps.group(2)
     assert block.count("q_heads = 32 · kv_heads = 8 · bf16") == 7  # the 7 workload chips
 
 

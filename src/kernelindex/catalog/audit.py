@@ -56,7 +56,7 @@ def entries(catalog: Catalog, *, after: int = 0, limit: int = 100, action: str |
         query = query.where(AuditRow.action == action)
     with catalog.session() as session:
         return [
-            AuditEntry(r.id, as_utc(r.at), r.actor, r.api_key, r.scope, r.action, r.object_digest, r.client,
+            AuditEntry(r.id, as_utc(r.at) or r.at, r.actor, r.api_key, r.scope, r.action, r.object_digest, r.client,
                        r.outcome, json.loads(r.detail) if r.detail else None)
             for r in session.scalars(query)
         ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -140,7 +141,7 @@ def _get(conn: Connection, request_id: int) -> MeasurementRequest:
     return _request(row, replicas)
 
 
-def _request(row: Any, replica_rows: list[Any]) -> MeasurementRequest:
+def _request(row: Any, replica_rows: Sequence[Any]) -> MeasurementRequest:
     body = json.loads(row.body)
     now = datetime.now(UTC)
     replicas = [Replica(r.replica, _effective(r.state, as_utc(r.lease_until), now), r.runner_name, r.runner_key_id,

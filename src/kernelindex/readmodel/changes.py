@@ -99,13 +99,17 @@ def _publications(catalog: Catalog) -> list[Change]:
         counts = json.loads(row.counts)
         new = counts.get("new", {})
         runs = new.get("BenchmarkRun", 0)
-        what = f"{runs} new run{'s' if runs != 1 else ''}" if runs else f"{sum(new.values())} new objects"
+        what = _count(runs, "new run") if runs else _count(sum(new.values()), "new object")
         changes.append(Change(as_utc(row.at) or datetime.now(UTC), "publication", str(row.id),
                               f"Published from {row.source}: {what}", f"{row.source} by {row.actor}: "
                               + (", ".join(f"{v} {k}" for k, v in sorted(new.items())) or "no new objects"),
                               "/records?view=history", {"source": row.source, "actor": row.actor,
                                                         "snapshot": row.snapshot_digest, "counts": counts}))
     return changes
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _retractions(catalog: Catalog) -> list[Change]:
@@ -158,3 +162,12 @@ def published_runs(catalog: Catalog, bundle_digest: str) -> list[str]:
     with catalog.engine.connect() as conn:
         return sorted(conn.execute(select(RunRow.run_id).join(AttestationRow, AttestationRow.run == RunRow.digest)
                                    .where(AttestationRow.bundle_digest == bundle_digest)).scalars())
+
+
+FEED_SIZE = 50
+
+
+def latest_changes(catalog: Catalog, count: int, *, now: datetime | None = None) -> list[Change]:
+    """The newest ``count`` changes, newest first (the Atom feed)."""
+    everything = sorted(all_changes(catalog, now or datetime.now(UTC)), key=lambda c: c.position, reverse=True)
+    return everything[:count]

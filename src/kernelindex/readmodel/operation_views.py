@@ -161,6 +161,7 @@ class OperationPage(JsonModel):
     headline: list[HeadlineSlot]
     fastest_by_language: list[LanguageLeader]
     coverage_gaps: list[str]
+    coverage_asks: list[dict[str, str]]
     floor: FloorView | None
     ranked: list[RankedRow]
     not_ranked: list[dict]

@@ -42,6 +42,7 @@ from kernelindex.readmodel.operation_views import (
     SourceSummary,
     WorkloadSummary,
 )
+from kernelindex.readmodel.requests import ask_url
 from kernelindex.readmodel.rows import floor_bytes, implementation_ref, ranked_rows
 from kernelindex.readmodel.scaling import scaling_chart
 from kernelindex.readmodel.shapes import shape_table
@@ -161,6 +162,7 @@ def build_operation_page(
         headline=headline_slots(data, selected, rows, all_cohorts, now) if selected else [],
         fastest_by_language=fastest_by_language(rows),
         coverage_gaps=_coverage_gaps(data, workload_cohorts),
+        coverage_asks=_coverage_asks(data, workload_cohorts, selected_workload),
         floor=floor_view(data, selected, rows) if selected else None,
         ranked=rows,
         not_ranked=_not_ranked(data, selected) if selected else [],
@@ -282,9 +284,21 @@ def _cohort_line(data: OperationData, cohort: Cohort) -> dict:
     }
 
 
-def _coverage_gaps(data: OperationData, cohorts: list[Cohort]) -> list[str]:
+def _missing_gpus(data: OperationData, cohorts: list[Cohort]) -> list[str]:
     covered = {gpu.slug for c in cohorts if (gpu := data.gpu_of(c.environment)) is not None}
-    return [registry.gpus()[g].short for g in registry.priority_gpus() if g not in covered]
+    return [g for g in registry.priority_gpus() if g not in covered]
+
+
+def _coverage_gaps(data: OperationData, cohorts: list[Cohort]) -> list[str]:
+    return [registry.gpus()[g].short for g in _missing_gpus(data, cohorts)]
+
+
+def _coverage_asks(data: OperationData, cohorts: list[Cohort], workload: str | None) -> list[dict[str, str]]:
+    """"Ask for this measurement" on each priority GPU the selected workload lacks."""
+    if workload is None:
+        return []
+    return [{"gpu": g, "label": registry.gpus()[g].short, "url": ask_url(data.slug, workload_key(workload), g)}
+            for g in _missing_gpus(data, cohorts)]
 
 
 

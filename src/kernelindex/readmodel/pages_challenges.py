@@ -15,6 +15,7 @@ from kernelindex.readmodel import labels
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries, utc_now
 from kernelindex.readmodel.pages_home import verified_regions
+from kernelindex.readmodel.requests import ask_url
 
 
 @dataclass
@@ -24,6 +25,7 @@ class MissingCell(JsonModel):
     missing_gpus: list[str]
     measured_on: list[str]
     url: str
+    asks: list[dict[str, str]] = field(default_factory=list)  # "Ask for this measurement", per missing GPU
 
 
 @dataclass
@@ -102,7 +104,9 @@ def _gaps(data, priority: list[str]) -> OperationGaps:  # noqa: ANN001 - Operati
         if missing:
             shown = sorted(gpus[m].short if m in gpus else m for m in measured[digest])
             label = labels.workload_label(data.operation, data.workloads[digest])
-            cells.append(MissingCell(short_digest(digest), label,
-                                     missing, shown, f"/operations/{data.slug}?workload={short_digest(digest)}"))
+            asks = [{"gpu": g, "label": gpus[g].short, "url": ask_url(data.slug, short_digest(digest), g)}
+                    for g in priority if g not in measured[digest]]
+            cells.append(MissingCell(short_digest(digest), label, missing, shown,
+                                     f"/operations/{data.slug}?workload={short_digest(digest)}", asks))
     title = data.operation.get("metadata", {}).get("title") or data.slug
     return OperationGaps(data.slug, title, cells)

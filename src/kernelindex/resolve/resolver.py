@@ -20,6 +20,7 @@ from kernelindex.policy.evidence import LEVEL_ORDER
 from kernelindex.policy.reasons import Reason
 from kernelindex.policy.selection import MODE_ORDER
 from kernelindex.policy.staleness import is_stale
+from kernelindex.readmodel.requests import ask_url
 from kernelindex.resolve.interpret import canonical_query, interpretation
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.results import (
@@ -288,8 +289,9 @@ def _gaps(ctx: _Context, cohorts: list[RankedCohort], exact: list[RankedCohort])
         label = gpu.short if gpu else req.gpu
         what = interpretation(req.model_copy(update={"gpu": None}), ctx.vocab).split(" · ", 1)
         scope = what[1] if len(what) > 1 else "this operation"
+        ask = _ask_for_request(req, cohorts, op) if gpu else None
         gaps.append(Gap(req.gpu, label, "request", f"Not measured on {label} for {op} · {scope}",
-                        CHALLENGES_URL))
+                        CHALLENGES_URL, ask))
     workloads = {c.sample.workload_key: c.sample for c in exact}
     if not workloads:
         return tuple(gaps)
@@ -303,13 +305,22 @@ def _gaps(ctx: _Context, cohorts: list[RankedCohort], exact: list[RankedCohort])
             continue
         gpu = ctx.vocab.gpus.get(slug)
         label = gpu.short if gpu else slug
+        ask = None
         if len(workloads) == 1:
             scope = _shape(workloads[missing[0]], ctx.vocab.operations.get(op))
+            ask = ask_url(op, workloads[missing[0]].workload_ref, slug)
         else:
             scope = f"{len(missing)} of the {len(workloads)} matching workloads"
         gaps.append(Gap(slug, label, "workload", f"Not measured on {label} for {op} · {scope}",
-                        CHALLENGES_URL))
+                        CHALLENGES_URL, ask))
     return tuple(gaps)
+
+
+def _ask_for_request(req: ResolveRequest, cohorts: list[RankedCohort], op: str) -> str | None:
+    """An "Ask for this measurement" link when the request's axes name one measured workload exactly."""
+    matching = {c.sample.workload_ref for c in cohorts
+                if req.axes and all(c.sample.axes.get(k) == v for k, v in req.axes.items())}
+    return ask_url(op, matching.pop(), str(req.gpu)) if len(matching) == 1 else None
 
 
 def _shape(run: RunView, op: OperationEntry | None) -> str:

@@ -157,10 +157,11 @@ class Gap:
     scope: str
     message: str
     url: str
+    ask_url: str | None = None  # "Ask for this measurement", when the gap is one exact workload on one GPU
 
     def to_json(self) -> dict[str, object]:
         return {"gpu": self.gpu, "gpu_label": self.gpu_label, "scope": self.scope, "message": self.message,
-                "url": self.url}
+                "url": self.url, "ask_url": self.ask_url}
 
 
 @dataclass(frozen=True)

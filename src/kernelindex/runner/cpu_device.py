@@ -1,34 +1,38 @@
-"""A CPU stand-in for the GPU, for testing the work loop end to end on machines without one.
+"""A fake device for testing the work loop end to end on machines without a GPU.
 
-It runs the real adapters on CPU tensors and times each call with the host clock. It is never chosen
-by default: ``ki runner work --device cpu-test --product NAME`` asks for it, and every environment it
-produces carries the note "measured on the CPU test device, not on NAME", so its runs are never
-mistaken for GPU measurements.
+It runs the real adapters on CPU tensors, so correctness is checked for real, but it reports a
+nominal time per call (50 µs, with a fixed small ripple so the statistics are not degenerate)
+instead of a measurement: two runners on this device agree exactly, which is what the replication
+tests need, and no figure from it can be mistaken for a timing. It is never chosen by default:
+``ki runner work --test-device-product NAME`` (a hidden option) asks for it, and every environment
+it produces says "CPU test device: nominal times, not measurements".
 """
 
 from __future__ import annotations
 
 import platform
-import time
 from collections.abc import Callable
+from itertools import count
 
 from kernelindex.runner.environment import Probe, library_versions
 
 Call = Callable[[], object]
+NOMINAL_NS = 50_000.0
+RIPPLE = (0.0, 0.001, 0.002, 0.001, 0.0)
 
 
-class CpuSampler:
-    method = "cpu_test_device_wall_clock"
+class NominalSampler:
+    method = "cpu_test_device_nominal"
 
-    def __init__(self, call: Call, calls: int) -> None:
-        self.call, self.calls = call, calls
+    def __init__(self, call: Call, calls: int, device: CpuTestDevice) -> None:
+        self.call, self.calls, self.device = call, calls, device
 
     def sample(self) -> list[float]:
         out = []
         for _ in range(self.calls):
-            start = time.perf_counter_ns()
             self.call()
-            out.append(float(time.perf_counter_ns() - start))
+            out.append(NOMINAL_NS * (1 + RIPPLE[next(self.device.ticks) % len(RIPPLE)]))
+        self.device.clock_ns += int(sum(out))  # budgets and warm-up count nominal time
         return out
 
 
@@ -38,15 +42,17 @@ class CpuTestDevice:
     def __init__(self, product: str, calls_per_sample: int = 10) -> None:
         self.name = product
         self.calls_per_sample = calls_per_sample
+        self.clock_ns = 0
+        self.ticks = count()
 
-    def sampler(self, call: Call) -> CpuSampler:
-        return CpuSampler(call, self.calls_per_sample)
+    def sampler(self, call: Call) -> NominalSampler:
+        return NominalSampler(call, self.calls_per_sample, self)
 
     def host_times_ns(self, call: Call, calls: int) -> list[float]:
-        return CpuSampler(call, calls).sample()
+        return NominalSampler(call, calls, self).sample()
 
     def wall_ns(self) -> int:
-        return time.perf_counter_ns()
+        return self.clock_ns
 
     def synchronize(self) -> None:
         return None
@@ -61,4 +67,4 @@ class CpuTestDevice:
 def cpu_test_probe(product: str) -> Probe:
     return Probe(product=product, architecture="cpu", memory_bytes=0,
                  software={"python": platform.python_version(), **library_versions()},
-                 notes=[f"measured on the CPU test device ({platform.machine()}), not on {product}"])
+                 notes=[f"CPU test device ({platform.machine()}): nominal times, not measurements; not a {product}"])

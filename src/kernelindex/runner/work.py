@@ -53,8 +53,8 @@ class Server:
         self.http = client or httpx.Client(timeout=120)
         self.headers = {"authorization": f"Bearer {api_key}"}
 
-    def _post(self, path: str, **kwargs: Any) -> httpx.Response:
-        return self.http.post(f"{self.url}/api/v1{path}", headers=self.headers, **kwargs)
+    def _post(self, path: str, headers: dict[str, str] | None = None, **kwargs: Any) -> httpx.Response:
+        return self.http.post(f"{self.url}/api/v1{path}", headers={**self.headers, **(headers or {})}, **kwargs)
 
     def claim(self, gpu: str, runner: RunnerIdentity) -> dict[str, Any] | None:
         response = self._post("/claims", json={"gpu": gpu, "runner_key_id": runner.key_id,
@@ -68,8 +68,7 @@ class Server:
         return response.status_code == 200
 
     def upload(self, bundle: Path) -> dict[str, Any]:
-        response = self._post("/bundles", content=pack_bundle(bundle),
-                              headers={**self.headers, "content-type": "application/gzip"})
+        response = self._post("/bundles", content=pack_bundle(bundle), headers={"content-type": "application/gzip"})
         return _ok(response, "uploading the bundle")
 
     def complete(self, request_id: int, replica: int, token: str, **outcome: str) -> dict[str, Any]:
@@ -137,15 +136,15 @@ def fulfil(server: Server, claim: dict[str, Any], runner: RunnerIdentity, option
     with Heartbeat(server, claim) as beat, tempfile.TemporaryDirectory(prefix="ki-work-") as scratch:
         try:
             runs, bundle = measure(request, runner, options, Path(scratch) / "bundle", say)
+            if beat.lost:
+                return f"{label}: lease lost while measuring; not uploaded (another runner has it now)"
+            say(f"  uploading the signed bundle ({len(runs)} runs) …")
+            uploaded = server.upload(bundle)
         except Exception as exc:  # noqa: BLE001 - any failure is reported to the server, then the loop goes on
             if beat.lost:
                 return f"{label}: lease lost while measuring; another runner has it now"
             server.complete(request["id"], replica, token, failure=f"{type(exc).__name__}: {exc}"[:4000])
             return f"{label}: failed — {exc} ({time.monotonic() - started:.1f} s)"
-        if beat.lost:
-            return f"{label}: lease lost while measuring; not uploaded (another runner has it now)"
-        say(f"  uploading bundle {bundle.name} …")
-        uploaded = server.upload(bundle)
     server.complete(request["id"], replica, token, bundle=uploaded["bundle"])
     figures = ", ".join(runs) or "no runs"
     return f"{label}: done — {figures}; bundle {uploaded['bundle'][:19]}… ({time.monotonic() - started:.1f} s)"

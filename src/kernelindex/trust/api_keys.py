@@ -58,8 +58,8 @@ def _hash(salt: str, secret: str) -> str:
 
 
 def _key(row: ApiKeyRow) -> ApiKey:
-    return ApiKey(row.key_id, row.name, row.scope, row.created_by, as_utc(row.created_at),
-                  as_utc(row.revoked_at) if row.revoked_at else None, row.revoked_by)
+    return ApiKey(row.key_id, row.name, row.scope, row.created_by, as_utc(row.created_at) or row.created_at,
+                  as_utc(row.revoked_at), row.revoked_by)
 
 
 def create_key(catalog: Catalog, *, name: str, scope: str, created_by: str) -> tuple[ApiKey, str]:

@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from kernelindex.web import api, pages, samples_route, search_page
+from kernelindex.web import api, asks, pages, samples_route, search_page
 from kernelindex.web.render import ErrorPage, PageError, error_response
 from kernelindex.web.security import SecurityMiddleware
 
@@ -120,6 +120,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     app.include_router(api.router)
     app.include_router(search_page.router)
     app.include_router(samples_route.router)
+    app.include_router(asks.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(packages=[("kernelindex.web", "static")]), name="static")
     return app

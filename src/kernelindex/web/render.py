@@ -64,6 +64,16 @@ def query_url(path: str, **params: Any) -> str:
     return f"{path}?{urlencode(pairs)}" if pairs else path
 
 
+def age(seconds: float | None) -> str:
+    """How long ago, coarsely: '40 s', '12 min', '5 h', '3 days'."""
+    if seconds is None:
+        return "—"
+    for size, unit in ((86_400, " days"), (3_600, " h"), (60, " min")):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f} s"
+
+
 def multiple(value: float | None) -> str:
     return format_ratio(value)
 
@@ -85,6 +95,7 @@ def environment() -> Environment:
         date=date_only,
         number=number,
         markup=Markup,
+        age=age,
     )
     from kernelindex.web.charts import implementation_colour
 

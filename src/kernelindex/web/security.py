@@ -66,12 +66,15 @@ class SecurityMiddleware:
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 status_holder[0] = status
+                asked = [v for k, v in message.get("headers", []) if k.lower() == b"cache-control"]
                 headers = [
                     (k, v) for k, v in message.get("headers", []) if k.lower() != b"cache-control"
                 ]
                 existing = {k.lower() for k, _ in headers}
                 headers.extend(h for h in SECURITY_HEADERS if h[0] not in existing)
-                headers.append((b"cache-control", cache_control_for(method, path, status)))
+                # A response that must not be stored (a form with its CSRF cookie) says so itself.
+                policy = CACHE_NONE if CACHE_NONE in asked else cache_control_for(method, path, status)
+                headers.append((b"cache-control", policy))
                 message["headers"] = headers
             await send(message)
 

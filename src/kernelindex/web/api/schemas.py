@@ -118,6 +118,8 @@ class GapOut(_Doc):
     scope: str
     message: str
     url: str
+    ask_url: str | None = Field(None, description="The site's \"Ask for this measurement\" form for this gap, when it "
+                                "is one exact workload on one GPU.")
 
 
 class ChoiceOut(_Doc):

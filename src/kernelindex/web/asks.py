@@ -1,0 +1,174 @@
+"""The site's write for everyone: "Ask for this measurement", a plain HTML form.
+
+``GET /requests/new?operation=…&workload=…&gpu=…`` shows what would be asked (never cached) with a
+CSRF token: a random value set in a ``SameSite=Strict`` cookie that the form must echo back
+(double submit), and the POST must come from this origin when the browser says where it came from.
+``POST /requests`` files the request anonymously (audited with the client address), at most
+``ASKS_PER_WINDOW`` per client per ``WINDOW_SECONDS`` in each server process.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import time
+from collections import defaultdict, deque
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from fastapi import APIRouter, Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from kernelindex.catalog import audit
+from kernelindex.catalog.audit import ANONYMOUS
+from kernelindex.web.api.auth import client_address
+from kernelindex.web.api.problems import ApiProblem
+from kernelindex.web.api.write_routes import submit_request
+from kernelindex.web.render import ErrorPage, PageError, render
+
+router = APIRouter(include_in_schema=False)
+CSRF_COOKIE = "ki_csrf"
+ASKS_PER_WINDOW = 5
+WINDOW_SECONDS = 600.0
+MAX_FORM_BYTES = 4096
+
+
+def bad_request(detail: str, problems: list[dict[str, str]] | None = None) -> PageError:
+    return PageError(ErrorPage(400, "Bad request", detail, problems=problems or []))
+
+
+class RateLimit:
+    """At most ``limit`` events per client in any ``window`` seconds (a sliding window in memory)."""
+
+    def __init__(self, limit: int, window: float) -> None:
+        self.limit, self.window = limit, window
+        self._seen: dict[str, deque[float]] = defaultdict(deque)
+        self._lock = threading.Lock()
+
+    def allow(self, client: str, now: float | None = None) -> float:
+        """0 when allowed (and counted), else the seconds until the client may try again."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            seen = self._seen[client]
+            while seen and seen[0] <= now - self.window:
+                seen.popleft()
+            if len(seen) >= self.limit:
+                return seen[0] + self.window - now
+            seen.append(now)
+            return 0.0
+
+
+def _limiter(request: Request) -> RateLimit:
+    state = request.app.state
+    if not hasattr(state, "ask_limit"):
+        state.ask_limit = RateLimit(ASKS_PER_WINDOW, WINDOW_SECONDS)
+    limit: RateLimit = state.ask_limit
+    return limit
+
+
+@router.get("/requests/new", response_class=HTMLResponse)
+def ask_form(request: Request, operation: str = "", workload: str = "", gpu: str = "") -> Response:
+    from kernelindex.readmodel.loading import NotFound
+    from kernelindex.readmodel.requests import ask_page
+
+    try:
+        page = ask_page(request.app.state.catalog, operation, workload, gpu)
+    except NotFound as exc:
+        raise PageError(ErrorPage(404, "Not found", f"{exc}.")) from None
+    token = secrets.token_urlsafe(32)
+    response = render("request_new.html", page=page.to_json(), csrf=token, nav="challenges")
+    response.headers["cache-control"] = "no-store"  # it carries a per-visitor token
+    response.set_cookie(CSRF_COOKIE, token, max_age=3600, path="/requests", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+@router.post("/requests", response_class=HTMLResponse)
+async def ask_submit(request: Request) -> Response:
+    raw = await request.body()
+    if len(raw) > MAX_FORM_BYTES:
+        raise bad_request(f"The form is at most {MAX_FORM_BYTES} bytes.")
+    form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=20).items()}
+    _check_csrf(request, form.get("csrf", ""))
+    client = client_address(request) or "unknown"
+    wait = _limiter(request).allow(client)
+    if wait:
+        audit.record(request.app.state.catalog, actor=ANONYMOUS, action="request.create", client=client,
+                     outcome="refused: rate_limited")
+        return render("error.html", status_code=429, error=ErrorPage(
+            429, "Too many requests", f"This address asked {ASKS_PER_WINDOW} times in the last "
+            f"{WINDOW_SECONDS / 60:.0f} minutes; try again in {wait / 60:.0f} minutes."))
+    body = _request_body(request, form)
+    try:
+        answer, status, merged = submit_request(request, body)
+    except ApiProblem as problem:
+        raise bad_request(problem.detail, [{"parameter": e["field"], "message": e["message"]}
+                                           for e in problem.errors]) from None
+    audit.record(request.app.state.catalog, actor=ANONYMOUS, action="request.create", client=client,
+                 outcome="merged" if merged else "created", object_digest=answer["digest"],
+                 detail={"request": answer["id"], "via": "site form"})
+    return RedirectResponse(f"/challenges?asked={answer['id']}#requests", status_code=303)
+
+
+def _check_csrf(request: Request, token: str) -> None:
+    cookie = request.cookies.get(CSRF_COOKIE, "")
+    if not (cookie and token and hmac.compare_digest(cookie, token)):
+        raise PageError(ErrorPage(403, "Form expired", "The form's security token is missing or does not match "
+                                  "(cookies off, or the form is older than an hour). Open the form again and resend."))
+    origin = request.headers.get("origin") or request.headers.get("referer")
+    if origin and urlsplit(origin).netloc != request.url.netloc:
+        raise PageError(ErrorPage(403, "Cross-site form", "The form was sent from another site; use the form on "
+                                  "this site."))
+
+
+def _request_body(request: Request, form: dict[str, str]) -> dict[str, Any]:
+    from kernelindex.readmodel.loading import NotFound
+    from kernelindex.readmodel.requests import ask_page
+
+    try:
+        page = ask_page(request.app.state.catalog, form.get("operation", ""), form.get("workload", ""),
+                        form.get("gpu", ""))
+    except NotFound as exc:
+        raise PageError(ErrorPage(404, "Not found", f"{exc}.")) from None
+    replicas = 2 if form.get("replicas") == "2" else 1
+    return {"operation": page.operation, "axes": page.axes, "dtypes": page.dtypes, "gpu": page.gpu,
+            "replicas": replicas}
+
+
+@router.get("/feed.atom")
+def feed(request: Request) -> Response:
+    """The latest changes (publications, record events, retractions, request completions) as Atom."""
+    from datetime import UTC, datetime
+
+    from kernelindex.readmodel.changes import FEED_SIZE, latest_changes
+
+    changes = latest_changes(request.app.state.catalog, FEED_SIZE, now=request.app.state.clock())
+    updated = max((c.at for c in changes), default=datetime(2024, 1, 1, tzinfo=UTC)).isoformat()
+    base = str(request.base_url).rstrip("/")
+    from kernelindex.web.render import environment
+
+    body = environment().get_template("feed.atom.xml").render(changes=changes, updated=updated, base=base)
+    return Response(body, media_type="application/atom+xml; charset=utf-8")
+
+
+@router.get("/challenges", response_class=HTMLResponse)
+def challenges_with_requests(request: Request) -> Response:
+    """/challenges: the challenges view (cached per catalog version) plus the measurement requests, read
+    live: requests are not catalog data and do not move the catalog version, and their ages tick."""
+    from kernelindex.readmodel.requests import requests_listing
+    from kernelindex.views.table import VIEW
+    from kernelindex.web.pages import catalog_of, now_of, page_errors
+
+    unknown = sorted(set(request.query_params) - {"asked"})
+    if unknown:
+        raise bad_request(f"This page takes only 'asked', not {', '.join(map(repr, unknown))}.")
+    asked = request.query_params.get("asked", "")
+    view, now = VIEW["challenges"], now_of(request)
+    with page_errors(request):
+        data = view.data(catalog_of(request), now, {})
+    response = render(view.template, page=data, nav="challenges", json_url="/api/v1/challenges",
+                      requests=requests_listing(catalog_of(request), now),
+                      asked=int(asked) if asked.isdigit() and len(asked) < 10 else None)
+    response.headers["cache-control"] = "no-store"
+    return response

@@ -1,0 +1,94 @@
+"""The site's "Ask for this measurement" form (CSRF, rate limit, anonymous audit), /challenges'
+request list, and the changes feed (/api/v1/changes cursor, /feed.atom)."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from fastapi.testclient import TestClient
+
+from conftest import shipped
+from kernelindex.catalog import audit
+from kernelindex.catalog import requests as stored
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.lifecycle import retract
+from kernelindex.trust.bundles import publish_bundle
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+
+
+@pytest.fixture
+def rope_catalog(fleet_catalog: Catalog) -> Catalog:
+    publish_bundle(fleet_catalog, shipped("rope"))  # real H200 runs: H100 and B200 are not measured
+    return fleet_catalog
+
+
+def _form(client: TestClient) -> dict[str, str]:
+    page = client.get("/operations/rope").text
+    asks = re.findall(r'href="(/requests/new[^"]+)"', page)
+    assert len(asks) == 2 and "gpu=h100-sxm" in asks[0]
+    form = client.get(asks[0].replace("&amp;", "&"))
+    assert form.status_code == 200 and form.headers["cache-control"] == "no-store"
+    assert "Ask for this measurement" in form.text and "NVIDIA H100" in form.text
+    fields = dict(re.findall(r'name="(csrf|operation|workload|gpu)" value="([^"]+)"', form.text))
+    assert fields["csrf"] == client.cookies.get("ki_csrf")
+    return fields
+
+
+def test_anyone_can_ask_and_identical_asks_merge(client: TestClient, rope_catalog: Catalog) -> None:
+    fields = _form(client)
+    sent = client.post("/requests", data={**fields, "replicas": "2"}, follow_redirects=False)
+    assert sent.status_code == 303 and sent.headers["location"].startswith("/challenges?asked=1")
+    (request,) = stored.list_requests(rope_catalog)
+    assert (request.operation, request.gpu, len(request.replicas), request.askers) == ("rope", "h100-sxm", 2, 1)
+    again = client.post("/requests", data={**_form(client), "replicas": "2"}, follow_redirects=False)
+    assert again.status_code == 303 and stored.get(rope_catalog, 1).askers == 2
+    entries = [e for e in audit.entries(rope_catalog) if e.action == "request.create"]
+    assert [(e.actor, e.outcome, e.client) for e in entries] == [("anonymous", "created", "testclient"),
+                                                                  ("anonymous", "merged", "testclient")]
+    page = client.get("/challenges?asked=1").text
+    assert "Request 1 recorded" in page and "askers" in page.lower()
+    listed = re.search(r'<section aria-labelledby="requests">.*?</section>', page, re.S).group(0)
+    assert "rope" in listed and "h100-sxm" in listed and ">open<" in listed and " s<" in listed
+
+
+def test_forms_without_the_token_or_from_elsewhere_are_refused(client: TestClient, rope_catalog: Catalog) -> None:
+    fields = _form(client)
+    assert client.post("/requests", data={**fields, "csrf": "forged"}).status_code == 403
+    foreign = client.post("/requests", data=fields, headers={"origin": "https://evil.example"})
+    assert foreign.status_code == 403 and "another site" in foreign.text
+    client.cookies.clear()
+    assert client.post("/requests", data=fields).status_code == 403
+    assert stored.list_requests(rope_catalog) == []
+
+
+def test_each_client_may_ask_five_times_in_ten_minutes(client: TestClient, rope_catalog: Catalog) -> None:
+    fields = _form(client)
+    for _ in range(5):
+        assert client.post("/requests", data=fields, follow_redirects=False).status_code == 303
+    limited = client.post("/requests", data=fields, follow_redirects=False)
+    assert limited.status_code == 429 and "try again in" in limited.text
+    assert stored.get(rope_catalog, 1).askers == 5
+    assert audit.entries(rope_catalog)[-1].outcome == "refused: rate_limited"
+
+
+def test_changes_follow_a_cursor_and_the_atom_feed_lists_them(client: TestClient, rope_catalog: Catalog) -> None:
+    first = client.get("/api/v1/changes").json()
+    kinds = {c["kind"] for c in first["changes"]}
+    assert {"publication", "record"} <= kinds and first["next_cursor"] and not first["more"]
+    assert client.get("/api/v1/changes", params={"since": first["next_cursor"]}).json()["changes"] == []
+    run = client.get("/api/v1/operations/rope").json()["ranked"][0]["run_id"]
+    retract(rope_catalog, run, reason="wrong clocks", actor="pytest")
+    after = client.get("/api/v1/changes", params={"since": first["next_cursor"]}).json()["changes"]
+    assert "retraction" in {c["kind"] for c in after} and all(c["at"] >= first["changes"][-1]["at"] for c in after)
+    paged = client.get("/api/v1/changes", params={"limit": 2}).json()
+    assert len(paged["changes"]) == 2 and paged["more"]
+    bad = client.get("/api/v1/changes", params={"since": "garbage!"})
+    assert bad.status_code == 400 and bad.json()["code"] == "bad_cursor"
+    feed = client.get("/feed.atom")
+    assert feed.headers["content-type"].startswith("application/atom+xml")
+    entries = ET.fromstring(feed.content).findall(f"{ATOM}entry")
+    titles = [e.find(f"{ATOM}title").text for e in entries]
+    assert any(t.startswith(f"Run {run} retracted") for t in titles[:3])  # newest first
