@@ -54,7 +54,8 @@ def test_use_on_h200_names_the_verified_liger_run(api: TestClient) -> None:
     data = api.get("/api/v1/use", params={"q": ROPE_H200}).json()
     assert data["status"] == "measured"
     (answer,) = data["recommendation"]["answers"]
-    assert answer["evidence"] == "verified" and answer["cohort_kind"] == "verified+default"
+    # two trusted runner identities ship H200 bundles: the leader is verified, or replicated when they agree
+    assert answer["evidence"] in ("verified", "replicated") and answer["cohort_kind"] == "verified+default"
     assert answer["implementation"]["title"] == "Liger" and answer["gpu"] == "h200"
     assert answer["install"].startswith('pip install "liger-kernel==')
     snippet = answer["snippet"]

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from fleet_helpers import bearer, make_runner, resigned, shipped
 from typer.testing import CliRunner
 
-from conftest import bearer, make_runner, resigned, shipped
 from kernelindex.catalog import audit
 from kernelindex.catalog.db import Catalog
 from kernelindex.cli import app as ki

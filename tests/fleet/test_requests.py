@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from fleet_helpers import bearer, make_runner, resigned, shipped
 
-from conftest import bearer, make_runner, resigned, shipped
 from kernelindex.catalog import audit
 from kernelindex.catalog.db import Catalog
 from kernelindex.trust import keys as runner_keys

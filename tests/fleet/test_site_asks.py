@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from fastapi.testclient import TestClient
+from fleet_helpers import shipped
 
-from conftest import shipped
 from kernelindex.catalog import audit
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fleet_helpers import bearer, make_runner
 
-from conftest import bearer, make_runner
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.loading import load_operation
 

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from kernelindex import registry
-from kernelindex.domain.manifests import parse_manifest
+from kernelindex.domain.manifests import digest_of, parse_manifest
 from kernelindex.domain.units import format_duration
 from kernelindex.trust.uploads import pack_bundle
 
@@ -159,8 +159,10 @@ def measure(request: dict[str, Any], runner: RunnerIdentity, options: WorkOption
     operation = registry.load_operation(request["operation"])
     workload = parse_manifest(request["workload"], f"request {request['id']} workload")
     keys = request["request"].get("implementations")
-    say(f"  measuring {len(keys) if keys else 'every available'} implementation(s) …")
-    session = run_session([(operation, [workload], keys)], key_path=runner.key_path, runner_name=runner.name,
+    regions = tuple(request["request"].get("regions") or ("forward",))
+    say(f"  measuring {len(keys) if keys else 'every available'} implementation(s), {', '.join(regions)} …")
+    plan = [(operation, [workload], keys, {digest_of(workload): regions})]
+    session = run_session(plan, key_path=runner.key_path, runner_name=runner.name,
                           key_id=runner.key_id, out_dirs=[out], min_samples=options.min_samples,
                           time_budget_s=options.time_budget_s, console=None,
                           test_device_product=options.test_device_product)
@@ -169,7 +171,8 @@ def measure(request: dict[str, Any], runner: RunnerIdentity, options: WorkOption
         reasons = "; ".join(result.skipped.values()) or "no implementation ran"
         raise WorkError(f"nothing measured: {reasons}")
     rows = outcome_rows(result)
-    return [f"{r['implementation']} {format_duration(r['median_ns'])} ({r['status']})" for r in rows], out
+    return [f"{r['implementation']}{'' if r['region'] == 'forward' else ' ' + r['region']} "
+            f"{format_duration(r['median_ns'])} ({r['status']})" for r in rows], out
 
 
 def work_loop(server: Server, runner: RunnerIdentity, gpu: str, options: WorkOptions, say: Say, *,

@@ -1,0 +1,61 @@
+"""Helpers of the write-path tests (imported by name: tests/fleet is on sys.path, and a module called
+conftest would clash with the other test folders' conftest modules)."""
+
+from __future__ import annotations
+
+import socket
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.publish import publish_manifests
+from kernelindex.domain.manifests import manifest_json, parse_manifest
+from kernelindex.trust import keys as runner_keys
+from kernelindex.trust.bundles import SAMPLES_DIR, bundled_bundles, verify_bundle, write_bundle
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+def shipped(operation: str = "rope", day: str = "20261129") -> Path:
+    return next(p for p in bundled_bundles() if p.name == f"h200-{operation}-{day}")
+
+
+def make_runner(tmp: Path, name: str, catalog: Catalog | None = None) -> Path:
+    """A fresh runner key (trusted in ``catalog`` when given); returns the private key path."""
+    private, _, key = runner_keys.generate(name, tmp / name)
+    if catalog is not None:
+        publish_manifests(catalog, [key.trusted_runner_manifest(trusted_by="pytest")], actor="pytest")
+    return private
+
+
+def resigned(source: Path, out: Path, key_path: Path, name: str, variant: int) -> Path:
+    """The runs of a shipped bundle, re-signed by another runner key; ``variant`` shifts every run's
+    observed time so each variant is a distinct set of runs."""
+    bundle = verify_bundle(source)
+    key = runner_keys.load_private_key(key_path)
+    key_id = runner_keys.key_id_of(runner_keys.public_key_hex(key))
+    manifests: list[BaseModel] = []
+    for manifest in bundle.manifests:
+        data = manifest_json(manifest)
+        if data["kind"] == "BenchmarkRun":
+            data = {**data, "spec": {**data["spec"], "runner": {"name": name, "key_id": key_id},
+                                     "observed_at": _shifted(data["spec"]["observed_at"], variant)}}
+        manifests.append(parse_manifest(data, "test"))
+    samples = [p.read_bytes() for p in sorted((source / SAMPLES_DIR).iterdir())]
+    write_bundle(out, manifests, samples, key=key, runner_name=name)
+    return out
+
+
+def _shifted(instant: str, seconds: int) -> str:
+    moved = datetime.fromisoformat(instant.replace("Z", "+00:00")) + timedelta(seconds=seconds)
+    return moved.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
