@@ -8,13 +8,13 @@ from kernelindex.policy.evidence import EvidenceFacts, replication_peers
 from kernelindex.readmodel.loading import load_operation
 from kernelindex.readmodel.runs import run_dossier
 
-RUNNERS = {"kernelindex-h200-runner-1", "independent-check-runner"}
+RUNNERS = {"kernelindex-h200-runner-2", "independent-check-runner"}
 
 
-def _facts(run: str, key: str, median: int) -> EvidenceFacts:
+def _facts(run: str, key: str, median: int, region: str = "forward") -> EvidenceFacts:
     return EvidenceFacts(run=run, implementation="impl", workload="w", gpu="h200", median_ns=median,
                          runner_key_id=key, attested=True, correctness_passed=True, public_source=True,
-                         pinned_install=True, raw_samples=True)
+                         pinned_install=True, raw_samples=True, region=region)
 
 
 def test_peers_agree_within_five_percent_and_disagree_beyond() -> None:
@@ -23,6 +23,8 @@ def test_peers_agree_within_five_percent_and_disagree_beyond() -> None:
     assert [(p.run, p.agrees) for p in peers["a"]] == [("b", True), ("c", False)]
     assert all(p.agrees for p in peers["b"])
     assert replication_peers(runs, {"k1"}) == {}  # untrusted runners are no peers
+    backward = [_facts("a", "k1", 100), _facts("d", "k2", 300, region="backward")]
+    assert replication_peers(backward, {"k1", "k2"}) == {}  # a backward time never confirms a forward one
 
 
 def test_shipped_runners_replicate_and_the_compiled_outliers_disagree(catalog: Catalog) -> None:
@@ -39,7 +41,8 @@ def test_shipped_runners_replicate_and_the_compiled_outliers_disagree(catalog: C
             else:
                 assert run.replication.sentence.startswith("Runners disagree: ")
                 assert " vs " in run.replication.sentence
-    # 69 verified cases per runner: 64 agree within 5%, 5 torch.compile cases do not (shared/data README)
+    # the independent runner's 69 forward runs against runner-2's: 64 agree within 5%, 5 torch.compile
+    # cases do not (shared/data/second-runner/README.md found the same against runner-1)
     assert states == {"replicated": 128, "disagree": 10}
 
 

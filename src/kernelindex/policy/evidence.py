@@ -32,6 +32,13 @@ class EvidenceFacts:
     public_source: bool
     pinned_install: bool
     raw_samples: bool
+    region: str = "forward"  # the protocol's timed region: only runs of the same region replicate each other
+
+
+def _replication_key(facts: EvidenceFacts) -> tuple[str, str, str, str]:
+    """Runs that may replicate each other: one implementation revision, workload, GPU product and timed
+    region (a backward time never confirms a forward one)."""
+    return (facts.implementation, facts.workload, facts.gpu, facts.region)
 
 
 def _verified(facts: EvidenceFacts, trusted_keys: set[str]) -> bool:
@@ -42,10 +49,10 @@ def evidence_levels(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> di
     """Evidence level per run id. Needs the whole set: replication compares runs with each other."""
     runs = list(runs)
     levels: dict[str, str] = {}
-    verified_groups: dict[tuple[str, str, str], list[EvidenceFacts]] = defaultdict(list)
+    verified_groups: dict[tuple[str, str, str, str], list[EvidenceFacts]] = defaultdict(list)
     for facts in runs:
         if _verified(facts, trusted_keys):
-            verified_groups[(facts.implementation, facts.workload, facts.gpu)].append(facts)
+            verified_groups[_replication_key(facts)].append(facts)
             levels[facts.run] = "verified"
         elif facts.public_source and facts.pinned_install and facts.raw_samples:
             levels[facts.run] = "reproducible"
@@ -80,10 +87,10 @@ class PeerRun:
 def replication_peers(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> dict[str, list[PeerRun]]:
     """Per verified run, the verified runs of other trusted runners it is compared with, each marked
     agreeing or disagreeing. A disagreement is shown as such, never averaged away."""
-    groups: dict[tuple[str, str, str], list[EvidenceFacts]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[EvidenceFacts]] = defaultdict(list)
     for facts in runs:
         if _verified(facts, trusted_keys) and facts.median_ns is not None:
-            groups[(facts.implementation, facts.workload, facts.gpu)].append(facts)
+            groups[_replication_key(facts)].append(facts)
     peers: dict[str, list[PeerRun]] = {}
     for group in groups.values():
         for facts in group:

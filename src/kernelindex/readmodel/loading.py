@@ -261,6 +261,7 @@ def _derive_policy(data: OperationData) -> None:
                 public_source=bool(usable and usable.source_url),
                 pinned_install=bool(usable and usable.install_command),
                 raw_samples=bool(run.spec["timing"].get("samples_digest")),
+                region=data.protocols[run.protocol]["spec"].get("timed_region", "forward"),
             )
         )
     levels = evidence_levels(facts, set(data.trusted_keys))
