@@ -20,8 +20,9 @@ def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
 
 
-def shipped(operation: str = "rope", day: str = "20261129") -> Path:
-    return next(p for p in bundled_bundles() if p.name == f"h200-{operation}-{day}")
+def shipped(operation: str = "rope") -> Path:
+    """The independent runner's shipped bundle (rope: 21 runs, embedding: 48; trusted at bootstrap)."""
+    return next(p for p in bundled_bundles() if p.name == f"h200-{operation}-20261130-independent-check")
 
 
 def make_runner(tmp: Path, name: str, catalog: Catalog | None = None) -> Path:

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -41,7 +42,8 @@ class Runners:
         command = [sys.executable, "-m", "kernelindex.cli", "runner", "work", "--server", self.server,
                    "--api-key", self.token, "--key", str(key), "--poll", "0.2", "--min-samples", "10",
                    "--time-budget", "0.5", "--test-device-product", PRODUCT]
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ})
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})  # a killed runner's log is complete
         self.procs[name] = proc
         return proc
 
@@ -76,8 +78,9 @@ def _wait(http: httpx.Client, server: str, done: callable, seconds: float = 240)
     raise AssertionError(f"timed out; requests: {[(r['id'], r['state']) for r in items]}")
 
 
-def test_two_runners_fulfil_ten_requests(runners: Runners, live_server: str, fleet_catalog: Catalog,
+def test_two_runners_fulfil_ten_requests(runners: Runners, live_server: str, app: Any, fleet_catalog: Catalog,
                                          tokens: dict[str, str], tmp_path: Path) -> None:
+    app.state.lease_seconds = 60.0  # heart-beating runners keep their leases even on a loaded machine
     keys = {name: make_runner(tmp_path, name, fleet_catalog) for name in ("runner-a", "runner-b")}
     with httpx.Client(timeout=30) as http:
         for batch in range(1, 11):
@@ -106,7 +109,9 @@ def test_two_runners_fulfil_ten_requests(runners: Runners, live_server: str, fle
 
 
 def test_a_killed_runner_loses_its_lease_and_the_other_finishes(
-        runners: Runners, live_server: str, fleet_catalog: Catalog, tokens: dict[str, str], tmp_path: Path) -> None:
+        runners: Runners, live_server: str, app: Any, fleet_catalog: Catalog, tokens: dict[str, str],
+        tmp_path: Path) -> None:
+    app.state.lease_seconds = 5.0  # short, so the killed runner's lease runs out soon; long enough for heartbeats
     keys = {name: make_runner(tmp_path, name, fleet_catalog) for name in ("runner-a", "runner-b")}
     with httpx.Client(timeout=30) as http:
         http.post(f"{live_server}/api/v1/requests", headers=bearer(tokens["requests:write"]), json=_request(5))
