@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from kernelindex import registry
-from kernelindex.domain.manifests import digest_of, parse_manifest
+from kernelindex.domain.manifests import WorkloadCase, digest_of, parse_manifest
 from kernelindex.domain.units import format_duration
 from kernelindex.trust.uploads import pack_bundle
 
@@ -154,14 +154,16 @@ def measure(request: dict[str, Any], runner: RunnerIdentity, options: WorkOption
             say: Say) -> tuple[list[str], Path]:
     """Run the ``ki verify`` session on the request's workload; the run figures and the bundle."""
     from kernelindex.runner.campaign import outcome_rows
-    from kernelindex.runner.session import run_session
+    from kernelindex.runner.session import Plan, run_session
 
     operation = registry.load_operation(request["operation"])
     workload = parse_manifest(request["workload"], f"request {request['id']} workload")
-    keys = request["request"].get("implementations")
-    regions = tuple(request["request"].get("regions") or ("forward",))
+    if not isinstance(workload, WorkloadCase):
+        raise WorkError(f"request {request['id']}: its workload is a {workload.kind}, not a WorkloadCase")
+    keys: list[str] | None = request["request"].get("implementations")
+    regions: tuple[str, ...] = tuple(request["request"].get("regions") or ("forward",))
     say(f"  measuring {len(keys) if keys else 'every available'} implementation(s), {', '.join(regions)} …")
-    plan = [(operation, [workload], keys, {digest_of(workload): regions})]
+    plan: Plan = [(operation, [workload], keys, {digest_of(workload): regions})]
     session = run_session(plan, key_path=runner.key_path, runner_name=runner.name,
                           key_id=runner.key_id, out_dirs=[out], min_samples=options.min_samples,
                           time_budget_s=options.time_budget_s, console=None,

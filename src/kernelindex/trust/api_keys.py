@@ -17,11 +17,10 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import insert, select, update
-
+from kernelindex.catalog import api_keys as stored
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import ApiKeyRow
 from kernelindex.domain.instants import as_utc
 
 SCOPES = ("bundles:write", "requests:write", "admin")
@@ -57,7 +56,7 @@ def _hash(salt: str, secret: str) -> str:
     return hashlib.sha256(bytes.fromhex(salt) + secret.encode("ascii")).hexdigest()
 
 
-def _key(row: ApiKeyRow) -> ApiKey:
+def _key(row: Any) -> ApiKey:  # a catalog ApiKeyRow
     return ApiKey(row.key_id, row.name, row.scope, row.created_by, as_utc(row.created_at) or row.created_at,
                   as_utc(row.revoked_at), row.revoked_by)
 
@@ -72,23 +71,17 @@ def create_key(catalog: Catalog, *, name: str, scope: str, created_by: str) -> t
     now = datetime.now(UTC)
     row = {"key_id": key_id, "name": name, "scope": scope, "salt": salt, "secret_hash": _hash(salt, secret),
            "created_by": created_by, "created_at": now}
-    with catalog.engine.begin() as conn:
-        conn.execute(insert(ApiKeyRow), [row])
+    stored.insert_key(catalog, row)
     return ApiKey(key_id, name, scope, created_by, now, None, None), f"{PREFIX}{key_id}_{secret}"
 
 
 def list_keys(catalog: Catalog) -> list[ApiKey]:
-    with catalog.session() as session:
-        return [_key(r) for r in session.scalars(select(ApiKeyRow).order_by(ApiKeyRow.created_at, ApiKeyRow.key_id))]
+    return [_key(r) for r in stored.key_rows(catalog)]
 
 
 def revoke_key(catalog: Catalog, key_id: str, *, revoked_by: str) -> ApiKey:
     key_id = key_id.removeprefix(PREFIX).split("_")[0]
-    with catalog.engine.begin() as conn:
-        done = conn.execute(
-            update(ApiKeyRow).where(ApiKeyRow.key_id == key_id, ApiKeyRow.revoked_at.is_(None))
-            .values(revoked_at=datetime.now(UTC), revoked_by=revoked_by)
-        ).rowcount
+    done = stored.mark_revoked(catalog, key_id, revoked_by=revoked_by)
     found = {k.key_id: k for k in list_keys(catalog)}
     if key_id not in found:
         raise ApiKeyError(f"no API key {key_id!r}; `ki keys list` shows them")
@@ -103,8 +96,7 @@ def authenticate(catalog: Catalog, token: str) -> ApiKey:
     if not match:
         raise ApiKeyError("the API key is malformed: expected ki_<12 hex digits>_<43 characters>")
     key_id, secret = match.groups()
-    with catalog.session() as session:
-        row = session.get(ApiKeyRow, key_id)
+    row = stored.key_row(catalog, key_id)
     if row is None or not hmac.compare_digest(row.secret_hash, _hash(row.salt, secret)):
         raise ApiKeyError("the API key is not known to this server")
     key = _key(row)

@@ -19,11 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError, OperationalError
-
+from kernelindex.catalog.attestations import WRITE_CONFLICTS, bundle_attested
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import AttestationRow, RunRow
 from kernelindex.catalog.publish import run_id_of
 from kernelindex.domain.manifests import digest_of
 from kernelindex.trust.bundles import (
@@ -107,12 +104,6 @@ def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
     return members
 
 
-def already_published(catalog: Catalog, bundle_digest: str) -> bool:
-    with catalog.engine.connect() as conn:
-        return conn.execute(select(AttestationRow.run).where(AttestationRow.bundle_digest == bundle_digest)
-                            .limit(1)).first() is not None
-
-
 def receive_bundle(catalog: Catalog, data: bytes, *, actor: str) -> UploadResult:
     """Verify and publish an uploaded bundle archive. Raises ArchiveError, BundleError,
     UntrustedRunnerError or PublishError naming what failed; nothing is written then."""
@@ -124,7 +115,7 @@ def receive_bundle(catalog: Catalog, data: bytes, *, actor: str) -> UploadResult
                 f"the bundle is signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
                 "runner on this server; an operator must run `ki runner trust` for its public key first")
         runs = sorted(run_id_of(digest_of(r)) for r in bundle.runs())
-        if already_published(catalog, bundle.digest):
+        if bundle_attested(catalog, bundle.digest):
             return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, True, {})
         report = _publish_with_retry(catalog, path, actor)
         return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, False, dict(report.new))
@@ -136,13 +127,8 @@ def _publish_with_retry(catalog: Catalog, path: Path, actor: str) -> Any:
     for attempt in range(5):
         try:
             return publish_bundle(catalog, path, actor=actor)
-        except (IntegrityError, OperationalError):
+        except WRITE_CONFLICTS:
             if attempt == 4:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
-
-
-def published_run_ids(catalog: Catalog, run_ids: list[str]) -> set[str]:
-    with catalog.engine.connect() as conn:
-        return set(conn.execute(select(RunRow.run_id).where(RunRow.run_id.in_(run_ids))).scalars())
