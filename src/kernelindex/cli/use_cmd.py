@@ -90,3 +90,15 @@ def register(app: typer.Typer) -> None:
                 render_use(data)
 
         run_command(action)
+
+    @app.command("mcp")
+    def mcp_cmd(database: str | None = DatabaseOption) -> None:
+        """Serve the MCP tools over stdio (for coding agents): the same answers as the API, from the local
+        catalog. Configure your agent to run `ki mcp`; see docs/agents.md."""
+        from kernelindex.bootstrap import ensure_bundled_data
+        from kernelindex.cli.common import open_for_cli
+        from kernelindex.web.mcp.server import build_server
+
+        catalog = open_for_cli(database)
+        ensure_bundled_data(catalog)
+        build_server(catalog).run("stdio")

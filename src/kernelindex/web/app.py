@@ -85,9 +85,12 @@ def _warm(app: FastAPI) -> None:
 def _lifespan(warm: bool) -> Callable[[FastAPI], Any]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from kernelindex.web.mcp.http import mcp_running
+
         if warm:
             threading.Thread(target=_warm, args=(app,), daemon=True, name="kernelindex-warm").start()
-        yield
+        async with mcp_running(app):
+            yield
 
     return lifespan
 
@@ -122,6 +125,9 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     app.include_router(samples_route.router)
     app.include_router(asks.router)
     app.include_router(pages.router)
+    from kernelindex.web.mcp.http import mount_mcp
+
+    mount_mcp(app)  # /mcp: the MCP server over streamable HTTP (docs/agents.md)
     app.mount("/static", StaticFiles(packages=[("kernelindex.web", "static")]), name="static")
     return app
 

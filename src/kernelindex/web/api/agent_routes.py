@@ -100,9 +100,8 @@ def post_resolve_batch(request: Request, body: Annotated[BatchRequest, Body()]) 
     return Response(orjson.dumps(answers), media_type="application/json")  # ~1 MB for 50 answers: orjson is 5× faster
 
 
-def use_answer(request: Request, q: str) -> dict[str, Any]:
-    """``GET /api/v1/use``'s body, or the problem it raises (shared with the MCP tool)."""
-    catalog = request.app.state.catalog
+def use_body(catalog: Any, q: str) -> dict[str, Any]:
+    """``GET /api/v1/use``'s body (also the MCP tool ``recommend_kernel``), or the problem it raises."""
     outcome = READ_CACHE.get(catalog, ("api", "use", q), lambda: use_text(catalog, q))
     if isinstance(outcome, QueryFailure):
         raise ApiProblem("bad_request", outcome.detail, [{**e, "in": "query"} for e in outcome.errors])
@@ -112,7 +111,7 @@ def use_answer(request: Request, q: str) -> dict[str, Any]:
 def get_use(request: Request, q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
                                                       description="e.g. rope seq=2048 hidden=8192 bf16 h200")]
             ) -> JSONResponse:
-    return JSONResponse(use_answer(request, q))
+    return JSONResponse(use_body(request.app.state.catalog, q))
 
 
 BATCH_DESCRIPTION = (

@@ -1,0 +1,229 @@
+"""The MCP server (official SDK): ``ki mcp`` over stdio, and streamable HTTP at ``/mcp`` on the site.
+
+Every tool answers with the JSON body of a REST route (``structuredContent``) plus a short text
+rendering; a failure is a tool error whose structured content is that route's problem body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from kernelindex.resolve.batch import MAX_BATCH
+from kernelindex.resolve.grammar import MAX_QUERY_CHARS
+from kernelindex.web.api.problems import ApiProblem, problem_body
+from kernelindex.web.mcp.resources import policy_text
+from kernelindex.web.mcp.summaries import summary
+from kernelindex.web.mcp.tools import CatalogTools
+from kernelindex.web.render import VersionedCache
+
+INSTRUCTIONS = (
+    "KernelIndex answers 'which GPU kernel should I use for this exact workload, and what is the evidence?'. "
+    "Start with recommend_kernel for what to run (pip install line and a runnable snippet), or resolve_kernel "
+    "for the ranked evidence. Queries use the search grammar: an operation, axis bindings and filters, e.g. "
+    "'rope seq=2048 hidden=8192 bf16 h100'. Numbers are only ranked inside a cohort (same workload, protocol, "
+    "environment); the resources kernelindex://methodology and kernelindex://policies/* explain the rules."
+)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS,
+                             description="A query in the search grammar, e.g. 'rope seq=2048 hidden=8192 a100'.")]
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,119}$", description="A slug, e.g. 'rope'.")]
+Key = Annotated[str | None, Field(pattern=r"^[A-Za-z0-9:._-]{1,80}$", description="A 12-hex-digit key.")]
+Filter = Annotated[str | None, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,119}$")]
+Queries = Annotated[list[str | dict[str, Any]], Field(min_length=1, max_length=MAX_BATCH, description=(
+    "1–50 queries, each a text query or a structured request."))]
+RunId = Annotated[str, Field(pattern=r"^[0-9a-f]{6,64}$", description="A run id (hex), e.g. from a ranked row.")]
+
+
+def _result(compute: Callable[[], dict[str, Any]], tool: str) -> CallToolResult:
+    try:
+        data = compute()
+    except ApiProblem as problem:
+        return _problem_result(problem)
+    return CallToolResult(content=[TextContent(type="text", text=summary(tool, data))], structured_content=data)
+
+
+BODY_TOOLS = {"resolve_kernel", "resolve_kernels", "validate_manifest"}  # their REST twins take a JSON body
+
+
+class KernelIndexServer(MCPServer):
+    """Arguments that fail the tool's schema come back as the API's problem (422 ``invalid_request`` for
+    a body, 400 ``bad_request`` for query/path parameters), not as the SDK's free text."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            errors = [{"field": ".".join(str(p) for p in err["loc"]) or "arguments", "message": err["msg"]}
+                      for err in exc.__cause__.errors()]
+            code = "invalid_request" if name in BODY_TOOLS else "bad_request"
+            problem = ApiProblem(code, "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors)
+            return _problem_result(problem)
+
+
+def _problem_result(problem: ApiProblem) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=f"{problem.code}: {problem.detail}")],
+                          structured_content=problem_body(problem), is_error=True)
+
+
+def build_server(catalog: Any, cache: VersionedCache | None = None) -> MCPServer:
+    tools = CatalogTools(catalog, cache)
+    server = KernelIndexServer(name="kernelindex", title="KernelIndex", instructions=INSTRUCTIONS, version="1",
+                               log_level="WARNING")
+    _register_tools(server, tools)
+    _register_resources(server)
+    return server
+
+
+def _register_tools(server: MCPServer, tools: CatalogTools) -> None:  # noqa: PLR0915 - one block per tool
+    def tool(description: str) -> Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]:
+        return server.tool(description=description, annotations=READ_ONLY)
+
+    @tool(DESCRIPTIONS["recommend_kernel"])
+    def recommend_kernel(query: Query) -> CallToolResult:
+        return _result(lambda: tools.recommend_kernel(query), "recommend_kernel")
+
+    @tool(DESCRIPTIONS["search_catalog"])
+    def search_catalog(query: Annotated[str, Field(max_length=MAX_QUERY_CHARS, description=(
+            "Free words and key:value filters; empty lists operations."))] = "") -> CallToolResult:
+        return _result(lambda: tools.search_catalog(query), "search_catalog")
+
+    @tool(DESCRIPTIONS["resolve_kernel"])
+    def resolve_kernel(
+        query: Annotated[str | None, Field(max_length=MAX_QUERY_CHARS, description="A text query.")] = None,
+        request: Annotated[dict[str, Any] | None, Field(description=(
+            "A structured request: operation, axes {name: int}, dtype, gpu, arch, mode, language, trust, usable, "
+            "license, source (the body of POST /api/v1/resolve)."))] = None,
+    ) -> CallToolResult:
+        return _result(lambda: tools.resolve_kernel(query, request), "resolve_kernel")
+
+    @tool(DESCRIPTIONS["resolve_kernels"])
+    def resolve_kernels(queries: Queries) -> CallToolResult:
+        return _result(lambda: tools.resolve_kernels(queries), "resolve_kernels")
+
+    @tool(DESCRIPTIONS["get_operation"])
+    def get_operation(slug: Slug, workload: Key = None, cohort: Key = None) -> CallToolResult:
+        return _result(lambda: tools.get_operation(slug, workload, cohort), "get_operation")
+
+    @tool(DESCRIPTIONS["get_implementation"])
+    def get_implementation(slug: Slug) -> CallToolResult:
+        return _result(lambda: tools.get_implementation(slug), "get_implementation")
+
+    @tool(DESCRIPTIONS["get_run_evidence"])
+    def get_run_evidence(run_id: RunId) -> CallToolResult:
+        return _result(lambda: tools.get_run_evidence(run_id), "get_run_evidence")
+
+    @tool(DESCRIPTIONS["compare_runs"])
+    def compare_runs(run_ids: Annotated[list[Annotated[str, Field(pattern=r"^[0-9a-f]{6,64}$")]],
+                                        Field(min_length=2, max_length=8, description="2–8 run ids.")]
+                     ) -> CallToolResult:
+        return _result(lambda: tools.compare_runs(run_ids), "compare_runs")
+
+    @tool(DESCRIPTIONS["list_records"])
+    def list_records(operation: Filter = None, gpu: Filter = None, evidence: Filter = None,
+                     view: Annotated[str | None, Field(pattern=r"^(current|recently-broken|history)$")] = None,
+                     cohort: Key = None) -> CallToolResult:
+        return _result(lambda: tools.list_records(operation, gpu, evidence, view, cohort), "list_records")
+
+    @tool(DESCRIPTIONS["list_gpus"])
+    def list_gpus() -> CallToolResult:
+        return _result(tools.list_gpus, "list_gpus")
+
+    @tool(DESCRIPTIONS["validate_manifest"])
+    def validate_manifest(manifest: Annotated[dict[str, Any], Field(description=(
+            "A manifest: {apiVersion: 'kernelindex/v1', kind, metadata, spec}."))]) -> CallToolResult:
+        return _result(lambda: tools.validate_manifest(manifest), "validate_manifest")
+
+    @tool(DESCRIPTIONS["get_manifest_schema"])
+    def get_manifest_schema(kind: Annotated[str, Field(description="A manifest kind, e.g. BenchmarkRun.")]
+                            ) -> CallToolResult:
+        return _result(lambda: tools.get_manifest_schema(kind), "get_manifest_schema")
+
+
+DESCRIPTIONS = {
+    "recommend_kernel": (
+        "What to run for one exact workload on one GPU. Give a query naming an operation, its shapes and a GPU "
+        "(e.g. 'rope seq=2048 hidden=8192 bf16 h100'). Returns, per cohort (the GPU's verified cohort and/or its "
+        "default cohort, never compared across cohorts), the fastest usable implementation with its pinned pip "
+        "install line, a runnable Python snippet using tensors of the workload's shapes and dtypes, the evidence "
+        "line and how far it sits above the physical floor. If the GPU was never measured for that workload, "
+        "status is not_measured_on_gpu and the answer gives the nearest measured GPU's evidence plus the asked "
+        "GPU's floor estimate; if several workloads match, status is choose_workload with a query for each."),
+    "search_catalog": (
+        "Search the catalog with the query grammar (free words plus key:value filters and axis bindings such as "
+        "'layer norm fp32 h100 usable:yes'). Returns the same resolution as the site's /search: exact cohorts "
+        "ranked, other protocols, compatible cohorts with mismatch vectors, nearest measured shapes and coverage "
+        "gaps. A mistyped key or value comes back in query.issues with a suggestion; the rest still resolves. An "
+        "empty query lists the operations."),
+    "resolve_kernel": (
+        "Resolve one exact workload, from a text query or a structured request (exactly one of the two). Returns "
+        "status exact / not_measured / no_exact_evidence / choose_operation, the exact cohorts with ranked rows "
+        "(median_ns, evidence, usability, install), other-protocol cohorts (never ranked against exact), "
+        "compatible cohorts with their mismatch vectors {field, requested, observed}, and for an unmeasured shape "
+        "the nearest measured cases below and above (never interpolated). Same answer as POST /api/v1/resolve."),
+    "resolve_kernels": (
+        "Resolve up to 50 queries in one call (text or structured, mixed). Answers come back in order, each with "
+        "its own status: 200 with the resolution, or the problem that query would get alone (one bad query does "
+        "not fail the others). Use it when choosing kernels for every operation of a model at once."),
+    "get_operation": (
+        "The full operation page for one operation slug (from search results), optionally for a workload and "
+        "cohort key: workloads, cohorts, headline slots (fastest usable, best usable, fastest verified), the "
+        "ranked table, fastest by language, the floor estimate, scaling data, implementations and sources."),
+    "get_implementation": (
+        "One implementation line (project + callable, e.g. 'liger-kernel-rope'): its revisions, whether and how "
+        "it can be installed (pinned install or the reasons it is not usable as-is), declared and concluded "
+        "license, source link, records held and runs per workload and GPU."),
+    "get_run_evidence": (
+        "The evidence dossier of one run id: status, median and spread, its rank in its cohort or the reason it "
+        "is not ranked, workload, protocol (timer, timed region, warmup, L2 policy, correctness policy), "
+        "environment, correctness result, raw-samples digest, signature/verification status and corrections."),
+    "compare_runs": (
+        "Compare 2–8 runs side by side. A winner is named only when all runs share one cohort; otherwise the "
+        "answer names the first material difference (workload, protocol, environment or metric) and declares no "
+        "winner."),
+    "list_records": (
+        "The records ledger: each cohort's current record holder, history and margin, filtered by operation "
+        "slug, GPU slug or evidence level; view current, recently-broken or history; or one cohort's history by "
+        "its key. Cohorts are never ranked against each other."),
+    "list_gpus": (
+        "The GPUs of the datasheet table with their bandwidth and peak rates (used by the floor estimate) and "
+        "how many runs each has. Use the slugs as gpu: values in queries."),
+    "validate_manifest": (
+        "Validate a KernelIndex manifest (OperationSpec, WorkloadCase, ImplementationRevision, BenchmarkRun …). "
+        "Returns valid true with the manifest's identity digest, or valid false with every problem naming its "
+        "field. Nothing is stored."),
+    "get_manifest_schema": (
+        "The JSON Schema of one manifest kind (OperationSpec, WorkloadCase, SoftwareProject, "
+        "ImplementationRevision, BenchmarkProtocol, ExecutionEnvironment, BenchmarkRun, Retraction, Supersession, "
+        "TrustedRunner, Source), to build a manifest that validate_manifest accepts."),
+}
+
+
+RESOURCES = [
+    ("kernelindex://methodology", "methodology", "methodology",
+     "How KernelIndex decides cohorts, eligibility, ranking, records, evidence levels, usability and the floor."),
+    ("kernelindex://policies/floor", "floor-policy", "floor",
+     "floor-v1: the physical lower bound (compulsory bytes / bandwidth, flops / peak) shown next to every record."),
+    ("kernelindex://policies/ranking", "ranking-policy", "ranking",
+     "ranking-v1, records and default views: how runs are ranked inside a cohort and when a record changes hands."),
+]
+
+
+def _register_resources(server: MCPServer) -> None:
+    for uri, name, section, description in RESOURCES:
+        server.resource(uri, name=name, description=description, mime_type="text/markdown")(_reader(section))
+
+
+def _reader(section: str) -> Callable[[], str]:
+    def read() -> str:
+        return policy_text(section)
+
+    return read
