@@ -56,6 +56,7 @@ class RankedRow(JsonModel):
     method: str | None = None  # how the run was timed (runner runs: cuda_graph_replay / per_call_events)
     method_note: str | None = None  # said when it differs from the cohort's usual method
     replication: dict | None = None  # the runners that measured it too, agreeing or disagreeing
+    source: str = ""  # the source's name (its license and attribution: the page's sources)
 
 
 @dataclass

@@ -43,6 +43,7 @@ class RunRef(JsonModel):
     usable: bool
     observed_at: datetime
     stale: bool
+    source: str = ""
 
 
 def run_ref(data: OperationData, run: Run, now: datetime) -> RunRef:
@@ -62,6 +63,7 @@ def run_ref(data: OperationData, run: Run, now: datetime) -> RunRef:
         usable=bool(usable and usable.usable),
         observed_at=run.observed_at,
         stale=is_stale(run.observed_at, now),
+        source=run.source,
     )
 
 

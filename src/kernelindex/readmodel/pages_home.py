@@ -115,3 +115,8 @@ def _sources(catalog: Catalog) -> list[SourceFreshness]:
                                      as_utc(last), as_utc(published.get(name)), notice.license_name,
                                      notice.license_url))
     return found
+
+
+def sources_by_name(catalog: Catalog) -> dict[str, SourceFreshness]:
+    """Every source by name, with its license and attribution sentence (for exports and downloads)."""
+    return {s.name: s for s in _sources(catalog)}

@@ -97,6 +97,20 @@ def recommend(catalog: Any, slug: str, workload: str, gpu_slug: str, *, mode: st
     return build_recommendation(data, digest, gpu, mode, now or datetime.now(UTC))
 
 
+def recommend_for_cohort(catalog: Any, slug: str, cohort: str, *, now: datetime | None = None
+                         ) -> Recommendation | None:
+    """The operation page's "Use this" box: the recommendation for the selected cohort's workload, GPU
+    and timed region (None when the cohort's GPU is not in the datasheet table)."""
+    data = load_operation(catalog, slug)
+    chosen = next((c for c in cohorts_of(data).values() if cohort in (c.key, cohort_key_short(c.key))), None)
+    if chosen is None:
+        raise NotFound(f"cohort {cohort!r} is not a cohort of {slug}")
+    gpu = data.gpu_of(chosen.environment)
+    if gpu is None:
+        return None
+    return build_recommendation(data, chosen.workload, gpu, _mode(data, chosen), now or datetime.now(UTC))
+
+
 def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: str | None,
                          now: datetime) -> Recommendation:
     measured = [c for c in cohorts_of(data).values() if c.workload == digest and c.eligible]

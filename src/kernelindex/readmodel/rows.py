@@ -143,6 +143,7 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         method=run.spec["timing"].get("method"),
         method_note=method_note(run, usual),
         replication=run.replication.to_json() if run.replication else None,
+        source=run.source,
     )
 
 

@@ -27,6 +27,7 @@ from kernelindex.views.problems import READ_ERRORS, problem_of
 from kernelindex.views.table import VIEW, View
 from kernelindex.web.charts import ChartError, render_scaling_svg
 from kernelindex.web.render import ErrorPage, PageError, render
+from kernelindex.web.use_box import use_box
 
 router = APIRouter(include_in_schema=False)
 Renderer = Callable[[Request, dict[str, Any], dict[str, Any]], HTMLResponse]
@@ -136,7 +137,7 @@ def warm(app: Any) -> None:
 # --- the pages' templates -------------------------------------------------------------------------
 
 
-def render_operation(data: dict[str, Any]) -> HTMLResponse:
+def render_operation(data: dict[str, Any], use: dict[str, Any] | None = None) -> HTMLResponse:
     svg, xs = None, []
     if data.get("scaling"):
         try:
@@ -145,7 +146,7 @@ def render_operation(data: dict[str, Any]) -> HTMLResponse:
             data = {**data, "scaling": None}
         xs = sorted({p["x"] for s in data["scaling"]["series"] for p in s["points"]}) if svg else []
     return render("operation.html", page=data, json_url=data.get("json_url"), scaling_svg=svg or "",
-                  chart_xs=xs, nav="search", axis_names=axis_names(data))
+                  chart_xs=xs, nav="search", axis_names=axis_names(data), **(use or {}))
 
 
 def axis_names(data: dict[str, Any]) -> list[str]:
@@ -175,7 +176,8 @@ def _twin(view: View, **context: Any) -> Renderer:
 
 
 page_route(VIEW["home"], lambda request, args, data: render("home.html", page=data))
-page_route(VIEW["operation"], lambda request, args, data: render_operation(data))
+page_route(VIEW["operation"], lambda request, args, data: render_operation(
+    data, use_box(catalog_of(request), data, now_of(request))))
 page_route(VIEW["run"], _run)
 page_route(VIEW["implementation"], _twin(VIEW["implementation"]))
 page_route(VIEW["records"], _twin(VIEW["records"], nav="records"))

@@ -4,10 +4,10 @@ resolver's answer), so the API, the pages and the CLI cannot disagree."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Path, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from starlette.routing import Route
 
@@ -24,6 +24,16 @@ from kernelindex.views.params import Param
 from kernelindex.views.problems import READ_ERRORS, problem_of
 from kernelindex.views.table import COMPARE_RUNS, QUERY, VIEW
 from kernelindex.web.api.agent_routes import register as register_agent_routes
+from kernelindex.web.api.csv_views import (
+    CSV_CONTENT,
+    OPERATION_COLUMNS,
+    RECORD_COLUMNS,
+    RESOLUTION_COLUMNS,
+    csv_response,
+    operation_rows,
+    records_rows,
+    resolution_rows,
+)
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
 from kernelindex.web.api.problems import ApiProblem, ProblemRoute, problem_response, problem_responses
 from kernelindex.web.api.schemas import ResolutionOut
@@ -61,6 +71,19 @@ def _ok(description: str, schema: dict[str, Any] | None = None, *errors: int) ->
 
 def _resolution(description: str, *errors: int) -> dict[int | str, Any]:
     return {200: {"description": description, "model": ResolutionOut}, **problem_responses(400, *errors, "4XX")}
+
+
+def _with_csv(responses: dict[int | str, Any]) -> dict[int | str, Any]:
+    """Declare the ``?format=csv`` rendering of a 200 next to its JSON."""
+    ok = dict(responses[200])
+    if "model" in ok:
+        ok["content"] = {"application/json": {"schema": {"$ref": f"#/components/schemas/{ok['model'].__name__}"}}}
+    ok["content"] = {**ok.get("content", {}), **CSV_CONTENT}
+    return {**responses, 200: ok}
+
+
+Format = Annotated[Literal["json", "csv"], Query(description="json (default), or csv: the table as a CSV download "
+                                                             "(header row, one row per run, units in the names).")]
 
 
 def _catalog(request: Request) -> Any:
@@ -118,14 +141,19 @@ def list_operations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Curs
 
 
 @router.get("/operations/{slug}", summary="Operation detail (the operation page's model)",
-            responses=_ok("The operation page: workloads, cohorts, headline slots, ranked rows, floor", None, 404))
+            responses=_with_csv(_ok("The operation page: workloads, cohorts, headline slots, ranked rows, floor",
+                                    None, 404)))
 def get_operation(
     request: Request,
     slug: Slug,
     workload: Annotated[str | None, _query(params.WORKLOAD)] = None,
     cohort: Annotated[str | None, _query(params.COHORT)] = None,
-) -> JSONResponse:
-    return _view(request, "operation", slug, workload=workload, cohort=cohort)
+    format: Format = "json",
+) -> Response:
+    data = _view_json(request, "operation", slug, workload=workload, cohort=cohort)
+    if format == "csv":
+        return csv_response(_catalog(request), OPERATION_COLUMNS, operation_rows(data), f"{slug}-ranked.csv")
+    return _json(data)
 
 
 @router.get("/operations/{slug}/workloads", summary="Workload cases of one operation",
@@ -181,7 +209,7 @@ def get_run(request: Request, run_id: Annotated[str, Path(description=params.RUN
 @router.get("/records", summary="The records ledger",
             description="The records page's model. Its main list (`cohorts`, or `events` for view=history) is "
                         "paginated: `pagination` gives the list's name, `next_cursor`, `limit` and `total`.",
-            responses=_ok("Cohorts with their holder and history", None, 404))
+            responses=_with_csv(_ok("Cohorts with their holder and history", None, 404)))
 def get_records(
     request: Request,
     operation: Annotated[str | None, _query(params.OPERATION)] = None,
@@ -191,10 +219,13 @@ def get_records(
     cohort: Annotated[str | None, _query(params.COHORT)] = None,
     limit: Limit = DEFAULT_LIMIT,
     cursor: Cursor = None,
-) -> JSONResponse:
+    format: Format = "json",
+) -> Response:
     key = ("records", operation, gpu, evidence, view, cohort)
     page = dict(_view_json(request, "records", operation=operation, gpu=gpu, evidence=evidence, view=view,
                            cohort=cohort))
+    if format == "csv":  # the whole ledger for these filters: a download is not paginated
+        return csv_response(_catalog(request), RECORD_COLUMNS, records_rows(page), "kernelindex-records.csv")
     main = "events" if page.get("view") == "history" else "cohorts"
     listing = "records:" + ":".join(str(v) for v in key[1:])
     positions = list(enumerate(page[main]))
@@ -240,12 +271,17 @@ def get_compare(
             description="Free words plus key:value filters and axis bindings, e.g. "
                         "`rope seq=2048 hidden=8192 gpu:a100`. Problems in the text come back beside their token "
                         "in `query.issues`; the rest still resolves.",
-            responses=_resolution("The resolution: exact cohorts, other protocols, compatible, nearest, gaps"))
+            responses=_with_csv(_resolution("The resolution: exact cohorts, other protocols, compatible, nearest, "
+                                            "gaps")))
 def get_search(
     request: Request,
     q: Annotated[str, _query(QUERY)] = "",
-) -> JSONResponse:
-    return _view(request, "search", q=q)
+    format: Format = "json",
+) -> Response:
+    data = _view_json(request, "search", q=q)
+    if format == "csv":
+        return csv_response(_catalog(request), RESOLUTION_COLUMNS, resolution_rows(data), "kernelindex-search.csv")
+    return _json(data)
 
 
 @router.post("/resolve", summary="Resolve a structured request",
