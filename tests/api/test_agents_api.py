@@ -100,3 +100,9 @@ def test_use_without_a_gpu_is_a_problem(api: TestClient) -> None:
     response = api.get("/api/v1/use", params={"q": "rope seq=2048 hidden=8192"})
     assert response.status_code == 400 and response.json()["code"] == "bad_request"
     assert "Name a GPU" in response.json()["detail"]
+
+
+def test_use_with_a_misspelt_gpu_says_what_was_not_understood(api: TestClient) -> None:
+    problem = api.get("/api/v1/use", params={"q": "rope seq=2048 hidden=8192 gpuu:a100"}).json()
+    assert problem["code"] == "bad_request" and "did you mean 'gpu:'" in problem["detail"]
+    assert {"field": "q", "value": "gpuu:a100", "suggestion": "gpu:a100"}.items() <= problem["errors"][1].items()

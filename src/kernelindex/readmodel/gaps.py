@@ -5,6 +5,7 @@ region whose datasheet bandwidth is closest (ties: the newer architecture)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kernelindex import registry
@@ -62,13 +63,23 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
     return out
 
 
-def _nearest(data: OperationData, asked: registry.GpuSpec, measured: dict[str, Cohort]) -> NearestMeasured | None:
+def nearest_gpu(asked: registry.GpuSpec, measured: Iterable[str]) -> registry.GpuSpec | None:
+    """The measured GPU whose datasheet bandwidth is closest to the asked one's; ties → the newer
+    architecture (then the slug). The one rule for the page's banner and ``ki use``."""
     gpus = registry.gpus()
-    candidates = [s for s in measured if s in gpus]
+    candidates = [gpus[s] for s in measured if s in gpus and s != asked.slug]
     if not candidates:
         return None
-    slug = min(candidates, key=lambda s: (abs(gpus[s].bandwidth_gbps - asked.bandwidth_gbps),
-                                          -_arch_number(gpus[s].architecture)))
+    return min(candidates, key=lambda g: (abs(g.bandwidth_gbps - asked.bandwidth_gbps),
+                                          -_arch_number(g.architecture), g.slug))
+
+
+def _nearest(data: OperationData, asked: registry.GpuSpec, measured: dict[str, Cohort]) -> NearestMeasured | None:
+    gpus = registry.gpus()
+    nearest = nearest_gpu(asked, measured)
+    if nearest is None:
+        return None
+    slug = nearest.slug
     cohort = measured[slug]
     url = (f"/operations/{data.slug}?workload={workload_key(cohort.workload)}"
            f"&cohort={cohort_key_short(cohort.key)}")

@@ -21,6 +21,7 @@ from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.selection import CohortChoice, default_cohort
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
 from kernelindex.readmodel.errors import NotFound
+from kernelindex.readmodel.gaps import nearest_gpu
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, workload_key, workload_label
 from kernelindex.readmodel.loading import OperationData, Run, load_operation
@@ -213,16 +214,9 @@ def _evidence_line(data: OperationData, run: Run, row: RankedRow) -> str:
 
 
 def _nearest(data: OperationData, cohorts: list[Cohort], asked: GpuSpec, now: datetime) -> NearestGpu | None:
-    measured = {slug for c in cohorts if (slug := _gpu_slug(data, c))}
-    candidates = [registry.gpus()[s] for s in measured if s != asked.slug]
-    if not candidates:
+    best = nearest_gpu(asked, {slug for c in cohorts if (slug := _gpu_slug(data, c))})
+    if best is None:
         return None
-    best = min(candidates, key=lambda g: (abs(g.bandwidth_gbps - asked.bandwidth_gbps), -_arch_number(g), g.slug))
     why = (f"datasheet bandwidth {best.bandwidth_gbps:,.0f} GB/s is the closest to {asked.short}'s "
            f"{asked.bandwidth_gbps:,.0f} GB/s among the GPUs with runs for this workload")
     return NearestGpu(best.slug, best.short, best.bandwidth_gbps, why, _answers_on(data, cohorts, best.slug, now))
-
-
-def _arch_number(gpu: GpuSpec) -> int:
-    digits = "".join(ch for ch in gpu.architecture if ch.isdigit())
-    return int(digits) if digits else 0

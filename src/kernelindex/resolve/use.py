@@ -51,11 +51,10 @@ def use_request(catalog: Catalog, request: ResolveRequest, *, parsed: dict[str, 
                 now: datetime | None = None) -> dict[str, Any] | QueryFailure:
     """The recommendation for a normalised request, or why there is none for exactly one workload."""
     if not request.operation:
-        return QueryFailure("invalid_request", "Name an operation (rope, embedding, rms norm …): `ki use` answers "
-                            "for one exact workload.", [{"field": "operation", "message": "missing"}])
+        return _missing("operation", "Name an operation (rope, embedding, rms norm …): `ki use` answers for one "
+                        "exact workload.", parsed)
     if not request.gpu:
-        return QueryFailure("invalid_request", "Name a GPU (a100, h100, h200, b200 …): `ki use` answers for one "
-                            "GPU.", [{"field": "gpu", "message": "missing"}])
+        return _missing("gpu", "Name a GPU (a100, h100, h200, b200 …): `ki use` answers for one GPU.", parsed)
     source = CatalogCohortSource(catalog)
     anywhere = request.model_copy(update={"gpu": None, "arch": None, "mode": None})
     resolution = resolve(anywhere, source, now=now)
@@ -99,3 +98,15 @@ def _nearest(request: ResolveRequest, resolution: Resolution, source: CatalogCoh
     return [{"axis": nearest.axis, "value": n.value,
              "query": canonical_query(request.model_copy(update={"axes": {**request.axes, nearest.axis: n.value}}),
                                       source.vocabulary())} for n in sides]
+
+
+def _missing(field: str, detail: str, parsed: dict[str, Any] | None) -> QueryFailure:
+    """What is missing, plus the query's own problems (a misspelt ``gpuu:a100`` is why the GPU is missing)."""
+    issues = (parsed or {}).get("issues") or []
+    errors: list[dict[str, Any]] = [{"field": field, "message": "missing"}]
+    for issue in issues:
+        errors.append({"field": "q", "value": issue.get("token"), "message": issue.get("message"),
+                       "suggestion": issue.get("suggestion")})
+    hints = [f"{i.get('token')!r}: {i.get('message')}" + (f" (try {i['suggestion']})" if i.get("suggestion") else "")
+             for i in issues]
+    return QueryFailure("invalid_request", detail + (" Not understood: " + "; ".join(hints) if hints else ""), errors)
