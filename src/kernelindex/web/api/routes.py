@@ -4,6 +4,7 @@ resolver's answer), so the API, the pages and the CLI cannot disagree."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Path, Query, Request
@@ -106,15 +107,16 @@ def _read(compute: Callable[[], Any]) -> Any:
         raise ApiProblem(problem.code, problem.detail, errors) from None
 
 
-def _view_json(request: Request, name: str, subject: str | None = None, **query: Any) -> dict[str, Any]:
-    """A page's JSON twin: the page table's view, over the app's catalog and clock."""
+def view_json(catalog: Any, now: datetime, name: str, subject: str | None = None, **query: Any) -> dict[str, Any]:
+    """A page's JSON twin: the page table's view (also what the MCP tools answer), or its problem."""
     view = VIEW[name]
     given = {k: v if isinstance(v, list) else [v] for k, v in query.items() if v is not None}
+    return _read(lambda: view.data(catalog, now, view.arguments(subject, given)))
 
-    def compute() -> dict[str, Any]:
-        return view.data(_catalog(request), request.app.state.clock(), view.arguments(subject, given))
 
-    return _read(compute)
+def _view_json(request: Request, name: str, subject: str | None = None, **query: Any) -> dict[str, Any]:
+    """A page's JSON twin over the app's catalog and clock."""
+    return view_json(_catalog(request), request.app.state.clock(), name, subject, **query)
 
 
 def _view(request: Request, name: str, subject: str | None = None, **query: Any) -> JSONResponse:

@@ -1,5 +1,5 @@
 """``/mcp`` on the site: the MCP server over streamable HTTP (stateless, JSON responses), answering
-from the app's catalog and answer cache, so a tool and its REST route share cached answers.
+from the app's catalog and clock, so a tool and its REST route share the read model's cached answers.
 
 The SDK's session manager runs once per instance, so each run of the app's lifespan starts a fresh
 one; a request that arrives outside a lifespan (no manager) gets a 503 problem.
@@ -36,7 +36,7 @@ class _Endpoint:
 
 def mount_mcp(app: Any) -> None:
     """Add the ``/mcp`` route; :func:`mcp_running` (in the app's lifespan) runs its session manager."""
-    app.state.mcp_server = build_server(app.state.catalog, getattr(app.state, "cache", None))
+    app.state.mcp_server = build_server(app.state.catalog, app.state.clock)
     app.router.add_route(MCP_PATH, _Endpoint(app), methods=["GET", "POST", "DELETE"], include_in_schema=False)
 
 

@@ -7,6 +7,7 @@ rendering; a failure is a tool error whose structured content is that route's pr
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -19,8 +20,7 @@ from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.web.api.problems import ApiProblem, problem_body
 from kernelindex.web.mcp.resources import policy_text
 from kernelindex.web.mcp.summaries import summary
-from kernelindex.web.mcp.tools import CatalogTools
-from kernelindex.web.render import VersionedCache
+from kernelindex.web.mcp.tools import CatalogTools, utc_now
 
 INSTRUCTIONS = (
     "KernelIndex answers 'which GPU kernel should I use for this exact workload, and what is the evidence?'. "
@@ -74,16 +74,18 @@ def _problem_result(problem: ApiProblem) -> CallToolResult:
                           structured_content=problem_body(problem), is_error=True)
 
 
-def build_server(catalog: Any, cache: VersionedCache | None = None) -> MCPServer:
-    tools = CatalogTools(catalog, cache)
+def build_server(catalog: Any, clock: Callable[[], datetime] = utc_now) -> MCPServer:
+    """The server over ``catalog``; ``clock`` is the pages' "now" (the site passes its own)."""
+    tools = CatalogTools(catalog, clock)
     server = KernelIndexServer(name="kernelindex", title="KernelIndex", instructions=INSTRUCTIONS, version="1",
                                log_level="WARNING")
     _register_tools(server, tools)
+    _register_catalog_tools(server, tools)
     _register_resources(server)
     return server
 
 
-def _register_tools(server: MCPServer, tools: CatalogTools) -> None:  # noqa: PLR0915 - one block per tool
+def _register_tools(server: MCPServer, tools: CatalogTools) -> None:
     def tool(description: str) -> Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]:
         return server.tool(description=description, annotations=READ_ONLY)
 
@@ -108,6 +110,12 @@ def _register_tools(server: MCPServer, tools: CatalogTools) -> None:  # noqa: PL
     @tool(DESCRIPTIONS["resolve_kernels"])
     def resolve_kernels(queries: Queries) -> CallToolResult:
         return _result(lambda: tools.resolve_kernels(queries), "resolve_kernels")
+
+
+
+def _register_catalog_tools(server: MCPServer, tools: CatalogTools) -> None:
+    def tool(description: str) -> Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]:
+        return server.tool(description=description, annotations=READ_ONLY)
 
     @tool(DESCRIPTIONS["get_operation"])
     def get_operation(slug: Slug, workload: Key = None, cohort: Key = None) -> CallToolResult:
