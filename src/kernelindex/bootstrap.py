@@ -1,19 +1,27 @@
-"""First start: import the bundled real data into an empty catalog. Lives outside catalog/
-because it orchestrates sources and trust, which depend on the catalog, not the other way round."""
+"""Start-up: publish the data shipped with the package that the catalog does not hold yet. Lives
+outside catalog/ because it orchestrates sources and trust, which depend on the catalog, not the
+other way round.
+
+Each signed bundle is checked on its own, every start, by its digest against the attestations
+recorded when it was published, so a bundle added to a later release is published on the first
+start after the upgrade. Publishing is idempotent, so facts already present (a runner key trusted
+by hand, a bundle published with ``ki publish``) are found and left alone.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from kernelindex.catalog.db import Catalog
-from kernelindex.domain.sources import RUNNER_SOURCE
-from kernelindex.readmodel.objects import has_runs
+from kernelindex.readmodel.objects import attested_bundles, has_runs
 from kernelindex.sources.base import FileTransport
 from kernelindex.sources.kernelindex_export import bundled_export_path, import_export
 from kernelindex.sources.liger import import_liger_files
 from kernelindex.sources.liger.normalize import SOURCE
-from kernelindex.trust.bundles import bundled_bundles, publish_bundle
+from kernelindex.trust.bundles import INDEX_FILE, BundleError, bundled_bundles, publish_bundle
 from kernelindex.trust.keys import bundled_runner_keys
 
 log = logging.getLogger("kernelindex.bootstrap")
@@ -56,12 +64,28 @@ def _bundled_export(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
     return [line]
 
 
+def bundle_digest(path: Path) -> str | None:
+    """The digest a bundle's index declares (checked in full only when it is published)."""
+    try:
+        digest = json.loads((path / INDEX_FILE).read_text(encoding="utf-8")).get("digest")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return digest if isinstance(digest, str) else None
+
+
 def _bundled_verified(catalog: Catalog) -> list[str]:
-    if has_runs(catalog, RUNNER_SOURCE):
+    attested = attested_bundles(catalog)
+    missing = [p for p in bundled_bundles() if bundle_digest(p) not in attested]
+    if not missing:
         return []
+    bundled_runner_keys(catalog, actor=BOOTSTRAP_ACTOR)
     done: list[str] = []
-    bundled_runner_keys(catalog)
-    for path in bundled_bundles():
-        publish_bundle(catalog, path)
-        done.append(f"verified bundle {path.name}")
+    for path in missing:
+        try:
+            report = publish_bundle(catalog, path, actor=BOOTSTRAP_ACTOR)
+        except BundleError as exc:  # a damaged install must not keep the site down; say which bundle
+            log.error("shipped bundle %s was not published: %s", path.name, exc)
+            done.append(f"verified bundle {path.name} refused: {exc}")
+            continue
+        done.append(f"verified bundle {path.name}: {report.new.get('BenchmarkRun', 0)} new runs")
     return done

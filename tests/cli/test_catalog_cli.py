@@ -42,3 +42,22 @@ def test_retract_unknown_run_fails_clearly(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'c.sqlite'}"
     result = runner.invoke(app, ["retract", "0123456789abcdef", "--reason", "x", "--database", db])
     assert result.exit_code == 1 and "matches no run" in result.output
+
+
+def test_import_jsonl_refuses_a_zero_median_naming_line_and_field(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    assert runner.invoke(app, ["import", "liger", "--publish", "--database", db]).exit_code == 0
+    out = tmp_path / "export.jsonl"
+    assert runner.invoke(app, ["export", "--output", str(out), "--database", db]).exit_code == 0
+    lines = out.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, start=1) if '"kind":"BenchmarkRun"' in line)
+    run = json.loads(lines[number - 1])
+    run["spec"]["timing"]["median_ns"] = 0
+    lines[number - 1] = json.dumps(run)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    other = f"sqlite:///{tmp_path / 'd.sqlite'}"
+    result = runner.invoke(app, ["import", "jsonl", str(bad), "--dry-run", "--database", other])
+    assert result.exit_code == 1
+    assert f"bad.jsonl:{number}" in result.output and "spec.timing.median_ns" in result.output
+    assert "Traceback" not in result.output

@@ -1,4 +1,5 @@
-"""``ki serve``: imports the bundled data once, before the workers start, then serves with N workers."""
+"""``ki serve``: imports the bundled data once, before the workers start, then serves with N workers,
+each of which writes the access log. It starts even when the shipped runner key was trusted by hand."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+SHIPPED_KEYS = Path(__file__).resolve().parents[2] / "src" / "kernelindex" / "data" / "runners"
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -25,9 +28,13 @@ def test_ki_serve_imports_once_then_serves(tmp_path: Path, workers: int) -> None
     port = _free_port()
     url = f"sqlite:///{tmp_path / 'catalog.sqlite'}"
     env = {k: v for k, v in os.environ.items() if k != "KERNELINDEX_DATABASE_URL"}
+    shipped_key = sorted(SHIPPED_KEYS.glob("*.pub"))[0]
+    trusted = subprocess.run([sys.executable, "-m", "kernelindex.cli", "runner", "trust", str(shipped_key),
+                              "--database", url], capture_output=True, text=True, env=env, timeout=120)
+    assert trusted.returncode == 0, trusted.stderr
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(port), "--workers", str(workers),
-         "--database-url", url, "--log-level", "warning"],
+         "--database-url", url, "--log-level", "info"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
     )
     try:
@@ -50,3 +57,5 @@ def test_ki_serve_imports_once_then_serves(tmp_path: Path, workers: int) -> None
         output = proc.communicate(timeout=30)[0].decode()
     assert f"Catalog: {url}" in output
     assert f"with {workers} worker(s)" in output
+    assert "Traceback" not in output
+    assert output.count("kernelindex.web.access: GET /records 200") == 6, output[-2000:]

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from kernelindex.catalog.models import CatalogStateRow
 
 ENV_URL = "KERNELINDEX_DATABASE_URL"
+SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
 def default_url() -> str:
@@ -57,7 +58,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI 
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.close()
 
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from sqlalchemy import select
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, RunRow
 from kernelindex.catalog.publish import PublishReport, publish_manifests
-from kernelindex.domain.manifests import ManifestError, parse_manifest_text
+from kernelindex.domain.canonical import MAX_DOCUMENT_BYTES
+from kernelindex.domain.manifests import MAX_PROBLEMS, ManifestError, parse_manifest_text
 
 KIND_ORDER = (
     "Source",
@@ -66,21 +68,41 @@ class JsonlError(ValueError):
     pass
 
 
+def _bounded_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) per line, never holding more than one line's limit in memory; a
+    line over MAX_DOCUMENT_BYTES comes back as None (and is skipped to its end unread)."""
+    number = 0
+    while raw := handle.readline(MAX_DOCUMENT_BYTES + 2):  # the line, its CR LF
+        number += 1
+        if len(raw) <= MAX_DOCUMENT_BYTES or raw.endswith(b"\n"):
+            yield number, raw
+            continue
+        while (rest := handle.readline(1 << 20)) and not rest.endswith(b"\n"):
+            pass
+        yield number, None
+
+
 def import_jsonl(catalog: Catalog, path: Path, *, actor: str, dry_run: bool = False) -> PublishReport:
-    """Every line must be a valid manifest; one bad line refuses the file (named with its line number)."""
+    """Every line must be a valid manifest; one bad line refuses the file (named with its line
+    number). The first MAX_PROBLEMS problems are listed, the rest counted."""
     manifests = []
     problems: list[str] = []
+    count = 0
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
+        for number, raw in _bounded_lines(handle):
+            if raw is not None and not raw.strip():
                 continue
             try:
+                if raw is None:
+                    raise ManifestError(f"{path}:{number}", [f"line is over the {MAX_DOCUMENT_BYTES:,}-byte limit"])
                 manifests.append(parse_manifest_text(raw, f"{path}:{number}"))
             except ManifestError as exc:
-                problems.append(str(exc))
-    if problems:
-        shown = "\n".join(problems[:20])
-        raise JsonlError(f"{len(problems)} invalid line(s); nothing imported:\n{shown}")
+                count += 1
+                if len(problems) < MAX_PROBLEMS:
+                    problems.append(str(exc))
+    if count:
+        more = f"\n… and {count - len(problems):,} more" if count > len(problems) else ""
+        raise JsonlError(f"{count:,} invalid line(s); nothing imported:\n" + "\n".join(problems) + more)
     return publish_manifests(
         catalog, manifests, actor=actor, source=f"jsonl:{path.name}", locator=str(path), dry_run=dry_run
     )

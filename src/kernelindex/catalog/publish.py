@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, insert, select, update
 
-from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.db import SQLITE_BUSY_TIMEOUT_MS, Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
     CatalogStateRow,
@@ -27,6 +28,7 @@ from kernelindex.policy.cohorts import cohort_key, environment_key, primary_late
 from kernelindex.policy.source_policy import refusal_of
 
 CHUNK = 500
+PUBLISH_WAIT_S = 600  # SQLite: how long a publication waits for another one to finish
 
 
 class PublishError(ValueError):
@@ -227,69 +229,109 @@ def publish_manifests(
     dry_run: bool = False,
     refused_sources: Mapping[str, str] | None = None,
 ) -> PublishReport:
-    """Insert what is new, in one transaction. Re-publishing the same manifests inserts nothing.
+    """Insert what is new, in one transaction. Re-publishing the same manifests inserts nothing
+    and leaves the catalog version alone. Publications are serialised (see ``_publishing``):
+    a concurrent one waits, then finds the other's objects already there.
     ``dry_run`` runs every check and count inside the transaction, then rolls it back."""
     items = _items(manifests)
     batch = {i.digest: i for i in items}
     report = PublishReport(digests=[i.digest for i in items])
     now = datetime.now(UTC)
-    with catalog.engine.connect() as conn, conn.begin() as transaction:
-        runs = [i for i in items if i.kind == "BenchmarkRun"]
-        others = [i for i in items if i.kind != "BenchmarkRun"]
-        known = _existing(conn, ObjectRow.digest, [i.digest for i in others])
-        known |= _existing(conn, RunRow.digest, [i.digest for i in runs])
-        fresh = [i for i in items if i.digest not in known]
-        for item in items:
-            (report.existing if item.digest in known else report.new)[item.kind] += 1
+    with _publishing(catalog) as conn:
+        fresh = _fresh_items(conn, items, report)
         fresh_runs = [i for i in fresh if i.kind == "BenchmarkRun"]
+        fresh_facts = [i for i in fresh if i.kind != "BenchmarkRun"]
         refs = {
             i.data["spec"][f] for i in fresh_runs for f in ("implementation", "workload", "protocol", "environment")
         }
         bodies = _lookup_bodies(conn, refs, batch)
         _check_references(fresh_runs, bodies)
         _check_source_policy(fresh_runs, refused_sources or {})
-        _check_corrections(conn, [i for i in fresh if i.kind != "BenchmarkRun"], batch)
-        _insert(conn, ObjectRow, [_object_row(i, now) for i in fresh if i.kind != "BenchmarkRun"])
+        _check_corrections(conn, fresh_facts, batch)
+        _insert(conn, ObjectRow, [_object_row(i, now) for i in fresh_facts])
         _insert(conn, RunRow, [_run_row(i, bodies, now) for i in fresh_runs])
-        for table, rows in _fact_rows([i for i in fresh if i.kind != "BenchmarkRun"]).items():
+        for table, rows in _fact_rows(fresh_facts).items():
             _insert(conn, table, rows)
-        _insert_attestations(conn, attestations or {}, now)
-        if fresh or attestations:
-            conn.execute(
-                update(CatalogStateRow).where(CatalogStateRow.id == 1).values(version=CatalogStateRow.version + 1)
-            )
-            conn.execute(
-                insert(PublicationRow).values(
-                    source=source,
-                    snapshot_digest=snapshot_digest,
-                    locator=locator,
-                    actor=actor,
-                    at=now,
-                    counts=json.dumps(report.to_json(), sort_keys=True),
-                )
-            )
+        attested = _insert_attestations(conn, attestations or {}, now)
+        if fresh or attested:
+            _record_publication(conn, report, source, snapshot_digest, locator, actor, now)
         if dry_run:
-            transaction.rollback()
+            conn.rollback()
     return report
 
 
-def _insert_attestations(conn: Connection, attestations: dict[str, Attestation], now: datetime) -> None:
-    already = _existing(conn, AttestationRow.run, sorted(attestations))
-    _insert(
-        conn,
-        AttestationRow,
-        [
-            {
-                "run": run,
-                "bundle_digest": a.bundle_digest,
-                "key_id": a.key_id,
-                "signature": a.signature,
-                "checked_at": now,
-            }
-            for run, a in attestations.items()
-            if run not in already
-        ],
+def _fresh_items(conn: Connection, items: list[_Item], report: PublishReport) -> list[_Item]:
+    """The items not in the catalog yet, counting each as new or existing in ``report``. A
+    TrustedRunner for a key that is already trusted counts as existing: a key is trusted once."""
+    runs = [i for i in items if i.kind == "BenchmarkRun"]
+    others = [i for i in items if i.kind != "BenchmarkRun"]
+    known = _existing(conn, ObjectRow.digest, [i.digest for i in others])
+    known |= _existing(conn, RunRow.digest, [i.digest for i in runs])
+    trusted = _existing(conn, TrustedRunnerRow.key_id, sorted(_key_ids(others)))
+    fresh = []
+    for item in items:
+        key_id = _key_ids([item]).pop() if item.kind == "TrustedRunner" else None
+        if item.digest in known or key_id in trusted:
+            report.existing[item.kind] += 1
+            continue
+        if key_id:
+            trusted.add(key_id)
+        report.new[item.kind] += 1
+        fresh.append(item)
+    return fresh
+
+
+def _key_ids(items: list[_Item]) -> set[str]:
+    return {key_id_of(i.data["spec"]["public_key"]) for i in items if i.kind == "TrustedRunner"}
+
+
+@contextmanager
+def _publishing(catalog: Catalog) -> Iterator[Connection]:
+    """A connection whose transaction holds the catalog's publication lock, so two publications
+    never insert the same digests at once. PostgreSQL: the transaction locks the catalog_state row
+    (readers are not blocked). SQLite: it starts with BEGIN IMMEDIATE, taking the write lock before
+    anything is read, and a concurrent publication waits for it up to PUBLISH_WAIT_S."""
+    with catalog.engine.connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        if sqlite:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout = {PUBLISH_WAIT_S * 1000}")
+            conn.commit()
+        try:
+            with conn.begin():
+                if sqlite:
+                    conn.exec_driver_sql("BEGIN IMMEDIATE")
+                else:
+                    conn.execute(select(CatalogStateRow.version).where(CatalogStateRow.id == 1).with_for_update())
+                yield conn
+        finally:
+            if sqlite:
+                conn.exec_driver_sql(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+                conn.commit()
+
+
+def _record_publication(
+    conn: Connection, report: PublishReport, source: str, snapshot: str | None, locator: str | None,
+    actor: str, now: datetime,
+) -> None:
+    conn.execute(update(CatalogStateRow).where(CatalogStateRow.id == 1).values(version=CatalogStateRow.version + 1))
+    conn.execute(
+        insert(PublicationRow).values(
+            source=source, snapshot_digest=snapshot, locator=locator, actor=actor, at=now,
+            counts=json.dumps(report.to_json(), sort_keys=True),
+        )
     )
+
+
+def _insert_attestations(conn: Connection, attestations: dict[str, Attestation], now: datetime) -> int:
+    """Record the attestations not recorded yet; returns how many were new."""
+    already = _existing(conn, AttestationRow.run, sorted(attestations))
+    rows = [
+        {"run": run, "bundle_digest": a.bundle_digest, "key_id": a.key_id, "signature": a.signature, "checked_at": now}
+        for run, a in attestations.items()
+        if run not in already
+    ]
+    _insert(conn, AttestationRow, rows)
+    return len(rows)
 
 
 def _insert(conn: Connection, table: type, rows: list[dict]) -> None:

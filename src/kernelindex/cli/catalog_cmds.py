@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -14,7 +15,7 @@ from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
 from kernelindex.domain.manifests import ManifestError, digest_of, load_manifest_file
 from kernelindex.sources.base import FileTransport, ImportReport, combined_json
-from kernelindex.sources.liger.parse import HeaderError
+from kernelindex.sources.liger.parse import CsvFileError
 
 import_app = typer.Typer(help="Import a source into the catalog.", no_args_is_help=True)
 manifest_app = typer.Typer(help="Validate manifests and compute their identity.", no_args_is_help=True)
@@ -44,7 +45,12 @@ def import_liger_cmd(
 ) -> None:
     """Import Liger-Kernel's benchmark CSVs: by default the three bundled files (the main file and
     the NVIDIA B200 cuTile and CuTe-DSL files), one publication each; --file imports one CSV.
-    Speed rows become latency runs; memory rows a second metric, peak memory (MiB)."""
+    Speed rows become latency runs; memory rows a second metric, peak memory (MiB).
+
+    Limits: the file must be UTF-8 and at most 256 MiB; a field over 131,072 characters, a time
+    that is not positive, below 1 ns or over 2^53 ns, an integer beyond ±2^53, or a config nested
+    deeper than 32 levels skips its row, reported with the row number. See docs/reliability.md.
+    """
     from kernelindex.sources.liger import bundled_csv_paths, import_liger
 
     dry = _mode(dry_run, publish)
@@ -60,7 +66,7 @@ def import_liger_cmd(
 
                 reports.append(import_liger(catalog, FileTransport(path), dry_run=dry, actor=actor(),
                                             progress=progress))
-        except HeaderError as exc:
+        except CsvFileError as exc:
             fail(f"{path}: {exc}")
         except PublishError as exc:
             fail(f"{path}: nothing was published from this file: {exc}")
@@ -85,20 +91,21 @@ def _progress(quiet: bool) -> Progress:
 
 def _print_report(report: ImportReport) -> None:
     verb = "published" if report.published else "dry run — nothing written"
-    console.print(f"[bold]{report.source}[/] ({verb})\nsnapshot {report.snapshot_digest}\n{report.locator}")
+    console.print(f"[bold]{escape(report.source)}[/] ({verb})\nsnapshot {report.snapshot_digest}\n"
+                  f"{escape(str(report.locator))}")
     console.print(f"rows read {report.rows_read:,} · accepted {report.accepted:,} · skipped {report.skipped_total:,}")
     if report.skipped:
         table = Table("skipped because", "rows", "row numbers", box=None)
         for reason, rows in sorted(report.skipped.items(), key=lambda kv: -len(kv[1])):
             shown = ", ".join(map(str, rows[:8])) + (f", … (+{len(rows) - 8})" if len(rows) > 8 else "")
-            table.add_row(reason, f"{len(rows):,}", shown)
+            table.add_row(escape(reason), f"{len(rows):,}", shown)
         console.print(table)
     table = Table("kind", "new", "existing", box=None)
     for kind in sorted(set(report.new) | set(report.existing)):
         table.add_row(kind, f"{report.new.get(kind, 0):,}", f"{report.existing.get(kind, 0):,}")
     console.print(table)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 @import_app.command("jsonl")
@@ -107,7 +114,12 @@ def import_jsonl_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and count; write nothing."),
     database: str = DatabaseOption,
 ) -> None:
-    """Import a JSON Lines export (one manifest per line)."""
+    """Import a JSON Lines export (one manifest per line).
+
+    Limits per line (decompressed bytes): 1 MiB, 32 levels of nesting, 10,000 JSON values,
+    integers within ±2^53. Any invalid line refuses the whole file; the first 20 problems are
+    listed with their line numbers and the rest counted. See docs/reliability.md.
+    """
     catalog = open_for_cli(database)
     try:
         report = import_jsonl(catalog, file, actor=actor(), dry_run=dry_run)
@@ -132,21 +144,27 @@ def export_cmd(
             typer.echo(line)
         return
     count = write_export(catalog, output)
-    console.print(f"wrote {count:,} manifests to {output}")
+    console.print(f"wrote {count:,} manifests to {escape(str(output))}")
 
 
 @manifest_app.command("validate")
 def validate_cmd(files: list[Path] = typer.Argument(..., exists=True, dir_okay=False)) -> None:
-    """Validate manifests; every problem is printed with its document and field."""
+    """Validate manifests; every problem is printed with its document and field.
+
+    Limits per file: 1 MiB, 32 levels of nesting, 10,000 JSON values, integers within ±2^53;
+    at most 20 problems are listed per file, the rest counted. See docs/reliability.md.
+    """
     bad = 0
     for path in files:
         try:
             manifest = load_manifest_file(path)
-            console.print(f"[green]ok[/] {path} ({manifest.kind}) {digest_of(manifest)}", highlight=False)
+            console.print(f"[green]ok[/] {escape(str(path))} ({manifest.kind}) {digest_of(manifest)}", highlight=False)
         except ManifestError as exc:
             bad += 1
             for problem in exc.problems:
-                console.print(f"[red]invalid[/] {exc.document}: {problem}", highlight=False)
+                console.print(f"[red]invalid[/] {escape(exc.document)}: {escape(problem)}", highlight=False)
+            if exc.more:
+                console.print(f"[red]invalid[/] {escape(exc.document)}: … and {exc.more:,} more problems")
     if bad:
         raise typer.Exit(1)
 
@@ -173,7 +191,7 @@ def retract_cmd(
         fact = retract(catalog, run, reason=reason, actor=actor())
     except UnknownRunError as exc:
         fail(str(exc))
-    console.print(f"retracted {run} ({fact})")
+    console.print(f"retracted {escape(run)} ({fact})")
 
 
 def supersede_cmd(
@@ -190,4 +208,4 @@ def supersede_cmd(
         fact = supersede(catalog, new, old, reason=reason, actor=actor())
     except (UnknownRunError, ValueError) as exc:
         fail(str(exc))
-    console.print(f"{new} supersedes {old} ({fact})")
+    console.print(f"{escape(new)} supersedes {escape(old)} ({fact})")

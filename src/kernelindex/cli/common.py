@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kernelindex.catalog.db import Catalog, open_catalog
 
@@ -45,7 +46,9 @@ def actor() -> str:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False)
+    """Print one error line and exit. ``message`` is plain text: user text in it (a file name, a
+    run id, a query) is never read as rich markup."""
+    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
 

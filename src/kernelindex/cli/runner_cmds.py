@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli
 from kernelindex.domain.manifests import OperationSpec, WorkloadCase, digest_of
@@ -19,7 +20,13 @@ from kernelindex.domain.sources import RUNNER_SOURCE
 from kernelindex.readmodel.objects import workload_cases
 from kernelindex.runner.report import print_results, workloads_from_file
 from kernelindex.trust import keys as runner_keys
-from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, publish_bundle, verify_bundle
+from kernelindex.trust.bundles import (
+    BundleError,
+    UntrustedRunnerError,
+    publish_bundle,
+    trusted_runner_keys,
+    verify_bundle,
+)
 
 console = Console()
 err = Console(stderr=True)
@@ -79,12 +86,18 @@ def trust(
         fail(str(exc), code=2)
     who = actor()
     manifest = key.trusted_runner_manifest(trusted_by=who)
-    report = publish_manifests(open_for_cli(database), [manifest], actor=who, source="ki runner trust")
+    catalog = open_for_cli(database)
+    report = publish_manifests(catalog, [manifest], actor=who, source="ki runner trust")
+    already = not report.new
     if as_json:
         typer.echo(json.dumps({"key_id": key.key_id, "name": key.name, "manifest": digest_of(manifest),
-                               **report.to_json()}, sort_keys=True))
+                               "already_trusted": already, **report.to_json()}, sort_keys=True))
         return
-    console.print(f"Trusted runner {key.name} ({key.key_id}) — TrustedRunner {digest_of(manifest)}")
+    if already:
+        trusted_as = trusted_runner_keys(catalog).get(key.key_id, key.name)
+        console.print(f"Runner key {key.key_id} is already trusted (as {escape(trusted_as)}); nothing changed.")
+        return
+    console.print(f"Trusted runner {escape(key.name)} ({key.key_id}) — TrustedRunner {digest_of(manifest)}")
 
 
 # --- ki publish -----------------------------------------------------------------------------------
@@ -101,7 +114,12 @@ def publish(
     api_key: str = typer.Option(None, "--api-key", envvar="KERNELINDEX_API_KEY",
                                 help="With --server: an API key with scope bundles:write."),
 ) -> None:
-    """Check a bundle's signature and every digest, then publish its runs (locally, or to --server)."""
+    """Check a bundle's signature and every digest, then publish its runs (locally, or to --server).
+
+    A bundle holds only regular files (symlinks, devices and pipes are refused unread); caps:
+    bundle.json and bundle.sig 1 MiB, manifests.jsonl 64 MiB (1 MiB a line), each samples file
+    16 MiB, 256 MiB and 10,000 files in all. See docs/reliability.md.
+    """
     if server:
         _upload(bundle, server, api_key, as_json)
         return

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import logging
+import logging.config
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -12,6 +14,21 @@ if TYPE_CHECKING:
     from kernelindex.catalog.db import Catalog
 
 APP_FACTORY = "kernelindex.web.app:create_app_from_environment"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging configuration plus KernelIndex's loggers (the access log is
+    ``kernelindex.web.access``). uvicorn applies it in every worker process, which does not
+    inherit the parent's logging set-up: without it, ``--workers 2`` logged no request at all."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["kernelindex"] = {"format": LOG_FORMAT}
+    config["handlers"]["kernelindex"] = {"class": "logging.StreamHandler", "formatter": "kernelindex",
+                                         "stream": "ext://sys.stderr"}
+    config["loggers"]["kernelindex"] = {"handlers": ["kernelindex"], "level": level.upper(), "propagate": False}
+    return config
 
 
 def _prepare_catalog(database_url: str | None) -> str:
@@ -52,13 +69,13 @@ def serve(
     """Serve the website and the JSON API."""
     import uvicorn
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.config.dictConfig(log_config(log_level))
     url = _prepare_catalog(database_url)
     if workers > 1 and url.startswith("sqlite"):
         typer.echo("Note: several workers on SQLite serialise writes; PostgreSQL is recommended in production.")
     typer.echo(f"Serving on http://{host}:{port}/ with {workers} worker(s)")
     uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, workers=workers, log_level=log_level,
-                proxy_headers=True, access_log=False)
+                log_config=log_config(log_level), proxy_headers=True, access_log=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,14 @@ from typing import Annotated, Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from kernelindex.domain.canonical import ManifestSyntaxError, sha256_digest, strict_json_loads
+from kernelindex.domain.canonical import (
+    MAX_DOCUMENT_BYTES,
+    ManifestSyntaxError,
+    check_json_value,
+    check_size,
+    sha256_digest,
+    strict_json_loads,
+)
 from kernelindex.domain.specs import (
     API_VERSION,
     BenchmarkProtocolBody,
@@ -115,13 +122,18 @@ KINDS = tuple(MANIFEST_MODELS)
 _ANY: TypeAdapter[Manifest] = TypeAdapter(AnyManifest)
 
 
+MAX_PROBLEMS = 20  # problems listed per document; the rest are counted
+
+
 class ManifestError(ValueError):
     """A manifest that cannot be accepted; the message names the document and the field."""
 
     def __init__(self, document: str, problems: list[str]):
         self.document = document
-        self.problems = problems
-        super().__init__(f"{document}: " + "; ".join(problems))
+        self.problems = problems[:MAX_PROBLEMS]
+        self.more = max(len(problems) - MAX_PROBLEMS, 0)
+        more = f"; and {self.more:,} more" if self.more else ""
+        super().__init__(f"{document}: " + "; ".join(self.problems) + more)
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:
@@ -139,10 +151,14 @@ def parse_manifest(data: Any, document: str = "<manifest>") -> Manifest:
     if data.get("kind") not in MANIFEST_MODELS:
         raise ManifestError(document, [f"kind: {data.get('kind')!r} is not one of {', '.join(KINDS)}"])
     try:
+        check_json_value(data)
+    except ManifestSyntaxError as exc:
+        raise ManifestError(document, [str(exc)]) from None
+    try:
         return _validate(data)
     except ValidationError as exc:
-        problems = [f"{_field_path(err['loc'])}: {err['msg']}" for err in exc.errors()]
-        raise ManifestError(document, problems) from None
+        problems = [f"{_field_path(err['loc'])}: {err['msg']}" for err in exc.errors()[:MAX_PROBLEMS]]
+        raise ManifestError(document, problems + [""] * (exc.error_count() - len(problems))) from None
 
 
 def _validate(data: dict[str, Any]) -> Manifest:
@@ -161,7 +177,14 @@ def parse_manifest_text(text: str | bytes, document: str = "<manifest>") -> Mani
 
 
 def load_manifest_file(path: Path) -> Manifest:
-    return parse_manifest_text(path.read_bytes(), str(path))
+    """Read and validate one manifest file; a file over MAX_DOCUMENT_BYTES is refused unread."""
+    try:
+        check_size(path.stat().st_size, "the file")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_DOCUMENT_BYTES + 1)
+        return parse_manifest_text(data, str(path))
+    except ManifestSyntaxError as exc:
+        raise ManifestError(str(path), [str(exc)]) from None
 
 
 def manifest_json(manifest: Manifest) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from pydantic import (
     PrivateAttr,
     StringConstraints,
 )
+from pydantic_core import PydanticCustomError
 
 from kernelindex.domain.units import DurationError, parse_duration_ns
 
@@ -38,7 +39,16 @@ def _duration(value: Any) -> Any:
     return value
 
 
+def _measured(value: int) -> int:
+    if value < 1:
+        raise PydanticCustomError("measured_time", "a measured time must be at least 1 ns, got {value} ns",
+                                  {"value": value})
+    return value
+
+
 DurationNs = Annotated[int, BeforeValidator(_duration), Field(ge=0)]
+# Medians and quantiles are divisors in every ratio: zero or sub-nanosecond values are refused.
+MeasuredNs = Annotated[int, BeforeValidator(_duration), AfterValidator(_measured)]
 
 
 def _utc(value: datetime) -> datetime:
@@ -277,9 +287,9 @@ RunStatus = Literal[
 
 
 class Timing(Strict):
-    median_ns: DurationNs | None = None
-    p20_ns: DurationNs | None = None
-    p80_ns: DurationNs | None = None
+    median_ns: MeasuredNs | None = None
+    p20_ns: MeasuredNs | None = None
+    p80_ns: MeasuredNs | None = None
     mad_ns: DurationNs | None = None
     mean_ns: DurationNs | None = None  # sources that report a mean (never ranked with medians)
     std_ns: DurationNs | None = None

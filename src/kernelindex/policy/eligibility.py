@@ -36,4 +36,17 @@ def eligibility(facts: EligibilityFacts) -> Eligibility:
         reasons.append(Reason("SUPERSEDED", "A newer run supersedes this one."))
     if facts.median_ns is None:
         reasons.append(Reason("NO_PRIMARY_VALUE", "The run has no median latency."))
+    elif facts.median_ns <= 0:
+        # Validation refuses these now; catalogs published before it did may still hold them.
+        sentence = f"The run's median latency ({facts.median_ns} ns) is not a positive time."
+        reasons.append(Reason("NON_POSITIVE_MEDIAN", sentence))
     return Eligibility(eligible=not reasons, reasons=tuple(reasons))
+
+
+CORRECTION_REASONS = frozenset({"RETRACTED", "SUPERSEDED"})
+
+
+def eligible_apart_from_corrections(result: Eligibility) -> bool:
+    """Record history replays corrections at their own time, so it walks the runs whose only
+    obstacles (if any) are a retraction or a supersession."""
+    return all(reason.code in CORRECTION_REASONS for reason in result.reasons)

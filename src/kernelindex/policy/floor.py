@@ -25,6 +25,7 @@ from math import prod
 from kernelindex.domain.dtypes import dtype_size
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
+from kernelindex.policy.ratios import ratio
 
 POLICY = "floor-v1"
 REGIONS = ("forward", "backward", "forward+backward")
@@ -93,7 +94,7 @@ class FloorEstimate:
         return "compute" if (self.compute_ns or 0.0) > self.memory_ns else "bandwidth"
 
     def ratio(self, median_ns: float | None) -> float | None:
-        return None if median_ns is None or self.floor_ns <= 0 else median_ns / self.floor_ns
+        return ratio(median_ns, self.floor_ns)
 
     def throughput(self, median_ns: float | None) -> tuple[float, str] | None:
         """Achieved rate in the bound's unit: floor bytes ÷ time (GB/s) when bandwidth-bound,

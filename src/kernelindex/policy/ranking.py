@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kernelindex.policy.evidence import LEVEL_ORDER
+from kernelindex.policy.ratios import ratio
 
 POLICY = "ranking-v1"
 TIE_RELATIVE = 0.01
@@ -34,7 +35,7 @@ class Ranked:
     rank: int
     tied: bool  # shares its rank with another row
     within_noise: bool  # interval overlaps the row above (native cohorts)
-    vs_first: float  # median / leader's median
+    vs_first: float | None  # median / leader's median (None if the leader's median is not positive)
 
     @property
     def label(self) -> str:
@@ -90,6 +91,6 @@ def rank(items: Sequence[Rankable], *, native: bool) -> list[Ranked]:
                 and item.median_ns != previous.median_ns
                 and (_intervals_overlap(item, previous))
             )
-            result.append(Ranked(item, position, len(group) > 1, noisy, item.median_ns / leader))
+            result.append(Ranked(item, position, len(group) > 1, noisy, ratio(item.median_ns, leader)))
             previous = item
     return result

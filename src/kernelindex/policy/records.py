@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kernelindex.policy.ranking import Rankable
+from kernelindex.policy.ratios import ratio
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def _best(items: list[Rankable]) -> Rankable | None:
 
 
 def _event(at: datetime, kind: str, holder: Rankable | None, previous: Rankable | None) -> RecordEvent:
-    margin = previous.median_ns / holder.median_ns if holder and previous else None
+    margin = ratio(previous.median_ns, holder.median_ns) if holder and previous else None
     return RecordEvent(
         at,
         kind,

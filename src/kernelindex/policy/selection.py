@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from kernelindex.policy.ratios import ratio
+
 MODE_ORDER = {"forward": 0, "backward": 1, "forward+backward": 2}
 
 
@@ -50,6 +52,6 @@ def default_cohort(choices: Sequence[CohortChoice], priority_gpus: Sequence[str]
 
 def baseline_multiple(leader_median_ns: int, baseline_medians_ns: Sequence[int]) -> float | None:
     """'N× faster than baseline' = the fastest baseline median / the leader's median."""
-    if not baseline_medians_ns or leader_median_ns <= 0:
+    if not baseline_medians_ns:
         return None
-    return min(baseline_medians_ns) / leader_median_ns
+    return ratio(min(baseline_medians_ns), leader_median_ns)

@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelindex.domain.instants import as_utc
+from kernelindex.policy.eligibility import eligible_apart_from_corrections
 from kernelindex.policy.ranking import Rankable, Ranked, rank
 from kernelindex.policy.records import RecordEvent, record_events
 from kernelindex.readmodel.loading import OperationData, Run
@@ -53,7 +54,7 @@ def cohorts_of(data: OperationData) -> dict[str, Cohort]:
 
 def cohort_record_events(cohort: Cohort) -> list[RecordEvent]:
     """Runs eligible apart from corrections, walked in time; corrections applied at their time."""
-    candidates = [r for r in cohort.runs if r.status == "passed" and r.median_ns is not None]
+    candidates = [r for r in cohort.runs if r.eligibility and eligible_apart_from_corrections(r.eligibility)]
     removals = [(r.retracted["at"], r.digest) for r in candidates if r.retracted]
     removals += [(r.superseded_by["at"], r.digest) for r in candidates if r.superseded_by]
     removals = [(as_utc(at), d) for at, d in removals]

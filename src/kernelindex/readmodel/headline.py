@@ -6,6 +6,7 @@ from datetime import datetime
 
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
+from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.labels import (
     cohort_key_short,
@@ -38,11 +39,8 @@ def headline_slots(
     else:
         best_usable = next((r for r in rows if r.implementation.usable), None)
         if best_usable:
-            slots.append(
-                _slot(
-                    "best_usable", "Best usable", best_usable, best_usable.median_ns / leader.median_ns, cohort, label
-                )
-            )
+            multiple = ratio(best_usable.median_ns, leader.median_ns)
+            slots.append(_slot("best_usable", "Best usable", best_usable, multiple, cohort, label))
         slots.append(
             _slot("fastest_not_usable", f"Fastest {leader.evidence} · not usable as-is", leader, None, cohort, label)
         )

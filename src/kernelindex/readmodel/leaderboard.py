@@ -26,7 +26,7 @@ class LeaderboardRow(JsonModel):
     implementation_slug: str
     implementation_title: str
     score_s: float
-    vs_first: float
+    vs_first: float | None
     observed_at: datetime
 
 

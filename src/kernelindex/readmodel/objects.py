@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_lines as _export_lines
-from kernelindex.catalog.models import ObjectRow, RunRow, TrustedRunnerRow
+from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow, TrustedRunnerRow
 from kernelindex.domain.manifests import WorkloadCase, as_kind, parse_manifest_text
 
 
@@ -44,6 +44,12 @@ def has_runs(catalog: Catalog, source: str | None = None) -> bool:
         query = query.where(RunRow.source == source)
     with catalog.engine.connect() as conn:
         return conn.execute(query).scalar_one() > 0
+
+
+def attested_bundles(catalog: Catalog) -> set[str]:
+    """Digests of the bundles whose runs the catalog holds as attested."""
+    with catalog.engine.connect() as conn:
+        return set(conn.execute(select(AttestationRow.bundle_digest).distinct()).scalars())
 
 
 def run_counts(catalog: Catalog) -> tuple[int, int]:

@@ -42,7 +42,7 @@ class RankedRow(JsonModel):
     median_ns: int
     p20_ns: int | None
     p80_ns: int | None
-    vs_first: float
+    vs_first: float | None
     evidence: str
     observed_at: datetime
     stale: bool
@@ -117,7 +117,7 @@ class LanguageLeader(JsonModel):
     implementation: str
     median_ns: int
     rank_label: str
-    vs_first: float
+    vs_first: float | None
     run_id: str
 
 

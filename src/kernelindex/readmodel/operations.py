@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
+from kernelindex.policy.ratios import ratio
 from kernelindex.policy.selection import (
     CohortChoice,
     WorkloadChoice,
@@ -336,7 +337,7 @@ def _implementation_summaries(
                 implementation=best.implementation if best else implementation_ref(data, newest.implementation),
                 workloads_measured=len({r.workload for r in runs}),
                 best_ns_in_cohort=best.median_ns if best else None,
-                vs_leader=best.median_ns / leader if best and leader else None,
+                vs_leader=ratio(best.median_ns, leader) if best else None,
                 best_run_id=best.run_id if best else None,
                 evidence=best.evidence if best else None,
             )

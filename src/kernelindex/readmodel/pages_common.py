@@ -11,6 +11,7 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.policy.evidence import SENTENCES
+from kernelindex.policy.ratios import ratio
 from kernelindex.policy.records import RecordEvent
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
@@ -144,8 +145,7 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
     # (Liger's seq and hidden sweeps both measured one point) is not a rival.
     second = next((run for run in (cohort.run(e.item.id) for e in ranked[1:])
                    if leader and run.implementation != leader.implementation), None)
-    margin = (second.median_ns / leader.median_ns
-              if leader and second and leader.median_ns and second.median_ns is not None else None)
+    margin = ratio(second.median_ns, leader.median_ns) if leader and second else None
     eligible = cohort.eligible
     key, wkey = short_digest(cohort.key), short_digest(cohort.workload)
     return CohortSummary(

@@ -14,6 +14,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import RunRow as RunTable
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.units import format_duration
+from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.errors import BadParameter, NotFound
@@ -119,7 +120,7 @@ def _floor_and_checks(data: OperationData, run: Run) -> dict[str, Any]:
         correctness = "not checked by the source"
     software = data.environments[run.environment]["spec"].get("software") or {}
     environment = ", ".join(f"{k} {v}" for k, v in sorted(software.items())) or "software not recorded by the source"
-    return {"floor_ns": floor_ns, "floor_ratio": run.median_ns / floor_ns if floor_ns and run.median_ns else None,
+    return {"floor_ns": floor_ns, "floor_ratio": ratio(run.median_ns, floor_ns),
             "correctness": correctness, "environment": environment}
 
 
@@ -196,8 +197,8 @@ def compare_page(catalog: Catalog, run_ids: list[str], *, now: datetime | None =
     if same:
         page.winner, page.verdict = _verdict(runs)
         fastest = min((r.run.median_ns for r in runs if r.eligible and r.run.median_ns), default=None)
-        if fastest:
-            page.multiples = {r.run.run_id: r.run.median_ns / fastest for r in runs if r.run.median_ns}
+        multiples = {r.run.run_id: ratio(r.run.median_ns, fastest) for r in runs}
+        page.multiples = {run_id: m for run_id, m in multiples.items() if m is not None}
     else:
         page.difference = _first_difference(runs)
         page.verdict = page.difference.sentence if page.difference else "They belong to different cohorts."

@@ -18,6 +18,7 @@ from kernelindex import registry
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.floor import floor_estimate
+from kernelindex.policy.ratios import ratio
 from kernelindex.policy.selection import CohortChoice, default_cohort
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
 from kernelindex.readmodel.errors import NotFound
@@ -197,9 +198,10 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
         gpu=gpu.slug if gpu else "", gpu_label=gpu.short if gpu else env["spec"]["hardware"]["product"],
         mode=_mode(data, cohort), usable_found=usable is not None, run_id=row.run_id, run_url=f"/runs/{row.run_id}",
         implementation=row.implementation, median_ns=row.median_ns, median=format_duration(row.median_ns, 2),
-        rank_label=row.rank_label, vs_fastest=None if row is rows[0] else round(row.median_ns / rows[0].median_ns, 4),
+        rank_label=row.rank_label,
+        vs_fastest=None if row is rows[0] else _rounded(ratio(row.median_ns, rows[0].median_ns)),
         evidence=row.evidence, evidence_line=_evidence_line(data, run, row), install=install, snippet=snippet,
-        floor_ns=floor_ns, floor_ratio=round(row.median_ns / floor_ns, 4) if floor_ns else None,
+        floor_ns=floor_ns, floor_ratio=_rounded(ratio(row.median_ns, floor_ns)),
         page_url=f"/operations/{data.slug}?workload={workload_key(cohort.workload)}"
                  f"&cohort={cohort_key_short(cohort.key)}",
         not_usable_reasons=[] if usable else list(row.implementation.not_usable_reasons),
@@ -220,3 +222,7 @@ def _nearest(data: OperationData, cohorts: list[Cohort], asked: GpuSpec, now: da
     why = (f"datasheet bandwidth {best.bandwidth_gbps:,.0f} GB/s is the closest to {asked.short}'s "
            f"{asked.bandwidth_gbps:,.0f} GB/s among the GPUs with runs for this workload")
     return NearestGpu(best.slug, best.short, best.bandwidth_gbps, why, _answers_on(data, cohorts, best.slug, now))
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)

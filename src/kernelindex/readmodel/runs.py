@@ -14,6 +14,7 @@ from kernelindex.catalog.models import RunRow
 from kernelindex.domain.canonical import short_digest
 from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
+from kernelindex.policy.ratios import ratio
 from kernelindex.policy.reasons import Reason
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.cohorts import cohorts_of
@@ -147,7 +148,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) 
         observed_at=run.observed_at,
         stale=is_stale(run.observed_at, now),
         floor_ns=floor_ns,
-        floor_ratio=run.median_ns / floor_ns if floor_ns and run.median_ns else None,
+        floor_ratio=ratio(run.median_ns, floor_ns),
         retraction=run.retracted,
         superseded_by=_run_id(catalog, run.superseded_by["new"]) if run.superseded_by else None,
         supersedes=[_run_id(catalog, d) for d in run.supersedes],

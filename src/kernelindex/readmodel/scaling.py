@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelindex.policy.floor import floor_estimate
+from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import (
@@ -101,9 +102,9 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
         held_constant=" · ".join(
             (gpu_label(data.environments[selected.environment]), protocol_label(data.protocols[selected.protocol]))
         ),
-        log_x=max(xs) / min(xs) >= LOG_RANGE,
+        log_x=(ratio(max(xs), min(xs)) or 0) >= LOG_RANGE,
         # a log axis of sizes gets a log latency axis too (power laws read as lines)
-        log_y=max(ys) / max(min(ys), 1) >= LOG_RANGE or max(xs) / min(xs) >= LOG_RANGE,
+        log_y=(ratio(max(ys), max(min(ys), 1)) or 0) >= LOG_RANGE or (ratio(max(xs), min(xs)) or 0) >= LOG_RANGE,
         series=series,
         floor=floor,
     )

@@ -64,7 +64,7 @@ class RankedCohort:
 
     key: str
     sample: RunView
-    ranked: tuple[tuple[RunView, int, str, bool, float], ...]  # run, rank, label, within_noise, vs_first
+    ranked: tuple[tuple[RunView, int, str, bool, float | None], ...]  # run, rank, label, within_noise, vs_first
     excluded: tuple[RunView, ...]
     order: tuple = ()  # display order: mode, priority GPU, GPU, axes, native first (see order_key)
 
@@ -115,7 +115,7 @@ def _mismatches(req: ResolveRequest, run: RunView, op: OperationEntry | None) ->
 def _distance(mismatches: Sequence[Mismatch]) -> float:
     total = 0.0
     for m in mismatches:
-        if isinstance(m.requested, int) and isinstance(m.observed, int) and m.observed > 0:
+        if isinstance(m.requested, int) and isinstance(m.observed, int) and m.observed > 0 and m.requested > 0:
             total += abs(math.log2(m.observed / m.requested))
         else:
             total += 1.0

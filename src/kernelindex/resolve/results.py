@@ -29,7 +29,7 @@ class Row:
     rank: int
     rank_label: str
     within_noise: bool
-    vs_first: float
+    vs_first: float | None
     stale: bool
 
     def to_json(self) -> dict[str, object]:
@@ -44,7 +44,7 @@ class Row:
             "median": format_duration(r.median_ns, 2),
             "p20_ns": r.p20_ns,
             "p80_ns": r.p80_ns,
-            "vs_first": round(self.vs_first, 4),
+            "vs_first": None if self.vs_first is None else round(self.vs_first, 4),
             "evidence": r.evidence,
             "source": r.source,
             "observed_at": r.observed_at.isoformat(),

@@ -17,6 +17,7 @@ every file is covered: change any byte anywhere and verification fails.
 from __future__ import annotations
 
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -52,6 +53,13 @@ INDEX_FILE = "bundle.json"
 SIGNATURE_FILE = "bundle.sig"
 SAMPLES_DIR = "samples"
 _HEX = re.compile(r"^[0-9a-f]+$")
+# Size caps, checked on the directory entry before a byte is read (the shipped bundles' largest
+# file is 90 kB). A bundle holds only regular files and directories: never a symlink or a device.
+MAX_INDEX_BYTES = 1_048_576  # bundle.json, bundle.sig
+MAX_MANIFESTS_BYTES = 64 * 1_048_576
+MAX_SAMPLES_BYTES = 16 * 1_048_576  # one samples file
+MAX_BUNDLE_BYTES = 256 * 1_048_576  # every file together
+MAX_BUNDLE_FILES = 10_000
 
 
 class BundleError(ValueError):
@@ -150,10 +158,11 @@ def verify_bundle(path: Path) -> VerifiedBundle:
     Raises BundleError naming the first problem found.
     """
     path = Path(path)
-    if not path.is_dir():
+    if path.is_symlink() or not path.is_dir():
         raise BundleError(
             f"{path}: a bundle is a directory with {INDEX_FILE}, {SIGNATURE_FILE} and {MANIFESTS_FILE}"
         )
+    _check_tree(path)
     index = _canonical_json(path / INDEX_FILE)
     sig = _canonical_json(path / SIGNATURE_FILE)
     digest = _check_index(index)
@@ -167,9 +176,44 @@ def verify_bundle(path: Path) -> VerifiedBundle:
     )
 
 
+def _size_limit(name: str) -> int:
+    if name in (INDEX_FILE, SIGNATURE_FILE):
+        return MAX_INDEX_BYTES
+    return MAX_MANIFESTS_BYTES if name == MANIFESTS_FILE else MAX_SAMPLES_BYTES
+
+
+def _check_tree(root: Path) -> None:
+    """Refuse, from directory entries alone (lstat, nothing opened), any symlink, device, socket or
+    fifo, any file over its cap, and a bundle over its total size or file count."""
+    total, count = 0, 0
+    for entry in root.rglob("*"):
+        info = entry.lstat()
+        name = entry.relative_to(root).as_posix()
+        if stat.S_ISDIR(info.st_mode):
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+            raise BundleError(f"{entry}: {kind}; a bundle holds only regular files")
+        if info.st_size > _size_limit(name):
+            raise BundleError(f"{entry}: {info.st_size:,} bytes, over the {_size_limit(name):,}-byte limit")
+        total, count = total + info.st_size, count + 1
+        if total > MAX_BUNDLE_BYTES or count > MAX_BUNDLE_FILES:
+            raise BundleError(f"{root}: over {MAX_BUNDLE_BYTES:,} bytes or {MAX_BUNDLE_FILES:,} files")
+
+
+def _read(file: Path) -> bytes:
+    """Read a file checked by _check_tree, never more than its cap (it may have grown since)."""
+    limit = _size_limit(file.name)
+    with file.open("rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise BundleError(f"{file}: over the {limit:,}-byte limit")
+    return data
+
+
 def _canonical_json(file: Path) -> dict[str, Any]:
     try:
-        raw = file.read_bytes()
+        raw = _read(file)
     except FileNotFoundError:
         raise BundleError(f"{file.parent}: {file.name} is missing") from None
     try:
@@ -221,7 +265,7 @@ def _check_signature(sig: dict[str, Any], digest: str, index: dict[str, Any]) ->
 
 def _check_files(root: Path, files: dict[str, Any]) -> None:
     present = {
-        p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()
+        p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()
     } - {INDEX_FILE, SIGNATURE_FILE}
     missing, extra = sorted(set(files) - present), sorted(present - set(files))
     if missing:
@@ -229,14 +273,14 @@ def _check_files(root: Path, files: dict[str, Any]) -> None:
     if extra:
         raise BundleError(f"{root}: files not covered by the signature: {', '.join(extra)}")
     for name, expected in sorted(files.items()):
-        actual = bytes_digest((root / name).read_bytes())
+        actual = bytes_digest(_read(root / name))
         if actual != expected:
             raise BundleError(f"{root / name}: content digest {actual} is not {expected} ({INDEX_FILE})")
 
 
 def _read_manifests(file: Path) -> list[Manifest]:
     manifests = []
-    for number, line in enumerate(file.read_bytes().splitlines(), start=1):
+    for number, line in enumerate(_read(file).splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -5,19 +5,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from kernelindex.web import api, asks, pages, samples_route, search_page
+from kernelindex.web.head import HeadAsGet
 from kernelindex.web.render import ErrorPage, PageError, error_response
 from kernelindex.web.security import SecurityMiddleware
 
@@ -41,8 +43,24 @@ async def _page_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.page)
 
 
+def _slash_redirect(request: Request) -> Response | None:
+    """``/operations/rope/`` → ``/operations/rope``, when that path is a route: a relative Location,
+    so the Host header (which a client controls) never reaches a response."""
+    path = request.url.path
+    target = path.rstrip("/")
+    if not path.endswith("/") or not target.startswith("/") or target.startswith("//"):
+        return None
+    scope = {**request.scope, "path": target}
+    if not any(route.matches(scope)[0] == Match.FULL for route in request.app.router.routes):
+        return None
+    query = request.url.query
+    return RedirectResponse(target + (f"?{query}" if query else ""), status_code=308)
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 404 and (redirect := _slash_redirect(request)):
+        return redirect
     if _wants_json(request):
         code = "not_found" if exc.status_code == 404 else f"http_{exc.status_code}"
         return _problem(exc.status_code, str(exc.detail), str(exc.detail), code)
@@ -64,6 +82,17 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
         return _problem(400, "Bad request", "; ".join(f"{p['parameter']}: {p['message']}" for p in problems),
                         "bad_request")
     return error_response(ErrorPage(400, "Bad request", "Some query parameters could not be read.", problems))
+
+
+SERVER_ERROR_DETAIL = ("The server failed while answering this request; the error is logged with its "
+                       "traceback. Try again, and if it persists report the address and the time.")
+
+
+def _crash_response(scope: MutableMapping[str, Any]) -> Response:
+    """What an error no handler caught answers: the API's problem+json, or the site's error page."""
+    if str(scope.get("path", "")).startswith("/api/"):
+        return _problem(500, "Internal server error", SERVER_ERROR_DETAIL, "internal_error")
+    return error_response(ErrorPage(500, "Server error", SERVER_ERROR_DETAIL))
 
 
 def _utc_now() -> datetime:
@@ -111,12 +140,14 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
         summary="The fastest known GPU kernel for an exact workload, with its evidence.",
         docs_url="/api/docs",
         redoc_url=None,
+        redirect_slashes=False,  # Starlette's builds an absolute URL from the Host header; _slash_redirect
         openapi_url="/api/v1/openapi.json",
         lifespan=_lifespan(warm),
     )
     app.state.catalog = catalog
     app.state.clock = clock or _utc_now
-    app.add_middleware(SecurityMiddleware)
+    app.add_middleware(HeadAsGet)
+    app.add_middleware(SecurityMiddleware, on_error=_crash_response)  # outermost: it sees every answer
     app.add_exception_handler(PageError, _page_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

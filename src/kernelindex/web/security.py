@@ -1,7 +1,9 @@
 """HTTP hardening and request logging, as one pure ASGI middleware.
 
-Every response gets the security headers; successful public reads (GET/HEAD, 2xx/3xx) get cache
+Every response gets the security headers; successful public reads (GET/HEAD, 2xx and 304) get cache
 headers, everything else ``no-store``; every request is logged with its status and duration.
+An error nothing else handled is logged with its traceback and answered by ``on_error`` (the
+site's error page or a problem+json), so even a crash carries the security headers.
 """
 
 from __future__ import annotations
@@ -30,18 +32,20 @@ CACHE_STATIC = b"public, max-age=31536000, immutable"
 CACHE_NONE = b"no-store"
 
 log = logging.getLogger("kernelindex.web.access")
+error_log = logging.getLogger("kernelindex.web")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+ErrorResponder = Callable[[Scope], ASGIApp]
 
 
 def cache_control_for(method: str, path: str, status: int) -> bytes:
     """The Cache-Control value for one response."""
-    if method not in ("GET", "HEAD") or status >= 400:
-        return CACHE_NONE
+    if method not in ("GET", "HEAD") or status >= 400 or (300 <= status < 400 and status != 304):
+        return CACHE_NONE  # errors and redirects are never stored by shared caches
     if path.startswith("/static/"):
         return CACHE_STATIC
     return CACHE_PUBLIC_READ
@@ -50,8 +54,9 @@ def cache_control_for(method: str, path: str, status: int) -> bytes:
 class SecurityMiddleware:
     """Adds security and cache headers to every HTTP response and logs each request."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, on_error: ErrorResponder | None = None) -> None:
         self.app = app
+        self.on_error = on_error
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -61,9 +66,11 @@ class SecurityMiddleware:
         method: str = scope.get("method", "GET")
         path: str = scope.get("path", "")
         status_holder = [500]
+        started_response = [False]
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
+                started_response[0] = True
                 status = int(message["status"])
                 status_holder[0] = status
                 asked = [v for k, v in message.get("headers", []) if k.lower() == b"cache-control"]
@@ -80,6 +87,12 @@ class SecurityMiddleware:
 
         try:
             await self.app(scope, receive, send_with_headers)
+        except Exception:
+            error_log.exception("unhandled error answering %s %s", method, path)
+            if started_response[0] or self.on_error is None:
+                raise
+            status_holder[0] = 500
+            await self.on_error(scope)(scope, receive, send_with_headers)
         finally:
             duration_ms = (time.perf_counter() - started) * 1000
             query = scope.get("query_string", b"").decode("latin-1")

@@ -9,7 +9,7 @@ from pathlib import Path
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
-from kernelindex.domain.manifests import Manifest
+from kernelindex.domain.manifests import Manifest, ManifestError
 from kernelindex.sources.base import FileTransport, ImportReport, Transport
 from kernelindex.sources.liger.normalize import SOURCE, Normalizer, RowProblem
 from kernelindex.sources.liger.parse import Rejected, parse_csv
@@ -45,7 +45,7 @@ def parse_and_normalize(
             try:
                 manifests.extend(normalizer.run(row))
                 report.accepted += 1
-            except RowProblem as problem:
+            except (RowProblem, ManifestError) as problem:  # ManifestError: a value no manifest accepts
                 report.skip(str(problem), row.line)
         if progress and (index % 100 == 0 or index == len(rows)):
             progress(index, len(rows))

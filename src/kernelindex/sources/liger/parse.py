@@ -9,8 +9,11 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
+from typing import Any
 
-from kernelindex.domain.canonical import ManifestSyntaxError, strict_json_loads
+from kernelindex.domain.canonical import MAX_SAFE_INTEGER, ManifestSyntaxError, strict_json_loads
+from kernelindex.domain.units import NS_PER_UNIT
 
 COLUMNS = (
     "kernel_name",
@@ -35,8 +38,15 @@ MODES = {"forward": "forward", "backward": "backward", "full": "forward+backward
 METRICS = {"speed": ("latency", "ms"), "memory": ("peak_memory", "MB")}
 
 
-class HeaderError(ValueError):
+class CsvFileError(ValueError):
+    """The file as a whole cannot be read (encoding, size); the message says where and why."""
+
+
+class HeaderError(CsvFileError):
     pass
+
+
+MAX_CSV_BYTES = 256 * 1024 * 1024  # the bundled snapshot is 1.1 MB
 
 
 @dataclass(frozen=True)
@@ -72,8 +82,13 @@ def _number(text: str, column: str) -> float:
         raise ValueError(f"non-numeric {column}") from None
     if math.isnan(value) or math.isinf(value):
         raise ValueError(f"NaN or infinite {column}")
-    if value < 0:
-        raise ValueError(f"negative {column}")
+    if value <= 0:
+        raise ValueError(f"{column} is {text}: a time must be positive")
+    ns = Decimal(text.strip()) * NS_PER_UNIT["ms"]
+    if ns < 1:
+        raise ValueError(f"{column} is {text} ms, below 1 ns: not a measurable GPU time")
+    if ns > MAX_SAFE_INTEGER:
+        raise ValueError(f"{column} is {text} ms, over {MAX_SAFE_INTEGER:,} ns (104 days)")
     return value
 
 
@@ -86,6 +101,8 @@ def _x_value(text: str) -> int | str:
         raise ValueError("non-numeric x_value") from None
     if not value.is_integer() or value <= 0:
         raise ValueError("x_value is not a positive integer")
+    if value > MAX_SAFE_INTEGER:
+        raise ValueError(f"x_value {text} is over {MAX_SAFE_INTEGER:,}")
     return int(value)
 
 
@@ -107,7 +124,9 @@ def _check_row(line: int, values: dict[str, str]) -> LigerRow | Rejected:
         return Rejected(line, "quantiles out of order (expected y_value_20 ≤ y_value_50 ≤ y_value_80)")
     try:
         config = strict_json_loads(values["extra_benchmark_config_str"])
-    except (ManifestSyntaxError, json.JSONDecodeError):
+    except ManifestSyntaxError as exc:
+        return Rejected(line, f"bad JSON in extra_benchmark_config_str: {exc}")
+    except json.JSONDecodeError:
         return Rejected(line, "bad JSON in extra_benchmark_config_str")
     if not isinstance(config, dict):
         return Rejected(line, "extra_benchmark_config_str is not a JSON object")
@@ -140,8 +159,33 @@ def _check_row(line: int, values: dict[str, str]) -> LigerRow | Rejected:
     )
 
 
+def _decode(content: bytes) -> str:
+    if len(content) > MAX_CSV_BYTES:
+        raise CsvFileError(f"the file is {len(content):,} bytes, over the {MAX_CSV_BYTES:,}-byte limit")
+    try:
+        return content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = content.count(b"\n", 0, exc.start) + 1
+        raise CsvFileError(
+            f"not UTF-8: byte 0x{content[exc.start]:02x} at offset {exc.start:,} (line {line}); save the file as UTF-8"
+        ) from None
+
+
+def _records(reader: Any) -> Iterator[tuple[int, list[str] | str]]:
+    """(line, fields) per record, or (line, reason) for one the csv module cannot read."""
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # e.g. a field over csv.field_size_limit() (131,072 characters)
+            yield reader.line_num, f"unreadable row: {exc}"
+            continue
+        yield reader.line_num, record
+
+
 def parse_csv(content: bytes) -> Iterator[LigerRow | Rejected]:
-    text = content.decode("utf-8-sig")
+    text = _decode(content)
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if header is None or tuple(header) != COLUMNS:
@@ -152,8 +196,10 @@ def parse_csv(content: bytes) -> Iterator[LigerRow | Rejected]:
             + (f"; missing: {', '.join(missing)}" if missing else "")
             + (f"; unexpected: {', '.join(extra)}" if extra else "")
         )
-    for record in reader:
-        line = reader.line_num
+    for line, record in _records(reader):
+        if isinstance(record, str):
+            yield Rejected(line, record)
+            continue
         if not record or record == [""]:
             continue
         if len(record) != len(COLUMNS):

@@ -42,12 +42,13 @@ TITLES = {
     "unpublishable": "Bundle cannot be published",
     "lease_lost": "Lease lost",
     "rate_limited": "Too many requests",
+    "internal_error": "Internal server error",
 }
 STATUS = {
     "bad_request": 400, "bad_cursor": 400, "unknown_parameter": 400, "query_too_long": 400, "invalid_json": 400,
     "bad_selection": 400, "not_found": 404, "payload_too_large": 413, "unsupported_media_type": 415,
     "method_not_allowed": 405,
-    "invalid_request": 422,
+    "invalid_request": 422, "internal_error": 500,
     "unauthorized": 401, "insufficient_scope": 403, "archive_invalid": 422, "bundle_invalid": 422,
     "untrusted_runner": 422, "unpublishable": 422, "lease_lost": 409, "rate_limited": 429,
 }

@@ -40,7 +40,7 @@ class RowOut(_Doc):
     median: str
     p20_ns: int | None
     p80_ns: int | None
-    vs_first: float
+    vs_first: float | None
     evidence: str
     source: str
     observed_at: str
