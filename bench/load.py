@@ -1,0 +1,208 @@
+"""Bounded load generator on loopback: mixed page / API / search traffic from N concurrent
+clients for a fixed duration against ``ki serve``, printing requests/s and p50/p95/p99 latency.
+
+    .venv/bin/python bench/load.py --database sqlite:////tmp/c.sqlite [--workers 2] \\
+        [--clients 16 64] [--duration 12] [--during-publish]
+
+It starts ``ki serve --workers N`` on a free 127.0.0.1 port (the catalog is bootstrapped first),
+runs each client count for ``--duration`` seconds, stops the server and exits. With
+``--during-publish`` a re-publication of the bundled Liger CSV (``ki import liger --publish``) and
+of every shipped bundle (``ki publish``) run in a loop while the clients load the site.
+``--url http://127.0.0.1:PORT`` loads a server that is already running instead (loopback only).
+
+Goals (issue 8): at 64 clients with 2 workers on PostgreSQL p99 ≤ 250 ms, and p99 ≤ 1 s while
+publications run. Figures go to bench/RESULTS.md; this prints them, it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+SEARCHES = ["rope bf16 h100", "embedding", "rms norm a100", "fastest swiglu", "cross entropy bf16", "layer norm"]
+KI = [sys.executable, "-m", "kernelindex.cli"]
+
+
+@dataclass
+class Sample:
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def targets(base: str) -> list[str]:
+    """The traffic mix: pages, their JSON twins, search, run dossiers (ids read from the API)."""
+    with httpx.Client(base_url=base, timeout=60) as client:
+        slugs = [item["slug"] for item in client.get("/api/v1/operations").json()["items"]][:12]
+        runs = [row["run_id"] for row in client.get("/api/v1/operations/rope").json()["ranked"][:6]]
+    pages = ["/", "/records", "/challenges", "/gpus"] + [f"/operations/{s}" for s in slugs]
+    api = [f"/api/v1/operations/{s}" for s in slugs[:6]] + ["/api/v1/records", "/api/v1/operations"]
+    search = [f"/search?q={quote(q)}" for q in SEARCHES] + [f"/api/v1/search?q={quote(q)}" for q in SEARCHES]
+    dossiers = [f"/runs/{r}" for r in runs] + [f"/api/v1/runs/{r}" for r in runs]
+    return pages * 3 + api * 2 + search * 2 + dossiers  # roughly: half pages, a quarter API, a quarter search
+
+
+async def client_loop(client: httpx.AsyncClient, paths: list[str], deadline: float, seed: int, out: Sample) -> None:
+    rng = random.Random(seed)
+    while (now := time.perf_counter()) < deadline:
+        path = rng.choice(paths)
+        try:
+            response = await client.get(path)
+            out.statuses[response.status_code] = out.statuses.get(response.status_code, 0) + 1
+            if response.status_code >= 400:
+                out.errors += 1
+        except httpx.HTTPError:
+            out.errors += 1
+            continue
+        out.latencies_ms.append((time.perf_counter() - now) * 1000)
+
+
+async def run_load(base: str, paths: list[str], clients: int, duration: float) -> tuple[Sample, float]:
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    sample = Sample()
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+        started = time.perf_counter()
+        deadline = started + duration
+        await asyncio.gather(*(client_loop(client, paths, deadline, seed, sample) for seed in range(clients)))
+        elapsed = time.perf_counter() - started
+    return sample, elapsed
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def report(label: str, clients: int, sample: Sample, elapsed: float) -> str:
+    lat = sample.latencies_ms
+    return (f"{label:<34} {clients:>4} {len(lat):>7,} {len(lat) / elapsed:>8.0f} "
+            f"{statistics.median(lat) if lat else float('nan'):>8.1f} {percentile(lat, 0.95):>8.1f} "
+            f"{percentile(lat, 0.99):>8.1f} {max(lat, default=float('nan')):>8.1f} {sample.errors:>6}")
+
+
+HEADER = f"{'configuration':<34} {'cli':>4} {'requests':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} " \
+         f"{'p99 ms':>8} {'max ms':>8} {'errors':>6}"
+
+
+def start_server(database: str, workers: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = {**os.environ, "KERNELINDEX_DATABASE_URL": database}
+    proc = subprocess.Popen([*KI, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+                             "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            if httpx.get(f"{base}/operations/rope", timeout=30).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("ki serve did not come up")
+        time.sleep(0.5)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def publisher(database: str, stop_at: float) -> subprocess.Popen:
+    """A shell loop re-publishing the Liger CSV and every shipped bundle until ``stop_at``."""
+    from kernelindex.trust.bundles import bundled_bundles
+
+    ki = " ".join(KI)
+    bundles = " ".join(f"'{p}'" for p in bundled_bundles())
+    script = (f"n=0; while [ $(date +%s) -lt {int(stop_at)} ]; do {ki} import liger --publish --json "
+              f"--database '{database}' >/dev/null && n=$((n+1)); for b in {bundles}; do {ki} publish \"$b\" "
+              f"--json --database '{database}' >/dev/null && n=$((n+1)); done; done; echo $n")
+    return subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def run_count(database: str) -> int:
+    from sqlalchemy import func, select
+
+    from kernelindex.catalog.db import open_catalog
+    from kernelindex.catalog.models import RunRow
+
+    catalog = open_catalog(database, migrate_schema=False)
+    with catalog.engine.connect() as conn:
+        count = conn.execute(select(func.count()).select_from(RunRow)).scalar_one()
+    catalog.engine.dispose()
+    return count
+
+
+def loopback_only(url: str) -> str:
+    host = urlsplit(url).hostname
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise SystemExit(f"--url must be a loopback address, not {host}")
+    return url.rstrip("/")
+
+
+def measure(args: argparse.Namespace, base: str) -> None:
+    paths = targets(base)
+    for path in sorted(set(paths)):  # warm every cache entry once; the figures are steady state
+        httpx.get(base + path, timeout=120)
+    print(HEADER)
+    for clients in args.clients:
+        pub = publisher(args.database, time.time() + args.duration) if args.during_publish else None
+        sample, elapsed = asyncio.run(run_load(base, paths, clients, args.duration))
+        label = f"{args.label}{' + publishing' if pub else ''}"
+        print(report(label, clients, sample, elapsed), flush=True)
+        if pub:
+            done = pub.communicate(timeout=600)[0].strip()
+            print(f"{'':<34} publications completed during the run: {done}", flush=True)
+        if set(sample.statuses) - {200}:
+            print(f"{'':<34} statuses: {dict(sorted(sample.statuses.items()))}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", help="catalog URL for the server (bootstrapped by ki serve)")
+    parser.add_argument("--url", help="load an already running server instead (loopback only)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--clients", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--duration", type=float, default=12.0, help="seconds per client count (max 60)")
+    parser.add_argument("--during-publish", action="store_true", help="re-publish Liger and the bundles meanwhile")
+    parser.add_argument("--label", default="", help="the configuration's name in the output")
+    args = parser.parse_args()
+    args.duration = min(args.duration, 60.0)
+    if args.url:
+        measure(args, loopback_only(args.url))
+        return
+    if not args.database:
+        raise SystemExit("give --database (a server is started on it) or --url")
+    args.label = args.label or f"{urlsplit(args.database).scheme.split('+')[0]}, {args.workers} workers"
+    proc, base = start_server(args.database, args.workers)
+    try:
+        print(f"catalog: {run_count(args.database):,} runs · server {base} · {args.workers} workers")
+        measure(args, base)
+    finally:
+        stop(proc)
+
+
+if __name__ == "__main__":
+    main()
