@@ -123,4 +123,6 @@ def test_a_killed_runner_loses_its_lease_and_the_other_finishes(
         items = _wait(http, live_server, lambda rs: rs[0]["state"] == "done")
     (replica,) = items[0]["replicas"]
     assert replica["runner"] == "runner-b" and replica["attempts"] == 2
-    assert "Claimed request" in runners.log("runner-a") and ": done — baseline" in runners.log("runner-b")
+    # runner-a's console output is lost with it (killed before its buffer was flushed); the replica's
+    # two attempts above show it held the claim.
+    assert ": done — baseline" in runners.log("runner-b")

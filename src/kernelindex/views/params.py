@@ -13,6 +13,7 @@ KEY_PATTERN = r"^[A-Za-z0-9:._=,+-]{1,200}$"
 RUN_ID_PATTERN = r"^[0-9a-f]{6,64}$"
 QUERY_PATTERN = r"^[^\x00]*$"
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"  # the API's opaque pagination cursors
+REQUEST_STATE_PATTERN = r"^(open|claimed|done|failed)$"  # measurement request states
 
 
 @dataclass(frozen=True)

@@ -69,13 +69,11 @@ def _limiter(request: Request) -> RateLimit:
 
 @router.get("/requests/new", response_class=HTMLResponse)
 def ask_form(request: Request, operation: str = "", workload: str = "", gpu: str = "") -> Response:
-    from kernelindex.readmodel.loading import NotFound
     from kernelindex.readmodel.requests import ask_page
+    from kernelindex.web.pages import page_errors
 
-    try:
+    with page_errors(request):
         page = ask_page(request.app.state.catalog, operation, workload, gpu)
-    except NotFound as exc:
-        raise PageError(ErrorPage(404, "Not found", f"{exc}.")) from None
     token = secrets.token_urlsafe(32)
     response = render("request_new.html", page=page.to_json(), csrf=token, nav="challenges")
     response.headers["cache-control"] = "no-store"  # it carries a per-visitor token
@@ -123,14 +121,12 @@ def _check_csrf(request: Request, token: str) -> None:
 
 
 def _request_body(request: Request, form: dict[str, str]) -> dict[str, Any]:
-    from kernelindex.readmodel.loading import NotFound
     from kernelindex.readmodel.requests import ask_page
+    from kernelindex.web.pages import page_errors
 
-    try:
+    with page_errors(request):
         page = ask_page(request.app.state.catalog, form.get("operation", ""), form.get("workload", ""),
                         form.get("gpu", ""))
-    except NotFound as exc:
-        raise PageError(ErrorPage(404, "Not found", f"{exc}.")) from None
     replicas = 2 if form.get("replicas") == "2" else 1
     return {"operation": page.operation, "axes": page.axes, "dtypes": page.dtypes, "gpu": page.gpu,
             "replicas": replicas}

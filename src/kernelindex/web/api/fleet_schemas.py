@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SLUG = r"^[a-z0-9][a-z0-9._-]{0,119}$"
+from kernelindex.views.params import SLUG_PATTERN
+
+SLUG = SLUG_PATTERN
 DIGEST = r"^sha256:[0-9a-f]{64}$"
 TOKEN = r"^[0-9a-f]{32}$"
 

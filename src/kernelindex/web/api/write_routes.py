@@ -20,6 +20,7 @@ from kernelindex.readmodel.changes import BadCursor, list_changes
 from kernelindex.readmodel.requests import requests_listing, validated_request, workload_for
 from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, trusted_runner_keys
 from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES, ArchiveError, receive_bundle
+from kernelindex.views.params import REQUEST_STATE_PATTERN
 from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, client_address, scoped, writer_of
 from kernelindex.web.api.fleet_schemas import ClaimIn, CompleteIn, HeartbeatIn, MeasurementRequestIn
 from kernelindex.web.api.problems import ApiProblem, BodyRule, ProblemRoute, accepts_body, problem_responses
@@ -113,7 +114,7 @@ def submit_request(request: Request, body: dict[str, Any]) -> tuple[dict[str, An
 
 
 @router.get("/requests", summary="Measurement requests, newest first", responses=_answers("Requests", 400))
-def get_requests(request: Request, state: Annotated[str | None, Query(pattern="^(open|claimed|done|failed)$")] = None
+def get_requests(request: Request, state: Annotated[str | None, Query(pattern=REQUEST_STATE_PATTERN)] = None
                  ) -> JSONResponse:
     items = requests_listing(_catalog(request), datetime.now(UTC), state=state)
     return JSONResponse({"items": items, "total": len(items)})

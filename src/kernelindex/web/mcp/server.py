@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 
 from kernelindex.resolve.batch import MAX_BATCH
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
+from kernelindex.views.params import RUN_ID_PATTERN, SLUG_PATTERN
 from kernelindex.web.api.problems import ApiProblem, problem_body
 from kernelindex.web.mcp.resources import policy_text
 from kernelindex.web.mcp.summaries import summary
@@ -33,12 +34,12 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS,
                              description="A query in the search grammar, e.g. 'rope seq=2048 hidden=8192 a100'.")]
-Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,119}$", description="A slug, e.g. 'rope'.")]
+Slug = Annotated[str, Field(pattern=SLUG_PATTERN, description="A slug, e.g. 'rope'.")]
 Key = Annotated[str | None, Field(pattern=r"^[A-Za-z0-9:._-]{1,80}$", description="A 12-hex-digit key.")]
-Filter = Annotated[str | None, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,119}$")]
+Filter = Annotated[str | None, Field(pattern=SLUG_PATTERN)]
 Queries = Annotated[list[str | dict[str, Any]], Field(min_length=1, max_length=MAX_BATCH, description=(
     "1–50 queries, each a text query or a structured request."))]
-RunId = Annotated[str, Field(pattern=r"^[0-9a-f]{6,64}$", description="A run id (hex), e.g. from a ranked row.")]
+RunId = Annotated[str, Field(pattern=RUN_ID_PATTERN, description="A run id (hex), e.g. from a ranked row.")]
 
 
 def _result(compute: Callable[[], dict[str, Any]], tool: str) -> CallToolResult:
@@ -130,7 +131,7 @@ def _register_catalog_tools(server: MCPServer, tools: CatalogTools) -> None:
         return _result(lambda: tools.get_run_evidence(run_id), "get_run_evidence")
 
     @tool(DESCRIPTIONS["compare_runs"])
-    def compare_runs(run_ids: Annotated[list[Annotated[str, Field(pattern=r"^[0-9a-f]{6,64}$")]],
+    def compare_runs(run_ids: Annotated[list[Annotated[str, Field(pattern=RUN_ID_PATTERN)]],
                                         Field(min_length=2, max_length=8, description="2–8 run ids.")]
                      ) -> CallToolResult:
         return _result(lambda: tools.compare_runs(run_ids), "compare_runs")
