@@ -7,7 +7,9 @@ only integer arithmetic, names and min/max are accepted.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
+import threading
 from collections.abc import Mapping
 
 _BINARY = {
@@ -19,6 +21,7 @@ _BINARY = {
     ast.Pow: operator.pow,
 }
 _CALLS = {"min": min, "max": max}
+_PARSE_LOCK = threading.Lock()
 
 
 class ExpressionError(ValueError):
@@ -29,7 +32,7 @@ def evaluate(expression: str | int, axes: Mapping[str, int]) -> int:
     if isinstance(expression, int):
         return expression
     try:
-        tree = ast.parse(expression, mode="eval")
+        tree = _parse(expression)
     except SyntaxError as exc:
         raise ExpressionError(f"cannot parse expression {expression!r}") from exc
     return _eval(tree.body, axes, expression)
@@ -52,4 +55,13 @@ def _eval(node: ast.AST, axes: Mapping[str, int], text: str) -> int:
 def names_in(expression: str | int) -> set[str]:
     if isinstance(expression, int):
         return set()
-    return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)} - set(_CALLS)
+    return {n.id for n in ast.walk(_parse(expression)) if isinstance(n, ast.Name)} - set(_CALLS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(expression: str) -> ast.Expression:
+    # CPython before 3.13 keeps the AST converter's recursion depth in interpreter-wide state, so two
+    # threads parsing at once can fail with "AST constructor recursion depth mismatch" (a SystemError
+    # seen with concurrent publications). Parse under one lock; the cache makes the lock rare.
+    with _PARSE_LOCK:
+        return ast.parse(expression, mode="eval")
