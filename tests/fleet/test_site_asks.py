@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,6 +16,7 @@ from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import retract
 from kernelindex.trust.bundles import publish_bundle
+from kernelindex.web.app import create_app
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 
@@ -72,6 +74,24 @@ def test_each_client_may_ask_five_times_in_ten_minutes(client: TestClient, rope_
     assert limited.status_code == 429 and "try again in" in limited.text
     assert stored.get(rope_catalog, 1).askers == 5
     assert audit.entries(rope_catalog)[-1].outcome == "refused: rate_limited"
+    assert 1 <= int(limited.headers["retry-after"]) <= 600
+
+
+def test_the_ask_limit_holds_across_server_processes_and_slides(rope_catalog: Catalog) -> None:
+    clock = [datetime(2030, 1, 1, 12, 0, tzinfo=UTC)]
+    workers = [TestClient(create_app(rope_catalog, clock=lambda: clock[0])) for _ in range(2)]
+    for i in range(5):  # alternate between two apps, as two `ki serve` workers share one catalog
+        worker = workers[i % 2]
+        clock[0] += timedelta(minutes=1)
+        assert worker.post("/requests", data=_form(worker), follow_redirects=False).status_code == 303
+    clock[0] += timedelta(minutes=1)
+    refused = workers[1].post("/requests", data=_form(workers[1]), follow_redirects=False)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "300"
+    assert "try again in 5 minutes" in refused.text  # the first ask (12:01) leaves the window at 12:11
+    clock[0] += timedelta(minutes=4, seconds=59)
+    assert workers[0].post("/requests", data=_form(workers[0]), follow_redirects=False).status_code == 429
+    clock[0] += timedelta(seconds=1)
+    assert workers[0].post("/requests", data=_form(workers[0]), follow_redirects=False).status_code == 303
 
 
 def test_changes_follow_a_cursor_and_the_atom_feed_lists_them(client: TestClient, rope_catalog: Catalog) -> None:

@@ -40,13 +40,24 @@ class AuditEntry:
 def record(
     catalog: Catalog, *, actor: str, action: str, outcome: str, api_key: str | None = None,
     scope: str | None = None, object_digest: str | None = None, client: str | None = None,
-    detail: dict[str, Any] | None = None,
+    detail: dict[str, Any] | None = None, at: datetime | None = None,
 ) -> None:
-    row = {"at": datetime.now(UTC), "actor": actor[:200], "api_key": api_key, "scope": scope, "action": action,
+    row = {"at": at or datetime.now(UTC), "actor": actor[:200], "api_key": api_key, "scope": scope, "action": action,
            "object_digest": object_digest, "client": (client or "")[:100] or None, "outcome": outcome,
            "detail": json.dumps(detail, sort_keys=True, default=str) if detail else None}
     with catalog.engine.begin() as conn:
         conn.execute(insert(AuditRow), [row])
+
+
+def accepted_since(catalog: Catalog, *, actor: str, action: str, client: str, since: datetime) -> list[datetime]:
+    """When ``actor`` from ``client`` last did ``action`` without being refused, after ``since``,
+    oldest first. The log is shared by every server process, so a limit counted here holds for all."""
+    query = (select(AuditRow.at).where(AuditRow.actor == actor, AuditRow.action == action,
+                                       AuditRow.client == client[:100], AuditRow.at > since,
+                                       ~AuditRow.outcome.startswith("refused"))
+             .order_by(AuditRow.at))
+    with catalog.session() as session:
+        return [as_utc(at) or at for at in session.scalars(query)]
 
 
 def entries(catalog: Catalog, *, after: int = 0, limit: int = 100, action: str | None = None) -> list[AuditEntry]:

@@ -4,16 +4,16 @@
 CSRF token: a random value set in a ``SameSite=Strict`` cookie that the form must echo back
 (double submit), and the POST must come from this origin when the browser says where it came from.
 ``POST /requests`` files the request anonymously (audited with the client address), at most
-``ASKS_PER_WINDOW`` per client per ``WINDOW_SECONDS`` in each server process.
+``ASKS_PER_WINDOW`` per client per ``WINDOW_SECONDS``, counted in the audit log that every server process
+shares (two asks racing in the same instant from one address may both pass).
 """
 
 from __future__ import annotations
 
 import hmac
+import math
 import secrets
-import threading
-import time
-from collections import defaultdict, deque
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -38,33 +38,20 @@ def bad_request(detail: str, problems: list[dict[str, str]] | None = None) -> Pa
     return PageError(ErrorPage(400, "Bad request", detail, problems=problems or []))
 
 
-class RateLimit:
-    """At most ``limit`` events per client in any ``window`` seconds (a sliding window in memory)."""
-
-    def __init__(self, limit: int, window: float) -> None:
-        self.limit, self.window = limit, window
-        self._seen: dict[str, deque[float]] = defaultdict(deque)
-        self._lock = threading.Lock()
-
-    def allow(self, client: str, now: float | None = None) -> float:
-        """0 when allowed (and counted), else the seconds until the client may try again."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            seen = self._seen[client]
-            while seen and seen[0] <= now - self.window:
-                seen.popleft()
-            if len(seen) >= self.limit:
-                return seen[0] + self.window - now
-            seen.append(now)
-            return 0.0
+def seconds_until_next_ask(request: Request, client: str, now: datetime) -> float:
+    """0 when ``client`` may ask now, else the seconds until it may (a sliding window over the audit log)."""
+    asked = audit.accepted_since(request.app.state.catalog, actor=ANONYMOUS, action="request.create",
+                                 client=client, since=now - timedelta(seconds=WINDOW_SECONDS))
+    if len(asked) < ASKS_PER_WINDOW:
+        return 0.0
+    frees_up = asked[len(asked) - ASKS_PER_WINDOW] + timedelta(seconds=WINDOW_SECONDS)
+    return max((frees_up - now).total_seconds(), 1.0)
 
 
-def _limiter(request: Request) -> RateLimit:
-    state = request.app.state
-    if not hasattr(state, "ask_limit"):
-        state.ask_limit = RateLimit(ASKS_PER_WINDOW, WINDOW_SECONDS)
-    limit: RateLimit = state.ask_limit
-    return limit
+def _in_words(seconds: float) -> str:
+    if seconds < 90:
+        return f"{math.ceil(seconds)} seconds"
+    return f"{math.ceil(seconds / 60)} minutes"
 
 
 @router.get("/requests/new", response_class=HTMLResponse)
@@ -90,13 +77,16 @@ async def ask_submit(request: Request) -> Response:
     form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=20).items()}
     _check_csrf(request, form.get("csrf", ""))
     client = client_address(request) or "unknown"
-    wait = _limiter(request).allow(client)
+    now = request.app.state.clock()
+    wait = seconds_until_next_ask(request, client, now)
     if wait:
         audit.record(request.app.state.catalog, actor=ANONYMOUS, action="request.create", client=client,
-                     outcome="refused: rate_limited")
-        return render("error.html", status_code=429, error=ErrorPage(
+                     outcome="refused: rate_limited", at=now)
+        response = render("error.html", status_code=429, error=ErrorPage(
             429, "Too many requests", f"This address asked {ASKS_PER_WINDOW} times in the last "
-            f"{WINDOW_SECONDS / 60:.0f} minutes; try again in {wait / 60:.0f} minutes."))
+            f"{WINDOW_SECONDS / 60:.0f} minutes; try again in {_in_words(wait)}."))
+        response.headers["retry-after"] = str(math.ceil(wait))
+        return response
     body = _request_body(request, form)
     try:
         answer, status, merged = submit_request(request, body)
@@ -105,7 +95,7 @@ async def ask_submit(request: Request) -> Response:
                                            for e in problem.errors]) from None
     audit.record(request.app.state.catalog, actor=ANONYMOUS, action="request.create", client=client,
                  outcome="merged" if merged else "created", object_digest=answer["digest"],
-                 detail={"request": answer["id"], "via": "site form"})
+                 detail={"request": answer["id"], "via": "site form"}, at=now)
     return RedirectResponse(f"/challenges?asked={answer['id']}#requests", status_code=303)
 
 
