@@ -20,11 +20,7 @@ from kernelindex.runner.ops._common import DTYPES, PARAM_PREFIX
 
 
 def contiguous_strides(shape: list[int]) -> list[int]:
-    strides, step = [0] * len(shape), 1
-    for dim in reversed(range(len(shape))):
-        strides[dim] = step
-        step *= shape[dim]
-    return strides
+    return strides_in_order(shape, None)
 
 
 def case(slug: str, axes: dict[str, int], dtype: str, params: dict[str, Any] | None = None) -> BaseModel:
@@ -115,3 +111,33 @@ def assert_baseline_matches_reference(
         assert error <= tol, f"{slug} {key}: gradient of {name} relative error {error:.3g} > {tol:.3g}"
         worst = max(worst, error)
     return worst
+
+
+def strides_in_order(shape: list[int], order: list[int] | None) -> list[int]:
+    """Dense strides with the dimensions laid out in ``order`` (outermost first); None is row-major."""
+    order = order or list(range(len(shape)))
+    strides, step = [0] * len(shape), 1
+    for dim in reversed(order):
+        strides[dim] = step
+        step *= shape[dim]
+    return strides
+
+
+def small_workload(
+    slug: str, axes: dict[str, int], dtype: str, orders: dict[str, list[int]] | None = None
+) -> BaseModel:
+    operation = registry.load_operation(slug)
+    spec = operation.model_dump(mode="json")["spec"]
+    full = resolved_axes(spec, {"axes": axes})
+    tensors = []
+    for decl in spec["inputs"] + spec["outputs"]:
+        shape = [evaluate(d, full) for d in decl["shape"]]
+        fixed = decl["dtype"] not in spec.get("dtype_variables", {})
+        tensors.append({"name": decl["name"], "dtype": decl["dtype"] if fixed else dtype,
+                        "shape": shape, "strides": strides_in_order(shape, (orders or {}).get(decl["name"]))})
+    assert all(prod(t["shape"]) > 0 for t in tensors)
+    return build("WorkloadCase", {"operation": digest_of(operation), "axes": axes, "dtypes": {"T": dtype},
+                                  "tensors": tensors})
+
+
+ROPE_ORDER = {"q": [0, 2, 1, 3], "k": [0, 2, 1, 3], "q_out": [0, 2, 1, 3], "k_out": [0, 2, 1, 3]}

@@ -8,7 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import small_workload  # noqa: E402
+from op_cases import small_workload  # noqa: E402
+
 from kernelindex import registry  # noqa: E402
 from kernelindex.runner.correctness import check  # noqa: E402
 from kernelindex.runner.inputs import make_inputs  # noqa: E402

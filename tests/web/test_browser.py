@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from web_helpers import make_app
 
-from conftest import make_app
 from kernelindex.catalog.db import Catalog
 
 CHROMIUM = "/usr/bin/chromium"

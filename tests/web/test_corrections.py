@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
 from pagetext import text_of
+from web_helpers import make_app, rope_keys_of
 
-from conftest import make_app, rope_keys_of
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import retract, supersede
 

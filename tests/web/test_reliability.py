@@ -4,24 +4,15 @@ catches answers the site's error page or a problem+json, with every security hea
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text, update
+from web_helpers import FIXED_NOW, make_app
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import CatalogStateRow, RunRow
 from kernelindex.readmodel.operations import operation_page
-from kernelindex.web.app import create_app
 from kernelindex.web.security import SECURITY_HEADERS
-
-FIXED_NOW = datetime(2026, 11, 29, tzinfo=UTC)
-
-
-def make_app(catalog: Catalog) -> Any:
-    return create_app(catalog, clock=lambda: FIXED_NOW)
 
 SITE = ["/", "/records", "/challenges", "/operations/rope", "/search?q=rope", "/gpus",
         "/implementations/liger-kernel-rope"]

@@ -7,8 +7,8 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 from pagetext import links_of, section, text_of
+from web_helpers import source_cohort_url
 
-from conftest import source_cohort_url
 from kernelindex.catalog.db import Catalog
 
 
