@@ -79,7 +79,7 @@ def challenges_page(catalog: Catalog, *, now: datetime | None = None) -> Challen
         # from another index (FlashInfer-Bench, GPU MODE) are outside its scope, not "unverified".
         if data.slug in curated and not verified_regions(data):
             title = data.operation.get("metadata", {}).get("title") or data.slug
-            reason = registry.runner_unavailable().get(data.slug, NOT_YET)
+            reason = registry.why_not_verified(data.slug) or NOT_YET
             page.not_verified.append(NotVerified(data.slug, title, reason, f"/operations/{data.slug}"))
     page.counts = {
         "unmeasured_cells": sum(g.missing_total for g in page.unmeasured),

@@ -74,6 +74,17 @@ def runner_unavailable() -> dict[str, str]:
 
 
 @cache
+def runner_pending() -> dict[str, str]:
+    """Operations the runner can verify but that have no shipped verified runs yet → why not."""
+    return dict(_load_yaml("runner_coverage.yaml").get("pending") or {})
+
+
+def why_not_verified(slug: str) -> str | None:
+    """The stated reason an operation has no verified runs, when the registry states one."""
+    return runner_unavailable().get(slug) or runner_pending().get(slug)
+
+
+@cache
 def priority_gpus() -> tuple[str, ...]:
     return tuple(_load_yaml("gpus.yaml")["priority"])
 
