@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from kernelindex import registry
 from kernelindex.catalog import publish as publish_module
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_lines, import_jsonl, write_export
@@ -102,6 +103,6 @@ def test_export_round_trip_reproduces_the_digests(
     lines = path.read_text().splitlines()
     assert '"kind":"Source"' in lines[0] and "BSD-2-Clause" in lines[0] and "LinkedIn" in lines[0]
     assert '"kind":"Retraction"' in lines[-1]
-    import_jsonl(empty_catalog, path, actor="test")
+    import_jsonl(empty_catalog, path, actor="test", refused=registry.refused_sources())
     assert sorted(export_lines(empty_catalog)) == sorted(lines) and written == len(lines)
     assert operation_page(empty_catalog, "rope", now=NOW).eligible_runs == 47

@@ -139,5 +139,7 @@ def test_export_then_import_keeps_digests(empty_catalog: Catalog, tmp_path: Path
     exported = tmp_path / "export.jsonl"
     exported.write_text("\n".join(lines) + "\n", encoding="utf-8")
     again = open_catalog(f"sqlite:///{tmp_path / 'again.sqlite'}")
-    import_jsonl(again, exported, actor="test")
+    report = import_jsonl(again, exported, actor="test", refused=registry.refused_sources(),
+                          listed=registry.source_policies())
+    assert not report.policy.refused_runs
     assert sorted(export_lines(again)) == sorted(lines)

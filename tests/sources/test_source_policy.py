@@ -84,3 +84,69 @@ def test_export_prints_each_sources_license_and_attribution(tmp_path) -> None:  
     assert "# source liger-kernel-benchmarks · data license BSD-2-Clause · Benchmark data ©" in result.output
     first = json.loads(out.read_text().splitlines()[0])
     assert first["kind"] == "Source" and first["spec"]["attribution"]
+
+
+def _jsonl(path, manifests: list) -> None:  # noqa: ANN001
+    from kernelindex.domain.manifests import manifest_json
+
+    path.write_text("".join(json.dumps(manifest_json(m)) + "\n" for m in manifests), encoding="utf-8")
+
+
+def _foreign_run(manifests: list, source: str) -> tuple:
+    """A run of ``source`` on an implementation only it uses, and that source's Source manifest."""
+    from kernelindex.domain.manifests import digest_of
+
+    run = next(m for m in manifests if m.kind == "BenchmarkRun")
+    impl = next(m for m in manifests if m.kind == "ImplementationRevision")
+    impl_spec = impl.spec.model_dump(mode="json", exclude_none=True)
+    own_impl = build("ImplementationRevision", {**impl_spec, "version": f"9.9.{len(source)}"})
+    spec = run.spec.model_dump(mode="json", exclude_none=True)
+    spec["source"] = {**spec["source"], "name": source, "external_id": f"{source}/1"}
+    spec["implementation"] = digest_of(own_impl)
+    source_doc = build("Source", {"name": source, "url": "https://example.org", "license": "Apache-2.0",
+                                  "attribution": "x"})
+    return build("BenchmarkRun", spec), own_impl, source_doc
+
+
+def test_jsonl_import_refuses_runs_of_refused_and_unlisted_sources(empty_catalog: Catalog, tmp_path) -> None:  # noqa: ANN001
+    from kernelindex.catalog.export import import_jsonl
+    from kernelindex.catalog.models import ObjectRow
+    from kernelindex.domain.manifests import digest_of
+
+    manifests = _liger_manifests()
+    sol = _foreign_run(manifests, "sol-execbench")
+    other = _foreign_run(manifests, "someone-elses-leaderboard")
+    path = tmp_path / "mixed.jsonl"
+    _jsonl(path, [*manifests, *sol, *other])
+    report = import_jsonl(empty_catalog, path, actor="test", refused=registry.refused_sources(),
+                          listed=registry.source_policies())
+    assert dict(report.policy.refused_runs) == {"sol-execbench": 1, "someone-elses-leaderboard": 1}
+    assert "redistribution" in report.policy.reasons["sol-execbench"]
+    assert "no entry in registry/sources.yaml" in report.policy.reasons["someone-elses-leaderboard"]
+    assert report.policy.refused_objects == {"ImplementationRevision": 2, "Source": 2}
+    kept_runs = sum(1 for m in manifests if m.kind == "BenchmarkRun")
+    assert report.published.new["BenchmarkRun"] == kept_runs
+    with empty_catalog.engine.connect() as conn:
+        sources = {s for (s,) in conn.execute(select(RunRow.source))}
+        stored = {d for (d,) in conn.execute(select(ObjectRow.digest))}
+    assert sources == {"liger-kernel-benchmarks"}
+    assert not {digest_of(m) for m in (*sol, *other)} & stored
+    assert all(digest_of(m) in stored for m in manifests if m.kind != "BenchmarkRun")
+
+
+def test_cli_jsonl_import_says_what_the_source_policy_refused(tmp_path) -> None:  # noqa: ANN001
+    from typer.testing import CliRunner
+
+    from kernelindex.cli import app
+
+    manifests = _liger_manifests()
+    path = tmp_path / "mixed.jsonl"
+    _jsonl(path, [*manifests, *_foreign_run(manifests, "sol-execbench")])
+    db = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    result = CliRunner().invoke(app, ["import", "jsonl", str(path), "--database", db])
+    assert result.exit_code == 0, result.output
+    assert "refused by source policy: sol-execbench — 1 run(s) not stored" in result.output
+    result = CliRunner().invoke(app, ["import", "jsonl", str(path), "--json", "--dry-run", "--database", db])
+    body = json.loads(result.output)
+    assert body["refused_by_source_policy"]["sol-execbench"]["runs"] == 1
+    assert body["new"] == {} and body["existing"]["BenchmarkRun"] >= 1

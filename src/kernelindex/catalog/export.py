@@ -4,7 +4,8 @@ Re-importing the export into an empty catalog reproduces the same digests."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -15,6 +16,7 @@ from kernelindex.catalog.models import ObjectRow, RunRow
 from kernelindex.catalog.publish import PublishReport, publish_manifests
 from kernelindex.domain.canonical import MAX_DOCUMENT_BYTES
 from kernelindex.domain.manifests import MAX_PROBLEMS, ManifestError, parse_manifest_text
+from kernelindex.policy.source_policy import PolicySplit, split_refused
 
 KIND_ORDER = (
     "Source",
@@ -82,9 +84,37 @@ def _bounded_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
         yield number, None
 
 
-def import_jsonl(catalog: Catalog, path: Path, *, actor: str, dry_run: bool = False) -> PublishReport:
+@dataclass
+class JsonlReport:
+    """What a JSON Lines import stored, and what the source policy refused (never stored)."""
+
+    published: PublishReport
+    policy: PolicySplit = field(default_factory=PolicySplit)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **self.published.to_json(),
+            "refused_by_source_policy": {
+                name: {"runs": self.policy.refused_runs[name], "reason": reason}
+                for name, reason in sorted(self.policy.reasons.items())
+            },
+            "refused_objects": dict(self.policy.refused_objects),
+        }
+
+
+def import_jsonl(
+    catalog: Catalog,
+    path: Path,
+    *,
+    actor: str,
+    refused: Mapping[str, str],
+    listed: Collection[str] | None = None,
+    dry_run: bool = False,
+) -> JsonlReport:
     """Every line must be a valid manifest; one bad line refuses the file (named with its line
-    number). The first MAX_PROBLEMS problems are listed, the rest counted."""
+    number). The first MAX_PROBLEMS problems are listed, the rest counted. Runs of a source the
+    policy refuses (``refused``: name → reason; ``listed``: every source the policy names) are
+    counted and never stored, with the objects only they used (policy.source_policy.split_refused)."""
     manifests = []
     problems: list[str] = []
     count = 0
@@ -103,6 +133,7 @@ def import_jsonl(catalog: Catalog, path: Path, *, actor: str, dry_run: bool = Fa
     if count:
         more = f"\n… and {count - len(problems):,} more" if count > len(problems) else ""
         raise JsonlError(f"{count:,} invalid line(s); nothing imported:\n" + "\n".join(problems) + more)
-    return publish_manifests(
-        catalog, manifests, actor=actor, source=f"jsonl:{path.name}", locator=str(path), dry_run=dry_run
-    )
+    split = split_refused(manifests, refused, listed)
+    published = publish_manifests(catalog, split.kept, actor=actor, source=f"jsonl:{path.name}", locator=str(path),
+                                  dry_run=dry_run, refused_sources=refused)
+    return JsonlReport(published, split)

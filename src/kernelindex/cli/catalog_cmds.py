@@ -9,11 +9,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kernelindex import registry
 from kernelindex.catalog.export import JsonlError, import_jsonl, write_export
 from kernelindex.catalog.lifecycle import UnknownRunError, retract, supersede
 from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
 from kernelindex.domain.manifests import ManifestError, digest_of, load_manifest_file
+from kernelindex.policy.source_policy import REFUSED_BY_POLICY
 from kernelindex.sources.base import FileTransport, ImportReport, combined_json
 from kernelindex.sources.liger.parse import CsvFileError
 
@@ -112,9 +114,14 @@ def _print_report(report: ImportReport) -> None:
 def import_jsonl_cmd(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="A `ki export` file."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and count; write nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable report."),
     database: str = DatabaseOption,
 ) -> None:
     """Import a JSON Lines export (one manifest per line).
+
+    The source policy (registry/sources.yaml) applies as in every importer: runs of a refused
+    source, or of a source the policy does not list, are counted "refused by source policy" and
+    never stored, nor are the objects only they used.
 
     Limits per line (decompressed bytes): 1 MiB, 32 levels of nesting, 10,000 JSON values,
     integers within ±2^53. Any invalid line refuses the whole file; the first 20 problems are
@@ -122,10 +129,20 @@ def import_jsonl_cmd(
     """
     catalog = open_for_cli(database)
     try:
-        report = import_jsonl(catalog, file, actor=actor(), dry_run=dry_run)
+        report = import_jsonl(catalog, file, actor=actor(), dry_run=dry_run,
+                              refused=registry.refused_sources(), listed=registry.source_policies())
     except (JsonlError, PublishError) as exc:
         fail(str(exc))
-    console.print(f"{'dry run' if dry_run else 'imported'}: new {dict(report.new)} existing {dict(report.existing)}")
+    if as_json:
+        print_json(report.to_json())
+        return
+    done = report.published
+    console.print(f"{'dry run' if dry_run else 'imported'}: new {dict(done.new)} existing {dict(done.existing)}")
+    for name, reason in sorted(report.policy.reasons.items()):
+        runs = report.policy.refused_runs[name]
+        console.print(f"{REFUSED_BY_POLICY}: {escape(name)} — {runs:,} run(s) not stored: {escape(reason)}")
+    if report.policy.refused_objects:
+        console.print(f"not stored with them (used only by refused runs): {dict(report.policy.refused_objects)}")
 
 
 def export_cmd(

@@ -11,8 +11,9 @@ from typing import Protocol
 from kernelindex import registry
 from kernelindex.domain.canonical import bytes_digest
 from kernelindex.domain.manifests import Source, build
+from kernelindex.policy.source_policy import REFUSED_BY_POLICY, refusal_of
 
-REFUSED_BY_POLICY = "refused by source policy"
+__all__ = ["REFUSED_BY_POLICY", "SourceRefused", "publishable_policy", "source_manifest"]
 
 
 class SourceRefused(ValueError):
@@ -21,14 +22,10 @@ class SourceRefused(ValueError):
 
 def publishable_policy(name: str) -> registry.SourcePolicy:
     """The policy of a source whose rows may be published; refuses unknown and refused sources."""
+    if refusal := refusal_of(name, registry.refused_sources(), registry.source_policies()):
+        raise SourceRefused(f"{refusal}; a new source needs its license, attribution and publish decision there")
     policy = registry.source_policy(name)
-    if policy is None:
-        raise SourceRefused(
-            f"source {name!r} has no entry in registry/sources.yaml; add its license, attribution and "
-            "publish decision before importing it"
-        )
-    if policy.refused:
-        raise SourceRefused(f"source {name!r} is refused by source policy: {policy.reason}")
+    assert policy is not None  # listed, or refusal_of would have refused it
     return policy
 
 

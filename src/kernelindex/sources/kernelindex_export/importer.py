@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
-from kernelindex.sources.base import REFUSED_BY_POLICY, Transport
+from kernelindex.policy.source_policy import REFUSED_BY_POLICY, refusal_reason
+from kernelindex.sources.base import Transport
 from kernelindex.sources.kernelindex_export.mapping import ExportMapper, MappedSource, Progress
 from kernelindex.sources.kernelindex_export.read import NOT_IMPORTED, read_export
 
@@ -53,15 +54,15 @@ def map_export_content(
     total = sum(len(r) for r in grouped.values())
     for slug, runs in sorted(grouped.items()):
         policy = registry.source_policy(slug)
-        if policy is None or policy.refused:
+        if reason := refusal_reason(slug, registry.refused_sources(), registry.source_policies()):
             report.sources[slug] = mapper.refuse(runs)
-            report.decisions[slug] = f"{REFUSED_BY_POLICY}: " + (
-                policy.reason if policy else "the source has no entry in registry/sources.yaml")
+            report.decisions[slug] = f"{REFUSED_BY_POLICY}: {reason}"
         elif only_source and slug != only_source:
             report.sources[slug] = mapper.skip(runs, f"not selected (--source {only_source})")
             report.decisions[slug] = "skipped: not selected"
         else:
             report.sources[slug] = mapper.publishable(slug, runs, total)
+            assert policy is not None  # listed: refusal_reason refuses unlisted sources
             report.decisions[slug] = f"{policy.decision.replace('_', ' ')} ({policy.license})"
     return report
 
