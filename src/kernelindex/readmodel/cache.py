@@ -62,6 +62,11 @@ class VersionedCache:
             with self._lock:
                 self._inflight.pop(full).set()
 
+    def peek(self, catalog: Catalog, key: Hashable, version: int) -> Any | None:
+        """The value kept for ``key`` at ``version``, or None; computes nothing."""
+        with self._lock:
+            return self._items.get((catalog.url, version, key))
+
     def _keep(self, full: tuple[str, int, Hashable], value: Any) -> None:
         url, version, _ = full
         with self._lock:

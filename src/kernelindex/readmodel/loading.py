@@ -3,8 +3,10 @@ catalog version (every write bumps it), and derive the policy facts once."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import orjson
@@ -29,6 +31,8 @@ from kernelindex.policy.usability import Usability, usability
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.replication import Replication, ReplicationPeer, replication_of
+
+ALL_KEY = ("operation-data-all",)
 
 
 @dataclass
@@ -101,18 +105,25 @@ class OperationData:
         return registry.gpu_for_product(self.environments[environment]["spec"]["hardware"]["product"])
 
 
-def load_operation(catalog: Catalog, slug: str) -> OperationData:
-    """Everything one operation's answers need, loaded once per catalog version."""
-    version = catalog.version()
-    return READ_CACHE.get(catalog, ("operation-data", slug), lambda: _load(catalog, slug, version),
-                          version=version, long_lived=True)
+def load_operation(catalog: Catalog, slug: str, *, version: int | None = None) -> OperationData:
+    """Everything one operation's answers need, loaded once per catalog version (taken from the
+    one-pass load of every operation when that is in the cache)."""
+    version = catalog.version() if version is None else version
+
+    def compute() -> OperationData:
+        everything = READ_CACHE.peek(catalog, ALL_KEY, version)
+        if everything is not None and slug in everything:
+            return everything[slug]
+        return _load(catalog, slug, version)
+
+    return READ_CACHE.get(catalog, ("operation-data", slug), compute, version=version, long_lived=True)
 
 
-def operation_slugs(catalog: Catalog) -> dict[str, str]:
-    """slug → digest of every operation stored in the catalog."""
-    with catalog.engine.connect() as conn:
-        rows = conn.execute(select(ObjectRow.name, ObjectRow.digest).where(ObjectRow.kind == "OperationSpec"))
-        return {name: digest for name, digest in rows}
+def load_all_operations(catalog: Catalog, *, version: int | None = None) -> dict[str, OperationData]:
+    """Every operation, by slug (sorted), loaded in one pass of a few whole-table queries instead of
+    a dozen queries per operation; each is also what ``load_operation`` answers for its slug."""
+    version = catalog.version() if version is None else version
+    return READ_CACHE.get(catalog, ALL_KEY, lambda: _load_all(catalog, version), version=version, long_lived=True)
 
 
 def operation_slug_of(conn: Connection, digest: str) -> str:
@@ -134,6 +145,18 @@ def _bodies(conn, digests: set[str]) -> dict[str, dict]:  # noqa: ANN001
     return found
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """The catalog-wide facts about runs: corrections, attestations, trusted keys, sources."""
+
+    retractions: dict[str, dict]
+    supersessions: dict[str, dict]  # by the superseded (old) run
+    superseding: dict[str, dict]  # by the superseding (new) run
+    attested: set[str]
+    trusted: dict[str, str]
+    sources: dict[str, dict]
+
+
 def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
     with catalog.engine.connect() as conn:
         op_row = conn.execute(
@@ -142,27 +165,89 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         if op_row is None:
             raise NotFound(f"no operation {slug!r} in the catalog")
         digest = op_row.digest
-        rows = conn.execute(select(*RunRow.__table__.columns).where(RunRow.operation == digest)).all()
+        rows = conn.execute(
+            select(*RunRow.__table__.columns).where(RunRow.operation == digest).order_by(RunRow.digest)
+        ).all()
         run_digests = [r.digest for r in rows]
-        retractions = _facts(conn, RetractionRow, RetractionRow.run, run_digests)
-        supersessions = _facts(conn, SupersessionRow, SupersessionRow.old, run_digests)
-        superseding = _facts(conn, SupersessionRow, SupersessionRow.new, run_digests)
-        attested = set(_facts(conn, AttestationRow, AttestationRow.run, run_digests))
-        trusted = dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).tuples().all())
-        refs = {getattr(r, f) for r in rows for f in ("implementation", "workload", "protocol", "environment")}
-        bodies = _bodies(conn, refs)
+        facts = _Facts(
+            _facts(conn, RetractionRow, RetractionRow.run, run_digests),
+            _facts(conn, SupersessionRow, SupersessionRow.old, run_digests),
+            _facts(conn, SupersessionRow, SupersessionRow.new, run_digests),
+            set(_facts(conn, AttestationRow, AttestationRow.run, run_digests)),
+            _trusted(conn),
+            _sources(conn),
+        )
+        bodies = _bodies(conn, _refs(rows))
         workload_rows = conn.execute(
             select(ObjectRow.digest, ObjectRow.body).where(
                 ObjectRow.kind == "WorkloadCase", ObjectRow.operation == digest
             )
         )
         bodies.update({d: orjson.loads(b) for d, b in workload_rows})
-        projects = _bodies(
-            conn, {b["spec"]["project"] for b in bodies.values() if b["kind"] == "ImplementationRevision"}
+        projects = dict(sorted(_bodies(conn, _project_refs(bodies)).items()))
+    return _assemble(catalog, version, slug, orjson.loads(op_row.body), digest, rows, bodies, projects, facts)
+
+
+def _load_all(catalog: Catalog, version: int) -> dict[str, OperationData]:
+    with catalog.engine.connect() as conn:
+        operations = conn.execute(
+            select(ObjectRow.name, ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "OperationSpec")
+        ).all()
+        rows = conn.execute(select(*RunRow.__table__.columns).order_by(RunRow.digest)).all()
+        facts = _Facts(
+            _facts(conn, RetractionRow, RetractionRow.run, None),
+            _facts(conn, SupersessionRow, SupersessionRow.old, None),
+            _facts(conn, SupersessionRow, SupersessionRow.new, None),
+            set(_facts(conn, AttestationRow, AttestationRow.run, None)),
+            _trusted(conn),
+            _sources(conn),
         )
-        source_bodies = conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "Source")).scalars()
-        sources = {b["spec"]["name"]: b for b in map(orjson.loads, source_bodies)}
-    loaded = [_run(r, retractions, supersessions, superseding, attested) for r in rows]
+        objects = conn.execute(
+            select(ObjectRow.digest, ObjectRow.kind, ObjectRow.operation, ObjectRow.body).where(ObjectRow.kind.in_(
+                ("WorkloadCase", "WorkloadSuite", "ImplementationRevision", "BenchmarkProtocol",
+                 "ExecutionEnvironment", "SoftwareProject"))
+            )
+        ).all()
+    every = {o.digest: orjson.loads(o.body) for o in objects}
+    runs_of: dict[str, list[Any]] = {}
+    for row in rows:
+        runs_of.setdefault(row.operation, []).append(row)
+    workloads_of: dict[str, list[str]] = {}
+    for o in objects:
+        if o.kind == "WorkloadCase" and o.operation is not None:
+            workloads_of.setdefault(o.operation, []).append(o.digest)
+    loaded = {}
+    for slug, digest, body in sorted(operations, key=lambda o: o.name):
+        op_rows = runs_of.get(digest, [])
+        bodies = {d: every[d] for d in _refs(op_rows) if d in every}
+        bodies.update({d: every[d] for d in workloads_of.get(digest, [])})
+        projects = {d: every[d] for d in sorted(_project_refs(bodies)) if d in every}
+        assemble = partial(_assemble, catalog, version, slug, orjson.loads(body), digest, op_rows, bodies, projects,
+                           facts)
+        loaded[slug] = READ_CACHE.get(catalog, ("operation-data", slug), assemble, version=version)
+    return loaded
+
+
+def _refs(rows: Sequence[Any]) -> set[str]:
+    return {getattr(r, f) for r in rows for f in ("implementation", "workload", "protocol", "environment")}
+
+
+def _project_refs(bodies: dict[str, dict]) -> set[str]:
+    return {b["spec"]["project"] for b in bodies.values() if b["kind"] == "ImplementationRevision"}
+
+
+def _trusted(conn: Connection) -> dict[str, str]:
+    return dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).tuples().all())
+
+
+def _sources(conn: Connection) -> dict[str, dict]:
+    source_bodies = conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "Source")).scalars()
+    return {b["spec"]["name"]: b for b in map(orjson.loads, source_bodies)}
+
+
+def _assemble(catalog: Catalog, version: int, slug: str, operation: dict, digest: str, rows: Sequence[Any],
+              bodies: dict[str, dict], projects: dict[str, dict], facts: _Facts) -> OperationData:
+    loaded = [_run(r, facts) for r in rows]
     runs = [r for r in loaded if is_latency(run_metric(r.spec))]
     by_kind = _split(bodies)
     usable = {
@@ -171,7 +256,7 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
     }
     data = OperationData(
         slug,
-        orjson.loads(op_row.body),
+        operation,
         digest,
         runs,
         by_kind["WorkloadCase"],
@@ -180,10 +265,10 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         by_kind["BenchmarkProtocol"],
         by_kind["ExecutionEnvironment"],
         usable,
-        trusted,
+        facts.trusted,
         version,
         catalog,
-        sources,
+        facts.sources,
         [r for r in loaded if run_metric(r.spec) == PEAK_MEMORY_METRIC],
         [r for r in loaded if run_metric(r.spec).startswith("score:")],
         by_kind.get("WorkloadSuite", {}),
@@ -192,11 +277,15 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
     return data
 
 
-def _facts(conn, table, column, digests: list[str]) -> dict[str, dict]:  # noqa: ANN001
+def _facts(conn, table, column, digests: list[str] | None) -> dict[str, dict]:  # noqa: ANN001
+    """Rows of a fact table by ``column``: those naming ``digests``, or all of them (None)."""
     found: dict[str, dict] = {}
-    for start in range(0, len(digests), 500):
-        query = select(*table.__table__.columns).where(column.in_(digests[start : start + 500]))
-        for row in conn.execute(query).mappings():
+    chunks = [None] if digests is None else [digests[start : start + 500] for start in range(0, len(digests), 500)]
+    for chunk in chunks:
+        query = select(*table.__table__.columns)
+        if chunk is not None:
+            query = query.where(column.in_(chunk))
+        for row in conn.execute(query.order_by(*table.__table__.primary_key.columns)).mappings():
             found.setdefault(row[column.key], dict(row))
     return found
 
@@ -205,12 +294,12 @@ def _split(bodies: dict[str, dict]) -> dict[str, dict[str, dict]]:
     split: dict[str, dict[str, dict]] = {
         k: {} for k in ("WorkloadCase", "ImplementationRevision", "BenchmarkProtocol", "ExecutionEnvironment")
     }
-    for digest, body in bodies.items():
+    for digest, body in sorted(bodies.items()):  # the same order however they were loaded
         split.setdefault(body["kind"], {})[digest] = body
     return split
 
 
-def _run(row: Any, retractions: dict, supersessions: dict, superseding: dict, attested: set[str]) -> Run:
+def _run(row: Any, facts: _Facts) -> Run:
     return Run(
         digest=row.digest,
         run_id=row.run_id,
@@ -226,10 +315,10 @@ def _run(row: Any, retractions: dict, supersessions: dict, superseding: dict, at
         p80_ns=row.p80_ns,
         observed_at=as_utc(row.observed_at),
         source=row.source,
-        retracted=retractions.get(row.digest),
-        superseded_by=supersessions.get(row.digest),
-        supersedes=[superseding[row.digest]["old"]] if row.digest in superseding else [],
-        attested=row.digest in attested,
+        retracted=facts.retractions.get(row.digest),
+        superseded_by=facts.supersessions.get(row.digest),
+        supersedes=[facts.superseding[row.digest]["old"]] if row.digest in facts.superseding else [],
+        attested=row.digest in facts.attested,
     )
 
 

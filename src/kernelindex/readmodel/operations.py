@@ -32,7 +32,7 @@ from kernelindex.readmodel.labels import (
     workload_label,
 )
 from kernelindex.readmodel.leaderboard import leaderboards
-from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slugs
+from kernelindex.readmodel.loading import OperationData, Run, load_all_operations, load_operation
 from kernelindex.readmodel.memory import memory_panel
 from kernelindex.readmodel.operation_views import (
     CohortOption,
@@ -52,8 +52,7 @@ from kernelindex.readmodel.source_notices import source_notice
 
 def operations_index(catalog: Catalog) -> list[OperationSummary]:
     summaries = []
-    for slug in sorted(operation_slugs(catalog)):
-        data = load_operation(catalog, slug)
+    for slug, data in load_all_operations(catalog).items():
         eligible = [r for r in data.runs if r.eligible]
         meta = data.operation["metadata"]
         summaries.append(

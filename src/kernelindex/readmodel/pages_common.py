@@ -19,7 +19,7 @@ from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.cohorts import Cohort, cohort_record_events, cohorts_of
 from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slugs
+from kernelindex.readmodel.loading import OperationData, Run, load_all_operations
 
 __all__ = ["NotFound", "RunRef", "CohortSummary", "EventView", "all_operations", "cohort_summaries", "run_ref"]
 
@@ -105,8 +105,8 @@ class CohortSummary(JsonModel):
 
 
 def all_operations(catalog: Catalog) -> list[OperationData]:
-    """Every operation in the catalog, loaded (cached per catalog version by the loader)."""
-    return [load_operation(catalog, slug) for slug in sorted(operation_slugs(catalog))]
+    """Every operation in the catalog, by slug, loaded in one pass (cached per catalog version)."""
+    return list(load_all_operations(catalog).values())
 
 
 def _events(data: OperationData, cohort: Cohort, now: datetime) -> list[EventView]:
