@@ -21,7 +21,14 @@ class GpuSpec:
     bandwidth_gbps: float
     peaks_tflops: dict[str, float]
     source: str
+    # For a product a source named without its variant ("NVIDIA H100"): the variants it may be.
+    # A request for any of them reaches its runs; they still rank only in their own cohort.
+    variant_of: tuple[str, ...] = ()
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
         return self.bandwidth_gbps * 1e9
+
+    @property
+    def variant_not_recorded(self) -> bool:
+        return bool(self.variant_of)

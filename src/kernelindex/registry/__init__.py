@@ -64,7 +64,12 @@ def operation_digests() -> dict[str, str]:
 @cache
 def gpus() -> dict[str, GpuSpec]:
     data = _load_yaml("gpus.yaml")
-    return {g["slug"]: GpuSpec(**{**g, "match": tuple(g["match"])}) for g in data["gpus"]}
+    table = {g["slug"]: GpuSpec(**{**g, "match": tuple(g["match"]), "variant_of": tuple(g.get("variant_of") or ())})
+             for g in data["gpus"]}
+    for gpu in table.values():
+        if unknown := [v for v in gpu.variant_of if v not in table or table[v].variant_of]:
+            raise RegistryError(f"registry/gpus.yaml: {gpu.slug}: variant_of names no measured product: {unknown}")
+    return table
 
 
 @cache
@@ -105,6 +110,19 @@ def gpu_aliases() -> dict[str, str]:
         for phrase in (gpu.slug, gpu.name, *gpu.match):
             table.setdefault(_gpu_key(phrase), gpu.slug)
     return table
+
+
+def gpu_may_be(requested: str, observed: str | None) -> bool:
+    """Whether a run on GPU ``observed`` answers a request for ``requested`` (both slugs): the same
+    product, or a product the source named without its variant ("NVIDIA H100") that may be the
+    requested one — either way round, so "h100" reaches H100 runs whose variant is not recorded,
+    and a request on that unrecorded product reaches every variant. Cohorts stay keyed on the
+    environment, so such runs never rank with a specific variant's."""
+    if observed is None or requested == observed:
+        return requested == observed
+    table = gpus()
+    asked, seen = table.get(requested), table.get(observed)
+    return bool(seen and requested in seen.variant_of) or bool(asked and observed in asked.variant_of)
 
 
 def gpu_slug(word: str) -> str | None:

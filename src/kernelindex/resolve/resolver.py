@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from kernelindex import registry
 from kernelindex.domain.expressions import ExpressionError, evaluate
 from kernelindex.policy.evidence import LEVEL_ORDER
 from kernelindex.policy.reasons import Reason
@@ -22,6 +23,7 @@ from kernelindex.policy.selection import MODE_ORDER
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.requests import ask_url
 from kernelindex.resolve.interpret import canonical_query, interpretation
+from kernelindex.resolve.messages import LeaderboardScores, filter_notes, status_of, variant_notes, without_cohorts
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.results import (
     Choice,
@@ -56,6 +58,8 @@ class CohortSource(Protocol):
     def operations(self) -> list[str]: ...
 
     def eligible_count(self, operation: str) -> int: ...
+
+    def leaderboard_scores(self, operation: str) -> Sequence[LeaderboardScores]: ...
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ def _mismatches(req: ResolveRequest, run: RunView, op: OperationEntry | None) ->
             found.append(Mismatch(name, wanted, seen))
     if req.dtype and req.dtype not in run.dtype_values:
         found.append(Mismatch("dtype", req.dtype, ", ".join(sorted(run.dtype_values)) or None))
-    if req.gpu and req.gpu != run.gpu:
+    if req.gpu and not registry.gpu_may_be(req.gpu, run.gpu):
         found.append(Mismatch("gpu", req.gpu, run.gpu or run.gpu_label))
     if req.arch and req.arch != run.arch:
         found.append(Mismatch("arch", req.arch, run.arch))
@@ -198,8 +202,9 @@ def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, obje
                "family": op.family if op else None, "url": f"/operations/{req.operation}"}
     cohorts = list(source.cohorts(req.operation))
     if not cohorts:
-        return Resolution(status="no_runs", message=f"No runs of {req.operation} are in the catalog yet.",
-                          operation=op_json, **base)  # type: ignore[arg-type]  # base holds Resolution's fields
+        status, message = without_cohorts(req, source.leaderboard_scores(req.operation))
+        return Resolution(status=status, message=message, operation=op_json,
+                          **base)  # type: ignore[arg-type]  # base holds Resolution's fields
     return _resolve_operation(ctx, op, op_json, cohorts, base)
 
 
@@ -227,11 +232,12 @@ def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[s
     other_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c)) for c, m in other[:MAX_LISTED])
     compat_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c)) for c, m in closest)
     gaps = _gaps(ctx, cohorts, exact)
-    status, message = _status(ctx, exact, exact_results, other_results, closest, len(compatible), nearest)
+    notes = filter_notes(req) + variant_notes(req, exact)
+    status, message = status_of(req, ctx.vocab, exact, exact_results, other_results, closest, len(compatible), nearest)
     return Resolution(
         status=status, message=message, operation=op_json, exact=exact_results, exact_total=len(exact),
         other_protocols=other_results, other_protocols_total=len(other), compatible=compat_results,
-        compatible_total=len(compatible), nearest=nearest, gaps=gaps, notes=_notes(req), **base,
+        compatible_total=len(compatible), nearest=nearest, gaps=gaps, notes=notes, **base,
     )
 
 
@@ -244,7 +250,7 @@ def _query_for(ctx: _Context, c: RankedCohort) -> str:
     update: dict[str, object] = {"axes": axes}
     if req.dtype and req.dtype not in s.dtype_values and len(s.dtype_values) == 1:
         update["dtype"] = next(iter(s.dtype_values))
-    if req.gpu and req.gpu != s.gpu:
+    if req.gpu and not registry.gpu_may_be(req.gpu, s.gpu):
         update["gpu"] = s.gpu
     if req.arch and req.arch != s.arch:
         update["arch"] = s.arch
@@ -290,7 +296,9 @@ def _gaps(ctx: _Context, cohorts: list[RankedCohort], exact: list[RankedCohort])
         what = interpretation(req.model_copy(update={"gpu": None}), ctx.vocab).split(" · ", 1)
         scope = what[1] if len(what) > 1 else "this operation"
         ask = _ask_for_request(req, cohorts, op) if gpu else None
-        gaps.append(Gap(req.gpu, label, "request", f"Not measured on {label} for {op} · {scope}",
+        only = sorted({c.sample.gpu_label for c in exact if c.eligible_runs})
+        only_text = f" (only on {', '.join(only)})" if only else ""
+        gaps.append(Gap(req.gpu, label, "request", f"Not measured on {label} for {op} · {scope}{only_text}",
                         CHALLENGES_URL, ask))
     workloads = {c.sample.workload_key: c.sample for c in exact}
     if not workloads:
@@ -328,38 +336,6 @@ def _shape(run: RunView, op: OperationEntry | None) -> str:
     order = [a for a in declared if a in run.axes] + sorted(a for a in run.axes if a not in declared)
     dtypes = sorted(set(run.dtypes.values()))
     return " · ".join([f"{a} {run.axes[a]}" for a in order] + dtypes)
-
-
-def _status(ctx: _Context, exact: Sequence[RankedCohort], shown: Sequence[CohortResult], other: Sequence[CohortResult],
-            closest: list[tuple[RankedCohort, list[Mismatch]]], compatible_total: int,
-            nearest: Nearest | None) -> tuple[str, str]:
-    what = interpretation(ctx.req, ctx.vocab)
-    if exact:
-        runs = sum(c.eligible_runs for c in exact)
-        listed = f" (the first {len(shown)} listed; bind more axes to narrow)" if len(shown) < len(exact) else ""
-        visible = sum(len(c.rows) for c in shown)
-        hidden = sum(len(c.hidden) for c in shown)
-        filtered = f"; filters hide {hidden} of the {visible + hidden} listed rows" if hidden else ""
-        return "exact", f"Exact evidence: {runs} eligible runs in {len(exact)} cohort(s){listed} for {what}{filtered}."
-    if other:
-        return "other_protocols", (f"No run measured {ctx.req.mode} for {what}; "
-                                   f"{len(other)} cohort(s) measured it under another protocol.")
-    if nearest:
-        sides = [f"{nearest.axis} {n.value}" for n in (nearest.below, nearest.above) if n]
-        return "not_measured", (f"Not measured at {nearest.axis} {nearest.requested}; nearest measured: "
-                                f"{' and '.join(sides)}.")
-    if closest:
-        fields = sorted({m.field for _, ms in closest for m in ms})
-        return "no_exact_evidence", (f"No exact evidence for {what}; {compatible_total} compatible cohort(s) "
-                                     f"differ in {', '.join(fields)}.")
-    return "no_exact_evidence", f"No exact evidence for {what}."
-
-
-def _notes(req: ResolveRequest) -> tuple[Reason, ...]:
-    if any(getattr(req, f) is not None for f in ("language", "trust", "usable", "license", "source")):
-        return (Reason("FILTERS_HIDE_NOT_RERANK",
-                       "Filters hide rows; ranks are computed over every eligible run of the cohort."),)
-    return ()
 
 
 def _chooser(ctx: _Context, candidates: Sequence[str], base: dict) -> Resolution:

@@ -179,7 +179,8 @@ class Choice:
 
 @dataclass(frozen=True)
 class Resolution:
-    # exact | other_protocols | not_measured | no_exact_evidence | choose_operation | no_operation | no_runs;
+    # exact | other_protocols | not_measured | no_exact_evidence | choose_operation | no_operation | no_runs |
+    # leaderboard_only (suite-scoped scores only);
     # the JSON says partial instead when terms of a text query were ignored (see ``to_json``)
     status: str
     message: str

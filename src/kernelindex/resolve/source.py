@@ -7,6 +7,7 @@ first query after a publication loads an operation once; later queries only filt
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -20,6 +21,7 @@ from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.objects import operation_manifests
 from kernelindex.readmodel.operations import load_operation_runs
 from kernelindex.readmodel.rows import implementation_ref
+from kernelindex.resolve.messages import LeaderboardScores
 from kernelindex.resolve.resolver import RankedCohort, order_key
 from kernelindex.resolve.views import ImplementationView, RunView
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary, build_vocabulary, registry_vocabulary
@@ -79,6 +81,17 @@ def cohorts_from(data: OperationData) -> list[RankedCohort]:
     return out
 
 
+def scores_from(data: OperationData) -> tuple[LeaderboardScores, ...]:
+    """Suite-scoped leaderboard score runs per GPU (they are not in any workload's cohort)."""
+    counts: Counter[tuple[str | None, str]] = Counter()
+    for run in data.score_runs:
+        gpu = data.gpu_of(run.environment)
+        product = data.environments[run.environment]["spec"]["hardware"]["product"]
+        counts[(gpu.slug, gpu.short) if gpu else (None, product)] += 1
+    ordered = sorted(counts.items(), key=lambda item: item[0][1])
+    return tuple(LeaderboardScores(slug, label, n) for (slug, label), n in ordered)
+
+
 def _entry(slug: str, manifest: dict) -> OperationEntry:
     spec, meta = manifest["spec"], manifest.get("metadata", {})
     axes = spec.get("axes", {})
@@ -118,11 +131,22 @@ class CatalogCohortSource:
     def priority_gpus(self) -> Sequence[str]:
         return registry.priority_gpus()
 
+    def _loaded(self, operation: str) -> tuple[list[RankedCohort], tuple[LeaderboardScores, ...]]:
+        def load() -> tuple[list[RankedCohort], tuple[LeaderboardScores, ...]]:
+            data = load_operation_runs(self.catalog, operation)
+            return cohorts_from(data), scores_from(data)
+
+        return self._cached(("cohorts", operation), load, long_lived=True)
+
     def cohorts(self, operation: str) -> Sequence[RankedCohort]:
         if operation not in self._operation_manifests():
             return []
-        return self._cached(("cohorts", operation), lambda: cohorts_from(load_operation_runs(self.catalog, operation)),
-                            long_lived=True)
+        return self._loaded(operation)[0]
+
+    def leaderboard_scores(self, operation: str) -> Sequence[LeaderboardScores]:
+        if operation not in self._operation_manifests():
+            return ()
+        return self._loaded(operation)[1]
 
     def operations(self) -> list[str]:
         """Slugs of the operations stored in the catalog (no runs loaded)."""
