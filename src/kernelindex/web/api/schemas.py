@@ -169,7 +169,8 @@ class ResolutionOut(_Doc):
 
     query: ParsedOut | None
     status: str = Field(description="exact, other_protocols, not_measured, no_exact_evidence, choose_operation, "
-                        "no_operation, no_runs, leaderboard_only — or partial when terms of the text query were ignored")
+                        "no_operation, no_runs, leaderboard_only — or partial when terms of the text query were "
+                        "ignored")
     answer_status: str = Field(description="What the understood part of the query found (equals status unless "
                                "status is partial)")
     message: str
