@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,8 +12,9 @@ from sqlalchemy import func, select
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
 from kernelindex.domain.instants import as_utc
+from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.loading import OperationData
+from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.pages_common import all_operations, cohort_summaries, utc_now
 from kernelindex.readmodel.pages_records import LedgerEvent
 from kernelindex.readmodel.source_notices import source_notice
@@ -60,43 +62,48 @@ TAGLINE = ("The fastest known GPU kernel for an exact workload — operation, sh
 def home_page(catalog: Catalog, *, now: datetime | None = None) -> HomePage:
     clock = utc_now(now)
     datas = all_operations(catalog)
-    runs = [r for d in datas for r in d.runs]
-    eligible = [r for r in runs if r.eligible]
+    eligible = {d.slug: [r for r in d.runs if r.eligible] for d in datas}
+    verified = {d.slug: _verified_regions(d, eligible[d.slug]) for d in datas}
     lines = {impl.get("metadata", {}).get("name") or digest
              for d in datas for digest, impl in d.implementations.items()}
     summaries = [s for d in datas for s in cohort_summaries(d, clock) if s.leader]
     counts = {
         "operations": len(datas),
-        "operations_measured": sum(1 for d in datas if any(r.eligible for r in d.runs)),
+        "operations_measured": sum(1 for runs in eligible.values() if runs),
         "implementations": len(lines),
-        "eligible_runs": len(eligible),
-        "verified_runs": sum(1 for r in eligible if r.evidence in VERIFIED_LEVELS),
-        "operations_verified": sum(1 for d in datas if verified_regions(d)),
-        "operations_verified_backward": sum(1 for d in datas if verified_regions(d) - {"forward"}),
+        "eligible_runs": sum(len(runs) for runs in eligible.values()),
+        "verified_runs": sum(1 for runs in eligible.values() for r in runs if r.evidence in VERIFIED_LEVELS),
+        "operations_verified": sum(1 for regions in verified.values() if regions),
+        "operations_verified_backward": sum(1 for regions in verified.values() if regions - {"forward"}),
         "cohorts": len(summaries),
     }
     operations = sorted(
         (OperationLink(d.slug, d.operation.get("metadata", {}).get("title") or d.slug, d.operation["spec"]["family"],
-                       sum(1 for r in d.runs if r.eligible), f"/operations/{d.slug}") for d in datas),
+                       len(eligible[d.slug]), f"/operations/{d.slug}") for d in datas),
         key=lambda o: (-o.eligible_runs, o.slug),
     )
-    return HomePage(TAGLINE, counts, _sources(catalog), _latest(summaries), operations)
+    return HomePage(TAGLINE, counts, _cached_sources(catalog), _latest(summaries), operations)
 
 
 def verified_regions(data: OperationData) -> set[str]:
     """The timed regions in which the operation has an eligible verified run."""
-    return {data.protocols[r.protocol]["spec"]["timed_region"]
-            for r in data.runs if r.eligible and r.evidence in VERIFIED_LEVELS}
+    return _verified_regions(data, [r for r in data.runs if r.eligible])
+
+
+def _verified_regions(data: OperationData, eligible: list[Run]) -> set[str]:
+    return {data.protocols[r.protocol]["spec"]["timed_region"] for r in eligible if r.evidence in VERIFIED_LEVELS}
 
 
 def _latest(summaries: list) -> list[LedgerEvent]:  # noqa: ANN001 - list[CohortSummary]
-    events = [
-        LedgerEvent(s.operation, s.operation_title, s.key, s.label, s.workload_label, e, s.url)
-        for s in summaries for e in s.events
-    ]
-    events.sort(key=lambda le: (le.event.at, le.operation, le.cohort), reverse=True)
-    return events[:LATEST_RECORDS]
+    newest = heapq.nlargest(LATEST_RECORDS, ((s, e) for s in summaries for e in s.events),
+                            key=lambda se: (se[1].at, se[0].operation, se[0].key))
+    return [LedgerEvent(s.operation, s.operation_title, s.key, s.label, s.workload_label, e, s.url)
+            for s, e in newest]
 
+
+def _cached_sources(catalog: Catalog) -> list[SourceFreshness]:
+    # a pure function of the catalog, so kept per catalog version like every read model
+    return READ_CACHE.get(catalog, ("sources-freshness",), lambda: _sources(catalog))
 
 
 def _sources(catalog: Catalog) -> list[SourceFreshness]:
@@ -119,4 +126,4 @@ def _sources(catalog: Catalog) -> list[SourceFreshness]:
 
 def sources_by_name(catalog: Catalog) -> dict[str, SourceFreshness]:
     """Every source by name, with its license and attribution sentence (for exports and downloads)."""
-    return {s.name: s for s in _sources(catalog)}
+    return {s.name: s for s in _cached_sources(catalog)}
