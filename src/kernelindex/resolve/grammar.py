@@ -129,7 +129,14 @@ def _pick(state: _State, w: _Word, pick: OperationPick) -> None:
         state.issue(w, "AMBIGUOUS_OPERATION", f"'{w.text}' matches {', '.join(pick.slugs)}; "
                     f"keeping {state.values['operation']}")
         return
-    state.candidates = pick.slugs
+    # Each further name narrows the candidates ("gqa paged" then "decode": the GQA decode operations,
+    # not every operation whose name holds "decode"); one left is the operation.
+    narrowed = tuple(s for s in state.candidates if s in pick.slugs)
+    if len(narrowed) == 1:
+        state.candidates = ()
+        state.set(w, "operation", narrowed[0])
+        return
+    state.candidates = narrowed or pick.slugs
     state.how = pick.how
     state.tokens.append(Token(w.text, w.start, w.end, "operation", None))
 

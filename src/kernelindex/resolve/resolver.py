@@ -11,7 +11,7 @@ import heapq
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -22,11 +22,11 @@ from kernelindex.policy.reasons import Reason
 from kernelindex.policy.selection import MODE_ORDER
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.requests import ask_url
+from kernelindex.resolve.chooser import choose, narrow_candidates
 from kernelindex.resolve.interpret import canonical_query, interpretation
 from kernelindex.resolve.messages import LeaderboardScores, filter_notes, status_of, variant_notes, without_cohorts
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.results import (
-    Choice,
     CohortResult,
     Gap,
     Hidden,
@@ -91,6 +91,8 @@ def order_key(sample: RunView, key: str, priority_gpus: Sequence[str]) -> tuple:
 def observed_axis(run: RunView, name: str, op: OperationEntry | None) -> int | None:
     if name in run.axes:
         return run.axes[name]
+    if op and name in op.constants:
+        return op.constants[name]
     if op and name in op.derived:
         try:
             return evaluate(op.derived[name], run.axes)
@@ -195,17 +197,27 @@ def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, obje
         "parsed": parsed,
         "catalog_version": source.version(),
     }
+    picked_notes: tuple[Reason, ...] = ()
     if not req.operation:
-        return _chooser(ctx, candidates, base)
-    op = vocab.operations.get(req.operation)
-    op_json: dict[str, object] = {"slug": req.operation, "title": op.title if op else req.operation,
-               "family": op.family if op else None, "url": f"/operations/{req.operation}"}
-    cohorts = list(source.cohorts(req.operation))
+        narrowed = narrow_candidates(req, source, vocab, candidates)
+        if narrowed is None:
+            return choose(req, source, vocab, candidates, base)
+        req = req.model_copy(update={"operation": narrowed[0]})
+        ctx = _Context(req, source, vocab, ctx.now)
+        base = {**base, "request": req.model_dump(mode="json"), "interpretation": interpretation(req, vocab),
+                "canonical_query": canonical_query(req, vocab)}
+        picked_notes = (narrowed[1],)
+    operation = str(req.operation)
+    op = vocab.operations.get(operation)
+    op_json: dict[str, object] = {"slug": operation, "title": op.title if op else operation,
+               "family": op.family if op else None, "url": f"/operations/{operation}"}
+    cohorts = list(source.cohorts(operation))
     if not cohorts:
-        status, message = without_cohorts(req, source.leaderboard_scores(req.operation))
+        status, message = without_cohorts(req, source.leaderboard_scores(operation))
         return Resolution(status=status, message=message, operation=op_json,
                           **base)  # type: ignore[arg-type]  # base holds Resolution's fields
-    return _resolve_operation(ctx, op, op_json, cohorts, base)
+    resolution = _resolve_operation(ctx, op, op_json, cohorts, base)
+    return replace(resolution, notes=picked_notes + resolution.notes) if picked_notes else resolution
 
 
 def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[str, object],
@@ -336,20 +348,3 @@ def _shape(run: RunView, op: OperationEntry | None) -> str:
     order = [a for a in declared if a in run.axes] + sorted(a for a in run.axes if a not in declared)
     dtypes = sorted(set(run.dtypes.values()))
     return " · ".join([f"{a} {run.axes[a]}" for a in order] + dtypes)
-
-
-def _chooser(ctx: _Context, candidates: Sequence[str], base: dict) -> Resolution:
-    known = set(ctx.source.operations())
-    pool = list(candidates) or sorted(known | set(ctx.vocab.operations))
-    counts = {slug: ctx.source.eligible_count(slug) if slug in known else 0 for slug in pool}
-    slugs = pool if candidates else sorted(pool, key=lambda s: (-counts[s], s))
-    choices = []
-    for slug in slugs:
-        op = ctx.vocab.operations.get(slug)
-        query = canonical_query(ctx.req.model_copy(update={"operation": slug}), ctx.vocab)
-        choices.append(Choice(slug, op.title if op else slug, op.family if op else "", counts.get(slug, 0), query))
-    if candidates:
-        status, message = "choose_operation", f"Several operations match: {', '.join(candidates)}. Pick one."
-    else:
-        status, message = "no_operation", "No operation named; pick one (or add an operation name to the query)."
-    return Resolution(status=status, message=message, operation=None, choices=tuple(choices), **base)

@@ -171,10 +171,13 @@ class Choice:
     family: str
     eligible_runs: int
     query: str
+    on_gpu_runs: int | None = None  # eligible runs on the GPU the query names (None: no GPU named)
+    constants: Mapping[str, int] | None = None  # axes the operation fixes (what tells look-alikes apart)
 
     def to_json(self) -> dict[str, object]:
         return {"slug": self.slug, "title": self.title, "family": self.family,
-                "eligible_runs": self.eligible_runs, "query": self.query, "url": f"/operations/{self.slug}"}
+                "eligible_runs": self.eligible_runs, "on_gpu_runs": self.on_gpu_runs,
+                "constants": dict(self.constants or {}), "query": self.query, "url": f"/operations/{self.slug}"}
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,8 @@ def _entry(slug: str, manifest: dict) -> OperationEntry:
         slug=slug, title=meta.get("title") or slug, family=spec.get("family", ""),
         aliases=tuple(meta.get("aliases") or ()), axes=tuple(axes),
         derived={n: a["expression"] for n, a in axes.items() if a.get("role") == "derived" and "expression" in a},
+        constants={n: int(a["expression"]) for n, a in axes.items()
+                   if a.get("role") == "constant" and str(a.get("expression", "")).isdigit()},
     )
 
 

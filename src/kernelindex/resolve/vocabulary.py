@@ -59,6 +59,9 @@ class OperationEntry:
     aliases: tuple[str, ...]
     axes: tuple[str, ...]
     derived: Mapping[str, str] = field(default_factory=dict)
+    # Axes the operation fixes (role constant with a value), e.g. FlashInfer's num_qo_heads = 32:
+    # a query binding them picks among operations that differ only there.
+    constants: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

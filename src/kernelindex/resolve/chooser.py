@@ -1,0 +1,98 @@
+"""When the words name several operations: narrow them with what else the query says, pick the one
+the evidence singles out (saying why), or offer a chooser ordered by evidence on the GPU asked for.
+
+FlashInfer-Bench defines one operation per fixed shape family (``gqa-paged-decode-h32-kv8-d128-ps1``:
+32 query heads, 8 KV heads, head dim 128, page size 1 as constants), so "gqa paged decode b200"
+names eleven operations that differ only in their constants: binding them (``num_qo_heads=32``)
+picks one; otherwise the chooser says which constants tell them apart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kernelindex import registry
+from kernelindex.policy.reasons import Reason
+from kernelindex.resolve.interpret import canonical_query
+from kernelindex.resolve.request import ResolveRequest
+from kernelindex.resolve.results import Choice, Resolution
+from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
+
+if TYPE_CHECKING:
+    from kernelindex.resolve.resolver import CohortSource
+
+
+def _fits(op: OperationEntry | None, axes: dict[str, int]) -> bool:
+    """The operation has every bound axis, and each of its constants among them has the bound value."""
+    if op is None:
+        return not axes
+    return all(name in op.axes and op.constants.get(name, value) == value for name, value in axes.items())
+
+
+def _on_gpu(source: CohortSource, slug: str, gpu: str) -> int:
+    return sum(c.eligible_runs for c in source.cohorts(slug) if registry.gpu_may_be(gpu, c.sample.gpu))
+
+
+def narrow_candidates(req: ResolveRequest, source: CohortSource, vocab: Vocabulary,
+                      candidates: Sequence[str]) -> tuple[str, Reason] | None:
+    """The one candidate the query singles out, with the note saying why; None when none or several
+    remain (the chooser then lists them)."""
+    if len(candidates) < 2:
+        return None
+    fitting = [s for s in candidates if _fits(vocab.operations.get(s), dict(req.axes))]
+    if req.axes and len(fitting) == 1:
+        bound = ", ".join(f"{k} {v}" for k, v in req.axes.items())
+        return fitting[0], Reason("OPERATION_PICKED_BY_AXES", (
+            f"'{fitting[0]}' is the only one of {len(candidates)} matching operations with {bound}."))
+    if req.gpu and len(fitting) > 1:
+        with_runs = [s for s in fitting if _on_gpu(source, s, req.gpu)]
+        if len(with_runs) == 1:
+            gpu = vocab.gpus.get(req.gpu)
+            label = gpu.short if gpu else req.gpu
+            return with_runs[0], Reason("OPERATION_PICKED_BY_GPU_EVIDENCE", (
+                f"'{with_runs[0]}' is the only one of {len(fitting)} matching operations with eligible runs "
+                f"on {label}; the others: {', '.join(s for s in fitting if s != with_runs[0])}."))
+    return None
+
+
+def _differing_constants(ops: list[OperationEntry]) -> list[str]:
+    names = sorted({n for op in ops for n in op.constants})
+    return [n for n in names if len({op.constants.get(n) for op in ops}) > 1]
+
+
+def choose(req: ResolveRequest, source: CohortSource, vocab: Vocabulary, candidates: Sequence[str],
+           base: dict) -> Resolution:
+    """The chooser: candidates that fit the bound axes, those with runs on the GPU asked for first."""
+    known = set(source.operations())
+    fitting = [s for s in candidates if _fits(vocab.operations.get(s), dict(req.axes))] or list(candidates)
+    pool = fitting or sorted(known | set(vocab.operations))
+    counts = {slug: source.eligible_count(slug) if slug in known else 0 for slug in pool}
+    on_gpu = {slug: _on_gpu(source, slug, req.gpu) if req.gpu and slug in known else None for slug in pool}
+    slugs = sorted(pool, key=lambda s: (-(on_gpu[s] or 0), -counts[s], s)) if candidates or req.gpu else \
+        sorted(pool, key=lambda s: (-counts[s], s))
+    choices = []
+    for slug in slugs:
+        op = vocab.operations.get(slug)
+        query = canonical_query(req.model_copy(update={"operation": slug}), vocab)
+        choices.append(Choice(slug, op.title if op else slug, op.family if op else "", counts.get(slug, 0), query,
+                              on_gpu[slug], dict(op.constants) if op else {}))
+    if not candidates:
+        return Resolution(status="no_operation", operation=None, choices=tuple(choices),
+                          message="No operation named; pick one (or add an operation name to the query).", **base)
+    return Resolution(status="choose_operation", operation=None, choices=tuple(choices),
+                      message=_choose_message(req, vocab, slugs, on_gpu), **base)
+
+
+def _choose_message(req: ResolveRequest, vocab: Vocabulary, slugs: list[str], on_gpu: dict[str, int | None]) -> str:
+    ops = [op for s in slugs if (op := vocab.operations.get(s))]
+    message = f"{len(slugs)} operations match; pick one."
+    if differ := _differing_constants(ops):
+        example = " ".join(f"{n}={ops[0].constants[n]}" for n in differ if n in ops[0].constants)
+        message = (f"{len(slugs)} operations match; they fix different {', '.join(differ)} (constants of each "
+                   f"definition). Pick one, or bind them, e.g. {example}.")
+    if req.gpu:
+        gpu = vocab.gpus.get(req.gpu)
+        label = gpu.short if gpu else req.gpu
+        with_runs = sum(1 for s in slugs if on_gpu.get(s))
+        message += f" {with_runs} of them have eligible runs on {label} (listed first)."
+    return message
