@@ -33,7 +33,7 @@ def test_cutile_rows_map_or_are_skipped_with_their_reason() -> None:
     assert report.accepted == 448  # 336 speed and 112 memory rows
     reasons = "\n".join(report.skipped)
     assert "kernel 'tiled_swiglu' of all_benchmark_data_cutile.csv is not curated" in reasons
-    assert "kernel_operation_mode 'no-grad-forward' has no timed region" in reasons
+    assert "kernel_operation_mode 'no-grad-forward' is the forward call timed under torch.no_grad()" in reasons
     languages = {m.spec.callable.language for m in manifests if m.kind == "ImplementationRevision"}
     assert {"triton", "cutile", "python"} <= languages
     operations = {m.metadata.name for m in manifests if m.kind == "OperationSpec"}
@@ -43,8 +43,9 @@ def test_cutile_rows_map_or_are_skipped_with_their_reason() -> None:
 def test_cutedsl_model_names_map_through_their_config() -> None:
     report, manifests = _normalize("all_benchmark_data_cutedsl.csv")
     assert report.rows_read == 165 and report.accepted == 132
-    assert set(report.skipped) == {"kernel_operation_mode 'no-grad-forward' has no timed region in KernelIndex "
-                                   "(forward, backward, full)"}
+    (reason,) = report.skipped
+    assert reason.startswith("kernel_operation_mode 'no-grad-forward' is the forward call timed under torch.no_grad()")
+    assert "not the same work as 'forward'" in reason and len(report.skipped[reason]) == 33
     workloads = [m.spec for m in manifests if m.kind == "WorkloadCase"]
     vocabularies = {w.axes["vocab"] for w in workloads if w.axes.get("seq") == 2048}
     assert {32000, 128256, 152064, 102400, 129280} <= vocabularies
