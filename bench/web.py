@@ -98,10 +98,13 @@ def publish_synthetic(catalog, scale: int) -> None:  # noqa: ANN001 - Catalog
 
 def start_server(url: str, port: int) -> subprocess.Popen:
     env = {**os.environ, "KERNELINDEX_DATABASE_URL": url}
+    # The server's log goes to a file: a pipe nobody reads fills up (64 KiB) after a few logged
+    # errors and then blocks the server mid-request, which reads as a hung page.
+    log = tempfile.NamedTemporaryFile(prefix="kernelindex-bench-server-", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--factory", FACTORY, "--host", "127.0.0.1", "--port", str(port),
          "--log-level", "warning", "--no-access-log"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=env, stdout=subprocess.DEVNULL, stderr=log,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -110,7 +113,7 @@ def start_server(url: str, port: int) -> subprocess.Popen:
             return proc
         except httpx.TransportError:
             if proc.poll() is not None:
-                raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}") from None
+                raise RuntimeError(f"server exited: {Path(log.name).read_text()[-4000:]}") from None
             time.sleep(0.1)
     proc.terminate()
     raise RuntimeError("server did not start within 60 s")
