@@ -174,6 +174,8 @@ class Normalizer:
                     f"kernel {row.kernel!r} of {self.file_name} is not curated: the shapes of its 2026 "
                     "benchmark script were not read, so they are not guessed"
                 )
+            if "skip" in kernel:  # read, and found not attributable: the mapping says why
+                raise RowProblem(f"kernel {row.kernel!r} of {self.file_name} is not curated: {kernel['skip']}")
             return kernel
         kernel = self.mapping["kernels"].get(row.kernel)
         if kernel is None:
