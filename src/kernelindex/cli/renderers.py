@@ -201,7 +201,13 @@ def render_gpu(d: dict[str, Any]) -> None:
     gpu = d["gpu"]
     _kv(gpu["name"], [("architecture", gpu["architecture"]), ("bandwidth", f"{gpu['bandwidth_gbps']} GB/s"),
                       ("source", gpu["source"]), ("operations measured", len(d["coverage"])),
-                      ("records held", len(d["records"]))])
+                      ("records held", _records_held(d))])
+
+
+def _records_held(d: dict[str, Any]) -> str:
+    paging = d.get("records_paging") or {}
+    total = paging.get("total", len(d["records"]))
+    return f"{total} (the site lists them {paging['per_page']} a page)" if paging.get("pages", 1) > 1 else str(total)
 
 
 def render_records(d: dict[str, Any], limit: int = RECORDS_LIMIT) -> None:

@@ -5,12 +5,13 @@ region whose datasheet bandwidth is closest (ties: the newer architecture)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kernelindex import registry
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.errors import BadParameter
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData
@@ -23,6 +24,7 @@ class NearestMeasured(JsonModel):
     bandwidth_gbps: float
     leader_ns: int | None
     url: str
+    cohort: str = ""  # its fastest cohort of the workload and region (short key, as in ?cohort=)
 
 
 @dataclass
@@ -40,7 +42,26 @@ def _arch_number(architecture: str) -> int:
     return int(digits) if digits else 0
 
 
-def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort]) -> list[NotMeasured]:
+def asked_gpu(word: str | None) -> registry.GpuSpec | None:
+    """The GPU a page's ``?gpu=`` names, through the one alias table (``h100`` → ``h100-sxm``)."""
+    if not word:
+        return None
+    spec = registry.gpus().get(registry.gpu_slug(word) or word)
+    if spec is None:
+        known = ", ".join(sorted(registry.gpus()))
+        raise BadParameter("gpu", f"no GPU {word[:40]!r} in the datasheet table; known: {known}")
+    return spec
+
+
+def on_gpu(data: OperationData, cohorts: Iterable[Cohort], slug: str) -> list[Cohort]:
+    """The cohorts with eligible runs measured on GPU ``slug``."""
+    return [c for c in cohorts if c.eligible and (g := data.gpu_of(c.environment)) is not None and g.slug == slug]
+
+
+def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort],
+                 gpus: Sequence[str] | None = None) -> list[NotMeasured]:
+    """For each GPU of ``gpus`` (the priority GPUs when not given) without an eligible run of the
+    selected workload: its floor estimate and the nearest measured GPU."""
     region = data.protocols[selected.protocol]["spec"]["timed_region"]
     same_workload = [c for c in all_cohorts.values() if c.workload == selected.workload and c.eligible]
     covered = {g.slug for c in same_workload if (g := data.gpu_of(c.environment))}
@@ -51,12 +72,12 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
             best = measured.get(gpu.slug)
             if best is None or (c.leader.median_ns or 0) < (best.leader.median_ns or 0):  # type: ignore[union-attr]
                 measured[gpu.slug] = c
-    gpus = registry.gpus()
+    known = registry.gpus()
     out = []
-    for slug in registry.priority_gpus():
-        if slug in covered or slug not in gpus:
+    for slug in registry.priority_gpus() if gpus is None else gpus:
+        if slug in covered or slug not in known:
             continue
-        spec = gpus[slug]
+        spec = known[slug]
         floor = floor_estimate(data.operation["spec"], data.workloads[selected.workload]["spec"], spec)
         out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
                                _nearest(data, spec, measured)))
@@ -84,4 +105,4 @@ def _nearest(data: OperationData, asked: registry.GpuSpec, measured: dict[str, C
     url = (f"/operations/{data.slug}?workload={workload_key(cohort.workload)}"
            f"&cohort={cohort_key_short(cohort.key)}")
     return NearestMeasured(slug, gpus[slug].short, gpus[slug].bandwidth_gbps,
-                           cohort.leader.median_ns if cohort.leader else None, url)
+                           cohort.leader.median_ns if cohort.leader else None, url, cohort_key_short(cohort.key))

@@ -171,6 +171,7 @@ class OperationPage(JsonModel):
     sources: list[SourceSummary]
     shapes: ShapeTable | None = None
     not_measured: list[NotMeasured] = field(default_factory=list)
+    asked_gpu: NotMeasured | None = None  # ?gpu= names a GPU without runs of this workload: said first
     json_url: str = ""
     memory: MemoryPanel | None = None  # peak memory beside the ranking, where the source measured it
     leaderboards: list[Leaderboard] = field(default_factory=list)  # suite-scoped source-native scores

@@ -10,15 +10,8 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.policy.ratios import ratio
-from kernelindex.policy.selection import (
-    CohortChoice,
-    WorkloadChoice,
-    default_cohort,
-    default_workload,
-)
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
-from kernelindex.readmodel.errors import BadSelection
-from kernelindex.readmodel.gaps import not_measured
+from kernelindex.readmodel.gaps import asked_gpu, not_measured, on_gpu
 from kernelindex.readmodel.headline import fastest_by_language, floor_view, headline_slots
 from kernelindex.readmodel.labels import (
     axis_order,
@@ -34,6 +27,7 @@ from kernelindex.readmodel.labels import (
 from kernelindex.readmodel.leaderboard import leaderboards
 from kernelindex.readmodel.loading import OperationData, Run, load_all_operations, load_operation
 from kernelindex.readmodel.memory import memory_panel
+from kernelindex.readmodel.operation_select import select
 from kernelindex.readmodel.operation_views import (
     CohortOption,
     ImplementationSummary,
@@ -44,7 +38,7 @@ from kernelindex.readmodel.operation_views import (
     WorkloadSummary,
 )
 from kernelindex.readmodel.requests import ask_url
-from kernelindex.readmodel.rows import floor_bytes, implementation_ref, ranked_rows
+from kernelindex.readmodel.rows import implementation_ref, ranked_rows
 from kernelindex.readmodel.scaling import scaling_chart
 from kernelindex.readmodel.shapes import shape_table
 from kernelindex.readmodel.source_notices import source_notice
@@ -72,77 +66,30 @@ def operations_index(catalog: Catalog) -> list[OperationSummary]:
 
 
 def operation_page(
-    catalog: Catalog, slug: str, *, workload: str | None = None, cohort: str | None = None, now: datetime | None = None
+    catalog: Catalog, slug: str, *, workload: str | None = None, cohort: str | None = None, gpu: str | None = None,
+    now: datetime | None = None,
 ) -> OperationPage:
+    """The operation page; ``gpu`` (any alias: ``h100``) selects that GPU's cohort of the workload, or
+    says near the top that it is not measured there, with its floor estimate and the nearest measured GPU."""
     data = load_operation(catalog, slug)
-    return build_operation_page(data, workload=workload, cohort=cohort, now=now or datetime.now(UTC))
-
-
-def _workload_choices(data: OperationData, eligible_by_workload: dict[str, int]) -> list[WorkloadChoice]:
-    order = axis_order(data.operation)
-    return [
-        WorkloadChoice(
-            key=d,
-            eligible_runs=n,
-            floor_bytes=floor_bytes(data, d),
-            canonical=tuple(data.workloads[d]["spec"]["axes"].get(a, 0) for a in order),
-        )
-        for d, n in eligible_by_workload.items()
-    ]
-
-
-def _pick_workload(data: OperationData, requested: str | None, eligible_by_workload: dict[str, int]) -> str | None:
-    if requested:
-        for digest in data.workloads:
-            if requested in (digest, workload_key(digest)):
-                return digest
-        raise BadSelection(f"workload {requested!r} is not a workload of {data.slug}; pick one from the workload list")
-    return default_workload(_workload_choices(data, eligible_by_workload))
-
-
-def _pick_cohort(data: OperationData, requested: str | None, cohorts: list[Cohort]) -> Cohort | None:
-    if requested:
-        for c in cohorts:
-            if requested in (c.key, cohort_key_short(c.key)):
-                return c
-        raise BadSelection(
-            f"cohort {requested!r} is not a cohort of the selected workload; pick one from Current records"
-        )
-    choices = []
-    for c in cohorts:
-        gpu = data.gpu_of(c.environment)
-        first = min((r.observed_at for r in c.eligible), default=None)
-        choices.append(
-            CohortChoice(
-                c.key,
-                len(c.eligible),
-                data.protocols[c.protocol]["spec"]["timed_region"],
-                gpu.slug if gpu else None,
-                first,
-            )
-        )
-    key = default_cohort(choices, registry.priority_gpus())
-    return next((c for c in cohorts if c.key == key), None)
+    return build_operation_page(data, workload=workload, cohort=cohort, gpu=gpu, now=now or datetime.now(UTC))
 
 
 def build_operation_page(
-    data: OperationData, *, workload: str | None, cohort: str | None, now: datetime
+    data: OperationData, *, workload: str | None, cohort: str | None, now: datetime, gpu: str | None = None,
 ) -> OperationPage:
     all_cohorts = cohorts_of(data)
     eligible = [r for r in data.runs if r.eligible]
     eligible_by_workload: dict[str, int] = defaultdict(int)
     for r in eligible:
         eligible_by_workload[r.workload] += 1
-    if cohort and not workload:
-        match = next((c for c in all_cohorts.values() if cohort in (c.key, cohort_key_short(c.key))), None)
-        workload = match.workload if match else None
-        if match is None:
-            raise BadSelection(f"cohort {cohort!r} is not a cohort of {data.slug}")
-    selected_workload = _pick_workload(data, workload, eligible_by_workload)
-    workload_cohorts = [c for c in all_cohorts.values() if c.workload == selected_workload and c.eligible]
-    if cohort and not any(cohort in (c.key, cohort_key_short(c.key)) for c in workload_cohorts):
-        raise BadSelection(f"cohort {cohort!r} is not a cohort of the selected workload; pick one from Current records")
-    selected = _pick_cohort(data, cohort, workload_cohorts)
+    asked = asked_gpu(gpu)
+    selected_workload, workload_cohorts, selected = select(
+        data, all_cohorts, eligible_by_workload, workload, cohort, asked)
+    asked_gap = not_measured(data, selected, all_cohorts, [asked.slug])[0] \
+        if asked and selected and not on_gpu(data, workload_cohorts, asked.slug) else None
+    if asked_gap and asked_gap.nearest and not cohort:  # show the nearest measured GPU's cohort below
+        selected = next((c for c in workload_cohorts if cohort_key_short(c.key) == asked_gap.nearest.cohort), selected)
     rows = ranked_rows(data, selected, now) if selected else []
     meta = data.operation["metadata"]
     page = OperationPage(
@@ -170,8 +117,10 @@ def build_operation_page(
         implementations=_implementation_summaries(data, selected, rows),
         sources=_sources(data),
         shapes=shape_table(data, selected, all_cohorts) if selected else None,
-        not_measured=not_measured(data, selected, all_cohorts) if selected else [],
-        json_url=_json_url(data.slug, selected_workload, selected),
+        not_measured=[g for g in not_measured(data, selected, all_cohorts) if not asked_gap or g.gpu != asked_gap.gpu]
+        if selected else [],
+        asked_gpu=asked_gap,
+        json_url=_json_url(data.slug, selected_workload, selected, asked_gap.gpu if asked_gap else None),
         memory=memory_panel(data, selected_workload, selected.environment if selected else None,
                             [r.implementation.slug for r in rows]),
         leaderboards=leaderboards(data),
@@ -180,8 +129,8 @@ def build_operation_page(
     return page
 
 
-def _json_url(slug: str, workload: str | None, cohort: Cohort | None) -> str:
-    query = []
+def _json_url(slug: str, workload: str | None, cohort: Cohort | None, gpu: str | None = None) -> str:
+    query = [f"gpu={gpu}"] if gpu else []
     if workload:
         query.append(f"workload={workload_key(workload)}")
     if cohort:

@@ -11,6 +11,9 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries, utc_now
+from kernelindex.readmodel.paging import Paging, page_of
+
+RECORDS_PER_PAGE = 25  # the H100 page held 279 cohorts in one 28,583 px table; 25 rows ≈ 6,000 px on a phone
 
 
 @dataclass
@@ -51,7 +54,8 @@ class GpuPage(JsonModel):
     gpu: GpuFacts
     measured_ceilings: list[MeasuredCeiling] = field(default_factory=list)
     coverage: list[Coverage] = field(default_factory=list)
-    records: list[CohortSummary] = field(default_factory=list)
+    records: list[CohortSummary] = field(default_factory=list)  # one page of the cohorts measured here
+    records_paging: Paging | None = None
 
 
 @dataclass
@@ -68,30 +72,32 @@ def _facts(spec: registry.GpuSpec) -> GpuFacts:
                     spec.slug in registry.priority_gpus())
 
 
-def gpu_page(catalog: Catalog, slug: str, *, now: datetime | None = None) -> GpuPage:
+def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datetime | None = None) -> GpuPage:
+    """The GPU's facts and coverage, and page ``page`` of the cohorts measured on it (with their holders)."""
     slug = registry.gpu_slug(slug) or slug
     spec = registry.gpus().get(slug)
     if spec is None:
         known = ", ".join(sorted(registry.gpus()))
         raise NotFound(f"no GPU {slug!r} in the datasheet table; known: {known}")
     clock = utc_now(now)
-    page = GpuPage(_facts(spec))
+    model = GpuPage(_facts(spec))
     for data in all_operations(catalog):
         envs = {d for d in data.environments if (gpu := data.gpu_of(d)) is not None and gpu.slug == slug}
         for digest in sorted(envs):
             env = data.environments[digest]["spec"]
             bandwidth = env.get("copy_bandwidth_bytes_per_s")
-            if bandwidth and digest not in {m.environment for m in page.measured_ceilings}:
-                page.measured_ceilings.append(MeasuredCeiling(digest, bandwidth, env.get("software", {})))
+            if bandwidth and digest not in {m.environment for m in model.measured_ceilings}:
+                model.measured_ceilings.append(MeasuredCeiling(digest, bandwidth, env.get("software", {})))
         runs = [r for r in data.runs if r.eligible and r.environment in envs]
         summaries = [s for s in cohort_summaries(data, clock) if s.gpu == slug and s.leader]
         if runs:
-            page.coverage.append(Coverage(
+            model.coverage.append(Coverage(
                 data.slug, data.operation.get("metadata", {}).get("title") or data.slug,
                 len({r.workload for r in runs}), len(data.workloads), len(summaries), len(runs),
                 f"/records?operation={data.slug}&gpu={slug}"))
-        page.records.extend(summaries)
-    return page
+        model.records.extend(summaries)
+    model.records, model.records_paging = page_of(model.records, page, RECORDS_PER_PAGE)
+    return model
 
 
 def gpus_index(catalog: Catalog) -> list[GpuIndexEntry]:

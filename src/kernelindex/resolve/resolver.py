@@ -307,11 +307,14 @@ def _gaps(ctx: _Context, cohorts: list[RankedCohort], exact: list[RankedCohort])
         label = gpu.short if gpu else req.gpu
         what = interpretation(req.model_copy(update={"gpu": None}), ctx.vocab).split(" · ", 1)
         scope = what[1] if len(what) > 1 else "this operation"
-        ask = _ask_for_request(req, cohorts, op) if gpu else None
+        workload = _request_workload(req, cohorts)
+        ask = ask_url(op, workload, str(req.gpu)) if gpu and workload else None
+        page = f"/operations/{op}?" + (f"workload={workload}&" if workload else "") + f"gpu={req.gpu}" \
+            if gpu and op else None
         only = sorted({c.sample.gpu_label for c in exact if c.eligible_runs})
         only_text = f" (only on {', '.join(only)})" if only else ""
         gaps.append(Gap(req.gpu, label, "request", f"Not measured on {label} for {op} · {scope}{only_text}",
-                        CHALLENGES_URL, ask))
+                        CHALLENGES_URL, ask, page))
     workloads = {c.sample.workload_key: c.sample for c in exact}
     if not workloads:
         return tuple(gaps)
@@ -325,22 +328,23 @@ def _gaps(ctx: _Context, cohorts: list[RankedCohort], exact: list[RankedCohort])
             continue
         gpu = ctx.vocab.gpus.get(slug)
         label = gpu.short if gpu else slug
-        ask = None
+        ask = page = None
         if len(workloads) == 1:
             scope = _shape(workloads[missing[0]], ctx.vocab.operations.get(op))
             ask = ask_url(op, workloads[missing[0]].workload_ref, slug)
+            page = f"/operations/{op}?workload={workloads[missing[0]].workload_ref}&gpu={slug}"
         else:
             scope = f"{len(missing)} of the {len(workloads)} matching workloads"
         gaps.append(Gap(slug, label, "workload", f"Not measured on {label} for {op} · {scope}",
-                        CHALLENGES_URL, ask))
+                        CHALLENGES_URL, ask, page))
     return tuple(gaps)
 
 
-def _ask_for_request(req: ResolveRequest, cohorts: list[RankedCohort], op: str) -> str | None:
-    """An "Ask for this measurement" link when the request's axes name one measured workload exactly."""
+def _request_workload(req: ResolveRequest, cohorts: list[RankedCohort]) -> str | None:
+    """The one measured workload the request's axes name exactly (its ref), if they name one."""
     matching = {c.sample.workload_ref for c in cohorts
                 if req.axes and all(c.sample.axes.get(k) == v for k, v in req.axes.items())}
-    return ask_url(op, matching.pop(), str(req.gpu)) if len(matching) == 1 else None
+    return matching.pop() if len(matching) == 1 else None
 
 
 def _shape(run: RunView, op: OperationEntry | None) -> str:

@@ -158,10 +158,11 @@ class Gap:
     message: str
     url: str
     ask_url: str | None = None  # "Ask for this measurement", when the gap is one exact workload on one GPU
+    page_url: str | None = None  # the operation page asked for this GPU: floor there, nearest measured GPU
 
     def to_json(self) -> dict[str, object]:
         return {"gpu": self.gpu, "gpu_label": self.gpu_label, "scope": self.scope, "message": self.message,
-                "url": self.url, "ask_url": self.ask_url}
+                "url": self.url, "ask_url": self.ask_url, "page_url": self.page_url}
 
 
 @dataclass(frozen=True)

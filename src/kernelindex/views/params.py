@@ -13,6 +13,7 @@ KEY_PATTERN = r"^[A-Za-z0-9:._=,+-]{1,200}$"
 RUN_ID_PATTERN = r"^[0-9a-f]{6,64}$"
 QUERY_PATTERN = r"^[^\x00]*$"
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"  # the API's opaque pagination cursors
+PAGE_PATTERN = r"^[1-9][0-9]{0,3}$"  # a numbered page of a long list on a page (?page=2)
 REQUEST_STATE_PATTERN = r"^(open|claimed|done|failed)$"  # measurement request states
 
 
@@ -90,3 +91,4 @@ GPU = Param("gpu", SLUG_PATTERN, "GPU slug.", "a GPU slug", 120)
 EVIDENCE = Param("evidence", SLUG_PATTERN, "Evidence level.", "an evidence level", 120)
 VIEW = Param("view", SLUG_PATTERN, "current, recently-broken or history.", "a view name", 120)
 RUN = Param("run", RUN_ID_PATTERN, "Run ids (repeat the parameter).", "a run id (hex digits)", 64)
+PAGE = Param("page", PAGE_PATTERN, "Page number of the page's long list (1 = first).", "a page number (1, 2, …)", 4)

@@ -150,9 +150,10 @@ def get_operation(
     slug: Slug,
     workload: Annotated[str | None, _query(params.WORKLOAD)] = None,
     cohort: Annotated[str | None, _query(params.COHORT)] = None,
+    gpu: Annotated[str | None, _query(params.GPU)] = None,
     format: Format = "json",
 ) -> Response:
-    data = _view_json(request, "operation", slug, workload=workload, cohort=cohort)
+    data = _view_json(request, "operation", slug, workload=workload, cohort=cohort, gpu=gpu)
     if format == "csv":
         return csv_response(_catalog(request), OPERATION_COLUMNS, operation_rows(data), f"{slug}-ranked.csv")
     return _json(data)
@@ -244,9 +245,12 @@ def list_gpus(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = N
 
 
 @router.get("/gpus/{slug}", summary="One GPU: peaks, measured ceilings, coverage, records",
+            description="The GPU page's model. Its cohorts (`records`) come a numbered page at a time, as on the "
+                        "page: `records_paging` gives `page`, `pages`, `total`, `previous` and `next`.",
             responses=_ok("The GPU page's model", None, 404))
-def get_gpu(request: Request, slug: Slug) -> JSONResponse:
-    return _view(request, "gpu", slug)
+def get_gpu(request: Request, slug: Slug,
+            page: Annotated[str | None, _query(params.PAGE)] = None) -> JSONResponse:
+    return _view(request, "gpu", slug, page=page)
 
 
 @router.get("/challenges", summary="Open challenges", responses=_ok("Unmeasured cells, unbeaten baselines, "

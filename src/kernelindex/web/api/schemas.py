@@ -120,6 +120,8 @@ class GapOut(_Doc):
     url: str
     ask_url: str | None = Field(None, description="The site's \"Ask for this measurement\" form for this gap, when it "
                                 "is one exact workload on one GPU.")
+    page_url: str | None = Field(None, description="The operation page asked for this GPU (`?gpu=`): it says the GPU "
+                                 "is not measured, its floor estimate and the nearest measured GPU.")
 
 
 class ChoiceOut(_Doc):

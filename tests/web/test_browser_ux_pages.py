@@ -1,0 +1,113 @@
+"""Issue 14, the rest of item 5 and item 9 in a real browser at 1280 and 390 px: GPU pages come a page
+of cohorts at a time with a count and previous/next links (the JSON twin paged the same way); an
+operation page asked for a GPU without data says so near the top with that GPU's floor estimate and
+the nearest measured GPU, from the URL and from search; search's compatible rows stay compact on a phone."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_browser import CHROMIUM, base_url, browser  # noqa: F401 - fixtures shared with the journeys
+from test_browser_ux import WIDTHS
+
+pytestmark = [pytest.mark.browser]
+
+
+@pytest.fixture(params=sorted(WIDTHS))
+def tab(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:  # noqa: F811
+    width, height = WIDTHS[request.param]
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=request.param == "phone")
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def _twin(tab: Any, base: str) -> dict[str, Any]:
+    href = tab.locator("main .lede a", has_text="JSON").get_attribute("href")
+    return json.loads(tab.request.get(base + href).body())
+
+
+def test_gpu_page_pages_its_cohorts_and_the_json_twin_pages_the_same(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/gpus/h100")
+    pager = tab.get_by_role("navigation", name="Records pages")
+    assert re.search(r"Page 1 of (\d+) · 1–25 of (\d+)", pager.inner_text())
+    rows = tab.locator("table.cohorts tbody tr")
+    assert rows.count() == 25
+    height = tab.evaluate("document.documentElement.scrollHeight")
+    assert height < 9000, f"the H100 page is {height} px tall"  # was 28,583 px with every cohort on one page
+    first_page_first = rows.first.inner_text()
+    pager.get_by_role("link", name="Next →").click()
+    tab.wait_for_url(re.compile(r"/gpus/h100-sxm\?page=2$"))
+    pager = tab.get_by_role("navigation", name="Records pages")
+    assert "Page 2 of" in pager.inner_text() and "26–50 of" in pager.inner_text()
+    assert rows.first.inner_text() != first_page_first
+    twin = _twin(tab, base_url)
+    paging = twin["records_paging"]
+    assert (paging["page"], paging["first"], paging["last"], paging["previous"], paging["next"]) == (2, 26, 50, 1, 3)
+    assert len(twin["records"]) == 25 and twin["records"][0]["url"] in rows.first.inner_html().replace("&amp;", "&")
+    pager.get_by_role("link", name="← Previous").click()
+    tab.wait_for_url(re.compile(r"/gpus/h100-sxm$"))
+    assert rows.first.inner_text() == first_page_first
+
+
+def test_a_page_past_the_last_says_which_pages_exist(tab: Any, base_url: str) -> None:  # noqa: F811
+    response = tab.goto(base_url + "/gpus/h100?page=999")
+    assert response.status == 400
+    assert re.search(r"page 999 does not exist: pages run from 1 to \d+", tab.inner_text("main"))
+
+
+def test_operation_page_asked_for_an_unmeasured_gpu_says_so_first(tab: Any, base_url: str,  # noqa: F811
+                                                                  rope_keys: dict[str, str]) -> None:
+    tab.goto(base_url + f"/operations/rope?gpu=h100&workload={rope_keys['workload']}")
+    text = tab.inner_text("main")
+    banner = tab.locator(".asked-gpu").inner_text()
+    assert text.index("Not measured on H100 for this workload") < text.index("Fastest")  # above the headline
+    assert "Floor estimate on H100: 25.7 µs" in banner and "3,350 GB/s" in banner
+    assert "Nearest measured GPU: A100" in banner
+    assert "Shown below, the nearest measured GPU: NVIDIA A100 80GB" in banner
+    assert "NVIDIA A100 80GB · forward" in tab.locator(".slot").first.inner_text()
+    assert text.count("Not measured on H100 for this workload (forward)") == 1  # not repeated in the GPU lines
+    assert "gpu=h100-sxm" in str(tab.get_by_role("link", name="JSON", exact=True).first.get_attribute("href"))
+
+
+def test_asked_b200_shows_the_nearest_measured_gpu_below(tab: Any, base_url: str,  # noqa: F811
+                                                         rope_keys: dict[str, str]) -> None:
+    tab.goto(base_url + f"/operations/rope?gpu=b200&workload={rope_keys['workload']}")
+    banner = tab.locator(".asked-gpu").inner_text()
+    assert "Not measured on B200" in banner and "Nearest measured GPU: H200" in banner  # 4,800 is closest to 8,000
+    assert "NVIDIA H200" in tab.locator(".slot").first.inner_text()
+
+
+def test_asked_gpu_with_data_selects_its_cohort_and_says_nothing(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/operations/rope?gpu=h200")
+    assert tab.locator(".asked-gpu").count() == 0
+    assert "NVIDIA H200" in tab.locator(".slot").first.inner_text()
+
+
+def test_unknown_gpu_is_refused_with_the_known_ones(tab: Any, base_url: str) -> None:  # noqa: F811
+    response = tab.goto(base_url + "/operations/rope?gpu=h900")
+    assert response.status == 400 and "no GPU 'h900' in the datasheet table; known: a100-80gb" in tab.inner_text("main")
+
+
+def test_search_for_an_unmeasured_gpu_leads_to_the_floor_and_nearest(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/search?q=rope+seq+2048+hidden+8192+on+h100")
+    text = tab.inner_text("main")
+    assert text.index("Not measured on H100 for this query") < text.index("Compatible")
+    tab.locator(".asked-gpu a").click()
+    tab.wait_for_url(re.compile(r"/operations/rope\?workload=\w+&gpu=h100-sxm"))
+    assert "Floor estimate on H100: 25.7 µs" in tab.locator(".asked-gpu").inner_text()
+
+
+def test_compatible_rows_are_compact_on_a_phone(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/search?q=rope+seq+2048+hidden+8192+on+h100")
+    rows = tab.locator("table.compat tbody tr")
+    heights = rows.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+    assert len(heights) == 12 and max(heights) < 170, heights  # ~260 px when each word had its own line
+    tops = rows.first.locator(".mismatch").first.evaluate(
+        "e => [...e.getClientRects()].map(r => Math.round(r.top))")
+    assert len(set(tops)) == 1, tops  # "gpu: h200 (asked h100-sxm)" on one line, not one word per line
+    assert tab.evaluate("document.documentElement.scrollWidth") <= tab.viewport_size["width"]
