@@ -19,7 +19,7 @@ def test_import_dry_run_then_publish_then_export(tmp_path: Path) -> None:
     dry = runner.invoke(app, ["import", "liger", "--dry-run", "--json", "--database", db])
     assert dry.exit_code == 0, dry.output
     report = json.loads(dry.output)
-    assert report["new"]["BenchmarkRun"] == 3628 and not report["published"]  # the three bundled files
+    assert report["new"]["BenchmarkRun"] == 3673 and not report["published"]  # the three bundled files
     assert [f["rows_read"] for f in report["files"]] == [2448, 1284, 165]
     published = runner.invoke(app, ["import", "liger", "--publish", "--database", db])
     assert published.exit_code == 0 and "BenchmarkRun" in published.output

@@ -96,6 +96,14 @@ def test_measured_floor_uses_the_ceiling_of_each_direction() -> None:
     assert floor.floor_ns < floor.bytes_total / 4.2e12 * 1e9
 
 
+def test_no_grad_forward_moves_what_forward_moves() -> None:
+    op = _spec("rms-norm")
+    forward = floor_estimate(op, RMS, H200, region="forward", operation="rms-norm")
+    no_grad = floor_estimate(op, RMS, H200, region="forward-no-grad", operation="rms-norm")
+    assert _bytes(no_grad) == _bytes(forward) and no_grad.floor_ns == forward.floor_ns
+    assert no_grad.region == "forward-no-grad"
+
+
 def test_unknown_region_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown timed region"):
         floor_estimate(_spec("rms-norm"), RMS, H200, region="sideways")

@@ -30,12 +30,12 @@ def test_the_bundled_sibling_files_are_the_staged_snapshots() -> None:
 def test_cutile_rows_map_or_are_skipped_with_their_reason() -> None:
     report, manifests = _normalize("all_benchmark_data_cutile.csv")
     assert report.rows_read == 1284 and report.accepted + report.skipped_total == 1284
-    assert report.accepted == 1048  # 708 speed and 340 memory rows
+    assert report.accepted == 1060  # 720 speed (12 of them no-grad-forward) and 340 memory rows
     reasons = "\n".join(report.skipped)
     assert "were not read" not in reasons  # every kernel's script was read: curated, or skipped saying why
     assert "kernel 'rope' of all_benchmark_data_cutile.csv is not curated: the readable revisions" in reasons
     assert sum(len(v) for k, v in report.skipped.items() if "not readable here" in k) == 224
-    assert "kernel_operation_mode 'no-grad-forward' is the forward call timed under torch.no_grad()" in reasons
+    assert "no-grad-forward" not in reasons
     languages = {m.spec.callable.language for m in manifests if m.kind == "ImplementationRevision"}
     assert {"triton", "cutile", "python"} <= languages
     operations = {m.metadata.name for m in manifests if m.kind == "OperationSpec"}
@@ -53,10 +53,7 @@ def test_cutile_rows_map_or_are_skipped_with_their_reason() -> None:
 
 def test_cutedsl_model_names_map_through_their_config() -> None:
     report, manifests = _normalize("all_benchmark_data_cutedsl.csv")
-    assert report.rows_read == 165 and report.accepted == 132
-    (reason,) = report.skipped
-    assert reason.startswith("kernel_operation_mode 'no-grad-forward' is the forward call timed under torch.no_grad()")
-    assert "not the same work as 'forward'" in reason and len(report.skipped[reason]) == 33
+    assert report.rows_read == 165 and report.accepted == 165 and not report.skipped
     workloads = [m.spec for m in manifests if m.kind == "WorkloadCase"]
     vocabularies = {w.axes["vocab"] for w in workloads if w.axes.get("seq") == 2048}
     assert {32000, 128256, 152064, 102400, 129280} <= vocabularies
@@ -96,3 +93,38 @@ def test_b200_fused_add_rms_norm_shows_triton_and_cutile_with_memory(catalog: Ca
     assert {"triton", "cutile"} <= languages
     assert page.memory is not None and page.memory.label == PEAK_MEMORY_LABEL
     assert {"triton", "cutile"} <= {m.language for m in page.memory.rows}
+
+
+def test_no_grad_forward_rows_are_their_own_region_never_forward() -> None:
+    """benchmark_cross_entropy.py times 'no-grad-forward' as the forward call inside torch.no_grad():
+    another timed region (Liger's fused CE may skip its in-forward gradient), so another protocol."""
+    from kernelindex.domain.manifests import digest_of
+    from kernelindex.policy.cohorts import cohort_key
+
+    report, manifests = _normalize("all_benchmark_data_cutedsl.csv")
+    protocols = {digest_of(m): m for m in manifests if m.kind == "BenchmarkProtocol"}
+    runs = [m for m in manifests if m.kind == "BenchmarkRun" and not m.spec.memory]
+    regions = {protocols[r.spec.protocol].spec.timed_region for r in runs}
+    assert regions == {"forward", "backward", "forward+backward", "forward-no-grad"}
+    no_grad = [r for r in runs if protocols[r.spec.protocol].spec.timed_region == "forward-no-grad"]
+    forward = [r for r in runs if protocols[r.spec.protocol].spec.timed_region == "forward"]
+    assert len(no_grad) == 33 and all("/no-grad-forward/" in r.spec.source.external_id for r in no_grad)
+    assert "torch.no_grad()" in protocols[no_grad[0].spec.protocol].metadata.description
+    same_workload = {r.spec.workload for r in no_grad} & {r.spec.workload for r in forward}
+    assert same_workload  # the same workloads, measured in two regions ...
+    def keys(rs: list) -> set[str]:
+        return {cohort_key(r.spec.workload, r.spec.protocol, r.spec.environment) for r in rs}
+
+    assert not keys(no_grad) & keys(forward)  # ... never in one cohort (the protocol differs)
+
+
+def test_search_reaches_the_no_grad_region_apart_from_forward(catalog: Catalog, now: datetime) -> None:
+    from kernelindex.resolve.service import search
+
+    query = "cross entropy b200 seq=8192 vocab=128256"
+    no_grad = search(catalog, f"{query} mode:no-grad", now=now)
+    forward = search(catalog, f"{query} mode:forward", now=now)
+    assert no_grad.status == "exact" and {c.mode for c in no_grad.exact} == {"forward-no-grad"}
+    assert {c.mode for c in forward.exact} == {"forward"}
+    assert not {c.key for c in no_grad.exact} & {c.key for c in forward.exact}
+    assert {"cute-dsl", "cutile", "triton"} <= {row.run.implementation.language for row in no_grad.exact[0].rows}

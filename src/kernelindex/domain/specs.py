@@ -250,7 +250,9 @@ class CorrectnessPolicy(Strict):
 class BenchmarkProtocolBody(Strict):
     harness: Harness
     timer: str
-    timed_region: Literal["forward", "backward", "forward+backward"]
+    # forward-no-grad: the forward call under torch.no_grad() (no autograd graph recorded), which a
+    # fused loss may run without the gradient work it does in "forward": another region, never merged.
+    timed_region: Literal["forward", "backward", "forward+backward", "forward-no-grad"]
     setup_excluded: bool = True
     warmup: Budget
     repetitions: Budget

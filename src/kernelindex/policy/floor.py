@@ -7,7 +7,8 @@ bytes = compulsory HBM traffic of the timed region (DESIGN §5):
 - backward: the upstream gradient of every floating-point output read, the forward inputs the
   backward needs read, every gradient written (saved intermediates are not compulsory);
 - forward+backward: every input and every upstream gradient read once, every output and every
-  gradient written once.
+  gradient written once;
+- forward-no-grad (the forward under torch.no_grad()): as forward — no gradient is compulsory.
 
 flops only where the operation declares a formula (for the forward); a backward of matmuls costs
 twice the forward's FLOPs (input and weight gradients), forward+backward three times.
@@ -28,8 +29,8 @@ from kernelindex.domain.gpus import GpuSpec
 from kernelindex.policy.ratios import ratio
 
 POLICY = "floor-v1"
-REGIONS = ("forward", "backward", "forward+backward")
-FLOP_MULTIPLIER = {"forward": 1, "backward": 2, "forward+backward": 3}
+REGIONS = ("forward", "backward", "forward+backward", "forward-no-grad")
+FLOP_MULTIPLIER = {"forward": 1, "backward": 2, "forward+backward": 3, "forward-no-grad": 1}
 FLOATING = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"}
 
 # What a backward must read besides the upstream gradients, where that is less than every input.
@@ -166,7 +167,7 @@ def _region_plan(operation_spec: dict, workload_spec: dict, region: str, operati
     outputs = [d["name"] for d in operation_spec["outputs"]]
     upstream = [(f"upstream gradient of {o}", o, "read") for o in outputs if dtypes[o] in FLOATING]
     grads = [(f"gradient of {i}", i, "write") for i in gradient_inputs(operation_spec, workload_spec, operation)]
-    if region == "forward":
+    if region in ("forward", "forward-no-grad"):
         return [(i, i, "read") for i in inputs] + [(o, o, "write") for o in outputs]
     if region == "backward":
         needed = BACKWARD_READS.get(operation, tuple(inputs))

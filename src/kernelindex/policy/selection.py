@@ -9,7 +9,7 @@ from datetime import datetime
 
 from kernelindex.policy.ratios import ratio
 
-MODE_ORDER = {"forward": 0, "backward": 1, "forward+backward": 2}
+MODE_ORDER = {"forward": 0, "backward": 1, "forward+backward": 2, "forward-no-grad": 3}
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ REGION_FLOOR_WORDS = {
     "backward": "the upstream gradients and the inputs the backward needs read once, every gradient written once "
                 "(saved intermediates are not compulsory)",
     "forward+backward": "every input and upstream gradient read once, every output and gradient written once",
+    "forward-no-grad": "as forward (the call runs under torch.no_grad(), so no gradient is compulsory): every "
+                       "input read once and every output written once",
 }
 
 

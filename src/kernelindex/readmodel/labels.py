@@ -7,7 +7,8 @@ import re
 from kernelindex import registry
 from kernelindex.domain.canonical import short_digest
 
-MODE_WORDS = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward"}
+MODE_WORDS = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward",
+              "forward-no-grad": "forward under torch.no_grad()"}
 
 
 def axis_order(operation: dict) -> list[str]:

@@ -26,7 +26,7 @@ from kernelindex.resolve.vocabulary import (
 
 AxisName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 AxisValue = Annotated[int, Field(ge=1, le=2**53)]
-Mode = Literal["forward", "backward", "forward+backward"]
+Mode = Literal["forward", "backward", "forward+backward", "forward-no-grad"]
 Trust = Literal["reported", "reproducible", "verified", "replicated"]
 MAX_AXES = 16
 _LICENSE = re.compile(r"^[A-Za-z0-9.+\-() ]{1,100}$")
@@ -49,7 +49,7 @@ class ResolveRequest(BaseModel):
     dtype: str | None = Field(None, max_length=40, description="bf16, fp32, bfloat16 …")
     gpu: str | None = Field(None, max_length=80, description="GPU slug or name: a100, H100, b200 …")
     arch: str | None = Field(None, max_length=20, description="Compute capability, e.g. sm_90.")
-    mode: str | None = Field(None, max_length=40, description="forward, backward or forward+backward.")
+    mode: str | None = Field(None, max_length=40, description="forward, backward, forward+backward or forward-no-grad.")
     language: str | None = Field(None, max_length=40, description="Implementation language: triton, cuda, python …")
     trust: str | None = Field(None, max_length=40, description="Minimum evidence level.")
     usable: StrictBool | None = Field(None, description="Only rows usable as-is (true) or not usable (false).")
@@ -164,7 +164,7 @@ def normalise_value(field: str, value: str, vocab: Vocabulary) -> tuple[object |
     if field == "arch":
         return _arch(value, vocab)
     if field == "mode":
-        return _choice(field, value, MODES, "a mode (forward, backward, forward+backward)")
+        return _choice(field, value, MODES, "a mode (forward, backward, forward+backward, forward-no-grad)")
     if field == "language":
         return _choice(field, value, {x: x for x in LANGUAGES}, f"a language ({', '.join(LANGUAGES)})")
     if field == "trust":

@@ -46,7 +46,7 @@ class RunView:
     gpu: str | None  # registry slug, None when the product is not in the datasheet table
     gpu_label: str
     arch: str | None
-    mode: str  # forward | backward | forward+backward
+    mode: str  # forward | backward | forward+backward | forward-no-grad
     protocol_key: str
     native: bool  # measured by a source's own harness (source-native ranking)
     implementation: ImplementationView

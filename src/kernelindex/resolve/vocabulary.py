@@ -27,8 +27,11 @@ MODES: dict[str, str] = {
     "backward": "backward", "bwd": "backward", "bw": "backward",
     "full": "forward+backward", "forward+backward": "forward+backward", "fwd+bwd": "forward+backward",
     "fwdbwd": "forward+backward", "forwardbackward": "forward+backward", "training": "forward+backward",
+    "forward-no-grad": "forward-no-grad", "no-grad-forward": "forward-no-grad", "no-grad": "forward-no-grad",
+    "nograd": "forward-no-grad",
 }
-MODE_LABELS: dict[str, str] = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward"}
+MODE_LABELS: dict[str, str] = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward",
+                               "forward-no-grad": "forward-no-grad"}
 BOOLEANS: dict[str, bool] = {"yes": True, "true": True, "1": True, "y": True, "no": False, "false": False, "0": False,
                              "n": False}
 

@@ -29,6 +29,9 @@ from kernelindex.sources.liger.memory import PEAK_MEMORY_LABEL, memory_protocol
 from kernelindex.sources.liger.parse import LigerRow
 
 SOURCE = "liger-kernel-benchmarks"
+NO_GRAD_WORDS = (" The source's 'no-grad-forward' mode: the forward call timed inside torch.no_grad(), so no "
+                 "autograd graph is recorded and a fused loss may skip the gradient work it does in 'forward'; "
+                 "never ranked with forward runs.")
 M = TypeVar("M", bound=Manifest)
 
 
@@ -118,7 +121,8 @@ class Normalizer:
                 {
                     "name": f"liger-benchmark-scripts-{mode.replace('+', '-')}",
                     "title": f"Liger-Kernel benchmark scripts · {mode}",
-                    "description": "Repetition count is set per script (do_bench rep) and not recorded in the CSV.",
+                    "description": "Repetition count is set per script (do_bench rep) and not recorded in the CSV."
+                    + (NO_GRAD_WORDS if mode == "forward-no-grad" else ""),
                 },
             ),
         )
@@ -221,7 +225,7 @@ class Normalizer:
 
 
 def _external_id(row: LigerRow) -> str:
-    mode = {"forward+backward": "full"}.get(row.mode, row.mode)
+    mode = {"forward+backward": "full", "forward-no-grad": "no-grad-forward"}.get(row.mode, row.mode)
     case = f"{row.x_name}={row.x_value} {row.config_text}"
     metric = "" if row.metric == "latency" else f"/{row.metric}"
     return f"{row.kernel}/{mode}{metric}/{row.provider}/{row.gpu_name}/{case}/{row.timestamp:%Y-%m-%d %H:%M:%S}"
