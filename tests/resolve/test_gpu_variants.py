@@ -71,3 +71,13 @@ def test_leaderboard_only_operation_points_at_its_scores(catalog: Catalog, now: 
     assert "/operations/gpumode-matmul-v2" in r.message
     other = search(catalog, "gpumode-matmul-v2 mi300x", now=now)
     assert "none on the GPU asked for" in other.message and "47 on B200" in other.message
+
+
+def test_gemm_h100_reaches_the_h100_leaderboard_scores(catalog: Catalog, now: datetime) -> None:
+    """Of the operations 'gemm' names, only GPU MODE's matmul has H100 evidence (scores on the
+    'variant not recorded' product): the answer picks it and points at its leaderboard."""
+    r = search(catalog, "gemm h100", now=now)
+    assert r.status == "leaderboard_only" and r.operation is not None
+    assert r.operation["slug"] == "gpumode-matmul-v2"
+    assert "H100 (variant not recorded)" in r.message
+    assert [n.code for n in r.notes] == ["OPERATION_PICKED_BY_GPU_EVIDENCE"]

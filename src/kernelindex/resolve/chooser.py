@@ -30,7 +30,10 @@ def _fits(op: OperationEntry | None, axes: dict[str, int]) -> bool:
 
 
 def _on_gpu(source: CohortSource, slug: str, gpu: str) -> int:
-    return sum(c.eligible_runs for c in source.cohorts(slug) if registry.gpu_may_be(gpu, c.sample.gpu))
+    """Evidence on the GPU: eligible workload runs, and suite-scoped leaderboard scores (GPU MODE's
+    only H100 data), each counted where the GPU may be the one asked for."""
+    runs = sum(c.eligible_runs for c in source.cohorts(slug) if registry.gpu_may_be(gpu, c.sample.gpu))
+    return runs + sum(s.runs for s in source.leaderboard_scores(slug) if registry.gpu_may_be(gpu, s.gpu))
 
 
 def narrow_candidates(req: ResolveRequest, source: CohortSource, vocab: Vocabulary,
@@ -50,8 +53,9 @@ def narrow_candidates(req: ResolveRequest, source: CohortSource, vocab: Vocabula
             gpu = vocab.gpus.get(req.gpu)
             label = gpu.short if gpu else req.gpu
             return with_runs[0], Reason("OPERATION_PICKED_BY_GPU_EVIDENCE", (
-                f"'{with_runs[0]}' is the only one of {len(fitting)} matching operations with eligible runs "
-                f"on {label}; the others: {', '.join(s for s in fitting if s != with_runs[0])}."))
+                f"'{with_runs[0]}' is the only one of {len(fitting)} matching operations with runs on {label} "
+                f"(eligible runs or leaderboard scores); the others: "
+                f"{', '.join(s for s in fitting if s != with_runs[0])}."))
     return None
 
 
@@ -94,5 +98,5 @@ def _choose_message(req: ResolveRequest, vocab: Vocabulary, slugs: list[str], on
         gpu = vocab.gpus.get(req.gpu)
         label = gpu.short if gpu else req.gpu
         with_runs = sum(1 for s in slugs if on_gpu.get(s))
-        message += f" {with_runs} of them have eligible runs on {label} (listed first)."
+        message += f" {with_runs} of them have runs on {label} (listed first)."
     return message

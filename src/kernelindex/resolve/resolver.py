@@ -214,7 +214,7 @@ def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, obje
     cohorts = list(source.cohorts(operation))
     if not cohorts:
         status, message = without_cohorts(req, source.leaderboard_scores(operation))
-        return Resolution(status=status, message=message, operation=op_json,
+        return Resolution(status=status, message=message, operation=op_json, notes=picked_notes,
                           **base)  # type: ignore[arg-type]  # base holds Resolution's fields
     resolution = _resolve_operation(ctx, op, op_json, cohorts, base)
     return replace(resolution, notes=picked_notes + resolution.notes) if picked_notes else resolution

@@ -172,7 +172,7 @@ class Choice:
     family: str
     eligible_runs: int
     query: str
-    on_gpu_runs: int | None = None  # eligible runs on the GPU the query names (None: no GPU named)
+    on_gpu_runs: int | None = None  # runs on the GPU the query names, leaderboard scores included (None: no GPU)
     constants: Mapping[str, int] | None = None  # axes the operation fixes (what tells look-alikes apart)
 
     def to_json(self) -> dict[str, object]:

@@ -129,7 +129,8 @@ class ChoiceOut(_Doc):
     title: str
     family: str
     eligible_runs: int
-    on_gpu_runs: int | None = Field(None, description="Eligible runs on the GPU the query names (null: none named)")
+    on_gpu_runs: int | None = Field(None, description="Runs on the GPU the query names: eligible workload runs and "
+                                    "leaderboard scores (null: no GPU named)")
     constants: dict[str, int] = Field(default_factory=dict, description="Axes the operation fixes (role constant)")
     query: str
     url: str
