@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from kernelindex.web import api, asks, pages, samples_route, search_page
 from kernelindex.web.head import HeadAsGet
 from kernelindex.web.render import ErrorPage, PageError, error_response
 from kernelindex.web.security import SecurityMiddleware
+from kernelindex.web.warming import keep_warm
 
 log = logging.getLogger("kernelindex.web")
 
@@ -99,27 +99,21 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _warm(app: FastAPI) -> None:
-    """Load every operation and its cohort summaries once, so the first visitor of the home page or
-    the records ledger on a large catalog does not pay for it."""
-    started = time.perf_counter()
-    try:
-        pages.warm(app)
-    except Exception:  # warming is an optimisation: a failure here must not stop the server
-        log.exception("warming the read models failed; pages will compute on first request")
-        return
-    log.info("read models warmed in %.1f s", time.perf_counter() - started)
-
-
 def _lifespan(warm: bool) -> Callable[[FastAPI], Any]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from kernelindex.web.mcp.http import mcp_running
 
-        if warm:
-            threading.Thread(target=_warm, args=(app,), daemon=True, name="kernelindex-warm").start()
-        async with mcp_running(app):
-            yield
+        stop = threading.Event()
+        if warm:  # at start, then after every publication (see web/warming.py)
+            catalog = app.state.catalog
+            args = (catalog.version, lambda: app.state.clock().date(), lambda: pages.warm(app), stop)
+            threading.Thread(target=keep_warm, args=args, daemon=True, name="kernelindex-warm").start()
+        try:
+            async with mcp_running(app):
+                yield
+        finally:
+            stop.set()
 
     return lifespan
 

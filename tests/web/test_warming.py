@@ -1,0 +1,90 @@
+"""A serving worker re-warms its read models after a publication (once a burst of versions has
+settled) and when the day changes, so the first visitor after a write does not load every operation."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, date, datetime
+
+import pytest
+from fastapi.testclient import TestClient
+from web_helpers import FIXED_NOW, rope_keys_of
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.lifecycle import retract
+from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.views.table import VIEW
+from kernelindex.web import warming
+from kernelindex.web.app import create_app
+
+
+class _Script(threading.Event):
+    """A stop event that replays one (version, day) per poll and stops when the script ends."""
+
+    def __init__(self, states: list[tuple[int, date]]) -> None:
+        super().__init__()
+        self.states, self.at = states, 0
+
+    def current(self) -> tuple[int, date]:
+        return self.states[self.at]
+
+    def is_set(self) -> bool:
+        return self.at >= len(self.states)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.at += 1
+        return self.is_set()
+
+
+def _warmed(states: list[tuple[int, date]]) -> list[tuple[int, date]]:
+    script, warmed = _Script(states), []
+    warming.keep_warm(lambda: script.current()[0], lambda: script.current()[1],
+                      lambda: warmed.append(script.current()), script, poll_s=0)
+    return warmed
+
+
+def test_warms_at_start_then_each_settled_version_and_day() -> None:
+    d1, d2 = date(2026, 1, 1), date(2026, 1, 2)
+    states = [(1, d1), (1, d1), (2, d1), (3, d1), (4, d1), (4, d1), (4, d1), (4, d2), (4, d2)]
+    # version 2 and 3 are a burst (each seen once): only the settled 4 is warmed, then the new day
+    assert _warmed(states) == [(1, d1), (4, d1), (4, d2)]
+
+
+def test_a_failing_warm_or_version_read_does_not_stop_the_loop() -> None:
+    script, calls = _Script([(1, date(2026, 1, 1))] * 2 + [(2, date(2026, 1, 1))] * 2), []
+
+    def version() -> int:
+        if script.at == 1:
+            raise OSError("database restarting")
+        return script.current()[0]
+
+    def warm() -> None:
+        calls.append(script.current()[0])
+        raise RuntimeError("boom")
+
+    warming.keep_warm(version, lambda: script.current()[1], warm, script, poll_s=0)
+    assert calls == [1, 2]
+
+
+def test_a_publication_is_warmed_in_the_background(liger_catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(warming, "POLL_S", 0.05)
+    home_key = VIEW["home"].cache_key(FIXED_NOW, {})
+    READ_CACHE.clear()
+    app = create_app(liger_catalog, clock=lambda: FIXED_NOW, warm=True)
+    with TestClient(app):
+        assert _eventually(lambda: READ_CACHE.peek(liger_catalog, home_key, liger_catalog.version()) is not None)
+        retract(liger_catalog, rope_keys_of(liger_catalog)["leader"], reason="timer bug", actor="tests",
+                at=datetime(2026, 1, 2, tzinfo=UTC))
+        version = liger_catalog.version()
+        assert _eventually(lambda: READ_CACHE.peek(liger_catalog, home_key, version) is not None)
+
+
+def _eventually(check: Callable[[], bool], seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
