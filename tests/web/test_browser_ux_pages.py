@@ -111,3 +111,30 @@ def test_compatible_rows_are_compact_on_a_phone(tab: Any, base_url: str) -> None
         "e => [...e.getClientRects()].map(r => Math.round(r.top))")
     assert len(set(tops)) == 1, tops  # "gpu: h200 (asked h100-sxm)" on one line, not one word per line
     assert tab.evaluate("document.documentElement.scrollWidth") <= tab.viewport_size["width"]
+
+
+def test_walk_fixes_on_the_rope_page(tab: Any, base_url: str,  # noqa: F811
+                                     rope_keys: dict[str, str]) -> None:
+    tab.goto(base_url + f"/operations/rope?workload={rope_keys['workload']}&cohort={rope_keys['cohort']}")
+    # Two H200 forward cohorts (two runners) no longer read alike.
+    h200 = tab.locator("section[aria-labelledby=records] tbody tr",
+                       has_text=re.compile(r"NVIDIA H200 SXM 141GB · forward(?!\+)"))
+    tags = sorted(h200.nth(i).locator(".tag").last.inner_text() for i in range(h200.count()))
+    assert tags == ["runner independent-check-runner", "runner kernelindex-h200-runner-2"]
+    # Liger's two identical peak-memory rows are one row that counts them.
+    memory = tab.locator("section", has=tab.locator("h2", has_text="Peak memory")).locator("tbody tr")
+    titles = [t.split("\t")[0] for t in memory.all_inner_texts()]
+    assert len(titles) == len(set(titles)) and "Liger (2 runs, same figure)" in titles
+    # End labels sit in the chart's right margin, past every point: never on top of a line.
+    chart = tab.locator("svg.scaling-chart")
+    right = max(chart.locator("circle").evaluate_all("els => els.map(e => e.getBoundingClientRect().right)"))
+    lefts = chart.locator(".labels text").evaluate_all("els => els.map(e => e.getBoundingClientRect().left)")
+    assert lefts and min(lefts) > right
+
+
+def test_run_page_names_its_timing_method_in_words(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/operations/rope")
+    href = tab.locator(".slot").filter(has_text="Fastest verified").locator("a", has_text="Run detail").first
+    tab.goto(base_url + str(href.get_attribute("href")))
+    text = tab.inner_text("main")
+    assert "CUDA graph replay" in text and "cuda_graph_replay" not in text

@@ -21,6 +21,7 @@ class MemoryRow(JsonModel):
     median_mib: float
     p20_mib: float | None
     p80_mib: float | None
+    runs: int = 1  # identical measurements of one implementation (Liger's seq and hidden sweeps) shown once
 
 
 @dataclass
@@ -40,7 +41,19 @@ def memory_panel(
     rows = [_row(data, r) for r in runs]
     order = {slug: i for i, slug in enumerate(ranked_slugs)}
     rows.sort(key=lambda m: (order.get(m.implementation_slug, len(order)), m.implementation_title, m.timed_region))
-    return MemoryPanel(PEAK_MEMORY_LABEL, rows)
+    return MemoryPanel(PEAK_MEMORY_LABEL, _collapse(rows))
+
+
+def _collapse(rows: list[MemoryRow]) -> list[MemoryRow]:
+    """One row per identical figure of one implementation and region (counting the runs)."""
+    seen: dict[tuple, MemoryRow] = {}
+    for row in rows:
+        key = (row.implementation_slug, row.timed_region, row.median_mib, row.p20_mib, row.p80_mib)
+        if key in seen:
+            seen[key].runs += 1
+        else:
+            seen[key] = row
+    return list(seen.values())
 
 
 def _row(data: OperationData, run: Run) -> MemoryRow:

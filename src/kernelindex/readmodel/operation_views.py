@@ -87,6 +87,7 @@ class CohortOption(JsonModel):
     eligible_runs: int
     evidence: str | None
     selected: bool
+    distinct: str | None = None  # what tells it from a cohort of the same GPU and region ("runner …")
 
 
 @dataclass

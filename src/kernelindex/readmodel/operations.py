@@ -103,7 +103,7 @@ def build_operation_page(
         semantics=_semantics(data),
         workloads=_workload_summaries(data, eligible_by_workload, selected_workload, selected, all_cohorts),
         selected_workload=workload_key(selected_workload) if selected_workload else None,
-        cohorts=[_cohort_summary(data, c, selected) for c in _ordered(data, workload_cohorts)],
+        cohorts=_distinguished([(c, _cohort_summary(data, c, selected)) for c in _ordered(data, workload_cohorts)]),
         selected_cohort=cohort_key_short(selected.key) if selected else None,
         cohort_line=_cohort_line(data, selected) if selected else None,
         headline=headline_slots(data, selected, rows, all_cohorts, now) if selected else [],
@@ -213,6 +213,21 @@ def _cohort_summary(data: OperationData, cohort: Cohort, selected: Cohort | None
         evidence=leader.evidence if leader else None,
         selected=selected is not None and cohort.key == selected.key,
     )
+
+
+def _distinguished(options: list[tuple[Cohort, CohortOption]]) -> list[CohortOption]:
+    """Cohorts that would read alike (same GPU, region, profile) say what tells them apart: the
+    runner that measured them when that differs, else their protocol — never an opaque "env 2"."""
+    alike: dict[tuple[str, str, bool], list[tuple[Cohort, CohortOption]]] = defaultdict(list)
+    for cohort, option in options:
+        alike[(option.gpu, option.mode, option.native)].append((cohort, option))
+    for group in (g for g in alike.values() if len(g) > 1):
+        runners = [sorted({str(r.spec.get("runner", {}).get("name") or "") for r in c.eligible}) for c, _ in group]
+        by_runner = all(len(names) == 1 and names[0] for names in runners) \
+            and len({names[0] for names in runners}) == len(group)
+        for (cohort, option), names in zip(group, runners, strict=True):
+            option.distinct = f"runner {names[0]}" if by_runner else f"protocol {short_digest(cohort.protocol)}"
+    return [option for _, option in options]
 
 
 def _cohort_line(data: OperationData, cohort: Cohort) -> dict:

@@ -17,7 +17,7 @@ from typing import Any
 from kernelindex.domain.units import format_duration
 
 WIDTH, HEIGHT = 720, 340
-LEFT, RIGHT, TOP, BOTTOM = 70, 20, 16, 48
+LEFT, RIGHT, TOP, BOTTOM = 70, 128, 16, 48  # the right margin holds the series' end labels
 MAX_SERIES = 5
 WIDE_RANGE = 10.0  # max/min above this → log axis
 PALETTE = ("#6cb8ff", "#f0b45a", "#7ad39b", "#d58cff", "#ff8a80")
@@ -232,14 +232,19 @@ class _EndLabel:
     name: str
 
 
+LABEL_CHARS = 19  # what fits the right margin at 11 px; a longer name ends in '…' (the legend has it whole)
+
+
 def _end_labels(sx: Scale, sy: Scale, series: list[Mapping[str, Any]]) -> list[str]:
-    """Series names at their last point, spread vertically so that no two overlap and all stay
-    inside the plot (a downward pass, then an upward one from the bottom edge)."""
+    """Series names in the right margin beside their last point — never on top of a line — spread
+    vertically so that no two overlap and all stay in the plot's height (a downward pass, then an
+    upward one from the bottom edge)."""
     ends = []
     for s in series:
         last = max(s["points"], key=lambda p: p["x"])
         name = str(s.get("title") or s["implementation"])
-        ends.append(_EndLabel(sy(last["median_ns"]) - 8, sx(last["x"]), str(s["implementation"]), name))
+        name = name if len(name) <= LABEL_CHARS else name[:LABEL_CHARS - 1] + "…"
+        ends.append(_EndLabel(sy(last["median_ns"]) + 4, sx(last["x"]), str(s["implementation"]), name))
     ends.sort(key=lambda e: (e.y, e.slug))
     top, bottom = TOP + 10, HEIGHT - BOTTOM - 4
     for i, end in enumerate(ends):
@@ -247,9 +252,9 @@ def _end_labels(sx: Scale, sy: Scale, series: list[Mapping[str, Any]]) -> list[s
     for i in range(len(ends) - 1, -1, -1):
         end = ends[i]
         end.y = min(end.y, bottom if i == len(ends) - 1 else ends[i + 1].y - LABEL_GAP)
-    parts = ['<g class="labels" font-size="11" text-anchor="end">']
+    parts = ['<g class="labels" font-size="11" text-anchor="start">']
     for end in ends:
-        parts.append(f'<text x="{_f(min(end.x - 6, WIDTH - RIGHT - 6))}" y="{_f(end.y)}" '
+        parts.append(f'<text x="{_f(WIDTH - RIGHT + 6)}" y="{_f(end.y)}" '
                      f'fill="{implementation_colour(end.slug)}">{escape(end.name)}</text>')
     parts.append("</g>")
     return parts

@@ -87,6 +87,8 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    from kernelindex.readmodel.rows import METHOD_WORDS
+
     env.filters.update(
         duration=format_duration,
         ratio=multiple,
@@ -96,6 +98,7 @@ def environment() -> Environment:
         number=number,
         markup=Markup,
         age=age,
+        timing_method=lambda method: METHOD_WORDS.get(method, method),  # never the raw field value
     )
     from kernelindex.web.charts import implementation_colour
 
