@@ -21,7 +21,7 @@ from kernelindex.catalog.db import Catalog
 
 TOOLS = {"search_catalog", "resolve_kernel", "resolve_kernels", "get_operation", "get_implementation",
          "get_run_evidence", "compare_runs", "list_records", "list_gpus", "validate_manifest",
-         "get_manifest_schema", "recommend_kernel"}
+         "get_manifest_schema", "recommend_kernel", "list_changes"}
 ACCEPTANCE = ["rope seq=2048 hidden=8192 gpu:a100", "embedding vocab=1024", "rope seq=3000 hidden=8192 a100",
               "rope gpuu:a100"]
 USE = ["rope seq=2048 hidden=8192 bf16 h200", "rope seq=2048 hidden=8192 bf16 a100",
@@ -42,6 +42,11 @@ async def _session(target: Any) -> dict[str, Any]:
         out["unknown_run"] = await client.call_tool("get_run_evidence", {"run_id": "abcdef0123"})
         out["no_gpu"] = await client.call_tool("recommend_kernel", {"query": "rope seq=2048 hidden=8192"})
         out["gpus"] = await client.call_tool("list_gpus", {})
+        first = await client.call_tool("list_changes", {"limit": 3})
+        out["changes"] = [first, await client.call_tool("list_changes", {
+            "since": first.structured_content["next_cursor"], "limit": 500})]
+        out["bad_cursor"] = await client.call_tool("list_changes", {"since": "not a cursor"})
+        out["bad_limit"] = await client.call_tool("list_changes", {"limit": 0})
         out["schema"] = await client.call_tool("get_manifest_schema", {"kind": "BenchmarkRun"})
         out["invalid_manifest"] = await client.call_tool("validate_manifest", {"manifest": {
             "apiVersion": "kernelindex/v1", "kind": "SoftwareProject", "spec": {"name": "x", "colour": 1}}})
@@ -137,3 +142,27 @@ def test_catalog_tools_and_resources(session: dict[str, Any]) -> None:
     assert set(session["resources"]) == {"kernelindex://methodology", "kernelindex://policies/floor",
                                          "kernelindex://policies/ranking"}
     assert "floor = max(bytes / bandwidth, flops / peak)" in session["floor_text"]
+
+
+def test_list_changes_equals_the_rest_feed_and_follows_its_cursor(session: dict[str, Any], api: TestClient) -> None:
+    first, rest_of_it = session["changes"]
+    assert not first.is_error and not rest_of_it.is_error
+    rest_first = api.get("/api/v1/changes", params={"limit": 3}).json()
+    assert first.structured_content == rest_first
+    assert rest_first["more"] is True and len(rest_first["changes"]) == 3
+    rest_next = api.get("/api/v1/changes", params={"since": rest_first["next_cursor"], "limit": 500}).json()
+    assert rest_of_it.structured_content == rest_next
+    seen = {(c["kind"], c["id"]) for c in rest_first["changes"]}
+    assert rest_next["changes"] and not seen & {(c["kind"], c["id"]) for c in rest_next["changes"]}
+    assert first.content[0].text.startswith("3 changes (more follow")
+
+
+def test_list_changes_errors_are_the_api_problems(session: dict[str, Any], api: TestClient) -> None:
+    bad = session["bad_cursor"]
+    rest = api.get("/api/v1/changes", params={"since": "not a cursor"})
+    assert rest.status_code == 400 and bad.is_error
+    assert bad.structured_content["code"] == rest.json()["code"] == "bad_cursor"
+    assert bad.structured_content["detail"] == rest.json()["detail"]
+    limit = session["bad_limit"]
+    assert limit.is_error and limit.structured_content["code"] == "bad_request"
+    assert limit.structured_content["errors"][0]["field"] == "limit"

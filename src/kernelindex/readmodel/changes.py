@@ -76,11 +76,11 @@ def _position(since: str | None) -> tuple[str, str, str] | None:
     return (at, kind, ident)
 
 
-def list_changes(catalog: Catalog, *, since: str | None = None, limit: int = 100,
-                 now: datetime | None = None) -> ChangesPage:
-    """Changes after ``since`` (a cursor or an instant), oldest first, at most ``limit``."""
+def list_changes(catalog: Catalog, *, now: datetime, since: str | None = None, limit: int = 100) -> ChangesPage:
+    """Changes after ``since`` (a cursor or an instant), oldest first, at most ``limit``; ``now`` is the
+    clock of the pages (record events depend on staleness)."""
     after = _position(since)
-    everything = sorted(all_changes(catalog, now or datetime.now(UTC)), key=lambda c: c.position)
+    everything = sorted(all_changes(catalog, now), key=lambda c: c.position)
     fresh = [c for c in everything if after is None or c.position > after]
     page = fresh[: max(1, min(limit, MAX_CHANGES))]
     cursor = encode_cursor(page[-1]) if page else since
@@ -88,10 +88,11 @@ def list_changes(catalog: Catalog, *, since: str | None = None, limit: int = 100
 
 
 def all_changes(catalog: Catalog, now: datetime) -> list[Change]:
-    return [*_publications(catalog), *_retractions(catalog), *_records(catalog, now), *_completions(catalog)]
+    return [*_publications(catalog, now), *_retractions(catalog, now), *_records(catalog, now),
+            *_completions(catalog)]
 
 
-def _publications(catalog: Catalog) -> list[Change]:
+def _publications(catalog: Catalog, now: datetime) -> list[Change]:
     with catalog.engine.connect() as conn:
         rows = conn.execute(select(PublicationRow).order_by(PublicationRow.id)).all()
     changes = []
@@ -100,7 +101,7 @@ def _publications(catalog: Catalog) -> list[Change]:
         new = counts.get("new", {})
         runs = new.get("BenchmarkRun", 0)
         what = _count(runs, "new run") if runs else _count(sum(new.values()), "new object")
-        changes.append(Change(as_utc(row.at) or datetime.now(UTC), "publication", str(row.id),
+        changes.append(Change(as_utc(row.at) or now, "publication", str(row.id),
                               f"Published from {row.source}: {what}", f"{row.source} by {row.actor}: "
                               + (", ".join(f"{v} {k}" for k, v in sorted(new.items())) or "no new objects"),
                               "/records?view=history", {"source": row.source, "actor": row.actor,
@@ -112,10 +113,10 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _retractions(catalog: Catalog) -> list[Change]:
+def _retractions(catalog: Catalog, now: datetime) -> list[Change]:
     with catalog.engine.connect() as conn:
         rows = conn.execute(select(RetractionRow)).all()
-    return [Change(as_utc(r.at) or datetime.now(UTC), "retraction", r.digest, f"Run {run_id_of(r.run)} retracted",
+    return [Change(as_utc(r.at) or now, "retraction", r.digest, f"Run {run_id_of(r.run)} retracted",
                    f"By {r.actor}: {r.reason}", f"/runs/{run_id_of(r.run)}",
                    {"run": run_id_of(r.run), "reason": r.reason})
             for r in rows]
@@ -167,7 +168,7 @@ def published_runs(catalog: Catalog, bundle_digest: str) -> list[str]:
 FEED_SIZE = 50
 
 
-def latest_changes(catalog: Catalog, count: int, *, now: datetime | None = None) -> list[Change]:
+def latest_changes(catalog: Catalog, count: int, *, now: datetime) -> list[Change]:
     """The newest ``count`` changes, newest first (the Atom feed)."""
-    everything = sorted(all_changes(catalog, now or datetime.now(UTC)), key=lambda c: c.position, reverse=True)
+    everything = sorted(all_changes(catalog, now), key=lambda c: c.position, reverse=True)
     return everything[:count]

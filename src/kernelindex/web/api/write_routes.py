@@ -16,7 +16,7 @@ from kernelindex.catalog import audit
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.publish import PublishError
 from kernelindex.policy.measurement_requests import InvalidRequest
-from kernelindex.readmodel.changes import BadCursor, list_changes
+from kernelindex.readmodel.changes import MAX_CHANGES, BadCursor, list_changes
 from kernelindex.readmodel.requests import requests_listing, validated_request, workload_for
 from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, trusted_runner_keys
 from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES, ArchiveError, receive_bundle
@@ -207,16 +207,20 @@ def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62)] = 0
                         "takes an RFC 3339 instant. A malformed cursor is a 400.",
             responses=_answers("Changes and the cursor to continue from", 400))
 def get_changes(request: Request, since: Annotated[str | None, Query(max_length=300)] = None,
-                limit: Annotated[int, Query(ge=1, le=500)] = 100) -> JSONResponse:
+                limit: Annotated[int, Query(ge=1, le=MAX_CHANGES)] = 100) -> JSONResponse:
+    return JSONResponse(changes_body(_catalog(request), request.app.state.clock(), since, limit))
+
+
+def changes_body(catalog: Any, now: datetime, since: str | None, limit: int) -> dict[str, Any]:
+    """The body of GET /api/v1/changes (also the MCP tool ``list_changes``); a bad cursor is ``bad_cursor``."""
     try:
-        page = list_changes(_catalog(request), since=since, limit=limit)
+        return list_changes(catalog, now=now, since=since, limit=limit).to_json()
     except BadCursor as exc:
         raise ApiProblem("bad_cursor", str(exc)) from None
-    return JSONResponse(page.to_json())
 
 
 def gpu_slugs() -> list[str]:
     return sorted(registry.gpus())
 
 
-__all__ = ["router", "submit_request", "client_address"]
+__all__ = ["router", "submit_request", "client_address", "changes_body"]

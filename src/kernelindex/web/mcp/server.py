@@ -15,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from kernelindex.readmodel.changes import MAX_CHANGES
 from kernelindex.resolve.batch import MAX_BATCH
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.views.params import RUN_ID_PATTERN, SLUG_PATTERN
@@ -142,6 +143,15 @@ def _register_catalog_tools(server: MCPServer, tools: CatalogTools) -> None:
                      cohort: Key = None) -> CallToolResult:
         return _result(lambda: tools.list_records(operation, gpu, evidence, view, cohort), "list_records")
 
+    @tool(DESCRIPTIONS["list_changes"])
+    def list_changes(
+        since: Annotated[str | None, Field(max_length=300, description=(
+            "next_cursor from the previous answer, or an RFC 3339 instant; omit for everything from the start."))
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_CHANGES, description="At most this many changes.")] = 100,
+    ) -> CallToolResult:
+        return _result(lambda: tools.list_changes(since, limit), "list_changes")
+
     @tool(DESCRIPTIONS["list_gpus"])
     def list_gpus() -> CallToolResult:
         return _result(tools.list_gpus, "list_gpus")
@@ -202,6 +212,12 @@ DESCRIPTIONS = {
         "The records ledger: each cohort's current record holder, history and margin, filtered by operation "
         "slug, GPU slug or evidence level; view current, recently-broken or history; or one cohort's history by "
         "its key. Cohorts are never ranked against each other."),
+    "list_changes": (
+        "What changed in the index since a cursor, oldest first: publications (new runs), record events (first "
+        "record, record broken, record changed by a retraction), retractions and completed measurement "
+        "requests, each with its time, kind, id, title, summary, site URL and data. Call it without since to "
+        "start, then pass the answer's next_cursor as since to get only what is new; more is true when further "
+        "changes wait beyond limit. An RFC 3339 instant also works as since; a malformed cursor is bad_cursor."),
     "list_gpus": (
         "The GPUs of the datasheet table with their bandwidth and peak rates (used by the floor estimate) and "
         "how many runs each has. Use the slugs as gpu: values in queries."),

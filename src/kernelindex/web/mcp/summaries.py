@@ -55,6 +55,15 @@ def _batch(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _changes(data: dict[str, Any], limit: int = 10) -> str:
+    changes = data["changes"]
+    lines = [f"{len(changes)} change{'' if len(changes) == 1 else 's'}"
+             + (" (more follow: call again with since=next_cursor)" if data["more"] else "")
+             + f"; next_cursor {data['next_cursor']}"]
+    lines += [f"- {c['at']} {c['kind']}: {c['title']}" for c in changes[-limit:]]
+    return "\n".join(lines)
+
+
 def summary(tool: str, data: dict[str, Any]) -> str:
     if tool in ("search_catalog", "resolve_kernel"):
         return _resolution(data)
@@ -65,6 +74,8 @@ def summary(tool: str, data: dict[str, Any]) -> str:
     if tool == "validate_manifest":
         return (f"valid {data['kind']} {data['digest']}" if data["valid"]
                 else "invalid: " + "; ".join(data["problems"]))
+    if tool == "list_changes":
+        return _changes(data)
     if tool == "list_gpus":
         return ", ".join(f"{g['gpu']['short']} ({g['gpu']['slug']})" for g in data["items"])
     title = data.get("title") or data.get("kind") or data.get("run_id") or tool

@@ -15,6 +15,7 @@ from kernelindex.resolve.batch import MAX_BATCH, QueryFailure, answer_query
 from kernelindex.web.api.agent_routes import batch_answers, use_body
 from kernelindex.web.api.problems import ApiProblem
 from kernelindex.web.api.routes import view_json
+from kernelindex.web.api.write_routes import changes_body
 
 
 def utc_now() -> datetime:
@@ -67,6 +68,9 @@ class CatalogTools:
     def list_records(self, operation: str | None, gpu: str | None, evidence: str | None, view: str | None,
                      cohort: str | None) -> dict[str, Any]:
         return self._view("records", operation=operation, gpu=gpu, evidence=evidence, view=view, cohort=cohort)
+
+    def list_changes(self, since: str | None, limit: int) -> dict[str, Any]:  # GET /api/v1/changes
+        return changes_body(self.catalog, self.clock(), since, limit)
 
     def list_gpus(self) -> dict[str, Any]:  # GET /api/v1/gpus, every page at once
         items = READ_CACHE.get(self.catalog, ("api", "gpus"), lambda: [g.to_json() for g in gpus_index(self.catalog)])
