@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Match
 
-from kernelindex.web import api, asks, pages, samples_route, search_page
+from kernelindex.web import api, api_docs, asks, pages, samples_route, search_page
 from kernelindex.web.head import HeadAsGet
 from kernelindex.web.render import ErrorPage, PageError, error_response
 from kernelindex.web.security import SecurityMiddleware
@@ -132,7 +132,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     app = FastAPI(
         title="KernelIndex",
         summary="The fastest known GPU kernel for an exact workload, with its evidence.",
-        docs_url="/api/docs",
+        docs_url=None,  # /api/docs is web/api_docs.py: FastAPI's page needs a CDN and an inline script
         redoc_url=None,
         redirect_slashes=False,  # Starlette's builds an absolute URL from the Host header; _slash_redirect
         openapi_url="/api/v1/openapi.json",
@@ -146,6 +146,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.include_router(api.router)
+    app.include_router(api_docs.router)
     app.include_router(search_page.router)
     app.include_router(samples_route.router)
     app.include_router(asks.router)
@@ -153,6 +154,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     from kernelindex.web.mcp.http import mount_mcp
 
     mount_mcp(app)  # /mcp: the MCP server over streamable HTTP (docs/agents.md)
+    api_docs.mount_assets(app)  # /static/swagger-ui, before /static
     app.mount("/static", StaticFiles(packages=[("kernelindex.web", "static")]), name="static")
     return app
 

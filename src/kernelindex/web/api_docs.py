@@ -1,0 +1,48 @@
+"""``/api/docs``: the interactive API reference, Swagger UI 5 over our OpenAPI 3.1 document.
+
+FastAPI's own Swagger page loads its assets from a CDN and starts them with an inline script; the
+site's CSP allows neither. The assets come instead from a pinned package (fastapi-offline, which ships
+Swagger UI 5.32.6) and are served from this origin under ``/static/swagger-ui/``; the page starts them
+with our own ``api-docs.js``. The page is a site page first: its links to the methodology's API section
+and to the raw schema are in the HTML, so it is never blank, with scripts off or the assets missing.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata, util
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.staticfiles import StaticFiles
+from starlette.responses import HTMLResponse
+
+from kernelindex.web.pages import no_parameters
+from kernelindex.web.render import render
+
+ASSETS_PACKAGE = "fastapi_offline"  # its ``static/`` folder: swagger-ui-bundle.js, swagger-ui.css
+ASSETS_PATH = "/static/swagger-ui"
+
+router = APIRouter(include_in_schema=False)
+
+
+def assets_version() -> str | None:
+    """The assets' package version (their cache key), or None where the package is not installed."""
+    if util.find_spec(ASSETS_PACKAGE) is None:
+        return None
+    return metadata.version(ASSETS_PACKAGE.replace("_", "-"))
+
+
+def mount_assets(app: FastAPI) -> None:
+    """Serve the package's Swagger UI files from this origin (before the site's ``/static`` mount)."""
+    if assets_version() is not None:
+        app.mount(ASSETS_PATH, StaticFiles(packages=[(ASSETS_PACKAGE, "static")]), name="swagger-ui")
+
+
+@router.get("/api/docs", response_class=HTMLResponse)
+def api_docs_page(request: Request) -> HTMLResponse:
+    no_parameters(request)
+    version = assets_version()
+    assets = None if version is None else {
+        "js": f"{ASSETS_PATH}/swagger-ui-bundle.js?v={version}",
+        "css": f"{ASSETS_PATH}/swagger-ui.css?v={version}",
+    }
+    return render("api_docs.html", nav="docs", openapi_url=request.app.openapi_url, assets=assets)
