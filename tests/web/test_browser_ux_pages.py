@@ -138,3 +138,22 @@ def test_run_page_names_its_timing_method_in_words(tab: Any, base_url: str) -> N
     tab.goto(base_url + str(href.get_attribute("href")))
     text = tab.inner_text("main")
     assert "CUDA graph replay" in text and "cuda_graph_replay" not in text
+
+
+AXE_PAGES = ["/gpus/h100?page=2", "/operations/rope?gpu=h100", "/search?q=rope+seq+2048+hidden+8192+on+h100"]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("path", AXE_PAGES)
+def test_axe_is_clean_on_the_new_states(browser: Any, base_url: str, path: str, scheme: str) -> None:  # noqa: F811
+    from axe_playwright_python.sync_playwright import Axe
+
+    width, height = WIDTHS["phone"]
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=True, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(base_url + path)
+    results = Axe().run(page)
+    context.close()
+    serious = [(v["id"], [n["target"] for n in v["nodes"]][:3]) for v in results.response["violations"]
+               if v.get("impact") in ("serious", "critical")]
+    assert not serious, f"{path} ({scheme}): {serious}"
