@@ -67,3 +67,12 @@ def test_lru_bound(empty_catalog: Catalog) -> None:
     for i in range(5):
         cache.get(empty_catalog, i, lambda i=i: i, version=1)
     assert cache.get(empty_catalog, 0, lambda: "recomputed", version=1) == "recomputed"
+
+
+def test_discard_drops_only_the_matching_entries(empty_catalog: Catalog) -> None:
+    cache = VersionedCache()
+    cache.get(empty_catalog, ("api", "search", "rope"), lambda: "answer", version=1)
+    cache.get(empty_catalog, ("resolver", "cohorts", "rope"), lambda: "loaded", version=1)
+    cache.discard(lambda key: key[:1] == ("api",))
+    assert cache.get(empty_catalog, ("api", "search", "rope"), lambda: "recomputed", version=1) == "recomputed"
+    assert cache.get(empty_catalog, ("resolver", "cohorts", "rope"), lambda: "reloaded", version=1) == "loaded"

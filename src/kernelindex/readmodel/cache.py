@@ -78,6 +78,13 @@ class VersionedCache:
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
+    def discard(self, where: Callable[[Hashable], bool]) -> None:
+        """Drop the entries whose key satisfies ``where`` (a benchmark empties the answers and keeps the
+        loaded operations)."""
+        with self._lock:
+            for full in [k for k in self._items if where(k[2])]:
+                del self._items[full]
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

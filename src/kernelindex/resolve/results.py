@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kernelindex.domain.units import format_duration
 from kernelindex.policy.reasons import Reason
 from kernelindex.resolve.views import RunView
 
@@ -34,6 +33,7 @@ class Row:
 
     def to_json(self) -> dict[str, object]:
         r = self.run
+        median, observed_at = r.display
         return {
             "run_id": r.run_id,
             "rank": self.rank,
@@ -41,13 +41,13 @@ class Row:
             "within_noise": self.within_noise,
             "implementation": r.implementation.to_json(),
             "median_ns": r.median_ns,
-            "median": format_duration(r.median_ns, 2),
+            "median": median,
             "p20_ns": r.p20_ns,
             "p80_ns": r.p80_ns,
             "vs_first": None if self.vs_first is None else round(self.vs_first, 4),
             "evidence": r.evidence,
             "source": r.source,
-            "observed_at": r.observed_at.isoformat(),
+            "observed_at": observed_at,
             "stale": self.stale,
             "url": f"/runs/{r.run_id}",
         }

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
+from kernelindex.domain.units import format_duration
 from kernelindex.policy.reasons import Reason
 
 
@@ -26,6 +28,12 @@ class ImplementationView:
     unusable_reasons: tuple[Reason, ...] = ()
 
     def to_json(self) -> dict[str, object]:
+        """One dict per implementation, shared by every row that shows it (a batch renders the same
+        implementation thousands of times); answers are read, never edited."""
+        return self._json
+
+    @cached_property
+    def _json(self) -> dict[str, object]:
         return {
             "slug": self.slug, "title": self.title, "project": self.project, "language": self.language,
             "license": self.license, "usable": self.usable, "baseline": self.baseline,
@@ -61,6 +69,11 @@ class RunView:
     workload_ref: str = ""  # the value of ?workload= on the operation page
     cohort_ref: str = ""  # the value of ?cohort= on the operation page
 
-    @property
+    @cached_property  # asked for every cohort of every query the resolver matches
     def dtype_values(self) -> frozenset[str]:
         return frozenset(self.dtypes.values())
+
+    @cached_property
+    def display(self) -> tuple[str, str]:
+        """The median in words and the observation instant in ISO 8601, formatted once per run."""
+        return format_duration(self.median_ns, 2), self.observed_at.isoformat()
