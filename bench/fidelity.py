@@ -92,8 +92,10 @@ def cupti(cases: Path, summaries: list[Path], sample: Path, calls: int) -> dict[
                     continue
                 adapter.start_case()
                 with device.timing_context():
-                    inputs = prepare_inputs(make_inputs(op, workload, TIMING_SEED, "cuda"), op.grad_inputs)
-                    call = region_call(region, adapter.bind(inputs), inputs, op.grad_inputs)
+                    inputs = make_inputs(op, workload, TIMING_SEED, "cuda")
+                    grads = op.grads_of(inputs)
+                    prepare_inputs(inputs, grads)
+                    call = region_call(region, adapter.bind(inputs), inputs, grads)
                     for _ in range(3):
                         call()
                     kernel_us = statistics.median(_kernel_sum_us(call, device.flush, calls))

@@ -87,8 +87,9 @@ def assert_baseline_matches_reference(
     """Value and gradients of an implementation against the float64 reference on the same inputs."""
     definition = op(slug)
     inputs = fresh_inputs(slug, workload, device=device)
-    leaves = {n: t.detach().clone().requires_grad_(n in definition.grad_inputs) for n, t in inputs.items()}
-    reference_leaves = {n: t.detach().clone().requires_grad_(n in definition.grad_inputs) for n, t in inputs.items()}
+    grads = definition.grads_of(inputs)
+    leaves = {n: t.detach().clone().requires_grad_(n in grads) for n, t in inputs.items()}
+    reference_leaves = {n: t.detach().clone().requires_grad_(n in grads) for n, t in inputs.items()}
     outputs = baseline_outputs(slug, leaves, key)
     expected = definition.reference(reference_leaves)
     operation = registry.load_operation(slug)
@@ -104,7 +105,7 @@ def assert_baseline_matches_reference(
     upstream = {n: torch.randn(r.shape, dtype=torch.float64, generator=gen, device=device) for n, r in expected.items()}
     sum((outputs[n].double() * upstream[n]).sum() for n in outputs).backward()
     sum((expected[n] * upstream[n]).sum() for n in expected).backward()
-    for name in definition.grad_inputs:
+    for name in grads:
         got, want = leaves[name].grad, reference_leaves[name].grad
         assert got is not None and want is not None, f"{slug} {key}: no gradient for {name}"
         error = relative_error(got, want.double())

@@ -1,7 +1,8 @@
 """Every adapter of the operations in ``kernelindex.runner.ops`` (losses, distillation, preference, GRPO,
-attention, MoE) against the float64 reference on the GPU: forward value without autograd (and which
-inputs the call wrote), then value and every checked gradient with autograd. One small case per
-operation; skipped cleanly without a CUDA GPU, and per adapter where its package is missing."""
+attention, MoE, dyt, poly-norm) against the float64 reference on the GPU: forward value
+without autograd (and which inputs the call wrote), then value and every checked gradient with autograd.
+One small case per operation; skipped cleanly without a CUDA GPU, and per adapter where its package is
+missing."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ GPU_CASES = {
     "fused-neighborhood-attention": ({"batch": 2, "seq": 64, "hidden": 512, "heads": 8}, "fp32",
                                      {"kernel_size": 7, "dilation": 2, "bias": True}),
     "fused-moe": ({"tokens": 64, "experts": 8, "hidden": 256, "intermediate": 128, "top_k": 2}, "bf16", {}),
+    "dyt": ({"rows": 256, "hidden": 1024}, "bf16", {"beta": True}),
+    "poly-norm": ({"rows": 256, "hidden": 1024}, "bf16", {"eps": 1e-6}),
 }
 PAIRS = [(slug, adapter.key) for slug in GPU_CASES for adapter in op(slug).adapters()]
 

@@ -42,6 +42,7 @@ BACKWARD_READS: dict[str, tuple[str, ...]] = {
     "group-norm": ("x", "weight"),
     # s = x + residual may be saved by the forward: one tensor of x's size is the least read.
     "fused-add-rms-norm": ("x", "weight"),
+    "poly-norm": ("x", "weight"),  # the bias's gradient is the upstream gradient's sum
 }
 # The gradients a backward must write, where that is less than every floating-point, non-constant input.
 GRADIENTS: dict[str, tuple[str, ...]] = {

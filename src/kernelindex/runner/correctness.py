@@ -57,6 +57,7 @@ class CheckResult:
     gradient_error: float | None = None  # worst relative error over the gradients, when checked
     gradient_passed: bool | None = None  # None: gradients not checked
     gradient_detail: str = ""
+    gradient_names: tuple[str, ...] = ()  # the inputs whose gradients were checked
 
     def passed_for(self, region: str) -> bool:
         return self.passed if region == "forward" else bool(self.passed and self.gradient_passed)
@@ -133,11 +134,11 @@ def gradients(outputs: Tensors, upstream: Tensors, wrt: Tensors, *, retain: bool
 
 
 def _reference_gradients(op: OperationDef, snapshot: Tensors, upstream: Tensors) -> Tensors:
-    leaves = {n: t.detach().double().requires_grad_(True) if n in op.grad_inputs else t
-              for n, t in snapshot.items()}
+    names = op.grads_of(snapshot)
+    leaves = {n: t.detach().double().requires_grad_(True) if n in names else t for n, t in snapshot.items()}
     with torch.enable_grad():
         expected = op.reference(leaves)
-        wrt = {n: leaves[n] for n in op.grad_inputs}
+        wrt = {n: leaves[n] for n in names}
         grads = gradients(expected, {n: g.double() for n, g in upstream.items()}, wrt)
     return {n: g for n, g in zip(wrt, grads, strict=True) if g is not None}
 
@@ -146,15 +147,17 @@ def _check_gradients(op: OperationDef, inputs: Tensors, snapshot: Tensors, outpu
                      decls: dict[str, ConcreteTensor], tol: float, seed: int) -> tuple[float, str]:
     upstream = upstream_gradients(outputs, list(outputs), seed)
     expected = _reference_gradients(op, snapshot, upstream)
-    wrt = {n: inputs[n] for n in op.grad_inputs}
+    wrt = {n: inputs[n] for n in op.grads_of(inputs)}
     got = gradients(outputs, {n: g.clone() for n, g in upstream.items()}, wrt)
     worst = 0.0
     for name, grad in zip(wrt, got, strict=True):
         label = f"gradient of {name}"
         if grad is None or name not in expected:
             return float("inf"), f"{label}: the implementation produced none"
-        decl = decls[name]
-        error, problem = compare(label, grad, expected[name], tuple(decl.shape), torch_dtype(decl.dtype), tol)
+        decl = decls.get(name)  # an optional input outside the spec (dyt's beta): its own shape and dtype
+        shape, dtype = (tuple(decl.shape), torch_dtype(decl.dtype)) if decl else (tuple(wrt[name].shape),
+                                                                                    wrt[name].dtype)
+        error, problem = compare(label, grad, expected[name], shape, dtype, tol)
         if problem:
             return error, problem
         worst = max(worst, error)
@@ -168,7 +171,7 @@ def check_once(
     tol = tolerance_for(operation, workload)
     inputs = make_inputs(op, workload, seed, device)
     snapshot = {name: tensor.detach().clone() for name, tensor in inputs.items()}
-    for name in op.grad_inputs:
+    for name in op.grads_of(inputs):
         inputs[name].requires_grad_(True)
     with torch.no_grad():
         expected = op.reference(snapshot)
@@ -201,6 +204,7 @@ def check_once(
                                           gradient_tolerance(operation, workload), seed + UPSTREAM_SEED)
         result.gradient_error = error if error != float("inf") else None
         result.gradient_passed, result.gradient_detail = not problem, problem
+        result.gradient_names = op.grads_of(inputs)
     return result
 
 
@@ -214,6 +218,7 @@ def check(
     worst, worst_grad = 0.0, 0.0
     mutated: set[str] = set()
     gradient_failure = ""
+    checked: tuple[str, ...] = ()
     for trial in range(trials):
         last = check_once(operation, workload, op, bind, in_place=in_place, seed=base_seed + 7919 * trial + 1,
                           device=device, poison=poison, gradients=gradients and not gradient_failure)
@@ -226,11 +231,12 @@ def check(
             return last
         worst = max(worst, last.relative_error or 0.0)
         worst_grad = max(worst_grad, last.gradient_error or 0.0)
+        checked = last.gradient_names or checked
         if last.gradient_passed is False and not gradient_failure:
             gradient_failure = f"check {trial + 1} of {trials}: {last.gradient_detail}"
     detail = f"{trials} checks with fresh random inputs passed"
     if gradients and not gradient_failure:
-        detail += f" (outputs and the gradients of {', '.join(op.grad_inputs)})"
+        detail += f" (outputs and the gradients of {', '.join(checked)})"
     if in_place:
         wrote = ", ".join(sorted(mutated)) or "no input"
         detail += f"; declared in place, wrote {wrote} in place"

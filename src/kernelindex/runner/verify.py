@@ -133,10 +133,12 @@ def _timing_context(device: RunnerDevice) -> contextlib.AbstractContextManager[o
 
 def _setup(ctx: Context, workload: WorkloadCase, o: ImplOutcome) -> tuple[Callable[[], object], Sampler]:
     """Fresh inputs, the region's call, its first call (compilation) and peak memory, the sampler."""
-    inputs = prepare_inputs(make_inputs(ctx.op, workload, TIMING_SEED, ctx.device.torch_device), ctx.op.grad_inputs)
+    inputs = make_inputs(ctx.op, workload, TIMING_SEED, ctx.device.torch_device)
+    grads = ctx.op.grads_of(inputs)
+    prepare_inputs(inputs, grads)
     ctx.device.synchronize()
     start = ctx.device.wall_ns()
-    call = region_call(o.region, o.adapter.bind(inputs), inputs, ctx.op.grad_inputs)
+    call = region_call(o.region, o.adapter.bind(inputs), inputs, grads)
     call()
     ctx.device.synchronize()
     o.first_call_ns = float(ctx.device.wall_ns() - start)

@@ -18,7 +18,10 @@ definition holds what the runner needs to check and time it:
 - ``unavailable``: why the operation cannot be verified on the runner, when it cannot (listed on
   /challenges with that sentence);
 - ``overwrites``: inputs an implementation declared in place may overwrite although no output aliases
-  them (the spec's constraint: Liger's cross-entropy writes the logits' gradient into the logits).
+  them (the spec's constraint: Liger's cross-entropy writes the logits' gradient into the logits);
+- ``optional_inputs``: inputs outside the spec's list that only some cases carry (dyt's per-channel
+  ``beta`` when the case's ``params.beta`` is true, as its spec says); one of them in ``grad_inputs``
+  is differentiated and checked only where the case carries it (``grads_of``).
 """
 
 from __future__ import annotations
@@ -53,6 +56,12 @@ class OperationDef:
     regions: tuple[str, ...] = ("forward",)
     unavailable: str | None = None
     overwrites: tuple[str, ...] = ()
+    optional_inputs: tuple[str, ...] = ()
+
+    def grads_of(self, inputs: Tensors) -> tuple[str, ...]:
+        """The gradient inputs of this input set: ``grad_inputs`` less the optional ones it does not carry
+        (a required one missing still fails where it is looked up)."""
+        return tuple(n for n in self.grad_inputs if n in inputs or n not in self.optional_inputs)
 
 
 def operations() -> dict[str, OperationDef]:
