@@ -86,7 +86,7 @@ def _replace(row: str, column: str, value: str) -> str:
     [
         (ROPE_ROW + ",extra", "ragged row: 16 fields"),
         (",".join(ROPE_ROW.split(",")[:5]), "ragged row: 5 fields"),
-        (_replace(ROPE_ROW, "y_value_50", "fast"), "non-numeric y_value_50"),
+        (_replace(ROPE_ROW, "y_value_50", "fast"), "y_value_50 is 'fast', not a number"),
         (_replace(ROPE_ROW, "y_value_20", "-0.1"), "y_value_20 is -0.1: a time must be positive"),
         (_replace(_replace(ROPE_ROW, "y_value_20", "0"), "y_value_50", "0"), "y_value_50 is 0: a time must be"),
         (
@@ -94,7 +94,7 @@ def _replace(row: str, column: str, value: str) -> str:
             "y_value_50 is 1e-300 ms, below 1 ns",
         ),
         (_replace(ROPE_ROW, "y_value_20", "0.0000004"), "y_value_20 is 0.0000004 ms, below 1 ns"),
-        (_replace(ROPE_ROW, "y_value_80", "nan"), "NaN or infinite y_value_80"),
+        (_replace(ROPE_ROW, "y_value_80", "nan"), "y_value_80 is 'nan', not a number"),
         (_replace(ROPE_ROW, "extra_benchmark_config_str", "{not json"), "bad JSON"),
         (_replace(ROPE_ROW, "kernel_name", "warp_drive"), "unknown kernel 'warp_drive'"),
         (_replace(ROPE_ROW, "gpu_name", "NVIDIA Quantum 9000"), "unknown GPU 'NVIDIA Quantum 9000'"),

@@ -56,8 +56,14 @@ def _import(tmp_path: Path, content: bytes) -> tuple[int, dict]:
         (_row(extra_benchmark_config_str=CONFIG.replace("2048", "1" + "0" * 20)), "is outside ±9,007,199,254,740,991"),
         (_row(extra_benchmark_config_str="[" * 60_000 + "]" * 60_000), "nested deeper than 32 levels"),
         (_row(kernel_name="k" * 140_000), "field larger than field limit"),
+        (_row(y_value_50="1_0"), "y_value_50 is '1_0', not a number"),
+        (_row(y_value_20=" 0.05"), "y_value_20 is ' 0.05', not a number"),
+        (_row(x_value="1_024"), "x_value is '1_024', not a number"),
+        (_row(x_value="2048 "), "x_value is '2048 ', not a number"),
+        (_row(timestamp="0001-01-01 00:00:00"), "timestamp is in the year 0001"),
     ],
-    ids=["huge-ms", "huge-x", "huge-config-int", "deep-config", "long-field"],
+    ids=["huge-ms", "huge-x", "huge-config-int", "deep-config", "long-field", "underscore-y", "spaced-y",
+         "underscore-x", "spaced-x", "year-one"],
 )
 def test_one_bad_row_is_skipped_with_its_line_and_the_rest_imports(tmp_path: Path, row: str, reason: str) -> None:
     code, report = _import(tmp_path, ("\r\n".join([LINES[0], row, ROPE]) + "\r\n").encode())

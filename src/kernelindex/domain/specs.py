@@ -18,6 +18,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from kernelindex.domain.instants import check_year
 from kernelindex.domain.units import DurationError, parse_duration_ns
 
 API_VERSION = "kernelindex/v1"
@@ -54,7 +55,7 @@ MeasuredNs = Annotated[int, BeforeValidator(_duration), AfterValidator(_measured
 def _utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("instant has no time zone; add 'Z' or an offset")
-    return value.astimezone(UTC)
+    return check_year(value.astimezone(UTC), "the instant")
 
 
 Instant = Annotated[datetime, AfterValidator(_utc)]

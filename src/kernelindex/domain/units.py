@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from kernelindex.domain.numbers import MAX_NUMBER_CHARS, NUMBER_PATTERN
+
 NS_PER_UNIT = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ns|us|µs|μs|ms|s)\s*$")
+# The number as domain.numbers writes one, then the unit (one space between them at most).
+_DURATION = re.compile(rf"({NUMBER_PATTERN}) ?(ns|us|µs|μs|ms|s)")
 
 
 class DurationError(ValueError):
@@ -15,9 +18,10 @@ class DurationError(ValueError):
 
 def parse_duration_ns(text: str) -> int:
     """``"58.88us"`` → 58880. Refuses values that are not a whole number of nanoseconds."""
-    match = _DURATION.match(text)
+    match = _DURATION.fullmatch(text) if len(text) <= MAX_NUMBER_CHARS else None
     if not match:
-        raise DurationError(f"duration {text!r} is not '<number><unit>' with unit ns, us, ms or s (e.g. '58880ns')")
+        raise DurationError(f"duration {text[:60]!r} is not '<number><unit>' with unit ns, us, ms or s (e.g. "
+                            "'58880ns'; no spaces around it, no '_' or '+')")
     try:
         value = Decimal(match.group(1)) * NS_PER_UNIT[match.group(2)]
     except InvalidOperation as exc:  # pragma: no cover - regex guarantees a decimal

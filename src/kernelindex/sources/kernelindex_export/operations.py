@@ -10,6 +10,7 @@ from kernelindex import registry
 from kernelindex.domain.dtypes import DTYPE_BYTES
 from kernelindex.domain.expressions import ExpressionError, evaluate
 from kernelindex.domain.manifests import Manifest, ManifestError, build, digest_of
+from kernelindex.domain.numbers import NumberError, parse_integer
 from kernelindex.policy.floor import resolved_axes
 
 DETERMINISM = ("deterministic", "nondeterministic", "unspecified")
@@ -119,12 +120,12 @@ def map_workload(row: dict, operation: Manifest) -> Manifest:
     spec = row["manifest"]["spec"]
     op = operation.model_dump(mode="json")["spec"]
     axes, params = _split_axes(spec.get("axes") or {})
-    for name, axis in op["axes"].items():
-        if axis["role"] == "constant":
-            axes.setdefault(name, int(axis["expression"]))
     try:
+        for name, axis in op["axes"].items():
+            if axis["role"] == "constant":
+                axes.setdefault(name, parse_integer(str(axis["expression"]), f"constant axis {name}"))
         bound = resolved_axes(op, {"axes": axes})
-    except ExpressionError as exc:
+    except (ExpressionError, NumberError) as exc:
         raise RowSkipped(f"workload {row['id']}: {exc}") from None
     given = spec.get("tensors") or {}
     tensors = []

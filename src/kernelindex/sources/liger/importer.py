@@ -12,7 +12,7 @@ from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.manifests import Manifest, ManifestError
 from kernelindex.sources.base import FileTransport, ImportReport, Transport
 from kernelindex.sources.liger.normalize import SOURCE, Normalizer, RowProblem
-from kernelindex.sources.liger.parse import Rejected, parse_csv
+from kernelindex.sources.liger.parse import DUPLICATE_ROW, Rejected, parse_csv
 
 Progress = Callable[[int, int], None]
 
@@ -49,6 +49,11 @@ def parse_and_normalize(
                 report.skip(str(problem), row.line)
         if progress and (index % 100 == 0 or index == len(rows)):
             progress(index, len(rows))
+    if duplicates := report.skipped.get(DUPLICATE_ROW):
+        shown = ", ".join(map(str, duplicates[:20])) + (f", … ({len(duplicates) - 20:,} more)" if len(duplicates) > 20
+                                                         else "")
+        report.warnings.append(f"{len(duplicates):,} duplicate row(s) skipped (each identical to an earlier row): "
+                               f"rows {shown}")
     if report.accepted == 0:
         report.warnings.append("no row could be imported")
     return manifests

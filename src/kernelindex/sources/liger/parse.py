@@ -5,14 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 from kernelindex.domain.canonical import MAX_SAFE_INTEGER, ManifestSyntaxError, strict_json_loads
+from kernelindex.domain.instants import ImplausibleInstant, check_year
+from kernelindex.domain.numbers import parse_number
 from kernelindex.domain.units import NS_PER_UNIT
 
 COLUMNS = (
@@ -50,6 +51,8 @@ class HeaderError(CsvFileError):
 
 
 MAX_CSV_BYTES = 256 * 1024 * 1024  # the bundled snapshot is 1.1 MB
+# A row whose 15 fields equal an earlier row's: one measurement written twice, imported once.
+DUPLICATE_ROW = "duplicate row: identical to an earlier row, imported once"
 
 
 @dataclass(frozen=True)
@@ -79,31 +82,27 @@ class Rejected:
 
 
 def _number(text: str, column: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"non-numeric {column}") from None
-    if math.isnan(value) or math.isinf(value):
-        raise ValueError(f"NaN or infinite {column}")
+    value = parse_number(text, column)  # NumberError (a ValueError) names the column
     if value <= 0:
         raise ValueError(f"{column} is {text}: a time must be positive")
-    ns = Decimal(text.strip()) * NS_PER_UNIT["ms"]
+    ns = value * NS_PER_UNIT["ms"]
     if ns < 1:
         raise ValueError(f"{column} is {text} ms, below 1 ns: not a measurable GPU time")
     if ns > MAX_SAFE_INTEGER:
         raise ValueError(f"{column} is {text} ms, over {MAX_SAFE_INTEGER:,} ns (104 days)")
-    return value
+    return float(value)
+
+
+# A swept model configuration (llama_2_7b, qwen2.5_14b): starts with a letter, so never a number.
+_CONFIG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,119}")
 
 
 def _x_value(text: str) -> int | str:
-    try:
-        value = float(text)
-    except ValueError:
-        if text.strip() and text.replace("_", "").replace(".", "").isalnum():
-            return text  # a named configuration; the curated mapping resolves it or skips the row
-        raise ValueError("non-numeric x_value") from None
-    if not value.is_integer() or value <= 0:
-        raise ValueError("x_value is not a positive integer")
+    if _CONFIG_NAME.fullmatch(text):
+        return text  # a named configuration; the curated mapping resolves it or skips the row
+    value = parse_number(text, "x_value")
+    if value != value.to_integral_value() or value <= 0:
+        raise ValueError(f"x_value {text} is not a positive integer")
     if value > MAX_SAFE_INTEGER:
         raise ValueError(f"x_value {text} is over {MAX_SAFE_INTEGER:,}")
     return int(value)
@@ -134,7 +133,9 @@ def _check_row(line: int, values: dict[str, str]) -> LigerRow | Rejected:
     if not isinstance(config, dict):
         return Rejected(line, "extra_benchmark_config_str is not a JSON object")
     try:
-        timestamp = datetime.strptime(values["timestamp"], "%Y-%m-%d %H:%M:%S")
+        timestamp = check_year(datetime.strptime(values["timestamp"], "%Y-%m-%d %H:%M:%S"), "timestamp")
+    except ImplausibleInstant as exc:
+        return Rejected(line, str(exc))
     except ValueError:
         return Rejected(line, "timestamp is not 'YYYY-MM-DD HH:MM:SS'")
     return LigerRow(
@@ -199,6 +200,7 @@ def parse_csv(content: bytes) -> Iterator[LigerRow | Rejected]:
             + (f"; missing: {', '.join(missing)}" if missing else "")
             + (f"; unexpected: {', '.join(extra)}" if extra else "")
         )
+    seen: set[tuple[str, ...]] = set()
     for line, record in _records(reader):
         if isinstance(record, str):
             yield Rejected(line, record)
@@ -208,4 +210,8 @@ def parse_csv(content: bytes) -> Iterator[LigerRow | Rejected]:
         if len(record) != len(COLUMNS):
             yield Rejected(line, f"ragged row: {len(record)} fields, expected {len(COLUMNS)}")
             continue
+        if (fields := tuple(record)) in seen:
+            yield Rejected(line, DUPLICATE_ROW)
+            continue
+        seen.add(fields)
         yield _check_row(line, dict(zip(COLUMNS, record, strict=True)))
