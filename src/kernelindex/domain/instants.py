@@ -30,3 +30,10 @@ def check_year(value: datetime, field: str) -> datetime:
         raise ImplausibleInstant(f"{field} is in the year {value.year:04d}: a measurement's time must lie in "
                                  f"{EARLIEST_YEAR}–{LATEST_YEAR}")
     return value
+
+
+def manifest_instant(value: datetime) -> datetime:
+    """A manifest's instant: with a time zone (stored in UTC), in a year a measurement can have."""
+    if value.tzinfo is None:
+        raise ValueError("instant has no time zone; add 'Z' or an offset")
+    return check_year(value.astimezone(UTC), "the instant")

@@ -4,7 +4,7 @@ models that refuse unknown fields, wrong types, NaN, ambiguous durations and mal
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -18,7 +18,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from kernelindex.domain.instants import check_year
+from kernelindex.domain.instants import manifest_instant
 from kernelindex.domain.units import DurationError, parse_duration_ns
 
 API_VERSION = "kernelindex/v1"
@@ -52,13 +52,7 @@ DurationNs = Annotated[int, BeforeValidator(_duration), Field(ge=0)]
 MeasuredNs = Annotated[int, BeforeValidator(_duration), AfterValidator(_measured)]
 
 
-def _utc(value: datetime) -> datetime:
-    if value.tzinfo is None:
-        raise ValueError("instant has no time zone; add 'Z' or an offset")
-    return check_year(value.astimezone(UTC), "the instant")
-
-
-Instant = Annotated[datetime, AfterValidator(_utc)]
+Instant = Annotated[datetime, AfterValidator(manifest_instant)]
 
 
 def _sort_key(value: Any) -> str:
