@@ -1,5 +1,5 @@
 """Every adapter of the operations in ``kernelindex.runner.ops`` (losses, distillation, preference, GRPO,
-attention, MoE, dyt, poly-norm) against the float64 reference on the GPU: forward value
+attention, MoE, dyt, poly-norm, qwen2vl-mrope) against the float64 reference on the GPU: forward value
 without autograd (and which inputs the call wrote), then value and every checked gradient with autograd.
 One small case per operation; skipped cleanly without a CUDA GPU, and per adapter where its package is
 missing."""
@@ -47,6 +47,7 @@ GPU_CASES = {
     "fused-moe": ({"tokens": 64, "experts": 8, "hidden": 256, "intermediate": 128, "top_k": 2}, "bf16", {}),
     "dyt": ({"rows": 256, "hidden": 1024}, "bf16", {"beta": True}),
     "poly-norm": ({"rows": 256, "hidden": 1024}, "bf16", {"eps": 1e-6}),
+    "qwen2vl-mrope": ({"seq": 128, "hidden": 1024, "q_heads": 8, "kv_heads": 2}, "bf16", {}),
 }
 PAIRS = [(slug, adapter.key) for slug in GPU_CASES for adapter in op(slug).adapters()]
 

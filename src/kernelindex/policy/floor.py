@@ -37,6 +37,7 @@ FLOATING = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"}
 BACKWARD_READS: dict[str, tuple[str, ...]] = {
     "rope": ("cos", "sin"),  # linear in q and k: the gradient is the upstream gradient rotated back
     "llama4-rope": ("freqs_cis",),
+    "qwen2vl-mrope": ("cos", "sin"),
     "embedding": ("input_ids",),  # the table's gradient scatters the upstream gradient; the table is not read
     "layer-norm": ("x", "weight"),  # the bias does not enter any gradient
     "group-norm": ("x", "weight"),
