@@ -54,7 +54,7 @@ def test_challenges_list_every_operation_without_verified_runs_with_its_exact_re
     assert all(reason for reason in listed.values())
     assert set(listed) == set(registry.runner_pending()) | set(registry.runner_unavailable())
     assert "held back" in listed["jsd"] and "ran out of GPU time" in listed["fused-moe"]
-    assert "no runner adapter yet" in listed["dyt"]
+    assert "awaiting H200 measurement" in listed["dyt"] and listed["qwen2vl-mrope"] == listed["dyt"]
     # Operations come from the registry and from imported sources (the KernelIndex export brings its own).
     assert len(listed) + 14 <= client.get("/api/v1/operations").json()["total"]
 
