@@ -2,14 +2,18 @@
 
 Tensors come from the workload's concrete shapes and dtypes, in the operation's input order;
 the call follows the implementation's declared callable: a function is called, a
-``torch.autograd.Function`` is ``.apply``-ed, any other class is built with no arguments and called
-(as ``torch.nn`` modules are). Integer inputs (ids, targets) draw from ``[0, vocab)``.
+``torch.autograd.Function`` is ``.apply``-ed, and a module class is built from its constructor
+template (``registry/constructors.yaml``: arguments from the workload's axes, the parameters made by
+the module in the workload's dtype) and called with its forward inputs; a class without a template is
+built with no arguments, and the snippet says so. Integer inputs (ids, targets) draw from ``[0, vocab)``.
 """
 
 from __future__ import annotations
 
 import keyword
 
+from kernelindex import registry
+from kernelindex.domain.expressions import evaluate
 from kernelindex.policy.floor import resolved_axes
 
 TORCH_DTYPES = {
@@ -62,16 +66,39 @@ def python_snippet(operation_spec: dict, workload_spec: dict, implementation_spe
     else:
         lines += [f"from {module} import {symbol}", ""]
         qualified = symbol
-    names = []
+    template = registry.module_constructors().get(f"{module}.{symbol}")
+    wanted = set(template.forward) if template else None
+    names, parameter_dtype = [], None
     for decl in operation_spec.get("inputs", []):
         tensor = concrete.get(decl["name"])
         if tensor is None:
+            continue
+        if wanted is not None and decl["name"] not in wanted:
+            parameter_dtype = parameter_dtype or tensor["dtype"]  # made by the module's constructor
             continue
         names.append(decl["name"])
         lines.append(_tensor_line(decl["name"], tensor["dtype"], list(tensor["shape"]), high))
     outputs = ", ".join(o["name"] for o in operation_spec.get("outputs", [])) or "out"
     lines.append("")
-    if symbol[:1].isupper() and not symbol.endswith("Function"):
-        lines.append(f"# {symbol} is a module: built here with its defaults; pass its constructor arguments if needed")
-    lines += [f"{outputs} = {_call(qualified, ', '.join(names))}", "torch.cuda.synchronize()"]
+    if template:
+        lines.append(f"module = {_construction(qualified, template, axes, parameter_dtype)}")
+        lines.append(f"{outputs} = module({', '.join(names)})")
+    else:
+        if symbol[:1].isupper() and not symbol.endswith("Function"):
+            lines.append(f"# {symbol} is a module class with no constructor template here: it is built with no "
+                         "arguments; pass the ones its constructor needs")
+        lines.append(f"{outputs} = {_call(qualified, ', '.join(names))}")
+    lines.append("torch.cuda.synchronize()")
     return "\n".join(lines) + "\n"
+
+
+def _construction(qualified: str, template: registry.ModuleConstructor, axes: dict[str, int],
+                  parameter_dtype: str | None) -> str:
+    """``LigerRMSNorm(4096).to(device="cuda", dtype=torch.bfloat16)``: the template's arguments evaluated
+    on the workload's axes; the parameters moved to the GPU in the dtype the operation gives them."""
+    arguments = [str(evaluate(a, axes)) for a in template.args]
+    arguments += [f"{k}={v}" for k, v in template.kwargs.items()]
+    built = f"{qualified}({', '.join(arguments)})"
+    if parameter_dtype:
+        return f"{built}.to(device=\"cuda\", dtype={TORCH_DTYPES.get(parameter_dtype, f'torch.{parameter_dtype}')})"
+    return built
