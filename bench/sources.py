@@ -16,6 +16,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,12 +62,12 @@ def search_figures(url: str) -> None:
 
     catalog = open_catalog(url)
     for q in QUERIES:  # warm: the server warms the read models at start, so does this
-        search(catalog, q)
+        search(catalog, q, now=datetime.now(UTC))
     samples = []
     for _ in range(3):
         for q in QUERIES:
             started = time.perf_counter()
-            search(catalog, q).to_json()
+            search(catalog, q, now=datetime.now(UTC)).to_json()
             samples.append((time.perf_counter() - started) * 1000)
     samples.sort()
     p95 = samples[round(0.95 * (len(samples) - 1))]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 from fastapi.testclient import TestClient
 
 ROPE_H200 = "rope seq=2048 hidden=8192 bf16 h200"
@@ -106,3 +109,20 @@ def test_use_with_a_misspelt_gpu_says_what_was_not_understood(api: TestClient) -
     problem = api.get("/api/v1/use", params={"q": "rope seq=2048 hidden=8192 gpuu:a100"}).json()
     assert problem["code"] == "bad_request" and "did you mean 'gpu:'" in problem["detail"]
     assert {"field": "q", "value": "gpuu:a100", "suggestion": "gpu:a100"}.items() <= problem["errors"][1].items()
+
+
+def test_batch_and_use_answer_with_the_apps_clock(catalog: Any, api: TestClient) -> None:
+    """Pinned to 2030 every run is stale (> 180 days): the batch says so as /search and /resolve do, and
+    answers cached for today's clock are not served for 2030's."""
+    from kernelindex.web.app import create_app
+
+    query = "rope seq=2048 hidden=8192 bf16 h200"
+    structured = {"operation": "rope", "axes": {"seq": 2048, "hidden": 8192}, "dtype": "bf16", "gpu": "h200"}
+    today = api.post("/api/v1/resolve/batch", json={"queries": [query, structured]}).json()["answers"]
+    assert not today[0]["result"]["exact"][0]["leader"]["stale"]
+    with TestClient(create_app(catalog, clock=lambda: datetime(2030, 6, 1, tzinfo=UTC))) as pinned:
+        answers = pinned.post("/api/v1/resolve/batch", json={"queries": [query, structured]}).json()["answers"]
+        assert answers[0]["result"] == pinned.get("/api/v1/search", params={"q": query}).json()
+        assert answers[1]["result"] == pinned.post("/api/v1/resolve", json=structured).json()
+        for answer in answers:
+            assert all(row["stale"] for c in answer["result"]["exact"] for row in c["rows"])

@@ -21,7 +21,7 @@ def use_answer(api: str | None, database: str | None, text: str) -> dict[str, An
     from kernelindex.resolve.batch import QueryFailure
     from kernelindex.resolve.use import use_text
 
-    outcome = use_text(backend.catalog, text)
+    outcome = use_text(backend.catalog, text, now=backend.clock())
     if isinstance(outcome, QueryFailure):
         raise CommandError(outcome.detail, 2)
     return outcome

@@ -11,7 +11,7 @@ one's; ties → the newer architecture) and the asked GPU's floor estimate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kernelindex import registry
@@ -87,7 +87,7 @@ class Recommendation(JsonModel):
 
 
 def recommend(catalog: Any, slug: str, workload: str, gpu_slug: str, *, mode: str | None = None,
-              now: datetime | None = None) -> Recommendation:
+              now: datetime) -> Recommendation:
     """``workload`` is a workload digest (or its 12-digit key) of operation ``slug``."""
     data = load_operation(catalog, slug)
     digest = next((d for d in data.workloads if workload in (d, workload_key(d))), None)
@@ -96,10 +96,10 @@ def recommend(catalog: Any, slug: str, workload: str, gpu_slug: str, *, mode: st
     gpu = registry.gpus().get(gpu_slug)
     if gpu is None:
         raise NotFound(f"no GPU {gpu_slug!r} in the datasheet table; list them at /api/v1/gpus")
-    return build_recommendation(data, digest, gpu, mode, now or datetime.now(UTC))
+    return build_recommendation(data, digest, gpu, mode, now)
 
 
-def recommend_for_cohort(catalog: Any, slug: str, cohort: str, *, now: datetime | None = None
+def recommend_for_cohort(catalog: Any, slug: str, cohort: str, *, now: datetime
                          ) -> Recommendation | None:
     """The operation page's "Use this" box: the recommendation for the selected cohort's workload, GPU
     and timed region (None when the cohort's GPU is not in the datasheet table)."""
@@ -110,7 +110,7 @@ def recommend_for_cohort(catalog: Any, slug: str, cohort: str, *, now: datetime 
     gpu = data.gpu_of(chosen.environment)
     if gpu is None:
         return None
-    return build_recommendation(data, chosen.workload, gpu, _mode(data, chosen), now or datetime.now(UTC))
+    return build_recommendation(data, chosen.workload, gpu, _mode(data, chosen), now)
 
 
 def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: str | None,

@@ -41,7 +41,7 @@ def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, 
     return out
 
 
-def answer_query(catalog: Catalog, query: object, *, now: datetime | None = None,
+def answer_query(catalog: Catalog, query: object, *, now: datetime,
                  source: CatalogCohortSource | None = None) -> Resolution | QueryFailure:
     """One query of a batch: a string is a text query, an object a structured request."""
     if isinstance(query, str):
@@ -64,7 +64,7 @@ def answer_query(catalog: Catalog, query: object, *, now: datetime | None = None
         return QueryFailure("invalid_request", str(exc), [p.to_json() for p in exc.problems])
 
 
-def resolve_batch(catalog: Catalog, queries: Sequence[object], *, now: datetime | None = None
+def resolve_batch(catalog: Catalog, queries: Sequence[object], *, now: datetime
                   ) -> list[Resolution | QueryFailure]:
     """Answers in the order of the queries; the caller bounds the batch at :data:`MAX_BATCH`.
     One run source for the whole batch: every answer reads the same catalog version."""

@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from kernelindex import registry
@@ -186,10 +186,10 @@ class _Context:
 
 
 def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, object] | None = None,
-            candidates: Sequence[str] = (), now: datetime | None = None) -> Resolution:
+            candidates: Sequence[str] = (), now: datetime) -> Resolution:
     """Resolve a normalised request (see :func:`kernelindex.resolve.request.normalise_request`)."""
     vocab = source.vocabulary()
-    ctx = _Context(req, source, vocab, now or datetime.now(UTC))
+    ctx = _Context(req, source, vocab, now)
     base = {
         "request": req.model_dump(mode="json"),
         "interpretation": interpretation(req, vocab),

@@ -21,7 +21,7 @@ class RequestProblems(ValueError):
         self.problems = problems
 
 
-def search(catalog: Catalog, text: str, *, now: datetime | None = None,
+def search(catalog: Catalog, text: str, *, now: datetime,
            source: CatalogCohortSource | None = None) -> Resolution:
     """Resolve a text query; problems in the text are reported beside their tokens, never raised.
 
@@ -40,7 +40,7 @@ def search(catalog: Catalog, text: str, *, now: datetime | None = None,
     return replace(resolution, ignored=tuple(i.token for i in parsed.issues))
 
 
-def resolve_structured(catalog: Catalog, request: ResolveRequest, *, now: datetime | None = None,
+def resolve_structured(catalog: Catalog, request: ResolveRequest, *, now: datetime,
                        source: CatalogCohortSource | None = None) -> Resolution:
     """Resolve a structured request; raises :class:`RequestProblems` when a value names nothing."""
     source = source or CatalogCohortSource(catalog)

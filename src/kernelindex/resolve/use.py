@@ -24,7 +24,7 @@ from kernelindex.resolve.results import CohortResult, Resolution
 from kernelindex.resolve.source import CatalogCohortSource
 
 
-def use_text(catalog: Catalog, text: str, *, now: datetime | None = None) -> dict[str, Any] | QueryFailure:
+def use_text(catalog: Catalog, text: str, *, now: datetime) -> dict[str, Any] | QueryFailure:
     if len(text) > MAX_QUERY_CHARS:
         return QueryFailure("invalid_request", f"The query is {len(text)} characters long; queries are at most "
                             f"{MAX_QUERY_CHARS}.", [{"field": "q", "message": "too long"}])
@@ -33,7 +33,7 @@ def use_text(catalog: Catalog, text: str, *, now: datetime | None = None) -> dic
     return use_request(catalog, parsed.request, parsed=parsed.to_json(), now=now)
 
 
-def use_structured(catalog: Catalog, body: dict[str, Any], *, now: datetime | None = None
+def use_structured(catalog: Catalog, body: dict[str, Any], *, now: datetime
                    ) -> dict[str, Any] | QueryFailure:
     try:
         request = ResolveRequest.model_validate(body)
@@ -48,7 +48,7 @@ def use_structured(catalog: Catalog, body: dict[str, Any], *, now: datetime | No
 
 
 def use_request(catalog: Catalog, request: ResolveRequest, *, parsed: dict[str, Any] | None = None,
-                now: datetime | None = None) -> dict[str, Any] | QueryFailure:
+                now: datetime) -> dict[str, Any] | QueryFailure:
     """The recommendation for a normalised request, or why there is none for exactly one workload."""
     if not request.operation:
         return _missing("operation", "Name an operation (rope, embedding, rms norm …): `ki use` answers for one "

@@ -7,6 +7,7 @@ a query that cannot be answered carries the same problem body the single-query r
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Annotated, Any
 
 import orjson
@@ -64,15 +65,18 @@ class BatchOut(BaseModel):
     answers: list[BatchAnswerOut]
 
 
-def _cache_key(query: object) -> tuple[str, ...]:
-    """Text answers are keyed on the text; structured ones on their canonical JSON."""
+def _cache_key(query: object, now: datetime) -> tuple[str, ...]:
+    """Text answers are keyed on the text; structured ones on their canonical JSON; both on the day
+    (staleness moves by days)."""
+    day = now.date().isoformat()
     if isinstance(query, str):
-        return ("api", "search", query)
-    return ("api", "resolve", json.dumps(query, sort_keys=True))
+        return ("api", "search", day, query)
+    return ("api", "resolve", day, json.dumps(query, sort_keys=True))
 
 
-def batch_answers(catalog: Any, cache: VersionedCache | None, queries: list[Any]) -> dict[str, Any]:
-    """The batch body (also the MCP tool ``resolve_kernels``): each answer cached per catalog version."""
+def batch_answers(catalog: Any, cache: VersionedCache | None, queries: list[Any], now: datetime) -> dict[str, Any]:
+    """The batch body (also the MCP tool ``resolve_kernels``): each answer cached per catalog version and
+    day; ``now`` is the app's clock."""
     source = CatalogCohortSource(catalog)
     version = source.version()
     answers = []
@@ -80,10 +84,10 @@ def batch_answers(catalog: Any, cache: VersionedCache | None, queries: list[Any]
         kind = "text" if isinstance(query, str) else "structured"
 
         def compute(query: object = query) -> dict[str, Any] | QueryFailure:
-            outcome = answer_query(catalog, query, source=source)
+            outcome = answer_query(catalog, query, now=now, source=source)
             return outcome if isinstance(outcome, QueryFailure) else outcome.to_json()
 
-        outcome = compute() if cache is None else cache.get(catalog, _cache_key(query), compute, version=version)
+        outcome = compute() if cache is None else cache.get(catalog, _cache_key(query, now), compute, version=version)
         if isinstance(outcome, QueryFailure):
             problem = ApiProblem(outcome.code, outcome.detail,
                                  [{**e, "field": f"queries[{index}].{e['field']}"} for e in outcome.errors])
@@ -96,13 +100,13 @@ def batch_answers(catalog: Any, cache: VersionedCache | None, queries: list[Any]
 
 
 def post_resolve_batch(request: Request, body: Annotated[BatchRequest, Body()]) -> Response:
-    answers = batch_answers(request.app.state.catalog, READ_CACHE, list(body.queries))
+    answers = batch_answers(request.app.state.catalog, READ_CACHE, list(body.queries), request.app.state.clock())
     return Response(orjson.dumps(answers), media_type="application/json")  # ~1 MB for 50 answers: orjson is 5× faster
 
 
-def use_body(catalog: Any, q: str) -> dict[str, Any]:
+def use_body(catalog: Any, q: str, now: datetime) -> dict[str, Any]:
     """``GET /api/v1/use``'s body (also the MCP tool ``recommend_kernel``), or the problem it raises."""
-    outcome = READ_CACHE.get(catalog, ("api", "use", q), lambda: use_text(catalog, q))
+    outcome = READ_CACHE.get(catalog, ("api", "use", now.date().isoformat(), q), lambda: use_text(catalog, q, now=now))
     if isinstance(outcome, QueryFailure):
         raise ApiProblem("bad_request", outcome.detail, [{**e, "in": "query"} for e in outcome.errors])
     return outcome
@@ -111,7 +115,7 @@ def use_body(catalog: Any, q: str) -> dict[str, Any]:
 def get_use(request: Request, q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
                                                       description="e.g. rope seq=2048 hidden=8192 bf16 h200")]
             ) -> JSONResponse:
-    return JSONResponse(use_body(request.app.state.catalog, q))
+    return JSONResponse(use_body(request.app.state.catalog, q, request.app.state.clock()))
 
 
 BATCH_DESCRIPTION = (

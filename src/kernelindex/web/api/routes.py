@@ -297,7 +297,7 @@ def get_search(
              responses=_resolution("The resolution (query is null: there was no text to parse)", 413, 415, 422))
 def post_resolve(request: Request, body: Annotated[ResolveRequest, Body()]) -> JSONResponse:
     try:
-        resolution = resolve_structured(_catalog(request), body)
+        resolution = resolve_structured(_catalog(request), body, now=request.app.state.clock())
     except RequestProblems as exc:
         raise ApiProblem("invalid_request", str(exc), [p.to_json() for p in exc.problems]) from None
     return _json(resolution.to_json())

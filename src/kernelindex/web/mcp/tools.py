@@ -42,7 +42,7 @@ class CatalogTools:
                              [{"field": "query", "message": "exactly one of query and request"}])
         if query is not None:
             return self.search_catalog(query)
-        outcome = answer_query(self.catalog, request)
+        outcome = answer_query(self.catalog, request, now=self.clock())
         if isinstance(outcome, QueryFailure):
             raise ApiProblem(outcome.code, outcome.detail, outcome.errors)
         return outcome.to_json()
@@ -51,7 +51,7 @@ class CatalogTools:
         if not 1 <= len(queries) <= MAX_BATCH:
             raise ApiProblem("invalid_request", f"queries: give 1–{MAX_BATCH} queries, not {len(queries)}",
                              [{"field": "queries", "message": f"1–{MAX_BATCH} items"}])
-        return batch_answers(self.catalog, READ_CACHE, list(queries))
+        return batch_answers(self.catalog, READ_CACHE, list(queries), self.clock())
 
     def get_operation(self, slug: str, workload: str | None, cohort: str | None) -> dict[str, Any]:
         return self._view("operation", slug, workload=workload, cohort=cohort)
@@ -77,7 +77,7 @@ class CatalogTools:
         return {"items": items, "total": len(items)}
 
     def recommend_kernel(self, query: str) -> dict[str, Any]:  # GET /api/v1/use?q=
-        return use_body(self.catalog, query)
+        return use_body(self.catalog, query, self.clock())
 
     @staticmethod
     def validate_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
