@@ -25,3 +25,23 @@ def test_documents_outside_the_fast_path_still_canonicalise() -> None:
         assert canonical_bytes(document) == rfc8785.dumps(document)
     assert canonical_bytes({"b": "\u2028\x01\x7f", "a": [True, None]}) == rfc8785.dumps(
         {"b": "\u2028\x01\x7f", "a": [True, None]})
+
+
+_ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=6)
+_ANY_LEAVES = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _ANY_TEXT
+               | st.sampled_from([-(2**53 - 1), 2**53 - 1, 2**53, -(2**53)]))
+_ANY_DOCUMENTS = st.recursive(
+    _ANY_LEAVES,
+    lambda children: st.lists(children, max_size=4) | st.lists(children, max_size=3).map(tuple)
+    | st.dictionaries(_ANY_TEXT | st.integers(), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ANY_DOCUMENTS)
+def test_the_iterative_fast_path_check_agrees_with_the_plain_definition(document: object) -> None:
+    # _plain (a stack over exact types, the hot path) decides exactly as _plain_value (the definition)
+    from kernelindex.domain.canonical import _plain, _plain_value
+
+    assert _plain(document) == _plain_value(document)

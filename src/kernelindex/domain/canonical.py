@@ -35,7 +35,33 @@ def _plain(value: Any) -> bool:
     """True when ``json.dumps(sort_keys=True)`` writes exactly the JCS form: no floats (JCS formats
     numbers the ECMAScript way), integers JCS accepts, strings and keys inside the Basic
     Multilingual Plane (JCS sorts keys by UTF-16 code units, Python by code points; they agree
-    there, and both escape the same characters the same way)."""
+    there, and both escape the same characters the same way).
+
+    Walked with a stack over the exact JSON types (every manifest digest passes here, so this is
+    a hot loop of imports); anything else, subclasses included, is judged by ``_plain_value``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and max(map(ord, item)) >= 0x10000:
+                return False
+        elif kind is dict:
+            for key in item:
+                if type(key) is not str or not (key.isascii() or max(map(ord, key)) < 0x10000):
+                    return False
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is int:
+            if not -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER:
+                return False
+        elif not (item is None or kind is bool or _plain_value(item)):
+            return False
+    return True
+
+
+def _plain_value(value: Any) -> bool:
     if isinstance(value, str):
         return value.isascii() or max(map(ord, value)) < 0x10000
     if isinstance(value, bool) or value is None:
@@ -43,9 +69,9 @@ def _plain(value: Any) -> bool:
     if isinstance(value, int):
         return -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(k) and _plain(v) for k, v in value.items())
+        return all(isinstance(k, str) and _plain_value(k) and _plain_value(v) for k, v in value.items())
     if isinstance(value, list | tuple):
-        return all(_plain(v) for v in value)
+        return all(_plain_value(v) for v in value)
     return False
 
 
@@ -121,8 +147,8 @@ def check_json_value(value: Any) -> None:
             raise ManifestSyntaxError(f"more than {MAX_VALUES:,} JSON values in one document")
         if depth > MAX_DEPTH:
             raise ManifestSyntaxError(f"nested deeper than {MAX_DEPTH} levels")
-        if isinstance(item, int) and not isinstance(item, bool):
-            _safe_integer(str(item))
+        if isinstance(item, int) and not isinstance(item, bool) and not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            _safe_integer(str(item))  # raises, saying which integer
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
         stack.extend((child, depth + 1) for child in children)
 
