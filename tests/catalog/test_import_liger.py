@@ -1,3 +1,4 @@
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -51,10 +52,10 @@ def test_republishing_inserts_nothing(liger_catalog: Catalog) -> None:
     assert count(liger_catalog) == 2448 and liger_catalog.version() == version
 
 
-def test_overlapping_sweeps_make_one_workload_with_two_runs(liger_catalog: Catalog) -> None:
+def test_overlapping_sweeps_make_one_workload_with_two_runs(liger_catalog: Catalog, now: datetime) -> None:
     from kernelindex.readmodel.operations import operation_page
 
-    page = operation_page(liger_catalog, "rope")
+    page = operation_page(liger_catalog, "rope", now=now)
     selected = next(w for w in page.workloads if w.selected)
     assert selected.axes == {"seq": 2048, "hidden": 8192, "q_heads": 32, "kv_heads": 8}
     assert selected.eligible_runs == 12  # 2 providers × 2 sweeps × 3 modes

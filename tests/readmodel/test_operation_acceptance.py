@@ -91,11 +91,11 @@ def test_embedding_reference_cohorts(catalog: Catalog) -> None:
 
 def test_selection_errors_are_specific(catalog: Catalog) -> None:
     with pytest.raises(NotFound, match="no operation 'warp'"):
-        operation_page(catalog, "warp")
+        operation_page(catalog, "warp", now=NOW)
     with pytest.raises(BadSelection, match="workload 'nope'"):
-        operation_page(catalog, "rope", workload="nope")
+        operation_page(catalog, "rope", workload="nope", now=NOW)
     with pytest.raises(BadSelection, match="cohort 'nope'"):
-        operation_page(catalog, "rope", cohort="nope")
+        operation_page(catalog, "rope", cohort="nope", now=NOW)
 
 
 def test_json_twin_is_plain_json(catalog: Catalog) -> None:

@@ -3,6 +3,8 @@ show `replicated` naming both runners; the compiled outliers show both figures, 
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from kernelindex.catalog.db import Catalog
 from kernelindex.policy.evidence import EvidenceFacts, replication_peers
 from kernelindex.readmodel.loading import load_operation
@@ -46,9 +48,9 @@ def test_shipped_runners_replicate_and_the_compiled_outliers_disagree(catalog: C
     assert states == {"replicated": 128, "disagree": 10}
 
 
-def test_dossier_names_both_runners(catalog: Catalog) -> None:
+def test_dossier_names_both_runners(catalog: Catalog, now: datetime) -> None:
     data = load_operation(catalog, "rope")
     run = next(r for r in data.runs if r.replication and r.replication.state == "disagree")
-    dossier = run_dossier(catalog, run.run_id).to_json()
+    dossier = run_dossier(catalog, run.run_id, now=now).to_json()
     assert dossier["replication"]["state"] == "disagree"
     assert {dossier["replication"]["runner"], dossier["replication"]["peers"][0]["runner"]} == RUNNERS

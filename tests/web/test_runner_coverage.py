@@ -32,10 +32,10 @@ def test_rms_norm_has_verified_h200_cohorts_in_all_three_regions(client: TestCli
     assert slot["title"].startswith("Fastest verified · NVIDIA H200") and slot["floor_ratio"] > 1
 
 
-def test_home_counts_the_operations_the_runner_verified(catalog) -> None:  # noqa: ANN001 - Catalog
+def test_home_counts_the_operations_the_runner_verified(catalog, now) -> None:  # noqa: ANN001 - Catalog, datetime
     from kernelindex.readmodel.pages_home import home_page
 
-    counts = home_page(catalog).counts
+    counts = home_page(catalog, now=now).counts
     assert counts["operations_verified"] >= 14 and counts["operations_verified_backward"] >= 14
 
 

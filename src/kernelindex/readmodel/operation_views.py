@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kernelindex.readmodel.gaps import NotMeasured
@@ -176,7 +176,7 @@ class OperationPage(JsonModel):
     json_url: str = ""
     memory: MemoryPanel | None = None  # peak memory beside the ranking, where the source measured it
     leaderboards: list[Leaderboard] = field(default_factory=list)  # suite-scoped source-native scores
-    generated_for: datetime = field(default_factory=lambda: datetime.now(UTC))
+    generated_for: datetime = field(kw_only=True)  # the clock's "now" the page was built for (no default)
 
 
 @dataclass

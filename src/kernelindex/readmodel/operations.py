@@ -4,7 +4,7 @@ CLI's view). Everything is computed from loaded catalog data with the policy fun
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
@@ -67,12 +67,12 @@ def operations_index(catalog: Catalog) -> list[OperationSummary]:
 
 def operation_page(
     catalog: Catalog, slug: str, *, workload: str | None = None, cohort: str | None = None, gpu: str | None = None,
-    now: datetime | None = None,
+    now: datetime,
 ) -> OperationPage:
     """The operation page; ``gpu`` (any alias: ``h100``) selects that GPU's cohort of the workload, or
     says near the top that it is not measured there, with its floor estimate and the nearest measured GPU."""
     data = load_operation(catalog, slug)
-    return build_operation_page(data, workload=workload, cohort=cohort, gpu=gpu, now=now or datetime.now(UTC))
+    return build_operation_page(data, workload=workload, cohort=cohort, gpu=gpu, now=now)
 
 
 def build_operation_page(

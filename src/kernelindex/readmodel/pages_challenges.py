@@ -13,7 +13,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries, utc_now
+from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries
 from kernelindex.readmodel.pages_home import verified_regions
 from kernelindex.readmodel.requests import ask_url
 
@@ -61,8 +61,8 @@ class ChallengesPage(JsonModel):
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def challenges_page(catalog: Catalog, *, now: datetime | None = None) -> ChallengesPage:
-    clock = utc_now(now)
+def challenges_page(catalog: Catalog, *, now: datetime) -> ChallengesPage:
+    clock = now
     gpus = registry.gpus()
     priority = [g for g in registry.priority_gpus() if g in gpus]
     page = ChallengesPage([{"slug": g, "name": gpus[g].name, "short": gpus[g].short} for g in priority])

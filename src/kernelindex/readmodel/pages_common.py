@@ -5,7 +5,7 @@ lead's loading/cohort functions and the policy modules — never a second rankin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
@@ -24,8 +24,6 @@ from kernelindex.readmodel.loading import OperationData, Run, load_all_operation
 __all__ = ["NotFound", "RunRef", "CohortSummary", "EventView", "all_operations", "cohort_summaries", "run_ref"]
 
 
-def utc_now(now: datetime | None) -> datetime:
-    return now if now is not None else datetime.now(UTC)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of
-from kernelindex.readmodel.pages_common import RunRef, run_ref, utc_now
+from kernelindex.readmodel.pages_common import RunRef, run_ref
 from kernelindex.readmodel.rows import floor_for
 
 MIN_RUNS, MAX_RUNS = 2, 8
@@ -185,12 +185,12 @@ def _verdict(runs: list[ComparedRun]) -> tuple[str | None, str]:
                              f"shared cohort{noise}.")
 
 
-def compare_page(catalog: Catalog, run_ids: list[str], *, now: datetime | None = None) -> ComparePage:
+def compare_page(catalog: Catalog, run_ids: list[str], *, now: datetime) -> ComparePage:
     if not MIN_RUNS <= len(run_ids) <= MAX_RUNS:
         raise BadParameter("run", f"give between {MIN_RUNS} and {MAX_RUNS} runs (got {len(run_ids)})")
     if len(set(run_ids)) != len(run_ids):
         raise BadParameter("run", "the same run is listed twice")
-    clock = utc_now(now)
+    clock = now
     runs = [_compared(*_locate(catalog, rid), clock) for rid in run_ids]
     same = len({r.cohort for r in runs}) == 1
     page = ComparePage(runs=runs, same_cohort=same, winner=None, verdict="", identical=_identical(runs))

@@ -10,7 +10,7 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries, utc_now
+from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries
 from kernelindex.readmodel.paging import Paging, page_of
 
 RECORDS_PER_PAGE = 25  # the H100 page held 279 cohorts in one 28,583 px table; 25 rows ≈ 6,000 px on a phone
@@ -72,14 +72,14 @@ def _facts(spec: registry.GpuSpec) -> GpuFacts:
                     spec.slug in registry.priority_gpus())
 
 
-def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datetime | None = None) -> GpuPage:
+def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datetime) -> GpuPage:
     """The GPU's facts and coverage, and page ``page`` of the cohorts measured on it (with their holders)."""
     slug = registry.gpu_slug(slug) or slug
     spec = registry.gpus().get(slug)
     if spec is None:
         known = ", ".join(sorted(registry.gpus()))
         raise NotFound(f"no GPU {slug!r} in the datasheet table; known: {known}")
-    clock = utc_now(now)
+    clock = now
     model = GpuPage(_facts(spec))
     for data in all_operations(catalog):
         envs = {d for d in data.environments if (gpu := data.gpu_of(d)) is not None and gpu.slug == slug}

@@ -15,7 +15,7 @@ from kernelindex.domain.instants import as_utc
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, Run
-from kernelindex.readmodel.pages_common import all_operations, cohort_summaries, utc_now
+from kernelindex.readmodel.pages_common import all_operations, cohort_summaries
 from kernelindex.readmodel.pages_records import LedgerEvent
 from kernelindex.readmodel.source_notices import source_notice
 
@@ -59,8 +59,8 @@ TAGLINE = ("The fastest known GPU kernel for an exact workload — operation, sh
            "with the evidence behind the number and the physical floor beside it.")
 
 
-def home_page(catalog: Catalog, *, now: datetime | None = None) -> HomePage:
-    clock = utc_now(now)
+def home_page(catalog: Catalog, *, now: datetime) -> HomePage:
+    clock = now
     datas = all_operations(catalog)
     eligible = {d.slug: [r for r in d.runs if r.eligible] for d in datas}
     verified = {d.slug: _verified_regions(d, eligible[d.slug]) for d in datas}

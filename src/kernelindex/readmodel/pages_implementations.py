@@ -16,7 +16,7 @@ from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, load_operation, operation_slug_of
-from kernelindex.readmodel.pages_common import CohortSummary, cohort_summaries, utc_now
+from kernelindex.readmodel.pages_common import CohortSummary, cohort_summaries
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
 
 
@@ -97,7 +97,7 @@ def _could_mean(slug: str, names: list[str]) -> str:
     return f"; did you mean {', '.join(hits[:8])}{more}?"
 
 
-def implementation_page(catalog: Catalog, slug: str, *, now: datetime | None = None) -> ImplementationPage:
+def implementation_page(catalog: Catalog, slug: str, *, now: datetime) -> ImplementationPage:
     data = load_operation(catalog, _operation_slug_for(catalog, slug))
     digests = [d for d, impl in data.implementations.items() if labels.implementation_slug(impl) == slug]
     if not digests:
@@ -121,7 +121,7 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime | None = N
         description=first.get("metadata", {}).get("description"),
     )
     page.revisions.sort(key=lambda r: (r.version or "", r.digest), reverse=True)
-    clock = utc_now(now)
+    clock = now
     page.records_held = [s for s in cohort_summaries(data, clock)
                          if s.leader and s.leader.implementation_slug == slug]
     page.runs = _runs(data, set(digests))

@@ -18,7 +18,6 @@ from kernelindex.readmodel.pages_common import (
     all_operations,
     check_choice,
     cohort_summaries,
-    utc_now,
 )
 
 VIEWS = ["current", "recently-broken", "history"]
@@ -50,8 +49,8 @@ class RecordsPage(JsonModel):
 
 def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | None = None,
                  evidence: str | None = None, view: str | None = None, cohort: str | None = None,
-                 now: datetime | None = None) -> RecordsPage:
-    clock = utc_now(now)
+                 now: datetime) -> RecordsPage:
+    clock = now
     summaries = [s for data in all_operations(catalog) for s in cohort_summaries(data, clock) if s.leader]
     options = _options(summaries)
     gpu = registry.gpu_slug(gpu) or gpu if gpu else gpu

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select
 
@@ -103,12 +103,11 @@ def _workload_facts(data: OperationData, digest: str) -> dict:
     return {"key": workload_key(digest), "digest": digest, "label": label, **workload["spec"]}
 
 
-def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime | None = None) -> RunDossier:
+def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
     try:
         digest = resolve_run_digest(catalog, run_ref)
     except UnknownRunError as exc:
         raise NotFound(str(exc)) from None
-    now = now or datetime.now(UTC)
     data = load_operation(catalog, _operation_slug(catalog, digest))
     run = next(r for r in [*data.runs, *data.memory_runs, *data.score_runs] if r.digest == digest)
     cohort = cohorts_of(data).get(run.cohort_key)

@@ -4,7 +4,7 @@ log, and the changes feed. Every write needs an API key with the route's scope a
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Request
@@ -116,7 +116,7 @@ def submit_request(request: Request, body: dict[str, Any]) -> tuple[dict[str, An
 @router.get("/requests", summary="Measurement requests, newest first", responses=_answers("Requests", 400))
 def get_requests(request: Request, state: Annotated[str | None, Query(pattern=REQUEST_STATE_PATTERN)] = None
                  ) -> JSONResponse:
-    items = requests_listing(_catalog(request), datetime.now(UTC), state=state)
+    items = requests_listing(_catalog(request), request.app.state.clock(), state=state)
     return JSONResponse({"items": items, "total": len(items)})
 
 
