@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_type_hints
 
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -70,6 +70,12 @@ def _ok(description: str, schema: dict[str, Any] | None = None, *errors: int) ->
             **problem_responses(400, *errors, "4XX")}
 
 
+def _page(description: str, name: str, *errors: int) -> dict[int | str, Any]:
+    """A JSON twin's responses: its 200 schema is the read-model class the page's builder returns."""
+    model = get_type_hints(VIEW[name].build)["return"]
+    return {200: {"description": description, "model": model}, **problem_responses(400, *errors, "4XX")}
+
+
 def _resolution(description: str, *errors: int) -> dict[int | str, Any]:
     return {200: {"description": description, "model": ResolutionOut}, **problem_responses(400, *errors, "4XX")}
 
@@ -130,7 +136,8 @@ def _json(data: Any) -> JSONResponse:
 # ---- the home page and operations ------------------------------------------------------------
 
 
-@router.get("/home", summary="The home page's model", responses=_ok("Headline records, sources and their freshness"))
+@router.get("/home", summary="The home page's model",
+            responses=_page("Headline records, sources and their freshness", "home"))
 def get_home(request: Request) -> JSONResponse:
     return _view(request, "home")
 
@@ -143,8 +150,8 @@ def list_operations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Curs
 
 
 @router.get("/operations/{slug}", summary="Operation detail (the operation page's model)",
-            responses=_with_csv(_ok("The operation page: workloads, cohorts, headline slots, ranked rows, floor",
-                                    None, 404)))
+            responses=_with_csv(_page("The operation page: workloads, cohorts, headline slots, ranked rows, floor",
+                                      "operation", 404)))
 def get_operation(
     request: Request,
     slug: Slug,
@@ -197,14 +204,14 @@ def list_implementations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor:
 
 
 @router.get("/implementations/{slug}", summary="One implementation line (the implementation page's model)",
-            responses=_ok("Revisions, install, license, runs per workload and GPU", None, 404))
+            responses=_page("Revisions, install, license, runs per workload and GPU", "implementation", 404))
 def get_implementation(request: Request, slug: Slug) -> JSONResponse:
     return _view(request, "implementation", slug)
 
 
 @router.get("/runs/{run_id}", summary="Evidence dossier of one run",
-            responses=_ok("Status, timing, rank or the reason it is not ranked, workload, protocol, environment",
-                          None, 404))
+            responses=_page("Status, timing, rank or the reason it is not ranked, workload, protocol, environment",
+                            "run", 404))
 def get_run(request: Request, run_id: Annotated[str, Path(description=params.RUN_ID.description)]) -> JSONResponse:
     return _view(request, "run", run_id)
 
@@ -212,7 +219,7 @@ def get_run(request: Request, run_id: Annotated[str, Path(description=params.RUN
 @router.get("/records", summary="The records ledger",
             description="The records page's model. Its main list (`cohorts`, or `events` for view=history) is "
                         "paginated: `pagination` gives the list's name, `next_cursor`, `limit` and `total`.",
-            responses=_with_csv(_ok("Cohorts with their holder and history", None, 404)))
+            responses=_with_csv(_page("Cohorts with their holder and history (plus `pagination`)", "records", 404)))
 def get_records(
     request: Request,
     operation: Annotated[str | None, _query(params.OPERATION)] = None,
@@ -247,21 +254,21 @@ def list_gpus(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = N
 @router.get("/gpus/{slug}", summary="One GPU: peaks, measured ceilings, coverage, records",
             description="The GPU page's model. Its cohorts (`records`) come a numbered page at a time, as on the "
                         "page: `records_paging` gives `page`, `pages`, `total`, `previous` and `next`.",
-            responses=_ok("The GPU page's model", None, 404))
+            responses=_page("The GPU page's model", "gpu", 404))
 def get_gpu(request: Request, slug: Slug,
             page: Annotated[str | None, _query(params.PAGE)] = None) -> JSONResponse:
     return _view(request, "gpu", slug, page=page)
 
 
-@router.get("/challenges", summary="Open challenges", responses=_ok("Unmeasured cells, unbeaten baselines, "
-                                                                     "single-entry cohorts, stale records"))
+@router.get("/challenges", summary="Open challenges",
+            responses=_page("Unmeasured cells, unbeaten baselines, single-entry cohorts, stale records", "challenges"))
 def get_challenges(request: Request) -> JSONResponse:
     return _view(request, "challenges")
 
 
-@router.get("/compare", summary="Compare 2–8 runs", responses=_ok("Runs side by side; a winner only within one "
-                                                                  "cohort, else the first material difference", None,
-                                                                  404))
+@router.get("/compare", summary="Compare 2–8 runs", responses=_page("Runs side by side; a winner only within one "
+                                                                    "cohort, else the first material difference",
+                                                                    "compare", 404))
 def get_compare(
     request: Request,
     run: Annotated[list[str], Query(min_length=COMPARE_RUNS.least, max_length=COMPARE_RUNS.most,
@@ -306,7 +313,7 @@ def post_resolve(request: Request, body: Annotated[ResolveRequest, Body()]) -> J
 # ---- export ---------------------------------------------------------------------------------
 
 
-@router.get("/export", summary="The whole catalog as JSON Lines",
+@router.get("/export", summary="The whole catalog as JSON Lines", response_class=StreamingResponse,
             description="One manifest per line: sources (license, attribution) first, then objects, runs and "
                         "lifecycle facts. Re-importable with `ki import jsonl`.",
             responses={200: {"description": "JSON Lines", "content": {"application/jsonl": {"schema": {

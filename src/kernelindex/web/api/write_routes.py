@@ -16,7 +16,7 @@ from kernelindex.catalog import audit
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.publish import PublishError
 from kernelindex.policy.measurement_requests import InvalidRequest
-from kernelindex.readmodel.changes import MAX_CHANGES, BadCursor, list_changes
+from kernelindex.readmodel.changes import MAX_CHANGES, BadCursor, ChangesPage, list_changes
 from kernelindex.readmodel.requests import requests_listing, validated_request, workload_for
 from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, trusted_runner_keys
 from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES, ArchiveError, receive_bundle
@@ -24,9 +24,16 @@ from kernelindex.views.params import REQUEST_STATE_PATTERN
 from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, client_address, scoped, writer_of
 from kernelindex.web.api.fleet_schemas import ClaimIn, CompleteIn, HeartbeatIn, MeasurementRequestIn
 from kernelindex.web.api.problems import ApiProblem, BodyRule, ProblemRoute, accepts_body, problem_responses
+from kernelindex.web.api.write_schemas import (
+    AuditOut,
+    BundleOut,
+    ClaimOut,
+    LeaseOut,
+    MeasurementRequestOut,
+    RequestsOut,
+)
 
 router = APIRouter(prefix="/api/v1", route_class=ProblemRoute, tags=["v1 write path"])
-OBJECT = {"type": "object", "additionalProperties": True}
 DEFAULT_LEASE_SECONDS = 120.0
 
 
@@ -38,9 +45,10 @@ RequestId = Annotated[int, Path(ge=1, le=2**31 - 1)]
 ReplicaNo = Annotated[int, Path(ge=1, le=3)]
 
 
-def _answers(description: str, *errors: int | str, status: int = 200) -> dict[int | str, Any]:
-    return {status: {"description": description, "content": {"application/json": {"schema": OBJECT}}},
-            **problem_responses(*errors, "4XX")}
+def _answers(description: str, model: Any, *errors: int | str, status: int = 200) -> dict[int | str, Any]:
+    """The route's answer (``model``: its response schema, also for 201 where the route creates) and problems."""
+    created: dict[int | str, Any] = {201: {"description": description, "model": model}} if status == 201 else {}
+    return {200: {"description": description, "model": model}, **created, **problem_responses(*errors, "4XX")}
 
 
 def _catalog(request: Request) -> Any:
@@ -58,7 +66,8 @@ def _catalog(request: Request) -> Any:
                 "trusted here and every digest, then publishes in one transaction, as `ki publish` does. The same "
                 "bundle again answers 200 with the same body and writes nothing but an audit line. Needs "
                 "scope bundles:write.",
-    responses=_answers("Published (201 the first time, 200 for a replay)", 401, 403, 413, 415, 422))
+    responses=_answers("Published (201 the first time, 200 for a replay)", BundleOut, 401, 403, 413, 415, 422,
+                       status=201))
 @accepts_body(BodyRule(MAX_ARCHIVE_BYTES, ARCHIVE_MEDIA_TYPES))
 @scoped("bundles:write", "bundle.upload")
 async def post_bundle(request: Request) -> JSONResponse:
@@ -90,8 +99,8 @@ def _refused(request: Request, writer: Any, code: str, exc: Exception) -> ApiPro
 @router.post("/requests", summary="Ask for a measurement", dependencies=BEARER_DEPENDENCY,
              description="Validated against the operation spec: an impossible shape is a 422 naming the axis. An "
                          "identical open request is merged (its `askers` count goes up). Needs scope requests:write.",
-             responses=_answers("The request (201 new, 200 merged into an identical open one)", 401, 403, 413, 415,
-                                422, status=200))
+             responses=_answers("The request (201 new, 200 merged into an identical open one)",
+                                MeasurementRequestOut, 401, 403, 413, 415, 422, status=201))
 @scoped("requests:write", "request.create")
 def post_request(request: Request, writer: Annotated[Writer, WRITER],
                  body: Annotated[MeasurementRequestIn, Body()]) -> JSONResponse:
@@ -110,20 +119,21 @@ def submit_request(request: Request, body: dict[str, Any]) -> tuple[dict[str, An
     catalog = _catalog(request)
     stored_request, merged = stored.submit(catalog, spec=spec.to_json(), digest=spec.digest,
                                            workload=workload_for(catalog, spec))
-    return stored_request.to_json(), 200 if merged else 201, merged
+    return stored_request.to_json(request.app.state.clock()), 200 if merged else 201, merged
 
 
-@router.get("/requests", summary="Measurement requests, newest first", responses=_answers("Requests", 400))
+@router.get("/requests", summary="Measurement requests, newest first", responses=_answers("Requests", RequestsOut, 400))
 def get_requests(request: Request, state: Annotated[str | None, Query(pattern=REQUEST_STATE_PATTERN)] = None
                  ) -> JSONResponse:
     items = requests_listing(_catalog(request), request.app.state.clock(), state=state)
     return JSONResponse({"items": items, "total": len(items)})
 
 
-@router.get("/requests/{request_id}", summary="One measurement request", responses=_answers("The request", 404))
+@router.get("/requests/{request_id}", summary="One measurement request",
+            responses=_answers("The request", MeasurementRequestOut, 404))
 def get_request(request: Request, request_id: RequestId) -> JSONResponse:
     try:
-        return JSONResponse(stored.get(_catalog(request), request_id).to_json())
+        return JSONResponse(stored.get(_catalog(request), request_id).to_json(request.app.state.clock()))
     except stored.UnknownRequest as exc:
         raise ApiProblem("not_found", f"{exc}; list them at /api/v1/requests") from None
 
@@ -132,7 +142,7 @@ def get_request(request: Request, request_id: RequestId) -> JSONResponse:
              dependencies=BEARER_DEPENDENCY,
              description="The oldest claimable replica for this GPU that this runner key has not served, leased "
                          "for `lease_seconds` (renew with heartbeats). 204 when there is none. Needs bundles:write.",
-             responses={**_answers("The claim: request, replica, token, lease", 401, 403, 413, 415, 422),
+             responses={**_answers("The claim: request, replica, token, lease", ClaimOut, 401, 403, 413, 415, 422),
                         204: {"description": "Nothing to claim for this GPU"}})
 @scoped("bundles:write", "request.claim")
 def post_claim(request: Request, writer: Annotated[Writer, WRITER],
@@ -148,12 +158,14 @@ def post_claim(request: Request, writer: Annotated[Writer, WRITER],
         return Response(status_code=204)
     writer.record(request, "request.claim", "claimed", claim.request.digest,
                   {"request": claim.request.id, "replica": claim.replica, "runner": body.runner_name})
-    return JSONResponse({"request": claim.request.to_json(), "replica": claim.replica, "token": claim.token,
-                         "lease_until": claim.lease_until.isoformat(), "lease_seconds": _lease(request)})
+    return JSONResponse({"request": claim.request.to_json(request.app.state.clock()), "replica": claim.replica,
+                         "token": claim.token, "lease_until": claim.lease_until.isoformat(),
+                         "lease_seconds": _lease(request)})
 
 
 @router.post("/requests/{request_id}/replicas/{replica}/heartbeat", summary="Renew a lease (runners)",
-             dependencies=BEARER_DEPENDENCY, responses=_answers("The new lease", 401, 403, 409, 413, 415, 422))
+             dependencies=BEARER_DEPENDENCY,
+             responses=_answers("The new lease", LeaseOut, 401, 403, 409, 413, 415, 422))
 @scoped("bundles:write", "request.heartbeat")
 def post_heartbeat(request: Request, request_id: RequestId, replica: ReplicaNo,
                    body: Annotated[HeartbeatIn, Body()]) -> JSONResponse:
@@ -168,7 +180,7 @@ def post_heartbeat(request: Request, request_id: RequestId, replica: ReplicaNo,
              dependencies=BEARER_DEPENDENCY,
              description="Done: `bundle` names the uploaded bundle, which must carry runs signed by the claiming "
                          "runner. Failed: `failure` says why (e.g. an implementation that does not install).",
-             responses=_answers("The request", 401, 403, 409, 413, 415, 422))
+             responses=_answers("The request", MeasurementRequestOut, 401, 403, 409, 413, 415, 422))
 @scoped("bundles:write", "request.complete")
 def post_complete(request: Request, writer: Annotated[Writer, WRITER],
                   request_id: RequestId, replica: ReplicaNo, body: Annotated[CompleteIn, Body()]) -> JSONResponse:
@@ -185,7 +197,7 @@ def post_complete(request: Request, writer: Annotated[Writer, WRITER],
             from None
     writer.record(request, "request.complete", "done" if body.bundle else "failed", body.bundle or done.digest,
                   {"request": request_id, "replica": replica, "failure": body.failure})
-    return JSONResponse(done.to_json())
+    return JSONResponse(done.to_json(request.app.state.clock()))
 
 
 # ---- audit and changes --------------------------------------------------------------------------
@@ -194,7 +206,7 @@ def post_complete(request: Request, writer: Annotated[Writer, WRITER],
 @router.get("/audit", summary="The audit log (admins)", dependencies=BEARER_DEPENDENCY,
             description="Every write, oldest first: who, scope, action, object digest, time, client address, "
                         "outcome. Page with `after` (the last id seen). Needs scope admin.",
-            responses=_answers("Audit entries", 400, 401, 403))
+            responses=_answers("Audit entries", AuditOut, 400, 401, 403))
 @scoped("admin", "audit.read")
 def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62)] = 0,
               limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
@@ -205,7 +217,7 @@ def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62)] = 0
 @router.get("/changes", summary="What changed: publications, record events, retractions, request completions",
             description="Oldest first. Pass `next_cursor` back as `since` to get only what is new; `since` also "
                         "takes an RFC 3339 instant. A malformed cursor is a 400.",
-            responses=_answers("Changes and the cursor to continue from", 400))
+            responses=_answers("Changes and the cursor to continue from", ChangesPage, 400))
 def get_changes(request: Request, since: Annotated[str | None, Query(max_length=300)] = None,
                 limit: Annotated[int, Query(ge=1, le=MAX_CHANGES)] = 100) -> JSONResponse:
     return JSONResponse(changes_body(_catalog(request), request.app.state.clock(), since, limit))
