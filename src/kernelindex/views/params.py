@@ -5,8 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from pydantic import BeforeValidator
+
+from kernelindex.domain.numbers import parse_integer
+from kernelindex.policy.evidence import LEVELS
 from kernelindex.readmodel.errors import BadParameter, NotFound
+from kernelindex.readmodel.pages_records import VIEWS as RECORD_VIEWS
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,119}$"
 KEY_PATTERN = r"^[A-Za-z0-9:._=,+-]{1,200}$"
@@ -15,6 +21,16 @@ QUERY_PATTERN = r"^[^\x00]*$"
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"  # the API's opaque pagination cursors
 PAGE_PATTERN = r"^[1-9][0-9]{0,3}$"  # a numbered page of a long list on a page (?page=2)
 REQUEST_STATE_PATTERN = r"^(open|claimed|done|failed)$"  # measurement request states
+
+
+def _integer_text(value: Any) -> Any:
+    """Integer query and path parameters arrive as text: the domain's one integer rule reads them, so
+    ``?limit=1_0`` and ``?limit=%2010`` are refused (Python's ``int()`` would take both)."""
+    return parse_integer(value, "the value") if isinstance(value, str) else value
+
+
+# Put after the parameter's Query()/Path() in Annotated, so its minimum/maximum stay in the schema.
+STRICT_INTEGER = BeforeValidator(_integer_text)
 
 
 @dataclass(frozen=True)
@@ -26,6 +42,7 @@ class Param:
     description: str
     what: str  # how a message names a well-formed value: "a workload key", "an operation slug"
     max_length: int = 200
+    choices: tuple[str, ...] = ()  # a closed list the schema declares as its enum (the read model checks it)
 
     def matches(self, value: str) -> bool:
         return len(value) <= self.max_length and re.fullmatch(self.pattern, value) is not None
@@ -64,8 +81,8 @@ def read_query(params: Sequence[Param], repeated: Repeated | None,
 def _single(param: Param, given: Sequence[str]) -> str | None:
     if len(given) > 1:
         raise BadParameter(param.name, f"given {len(given)} times; give it once")
-    value = given[0].strip() if given else ""
-    if value == "":
+    value = given[0] if given else ""
+    if value.strip() == "":  # an empty form field is an absent parameter
         return None
     if not param.matches(value):
         raise BadParameter(param.name, f"{value[:80]!r} is not {param.what}")
@@ -73,7 +90,7 @@ def _single(param: Param, given: Sequence[str]) -> str | None:
 
 
 def _repeated(repeated: Repeated, given: Sequence[str]) -> list[str]:
-    values = [v.strip().lower() for v in given if v.strip()]
+    values = [v.lower() for v in given if v.strip()]  # run ids are hex: either case names the same run
     for value in values:
         if not repeated.param.matches(value):
             raise BadParameter(repeated.param.name, f"{value[:40]!r} is not {repeated.param.what}")
@@ -88,7 +105,7 @@ WORKLOAD = Param("workload", KEY_PATTERN, "Workload key (12 hex digits).", "a wo
 COHORT = Param("cohort", KEY_PATTERN, "Cohort key (12 hex digits).", "a cohort key")
 OPERATION = Param("operation", SLUG_PATTERN, "Operation slug.", "an operation slug", 120)
 GPU = Param("gpu", SLUG_PATTERN, "GPU slug.", "a GPU slug", 120)
-EVIDENCE = Param("evidence", SLUG_PATTERN, "Evidence level.", "an evidence level", 120)
-VIEW = Param("view", SLUG_PATTERN, "current, recently-broken or history.", "a view name", 120)
+EVIDENCE = Param("evidence", SLUG_PATTERN, "Evidence level.", "an evidence level", 120, LEVELS)
+VIEW = Param("view", SLUG_PATTERN, "current, recently-broken or history.", "a view name", 120, tuple(RECORD_VIEWS))
 RUN = Param("run", RUN_ID_PATTERN, "Run ids (repeat the parameter).", "a run id (hex digits)", 64)
 PAGE = Param("page", PAGE_PATTERN, "Page number of the page's long list (1 = first).", "a page number (1, 2, …)", 4)

@@ -21,7 +21,7 @@ from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.service import RequestProblems, resolve_structured
 from kernelindex.resolve.source import CatalogCohortSource
 from kernelindex.views import params
-from kernelindex.views.params import Param
+from kernelindex.views.params import Param, Repeated
 from kernelindex.views.problems import READ_ERRORS, problem_of
 from kernelindex.views.table import COMPARE_RUNS, QUERY, VIEW
 from kernelindex.web.api.agent_routes import register as register_agent_routes
@@ -53,16 +53,39 @@ LIST_SCHEMA = {
     },
 }
 
-Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1–{MAX_LIMIT}.")]
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1–{MAX_LIMIT}."), params.STRICT_INTEGER]
 Cursor = Annotated[str | None, Query(max_length=512, pattern=params.CURSOR_PATTERN,
                                      description="Opaque cursor from the previous page's next_cursor.")]
-Slug = Annotated[str, Path(description=params.SLUG.description)]
+
+
+def _path(param: Param) -> Any:
+    """A path subject as the page table declares it. The schema states its pattern; the server decides with
+    ``check_subject`` (a value that cannot name anything is a 404, like any path that names nothing)."""
+    return Path(description=param.description,
+                json_schema_extra={"pattern": param.pattern, "maxLength": param.max_length})
+
+
+def _item(param: Param) -> dict[str, Any]:
+    """The schema of each value of a repeated query parameter (compare's ``run``)."""
+    return {"type": "string", "pattern": param.pattern, "maxLength": param.max_length}
+
+
+def _repeated(repeated: Repeated) -> Any:
+    """A repeated query parameter (compare's ``run``): its count, each value, and no value twice."""
+    return Query(min_length=repeated.least, max_length=repeated.most, description=repeated.param.description,
+                 json_schema_extra={"items": _item(repeated.param), "uniqueItems": True})
+
+
+Slug = Annotated[str, _path(params.SLUG)]
+RunId = Annotated[str, _path(params.RUN_ID)]
 
 
 
 def _query(param: Param) -> Any:
     """A query parameter as the page table declares it (pattern, length, description)."""
-    return Query(pattern=param.pattern, max_length=param.max_length, description=param.description)
+    enum = {"enum": list(param.choices)} if param.choices else None
+    return Query(pattern=param.pattern, max_length=param.max_length, description=param.description,
+                 json_schema_extra=enum)
 
 
 def _ok(description: str, schema: dict[str, Any] | None = None, *errors: int) -> dict[int | str, Any]:
@@ -212,7 +235,7 @@ def get_implementation(request: Request, slug: Slug) -> JSONResponse:
 @router.get("/runs/{run_id}", summary="Evidence dossier of one run",
             responses=_page("Status, timing, rank or the reason it is not ranked, workload, protocol, environment",
                             "run", 404))
-def get_run(request: Request, run_id: Annotated[str, Path(description=params.RUN_ID.description)]) -> JSONResponse:
+def get_run(request: Request, run_id: RunId) -> JSONResponse:
     return _view(request, "run", run_id)
 
 
@@ -271,8 +294,7 @@ def get_challenges(request: Request) -> JSONResponse:
                                                                     "compare", 404))
 def get_compare(
     request: Request,
-    run: Annotated[list[str], Query(min_length=COMPARE_RUNS.least, max_length=COMPARE_RUNS.most,
-                                    description=COMPARE_RUNS.param.description)],
+    run: Annotated[list[str], _repeated(COMPARE_RUNS)],
 ) -> JSONResponse:
     return _view(request, "compare", run=run)
 

@@ -20,7 +20,7 @@ from kernelindex.readmodel.changes import MAX_CHANGES, BadCursor, ChangesPage, l
 from kernelindex.readmodel.requests import requests_listing, validated_request, workload_for
 from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, trusted_runner_keys
 from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES, ArchiveError, receive_bundle
-from kernelindex.views.params import REQUEST_STATE_PATTERN
+from kernelindex.views.params import REQUEST_STATE_PATTERN, STRICT_INTEGER
 from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, client_address, scoped, writer_of
 from kernelindex.web.api.fleet_schemas import ClaimIn, CompleteIn, HeartbeatIn, MeasurementRequestIn
 from kernelindex.web.api.problems import ApiProblem, BodyRule, ProblemRoute, accepts_body, problem_responses
@@ -41,8 +41,8 @@ def _lease(request: Request) -> float:
     """How long a claim holds without a heartbeat: app.state.lease_seconds, $KERNELINDEX_LEASE_SECONDS or 120."""
     configured = getattr(request.app.state, "lease_seconds", None)
     return float(configured or os.environ.get("KERNELINDEX_LEASE_SECONDS") or DEFAULT_LEASE_SECONDS)
-RequestId = Annotated[int, Path(ge=1, le=2**31 - 1)]
-ReplicaNo = Annotated[int, Path(ge=1, le=3)]
+RequestId = Annotated[int, Path(ge=1, le=2**31 - 1), STRICT_INTEGER]
+ReplicaNo = Annotated[int, Path(ge=1, le=3), STRICT_INTEGER]
 
 
 def _answers(description: str, model: Any, *errors: int | str, status: int = 200) -> dict[int | str, Any]:
@@ -208,8 +208,8 @@ def post_complete(request: Request, writer: Annotated[Writer, WRITER],
                         "outcome. Page with `after` (the last id seen). Needs scope admin.",
             responses=_answers("Audit entries", AuditOut, 400, 401, 403))
 @scoped("admin", "audit.read")
-def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62)] = 0,
-              limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
+def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62), STRICT_INTEGER] = 0,
+              limit: Annotated[int, Query(ge=1, le=1000), STRICT_INTEGER] = 100) -> JSONResponse:
     items = [e.to_json() for e in audit.entries(_catalog(request), after=after, limit=limit)]
     return JSONResponse({"items": items, "next_after": items[-1]["id"] if items else after})
 
@@ -219,7 +219,7 @@ def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62)] = 0
                         "takes an RFC 3339 instant. A malformed cursor is a 400.",
             responses=_answers("Changes and the cursor to continue from", ChangesPage, 400))
 def get_changes(request: Request, since: Annotated[str | None, Query(max_length=300)] = None,
-                limit: Annotated[int, Query(ge=1, le=MAX_CHANGES)] = 100) -> JSONResponse:
+                limit: Annotated[int, Query(ge=1, le=MAX_CHANGES), STRICT_INTEGER] = 100) -> JSONResponse:
     return JSONResponse(changes_body(_catalog(request), request.app.state.clock(), since, limit))
 
 
