@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from kernelindex.domain.numbers import NumberError, parse_integer, parse_number
+from kernelindex.domain.numbers import NumberError, json_number, parse_integer, parse_number
 from kernelindex.domain.units import DurationError, parse_duration_ns
 
 
@@ -34,3 +34,10 @@ def test_durations_use_the_same_number_rule(text: str) -> None:
     assert parse_duration_ns("10 ns") == parse_duration_ns("1e1ns") == 10
     with pytest.raises(DurationError):
         parse_duration_ns(text)
+
+
+@pytest.mark.parametrize("value", ["10", " 1.0", True, None, [1]])
+def test_a_json_number_must_be_written_as_one(value: object) -> None:
+    assert json_number(2.5, "score value") == 2.5
+    with pytest.raises(NumberError, match="score value is .*: write it as a JSON number"):
+        json_number(value, "score value")

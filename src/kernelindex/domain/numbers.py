@@ -41,3 +41,11 @@ def parse_integer(text: str, field: str) -> int:
     if len(text) > MAX_NUMBER_CHARS or not _INTEGER.fullmatch(text):
         raise NumberError(f"{field} is {_shown(text)}, not an integer: write {INTEGER_RULE}")
     return int(text)
+
+
+def json_number(value: object, field: str) -> int | float:
+    """A number a JSON document must write as a number: ``"10"`` (a string) and ``true`` are refused, so
+    text never reaches ``round()``/``int()`` by way of a lenient conversion."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise NumberError(f"{field} is {value!r}: write it as a JSON number, not a {type(value).__name__}")
+    return value

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kernelindex import registry
 from kernelindex.domain.manifests import Manifest, ManifestError, build, digest_of
+from kernelindex.domain.numbers import NumberError, json_number
 from kernelindex.sources.kernelindex_export.operations import RowSkipped
 
 STATUSES = {"passed", "runtime_error", "compile_error"}
@@ -60,8 +61,15 @@ def map_environment(manifest: dict | None, product: str) -> Manifest:
     return build("ExecutionEnvironment", {"hardware": hardware, "software": software}, {"title": title})
 
 
-def _ns(value: float | int | None) -> int | None:
-    return None if value is None else int(round(value))
+def _number(value: object, field: str) -> int | float:
+    try:
+        return json_number(value, field)
+    except NumberError as exc:
+        raise RowSkipped(str(exc)) from None
+
+
+def _ns(value: object) -> int | None:
+    return None if value is None else int(round(_number(value, "measurement value")))
 
 
 def run_figures(status: str, measurements: list[dict], statistic: str | None) -> dict:
@@ -79,8 +87,9 @@ def run_figures(status: str, measurements: list[dict], statistic: str | None) ->
         return {"timing": {k: v for k, v in timing.items() if v is not None}}
     if len(scores) == 1 and scores[0]["unit"] == "s":
         score = scores[0]
+        value = float(_number(score["value"], "score value"))
         return {"timing": {"raw": raw}, "score": {"metric": "score", "statistic": score["statistic"], "unit": "s",
-                                                  "value": float(score["value"]), "scope": SCORE_SCOPE}}
+                                                  "value": value, "scope": SCORE_SCOPE}}
     raise RowSkipped(f"a passed run with neither a latency mean nor one score (statistic {statistic!r})")
 
 
