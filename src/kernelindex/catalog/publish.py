@@ -116,12 +116,14 @@ def _lookup_bodies(conn: Connection, digests: set[str], batch: dict[str, _Item])
     return bodies
 
 
-def _run_row(item: _Item, bodies: dict[str, dict], now: datetime) -> dict:
+def _run_row(item: _Item, bodies: dict[str, dict], now: datetime, environment_keys: dict[str, str]) -> dict:
     spec = item.data["spec"]
     timing = spec["timing"]
     runner = spec.get("runner") or {}
     implementation = bodies[spec["implementation"]]
-    environment = environment_key(bodies[spec["environment"]]["spec"])
+    environment = environment_keys.get(spec["environment"])
+    if environment is None:  # a few dozen environments for thousands of runs: hash each once
+        environment = environment_keys[spec["environment"]] = environment_key(bodies[spec["environment"]]["spec"])
     return {
         "digest": item.digest,
         "run_id": run_id_of(item.digest),
@@ -249,7 +251,8 @@ def publish_manifests(
         _check_source_policy(fresh_runs, refused_sources or {})
         _check_corrections(conn, fresh_facts, batch)
         _insert(conn, ObjectRow, [_object_row(i, now) for i in fresh_facts])
-        _insert(conn, RunRow, [_run_row(i, bodies, now) for i in fresh_runs])
+        environment_keys: dict[str, str] = {}
+        _insert(conn, RunRow, [_run_row(i, bodies, now, environment_keys) for i in fresh_runs])
         for table, rows in _fact_rows(fresh_facts).items():
             _insert(conn, table, rows)
         attested = _insert_attestations(conn, attestations or {}, now)
