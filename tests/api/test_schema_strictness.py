@@ -79,3 +79,15 @@ def test_compare_declares_what_each_run_is(api: TestClient, api_app: Any) -> Non
 def test_a_spaced_page_number_is_refused(api: TestClient) -> None:
     answer = api.get("/api/v1/gpus/h100-sxm?page=%202")
     assert answer.status_code == 400 and "page" in answer.json()["detail"]
+
+
+@pytest.mark.parametrize("value", ["2_048", " 2048", "2048", 2048.0])
+def test_a_structured_axis_is_a_json_integer(api: TestClient, value: object) -> None:
+    answer = api.post("/api/v1/resolve", json={"operation": "rope", "axes": {"seq": value}})
+    assert answer.status_code == 422 and "axes.seq" in answer.text, answer.text
+    assert api.post("/api/v1/resolve", json={"operation": "rope", "axes": {"seq": 2048}}).status_code == 200
+
+
+def test_an_axis_in_query_text_uses_the_integer_rule(api: TestClient) -> None:
+    issues = api.get("/api/v1/search", params={"q": "rope seq=2_048"}).json()["query"]["issues"]
+    assert [i["code"] for i in issues] == ["BAD_VALUE"] and "not '2_048'" in issues[0]["message"]

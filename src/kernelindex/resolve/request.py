@@ -10,10 +10,11 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StringConstraints
 from rapidfuzz import fuzz, process
 
 from kernelindex.domain.dtypes import canonical_dtype
+from kernelindex.domain.numbers import NumberError, parse_integer
 from kernelindex.resolve.vocabulary import (
     BOOLEANS,
     LANGUAGES,
@@ -25,7 +26,8 @@ from kernelindex.resolve.vocabulary import (
 )
 
 AxisName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
-AxisValue = Annotated[int, Field(ge=1, le=2**53)]
+# A JSON integer: "2048" (text) and 2048.0 are refused, not converted (pydantic's lax int takes "2_048").
+AxisValue = Annotated[int, Strict(), Field(ge=1, le=2**53)]
 Mode = Literal["forward", "backward", "forward+backward", "forward-no-grad"]
 Trust = Literal["reported", "reproducible", "verified", "replicated"]
 MAX_AXES = 16
@@ -182,10 +184,11 @@ def normalise_value(field: str, value: str, vocab: Vocabulary) -> tuple[object |
 
 
 def axis_value(value: str) -> int | None:
-    text = value.strip().replace("_", "")
-    if not text.isascii() or not text.isdigit() or len(text) > 16:
+    """An axis value in query text: the domain's integer rule (``seq=2_048`` is not a number)."""
+    try:
+        number = parse_integer(value.strip(), "axis value")
+    except NumberError:
         return None
-    number = int(text)
     return number if 1 <= number <= 2**53 else None
 
 
