@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -126,3 +127,19 @@ def test_batch_and_use_answer_with_the_apps_clock(catalog: Any, api: TestClient)
         assert answers[1]["result"] == pinned.post("/api/v1/resolve", json=structured).json()
         for answer in answers:
             assert all(row["stale"] for c in answer["result"]["exact"] for row in c["rows"])
+
+
+def test_a_full_batch_of_the_longest_queries_is_not_too_large(api: TestClient) -> None:
+    """The schema allows 50 queries of 500 characters; the body limit must too (a 413 for a schema-valid
+    batch would be the server refusing what its contract promises)."""
+    queries = ["rope " + "é" * 495] * 50
+    response = api.post("/api/v1/resolve/batch", content=json.dumps({"queries": queries}),  # escaped: ~150 KB
+                        headers={"content-type": "application/json"})
+    assert response.status_code == 200 and response.json()["count"] == 50
+
+
+def test_the_structured_request_schema_says_what_the_resolver_refuses(api_app: Any) -> None:
+    schema = api_app.openapi()["components"]["schemas"]["ResolveRequest"]["properties"]
+    assert schema["axes"]["propertyNames"]["pattern"] == "^[a-z][a-z0-9_]{0,39}$"
+    assert schema["axes"]["additionalProperties"] is False
+    assert all(schema[f]["anyOf"][0]["pattern"] == r"\S" for f in ("operation", "dtype", "gpu", "mode"))

@@ -25,9 +25,11 @@ from kernelindex.resolve.vocabulary import (
     normalise,
 )
 
-AxisName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+AXIS_NAME = r"^[a-z][a-z0-9_]{0,39}$"
+AxisName = Annotated[str, StringConstraints(pattern=AXIS_NAME)]
 # A JSON integer: "2048" (text) and 2048.0 are refused, not converted (pydantic's lax int takes "2_048").
 AxisValue = Annotated[int, Strict(), Field(ge=1, le=2**53)]
+SOME_TEXT = r"\S"  # a filter value has at least one non-space character (an empty one names nothing)
 Mode = Literal["forward", "backward", "forward+backward", "forward-no-grad"]
 Trust = Literal["reported", "reproducible", "verified", "replicated"]
 MAX_AXES = 16
@@ -42,21 +44,26 @@ class ResolveRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_max_length=120)
 
-    operation: Annotated[str, StringConstraints(min_length=1, max_length=120)] | None = Field(
+    operation: Annotated[str, StringConstraints(min_length=1, max_length=120, pattern=SOME_TEXT)] | None = Field(
         None, description="Operation slug or alias (rope, rotary, layer norm …)."
     )
     axes: dict[AxisName, AxisValue] = Field(
-        default_factory=dict, max_length=MAX_AXES, description="Axis bindings, e.g. {\"seq\": 2048}."
+        default_factory=dict, max_length=MAX_AXES, description="Axis bindings, e.g. {\"seq\": 2048}.",
+        json_schema_extra={"propertyNames": {"pattern": AXIS_NAME}, "additionalProperties": False},
     )
-    dtype: str | None = Field(None, max_length=40, description="bf16, fp32, bfloat16 …")
-    gpu: str | None = Field(None, max_length=80, description="GPU slug or name: a100, H100, b200 …")
-    arch: str | None = Field(None, max_length=20, description="Compute capability, e.g. sm_90.")
-    mode: str | None = Field(None, max_length=40, description="forward, backward, forward+backward or forward-no-grad.")
-    language: str | None = Field(None, max_length=40, description="Implementation language: triton, cuda, python …")
-    trust: str | None = Field(None, max_length=40, description="Minimum evidence level.")
+    dtype: str | None = Field(None, max_length=40, pattern=SOME_TEXT, description="bf16, fp32, bfloat16 …")
+    gpu: str | None = Field(None, max_length=80, pattern=SOME_TEXT, description="GPU slug or name: a100, H100 …")
+    arch: str | None = Field(None, max_length=20, pattern=SOME_TEXT, description="Compute capability, e.g. sm_90.")
+    mode: str | None = Field(None, max_length=40, pattern=SOME_TEXT,
+                             description="forward, backward, forward+backward or forward-no-grad.")
+    language: str | None = Field(None, max_length=40, pattern=SOME_TEXT,
+                                 description="Implementation language: triton, cuda, python …")
+    trust: str | None = Field(None, max_length=40, pattern=SOME_TEXT, description="Minimum evidence level.")
     usable: StrictBool | None = Field(None, description="Only rows usable as-is (true) or not usable (false).")
-    license: str | None = Field(None, max_length=100, description="Concluded license (SPDX), e.g. BSD-2-Clause.")
-    source: str | None = Field(None, max_length=100, description="Source name, e.g. liger-kernel-benchmarks.")
+    license: str | None = Field(None, max_length=100, pattern=SOME_TEXT,
+                                description="Concluded license (SPDX), e.g. BSD-2-Clause.")
+    source: str | None = Field(None, max_length=100, pattern=SOME_TEXT,
+                               description="Source name, e.g. liger-kernel-benchmarks.")
 
 
 @dataclass(frozen=True)

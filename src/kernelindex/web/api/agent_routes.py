@@ -20,7 +20,7 @@ from kernelindex.resolve.batch import MAX_BATCH, QueryFailure, answer_query
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.resolve.source import CatalogCohortSource
 from kernelindex.resolve.use import use_text
-from kernelindex.web.api.problems import ApiProblem, problem_body, problem_responses
+from kernelindex.web.api.problems import ApiProblem, BodyRule, accepts_body, problem_body, problem_responses
 from kernelindex.web.api.schemas import ResolutionOut
 
 USE_SCHEMA: dict[str, Any] = {
@@ -99,6 +99,12 @@ def batch_answers(catalog: Any, cache: VersionedCache | None, queries: list[Any]
     return {"count": len(answers), "answered": len(answers) - failed, "failed": failed, "answers": answers}
 
 
+# A schema-valid query serialises to at most ~15 KB (a structured request's ~600 characters of text and 16
+# axes, each character at most a 12-byte surrogate-pair escape), so a full batch fits in 50 × 16 KiB.
+QUERY_BODY_BYTES = 16 * 1024
+
+
+@accepts_body(BodyRule(MAX_BATCH * QUERY_BODY_BYTES))
 def post_resolve_batch(request: Request, body: Annotated[BatchRequest, Body()]) -> Response:
     answers = batch_answers(request.app.state.catalog, READ_CACHE, list(body.queries), request.app.state.clock())
     return Response(orjson.dumps(answers), media_type="application/json")  # ~1 MB for 50 answers: orjson is 5× faster
