@@ -72,8 +72,8 @@ class MeasurementRequest:
     def age_seconds(self, now: datetime) -> float:
         return max(0.0, (now - self.created_at).total_seconds())
 
-    def to_json(self, now: datetime | None = None) -> dict[str, Any]:
-        now = now or datetime.now(UTC)
+    def to_json(self, now: datetime) -> dict[str, Any]:
+        """The request as the API shows it; ``now`` (the app's clock) gives its age."""
         return {"id": self.id, "digest": self.digest, "operation": self.operation, "gpu": self.gpu,
                 "request": self.spec, "workload": self.workload, "askers": self.askers, "state": self.state,
                 "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat(),

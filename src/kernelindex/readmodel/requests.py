@@ -88,7 +88,7 @@ class AskPage(JsonModel):
     open_request: dict[str, Any] | None  # the identical open request this ask would join
 
 
-def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str) -> AskPage:
+def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str, *, now: datetime) -> AskPage:
     """What the confirmation form shows: the exact workload and GPU, and an open request it would join."""
     from kernelindex.readmodel.labels import gpu_label, workload_label
     from kernelindex.readmodel.loading import NotFound, load_operation
@@ -104,7 +104,7 @@ def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str) -> A
     measured = sorted({gpu_label(data.environments[r.environment]) for r in data.runs
                        if r.workload == digest and r.eligible})
     wanted = RequestSpec(operation, spec["axes"], spec.get("dtypes", {}), gpu, ["forward"], None, 1)
-    open_request = next((r.to_json() for r in stored.list_requests(catalog, state=None)
+    open_request = next((r.to_json(now) for r in stored.list_requests(catalog, state=None)
                          if r.digest == wanted.digest and r.state in (stored.OPEN, stored.CLAIMED)), None)
     return AskPage(operation, data.operation["metadata"].get("title", operation), workload_key,
                    workload_label(data.operation, data.workloads[digest]), spec["axes"], spec.get("dtypes", {}),

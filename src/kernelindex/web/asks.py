@@ -60,7 +60,7 @@ def ask_form(request: Request, operation: str = "", workload: str = "", gpu: str
     from kernelindex.web.pages import page_errors
 
     with page_errors(request):
-        page = ask_page(request.app.state.catalog, operation, workload, gpu)
+        page = ask_page(request.app.state.catalog, operation, workload, gpu, now=request.app.state.clock())
     token = secrets.token_urlsafe(32)
     response = render("request_new.html", page=page.to_json(), csrf=token, nav="challenges")
     response.headers["cache-control"] = "no-store"  # it carries a per-visitor token
@@ -116,7 +116,7 @@ def _request_body(request: Request, form: dict[str, str]) -> dict[str, Any]:
 
     with page_errors(request):
         page = ask_page(request.app.state.catalog, form.get("operation", ""), form.get("workload", ""),
-                        form.get("gpu", ""))
+                        form.get("gpu", ""), now=request.app.state.clock())
     replicas = 2 if form.get("replicas") == "2" else 1
     return {"operation": page.operation, "axes": page.axes, "dtypes": page.dtypes, "gpu": page.gpu,
             "replicas": replicas}
