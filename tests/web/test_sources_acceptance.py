@@ -102,3 +102,21 @@ def test_home_page_names_every_published_source_with_its_attribution(client: Tes
         policy = registry.source_policy(name)
         assert policy.title in home and _escaped(policy.attribution) in home
     assert "SOL-ExecBench" not in home
+
+
+def test_a_mean_run_and_one_run_of_every_source_and_status_render_their_page(client: TestClient,
+                                                                              catalog: Catalog) -> None:
+    """The run page once read a median every run has: FlashInfer-Bench's and GPU MODE's mean runs answered 500."""
+    from sqlalchemy import func, select
+
+    from kernelindex.catalog.models import RunRow
+
+    mean_run = client.get(f"/api/v1/operations/{GQA}").json()["ranked"][0]["run_id"]
+    page = client.get(f"/runs/{mean_run}")
+    assert page.status_code == 200 and "<h1>" in page.text and "mean " in page.text.split("</h1>")[0]
+    with catalog.engine.connect() as conn:
+        samples = conn.execute(select(func.min(RunRow.run_id)).group_by(RunRow.source, RunRow.status)).scalars()
+        run_ids = list(samples)
+    assert len(run_ids) >= 4
+    for run_id in run_ids:
+        assert client.get(f"/runs/{run_id}").status_code == 200, run_id
