@@ -20,8 +20,9 @@ from kernelindex.web.api.openapi import _NoCatalog
 
 NAMES_NOTHING = {"bad_cursor", "bad_selection"}  # well-formed, but not issued for this page
 # Values checked against what the catalog holds, which no schema can list: a /records filter naming an
-# operation or GPU with no record; /use's text, which must name one operation of the catalog.
-CATALOG_FILTERS = {"/api/v1/records": {"operation", "gpu"}}
+# operation or GPU with no record; an operation page's ?gpu=, which must name a GPU of the datasheet table
+# (aliases are free text: "a100", "NVIDIA A100-SXM4-80GB"); /use's text, which must name one operation.
+CATALOG_FILTERS = {"/api/v1/records": {"operation", "gpu"}, "/api/v1/operations/{slug}": {"gpu"}}
 CATALOG_TEXT = {"/api/v1/use"}
 
 
@@ -91,3 +92,12 @@ def test_a_structured_axis_is_a_json_integer(api: TestClient, value: object) -> 
 def test_an_axis_in_query_text_uses_the_integer_rule(api: TestClient) -> None:
     issues = api.get("/api/v1/search", params={"q": "rope seq=2_048"}).json()["query"]["issues"]
     assert [i["code"] for i in issues] == ["BAD_VALUE"] and "not '2_048'" in issues[0]["message"]
+
+
+def test_an_unknown_gpu_on_an_operation_page_is_a_named_parameter_error(api: TestClient) -> None:
+    """The schema admits any text for ?gpu= (aliases are free); the server names the field, so the carve-out
+    above accepts exactly this refusal and no other (Schemathesis found gpu='0')."""
+    answer = api.get("/api/v1/operations/rope", params={"gpu": "0", "format": "csv", "cohort": "__main__"})
+    assert answer.status_code == 400 and "no GPU '0'" in answer.json()["detail"]
+    assert _names_nothing("/api/v1/operations/{slug}", answer.json())
+    assert not _names_nothing("/api/v1/operations/{slug}", {"errors": [{"field": "limit"}]})
