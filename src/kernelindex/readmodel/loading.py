@@ -169,14 +169,7 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
             select(*_RUN_COLUMNS).where(RunRow.operation == digest).order_by(RunRow.digest)
         ).all()
         run_digests = [r.digest for r in rows]
-        facts = _Facts(
-            _facts(conn, RetractionRow, RetractionRow.run, run_digests),
-            _facts(conn, SupersessionRow, SupersessionRow.old, run_digests),
-            _facts(conn, SupersessionRow, SupersessionRow.new, run_digests),
-            set(_facts(conn, AttestationRow, AttestationRow.run, run_digests)),
-            _trusted(conn),
-            _sources(conn),
-        )
+        facts = _facts_of_runs(conn, run_digests)
         bodies = _bodies(conn, _refs(rows))
         workload_rows = conn.execute(
             select(ObjectRow.digest, ObjectRow.body).where(
@@ -188,20 +181,25 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
     return _assemble(catalog, version, slug, orjson.loads(op_row.body), digest, rows, bodies, projects, facts)
 
 
+def _facts_of_runs(conn: Connection, run_digests: list[str] | None) -> _Facts:
+    """Retractions, supersessions and attestations of these runs (None: of every run), trusted keys, sources."""
+    return _Facts(
+        _facts(conn, RetractionRow, RetractionRow.run, run_digests),
+        _facts(conn, SupersessionRow, SupersessionRow.old, run_digests),
+        _facts(conn, SupersessionRow, SupersessionRow.new, run_digests),
+        set(_facts(conn, AttestationRow, AttestationRow.run, run_digests)),
+        _trusted(conn),
+        _sources(conn),
+    )
+
+
 def _load_all(catalog: Catalog, version: int) -> dict[str, OperationData]:
     with catalog.engine.connect() as conn:
         operations = conn.execute(
             select(ObjectRow.name, ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "OperationSpec")
         ).all()
         rows = conn.execute(select(*_RUN_COLUMNS).order_by(RunRow.digest)).all()
-        facts = _Facts(
-            _facts(conn, RetractionRow, RetractionRow.run, None),
-            _facts(conn, SupersessionRow, SupersessionRow.old, None),
-            _facts(conn, SupersessionRow, SupersessionRow.new, None),
-            set(_facts(conn, AttestationRow, AttestationRow.run, None)),
-            _trusted(conn),
-            _sources(conn),
-        )
+        facts = _facts_of_runs(conn, None)
         objects = conn.execute(
             select(ObjectRow.digest, ObjectRow.kind, ObjectRow.operation, ObjectRow.body).where(ObjectRow.kind.in_(
                 ("WorkloadCase", "WorkloadSuite", "ImplementationRevision", "BenchmarkProtocol",
