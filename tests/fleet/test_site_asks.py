@@ -112,3 +112,20 @@ def test_changes_follow_a_cursor_and_the_atom_feed_lists_them(client: TestClient
     entries = ET.fromstring(feed.content).findall(f"{ATOM}entry")
     titles = [e.find(f"{ATOM}title").text for e in entries]
     assert any(t.startswith(f"Run {run} retracted") for t in titles[:3])  # newest first
+
+
+def test_challenges_page_is_rendered_once_and_shows_a_new_request_at_once(
+        client: TestClient, rope_catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kernelindex.web.asks as asks
+
+    renders: list[str] = []
+    real_render = asks.render
+    monkeypatch.setattr(asks, "render", lambda template, **kw: renders.append(template) or real_render(template, **kw))
+    first, again = client.get("/challenges"), client.get("/challenges")
+    assert renders == ["challenges.html"]  # the ~1 MB page is rendered once, not per request
+    assert first.status_code == again.status_code == 200 and first.content == again.content
+    assert first.headers["cache-control"] == "no-store" and ">open<" not in first.text
+    assert client.post("/requests", data=_form(client), follow_redirects=False).status_code == 303
+    listed = re.search(r'<section aria-labelledby="requests">.*?</section>', client.get("/challenges").text, re.S)
+    assert listed is not None and "h100-sxm" in listed.group(0) and ">open<" in listed.group(0)
+    assert renders.count("challenges.html") == 2
