@@ -1,7 +1,8 @@
 """Behaviour snapshot: the answers of a wide set of routes (every operation's JSON twin, home,
 records, challenges, GPUs, implementation pages, run dossiers of every source incl. verified runner
 runs, compare, search, resolve, and a few HTML pages) on a catalog bootstrapped with the bundled
-data, under a pinned clock, written as one JSON file. A refactoring that must not change what users
+data, under a pinned clock, written as one JSON file (each answer parsed, and the sha256 of its exact bytes,
+so key order and spacing count too). A refactoring that must not change what users
 see (issue 9: typed read-model data) is checked by snapshotting before and after and diffing.
 
     .venv/bin/python bench/api_snapshot.py snapshot OUT.json [--catalog sqlite:///kept.db]
@@ -17,6 +18,7 @@ import json
 import sys
 import tempfile
 from datetime import UTC, datetime
+from hashlib import sha256
 from pathlib import Path
 
 PINNED = datetime(2030, 1, 15, 12, 0, tzinfo=UTC)
@@ -59,7 +61,8 @@ def snapshot(out: Path, url: str | None) -> None:
         def get(path: str, html: bool = False) -> dict:
             response = client.get(path)
             body = response.text if html else response.json()
-            answers[path] = {"status": response.status_code, "body": body}
+            exact = sha256(response.content).hexdigest()
+            answers[path] = {"status": response.status_code, "bytes": exact, "body": body}
             return body
 
         def items(path: str) -> list[dict]:
@@ -90,7 +93,8 @@ def snapshot(out: Path, url: str | None) -> None:
         for query in QUERIES:
             get(f"{api}/search?q={query}")
         response = client.post(f"{api}/resolve", json=RESOLVE)
-        answers["POST /resolve"] = {"status": response.status_code, "body": response.json()}
+        answers["POST /resolve"] = {"status": response.status_code, "bytes": sha256(response.content).hexdigest(),
+                                    "body": response.json()}
         for path in HTML + [f"/runs/{r}" for r in runs[:4]]:
             get(path, html=True)
         catalog.engine.dispose()

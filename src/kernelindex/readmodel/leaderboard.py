@@ -57,14 +57,14 @@ def leaderboards(data: OperationData) -> list[Leaderboard]:
 
 def _board(data: OperationData, runs: list[Run]) -> Leaderboard:
     first = runs[0]
-    suite = data.suites.get(first.workload, {})
+    suite = data.suites.get(first.workload)
     score = first.spec["score"]
     eligible = {r.digest: r for r in runs if _eligible(r)}
     ranked = rank([Rankable(r.digest, int(r.spec["score"]["value"] * _SCALE), None, None, r.evidence, r.observed_at)
                    for r in eligible.values()], native=True)
     board = Leaderboard(
-        suite=(suite.get("metadata") or {}).get("title") or "benchmark suite",
-        suite_cases=len((suite.get("spec") or {}).get("cases") or []),
+        suite=(suite.metadata.title if suite else None) or "benchmark suite",
+        suite_cases=len(suite.spec.cases) if suite else 0,
         gpu=gpu_label(data.environments[first.environment]),
         statistic=score["statistic"],
         scope=score["scope"],

@@ -24,6 +24,7 @@ from kernelindex.catalog.models import (
 )
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.instants import as_utc
+from kernelindex.domain.manifests import WorkloadSuite
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency, run_metric
 from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
@@ -99,7 +100,7 @@ class OperationData:
     memory_runs: list[Run] = field(default_factory=list)
     # Suite-scoped leaderboard scores: ranked only among themselves, per suite, GPU and statistic.
     score_runs: list[Run] = field(default_factory=list)
-    suites: dict[str, dict] = field(default_factory=dict)  # WorkloadSuite manifests the score runs name
+    suites: dict[str, WorkloadSuite] = field(default_factory=dict)  # the suites the score runs name
 
     def gpu_of(self, environment: str) -> GpuSpec | None:
         return registry.gpu_for_product(self.environments[environment]["spec"]["hardware"]["product"])
@@ -269,7 +270,7 @@ def _assemble(catalog: Catalog, version: int, slug: str, operation: dict, digest
         facts.sources,
         [r for r in loaded if run_metric(r.spec) == PEAK_MEMORY_METRIC],
         [r for r in loaded if run_metric(r.spec).startswith("score:")],
-        by_kind.get("WorkloadSuite", {}),
+        {d: WorkloadSuite.model_validate(b) for d, b in by_kind.get("WorkloadSuite", {}).items()},
     )
     _derive_policy(data)
     return data

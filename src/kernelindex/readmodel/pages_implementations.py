@@ -171,10 +171,10 @@ def _score_rows(data: OperationData, digests: set[str]) -> list[RunRow]:
     for run in data.score_runs:
         if run.implementation not in digests:
             continue
-        suite = data.suites.get(run.workload, {})
+        suite = data.suites.get(run.workload)
         env, protocol = data.environments[run.environment], data.protocols[run.protocol]
         rows.append(RunRow(
-            run.run_id, short_digest(run.workload), (suite.get("metadata") or {}).get("title") or "benchmark suite",
+            run.run_id, short_digest(run.workload), (suite.metadata.title if suite else None) or "benchmark suite",
             short_digest(run.cohort_key), f"leaderboard score · {labels.cohort_label(env, protocol)}", None, None, 0,
             data.implementations[run.implementation]["spec"].get("version"), run.evidence, False,
             f"/runs/{run.run_id}", run.status, run.spec["score"]["value"]))

@@ -11,7 +11,8 @@ from sqlalchemy import select
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
 from kernelindex.catalog.models import RunRow
-from kernelindex.domain.canonical import short_digest
+from kernelindex.domain.canonical import canonical_bytes, short_digest
+from kernelindex.domain.manifests import manifest_json
 from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.ratios import ratio
@@ -97,10 +98,14 @@ def _not_ranked_reasons(run: Run) -> list[dict]:
 def _workload_facts(data: OperationData, digest: str) -> dict:
     """The run's workload (or benchmark suite) as the dossier shows it."""
     suite = data.suites.get(digest)
-    workload = suite or data.workloads[digest]
-    label = ((workload.get("metadata") or {}).get("title", "benchmark suite") if suite
-             else workload_label(data.operation, workload))
-    return {"key": workload_key(digest), "digest": digest, "label": label, **workload["spec"]}
+    if suite is None:
+        workload = data.workloads[digest]
+        label = workload_label(data.operation, workload)
+        return {"key": workload_key(digest), "digest": digest, "label": label, **workload["spec"]}
+    title = suite.metadata.title
+    spec = json.loads(canonical_bytes(manifest_json(suite)["spec"]))  # as stored: sorted keys, no None
+    return {"key": workload_key(digest), "digest": digest, "label": "benchmark suite" if title is None else title,
+            **spec}
 
 
 def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
