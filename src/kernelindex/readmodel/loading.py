@@ -24,7 +24,7 @@ from kernelindex.catalog.models import (
 )
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.instants import as_utc
-from kernelindex.domain.manifests import WorkloadSuite
+from kernelindex.domain.manifests import Source, WorkloadSuite
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency, run_metric
 from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
@@ -94,7 +94,7 @@ class OperationData:
     trusted_keys: dict[str, str]  # key id → runner name
     version: int
     catalog: Catalog  # the catalog this was loaded from, at ``version``
-    sources: dict[str, dict] = field(default_factory=dict)  # Source manifests by source name
+    sources: dict[str, Source] = field(default_factory=dict)  # Source manifests by source name
     # Runs of a second metric (peak memory): kept apart, so nothing that ranks or counts latency
     # (cohorts, eligibility counts, records, search) ever sees them.
     memory_runs: list[Run] = field(default_factory=list)
@@ -155,7 +155,7 @@ class _Facts:
     superseding: dict[str, dict]  # by the superseding (new) run
     attested: set[str]
     trusted: dict[str, str]
-    sources: dict[str, dict]
+    sources: dict[str, Source]
 
 
 def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
@@ -239,9 +239,10 @@ def _trusted(conn: Connection) -> dict[str, str]:
     return dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).tuples().all())
 
 
-def _sources(conn: Connection) -> dict[str, dict]:
+def _sources(conn: Connection) -> dict[str, Source]:
     source_bodies = conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "Source")).scalars()
-    return {b["spec"]["name"]: b for b in map(orjson.loads, source_bodies)}
+    manifests = [Source.model_validate(orjson.loads(b)) for b in source_bodies]
+    return {m.spec.name: m for m in manifests}
 
 
 def _assemble(catalog: Catalog, version: int, slug: str, operation: dict, digest: str, rows: Sequence[Any],

@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
 from kernelindex.domain.instants import as_utc
+from kernelindex.domain.manifests import Source
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, Run
@@ -114,7 +115,7 @@ def _sources(catalog: Catalog) -> list[SourceFreshness]:
         published = dict(conn.execute(select(PublicationRow.source, func.max(PublicationRow.at))
                                       .group_by(PublicationRow.source)).tuples().all())
     found = []
-    manifests = {b["spec"]["name"]: b for b in bodies}
+    manifests = {m.spec.name: m for m in map(Source.model_validate, bodies)}
     for name in sorted(set(manifests) | set(runs)):
         notice = source_notice(name, manifests.get(name))
         count, last = runs.get(name, (0, None))

@@ -209,7 +209,8 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
 
 
 def _evidence_line(data: OperationData, run: Run, row: RankedRow) -> str:
-    source = data.sources.get(run.source, {}).get("metadata", {}).get("title") or run.source
+    manifest = data.sources.get(run.source)
+    source = (manifest.metadata.title if manifest else None) or run.source
     observed = row.observed_at.date().isoformat()
     zone = "" if row.time_zone_recorded else " (time zone not recorded by the source)"
     return f"{row.evidence.capitalize()} · {source} · observed {observed}{zone} · {EVIDENCE_SENTENCES[row.evidence]}"

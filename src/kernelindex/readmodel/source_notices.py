@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelindex import registry
+from kernelindex.domain.manifests import Source
 from kernelindex.readmodel.jsonable import JsonModel
 
 
@@ -22,11 +23,12 @@ class SourceNotice(JsonModel):
     attribution: str | None
 
 
-def source_notice(name: str, manifest: dict | None = None) -> SourceNotice:
+def source_notice(name: str, manifest: Source | None = None) -> SourceNotice:
     policy = registry.source_policy(name)
     if policy is not None:
         return SourceNotice(name, policy.title, policy.url, policy.license, policy.license_name,
                             policy.license_url, policy.attribution)
-    spec = (manifest or {}).get("spec", {})
-    title = (manifest or {}).get("metadata", {}).get("title") or name
-    return SourceNotice(name, title, spec.get("url"), spec.get("license"), None, None, spec.get("attribution"))
+    if manifest is None:
+        return SourceNotice(name, name, None, None, None, None, None)
+    spec = manifest.spec
+    return SourceNotice(name, manifest.metadata.title or name, spec.url, spec.license, None, None, spec.attribution)
