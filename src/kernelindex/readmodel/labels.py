@@ -6,6 +6,7 @@ import re
 
 from kernelindex import registry
 from kernelindex.domain.canonical import short_digest
+from kernelindex.domain.manifests import SoftwareProject
 
 MODE_WORDS = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward",
               "forward-no-grad": "forward under torch.no_grad()"}
@@ -71,5 +72,5 @@ def implementation_slug(implementation: dict) -> str:
     return implementation.get("metadata", {}).get("name") or short_digest(implementation["spec"]["project"])
 
 
-def project_title(project: dict) -> str:
-    return project.get("metadata", {}).get("title") or project["spec"]["name"]
+def project_title(project: SoftwareProject) -> str:
+    return project.metadata.title or project.spec.name

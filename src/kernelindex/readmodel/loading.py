@@ -24,7 +24,7 @@ from kernelindex.catalog.models import (
 )
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.instants import as_utc
-from kernelindex.domain.manifests import Source, WorkloadSuite
+from kernelindex.domain.manifests import SoftwareProject, Source, WorkloadSuite
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency, run_metric
 from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
@@ -87,7 +87,7 @@ class OperationData:
     runs: list[Run]
     workloads: dict[str, dict]
     implementations: dict[str, dict]
-    projects: dict[str, dict]
+    projects: dict[str, SoftwareProject]
     protocols: dict[str, dict]
     environments: dict[str, dict]
     usability: dict[str, Usability]  # per implementation digest
@@ -261,7 +261,7 @@ def _assemble(catalog: Catalog, version: int, slug: str, operation: dict, digest
         runs,
         by_kind["WorkloadCase"],
         by_kind["ImplementationRevision"],
-        projects,
+        {d: SoftwareProject.model_validate(b) for d, b in projects.items()},
         by_kind["BenchmarkProtocol"],
         by_kind["ExecutionEnvironment"],
         usable,

@@ -47,7 +47,7 @@ class RunRef(JsonModel):
 
 def run_ref(data: OperationData, run: Run, now: datetime) -> RunRef:
     impl = data.implementations[run.implementation]
-    project = data.projects.get(impl["spec"]["project"], {})
+    project = data.projects.get(impl["spec"]["project"])
     usable = data.usability.get(run.implementation)
     return RunRef(
         run_id=run.run_id,

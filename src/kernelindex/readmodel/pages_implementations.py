@@ -104,14 +104,14 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime) -> Implem
         raise NotFound(f"no implementation {slug!r} has runs for {data.slug}")
     first = data.implementations[digests[0]]
     spec = first["spec"]
-    project = data.projects.get(spec["project"], {})
+    project = data.projects.get(spec["project"])
     call = spec["callable"]
     page = ImplementationPage(
         slug=slug,
         title=labels.implementation_title(first),
         project={"title": labels.project_title(project) if project else None,
-                 "repository": project.get("spec", {}).get("repository"),
-                 "homepage": project.get("spec", {}).get("homepage")},
+                 "repository": project.spec.repository if project else None,
+                 "homepage": project.spec.homepage if project else None},
         operation={"slug": data.slug, "title": data.operation.get("metadata", {}).get("title") or data.slug},
         language=call["language"],
         invocation=f"{call['module']}:{call['symbol']}",

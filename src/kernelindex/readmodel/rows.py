@@ -25,7 +25,7 @@ from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
 def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
     impl = data.implementations[digest]
     spec = impl["spec"]
-    project = data.projects.get(spec["project"], {})
+    project = data.projects.get(spec["project"])
     usable = data.usability[digest]
     return ImplementationRef(
         slug=implementation_slug(impl),
