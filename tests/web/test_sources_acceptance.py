@@ -120,3 +120,16 @@ def test_a_mean_run_and_one_run_of_every_source_and_status_render_their_page(cli
     assert len(run_ids) >= 4
     for run_id in run_ids:
         assert client.get(f"/runs/{run_id}").status_code == 200, run_id
+
+
+def test_compare_refuses_score_and_memory_runs_by_name_instead_of_failing(client: TestClient,
+                                                                          catalog: Catalog) -> None:
+    scores = load_operation(catalog, "gpumode-conv2d-v2").score_runs
+    memory = load_operation(catalog, "fused-add-rms-norm").memory_runs
+    for first, second, what in ((scores[0], scores[1], "a leaderboard score"),
+                                (memory[0], memory[1], "a peak-memory figure")):
+        answer = client.get("/api/v1/compare", params=[("run", first.run_id), ("run", second.run_id)])
+        assert answer.status_code == 400, answer.text
+        assert what in answer.json()["detail"] and f"/runs/{first.run_id}" in answer.json()["detail"]
+        page = client.get("/compare", params=[("run", first.run_id), ("run", second.run_id)])
+        assert page.status_code == 400 and what in page.text

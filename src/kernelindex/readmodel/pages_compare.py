@@ -82,7 +82,12 @@ def _locate(catalog: Catalog, run_id: str) -> tuple[OperationData, Run]:
             raise NotFound(f"no run {run_id!r} in the catalog (run ids are 16 hex digits)")
         slug = operation_slug_of(conn, op)
     data = load_operation(catalog, slug)
-    return data, next(r for r in data.runs if r.run_id == run_id)
+    latency = next((r for r in data.runs if r.run_id == run_id), None)
+    if latency is None:  # a leaderboard score or a peak-memory figure: nothing to put side by side in time
+        what = "a leaderboard score" if any(r.run_id == run_id for r in data.score_runs) else "a peak-memory figure"
+        raise BadParameter("run", f"run {run_id} is {what}, not a latency run; compare takes latency runs "
+                                  f"(its evidence is at /runs/{run_id})")
+    return data, latency
 
 
 def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
