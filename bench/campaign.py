@@ -73,6 +73,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
             cases = [w for w in cases if (slug, case_label(w)) in only]
         if args.smoke:
             cases = cases[:1]
+        cases = cases[args.skip_cases:]
         if args.max_cases:
             cases = cases[:args.max_cases]
         if args.order == "reverse":
@@ -81,7 +82,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
             regions = {d: tuple(r for r in rs if r in args.regions.split(",")) for d, rs in regions.items()}
         if cases:
             plan.append((registry.load_operation(slug), cases, keys, regions))
-            outs.append(args.out / "bundles" / f"h200-{slug}-{time.strftime('%Y%m%d')}")
+            outs.append(args.out / "bundles" / f"h200-{slug}-{time.strftime('%Y%m%d')}{args.bundle_suffix}")
     return plan, outs
 
 
@@ -102,7 +103,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         session = run_session([entry], key_path=args.key, runner_name=runner.name, key_id=runner.key_id,
                               out_dirs=[out], time_budget_s=args.time_budget,
                               min_samples=args.min_samples, console=console, do_bench=args.do_bench,
-                              write_bundles=not args.no_bundle, host_calls=args.host_calls)
+                              write_bundles=not args.no_bundle, host_calls=args.host_calls,
+                              test_device_product=args.test_device_product or None)
         result = session.results[0]
         slug = result.operation.metadata.name
         summary["operations"][slug] = {
@@ -141,12 +143,16 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--order", choices=("forward", "reverse"), default="forward")
     r.add_argument("--smoke", action="store_true", help="the first case of each operation")
     r.add_argument("--max-cases", type=int, default=0, help="at most this many cases per operation (device budget)")
+    r.add_argument("--skip-cases", type=int, default=0, help="leave out the first N cases (a later call's share)")
+    r.add_argument("--bundle-suffix", default="", help="appended to the bundle folder's name (a second part)")
     r.add_argument("--time-budget", type=float, default=1.0, help="seconds per case and region")
     r.add_argument("--min-samples", type=int, default=100)
     r.add_argument("--host-calls", type=int, default=50, help="calls timed on the host, device drained before each")
     r.add_argument("--do-bench", action="store_true", help="also record triton's do_bench median")
     r.add_argument("--no-bundle", action="store_true", help="measure only (re-verification, order checks)")
     r.add_argument("--progress", action="store_true")
+    r.add_argument("--test-device-product", default="",
+                   help="CPU smoke: real adapters on CPU tensors, nominal times (e.g. 'NVIDIA H200')")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         print(prepare(args.export, args.out))
