@@ -140,6 +140,9 @@ def feed(request: Request) -> Response:
     return Response(body, media_type="application/atom+xml; charset=utf-8")
 
 
+_CHALLENGES_KEY = ("html", "challenges+requests")
+
+
 @router.get("/challenges", response_class=HTMLResponse)
 def challenges_with_requests(request: Request) -> Response:
     """/challenges: the challenges view (cached per catalog version) plus the measurement requests, read
@@ -162,8 +165,15 @@ def challenges_with_requests(request: Request) -> Response:
         return bytes(render(view.template, page=data, nav="challenges", json_url="/api/v1/challenges",
                             requests=listing, asked=asked_id).body)
 
-    # The page is ~1 MB and took ~60 ms to render per request; the rendered body is cached with the
-    # catalog version, keyed on the day, `asked` and the live request listing (ages included), so a
-    # new, claimed or finished request shows at once and nothing else re-renders it.
-    key = ("html", "challenges+requests", now.date().isoformat(), asked_id, orjson.dumps(listing, default=str))
-    return HTMLResponse(READ_CACHE.get(catalog, key, build), headers={"cache-control": "no-store"})
+    # The page is ~1 MB and took ~60 ms to render per request. One rendered body is kept with the
+    # catalog version, with what it was rendered for (day, `asked`, the live request listing with its
+    # ticking ages): a new, claimed or finished request shows at once, and since the slot is single,
+    # ages and arbitrary `asked` values can never pile up megabyte entries in the cache.
+    rendered_for = (now.date().isoformat(), asked_id, orjson.dumps(listing, default=str))
+    kept_for, body = READ_CACHE.get(catalog, _CHALLENGES_KEY, lambda: (rendered_for, build()))
+    if kept_for != rendered_for:
+        READ_CACHE.discard(lambda key: key == _CHALLENGES_KEY)
+        kept_for, body = READ_CACHE.get(catalog, _CHALLENGES_KEY, lambda: (rendered_for, build()))
+    if kept_for != rendered_for:  # another request re-filled the slot for other arguments meanwhile
+        body = build()
+    return HTMLResponse(body, headers={"cache-control": "no-store"})
