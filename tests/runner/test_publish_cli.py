@@ -79,6 +79,29 @@ def test_shipped_bundles_verify_and_name_a_shipped_key() -> None:
     assert counts["rope"] == 63 and counts["embedding"] == 96
 
 
+# The 2026-12-01 H200 campaign (runner key 3): cases x 3 implementations x the regions the source measured.
+RUNNER_3 = {"jsd": (72, {"forward": 30, "backward": 12, "forward+backward": 30}),
+            "poly-norm": (36, {"forward": 12, "backward": 12, "forward+backward": 12}),
+            "qwen2vl-mrope": (36, {"forward": 12, "backward": 12, "forward+backward": 12})}
+
+
+def test_runner_3_bundles_ship_every_run_passed_with_distinct_identities() -> None:
+    paths = {_slug(p): p for p in bundled_bundles() if verify_bundle(p).runner_name == "kernelindex-h200-runner-3"}
+    assert set(paths) == set(RUNNER_3)
+    for slug, path in paths.items():
+        bundle = verify_bundle(path)
+        runs = bundle.runs()
+        protocols = {digest_of(m): m.spec.timed_region for m in bundle.manifests if m.kind == "BenchmarkProtocol"}
+        regions: dict[str, int] = {}
+        for run in runs:
+            regions[protocols[run.spec.protocol]] = regions.get(protocols[run.spec.protocol], 0) + 1
+        assert (len(runs), regions) == RUNNER_3[slug]
+        assert {run.spec.status for run in runs} == {"passed"}
+        # one run per (workload, region, implementation), each with its own identity (dyt's raw bundle had not)
+        assert len({run.spec.source.external_id for run in runs}) == len(runs)
+        assert len({(r.spec.workload, r.spec.protocol, r.spec.implementation) for r in runs}) == len(runs)
+
+
 def test_keygen_writes_a_private_key_only_the_owner_reads(tmp_path: Path) -> None:
     result = _ki("runner", "keygen", "--out", str(tmp_path / "k"), "--name", "lab-runner")
     assert result.exit_code == 0, result.output
@@ -131,7 +154,7 @@ def test_bootstrap_trusts_the_shipped_keys(db_url: str) -> None:
     catalog = open_catalog(db_url)
     shipped = {k.key_id: k.name for k in keys.bundled_runner_keys(catalog)}
     assert set(shipped.values()) == {"kernelindex-h200-runner-1", "kernelindex-h200-runner-2",
-                                     "independent-check-runner"}
+                                     "kernelindex-h200-runner-3", "independent-check-runner"}
     assert trusted_runner_keys(catalog) == shipped
     keys.bundled_runner_keys(catalog)  # idempotent
     assert trusted_runner_keys(catalog) == shipped
