@@ -194,6 +194,22 @@ def manifest_json(manifest: Manifest) -> dict[str, Any]:
     return manifest._json_cache
 
 
+def stored_json(manifest: Manifest) -> dict[str, Any]:
+    """The manifest's JSON as the catalog stores it: ``manifest_json`` with the keys of every object
+    sorted, so a surface that shows a stored spec emits it byte for byte. Treat as read-only."""
+    if manifest._stored_cache is None:
+        manifest._stored_cache = _keys_sorted(manifest_json(manifest))
+    return manifest._stored_cache
+
+
+def _keys_sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _keys_sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_keys_sorted(v) for v in value]
+    return value
+
+
 def identity_body(manifest: Manifest) -> dict[str, Any]:
     data = manifest_json(manifest)
     return {"apiVersion": data["apiVersion"], "kind": data["kind"], "spec": data["spec"]}

@@ -73,6 +73,7 @@ class Strict(BaseModel):
     # Manifests are frozen, so their JSON form and digest are computed once and kept.
     _json_cache: dict[str, Any] | None = PrivateAttr(default=None)
     _digest_cache: str | None = PrivateAttr(default=None)
+    _stored_cache: dict[str, Any] | None = PrivateAttr(default=None)
 
 
 class Metadata(Strict):

@@ -116,7 +116,7 @@ def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> Fl
     record = rows[0].median_ns
     bound = (
         "no arithmetic formula for this family: bandwidth floor only"
-        if not data.operation["spec"].get("flops")
+        if not data.operation.spec.flops
         else "flops from the operation's declared formula"
         if data.workloads[cohort.workload]["spec"].get("dtypes")
         else "flops from the family's standard count (KernelIndex registry), over the GPU's fastest dense rate "

@@ -6,22 +6,22 @@ import re
 
 from kernelindex import registry
 from kernelindex.domain.canonical import short_digest
-from kernelindex.domain.manifests import SoftwareProject
+from kernelindex.domain.manifests import OperationSpec, SoftwareProject
 
 MODE_WORDS = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward",
               "forward-no-grad": "forward under torch.no_grad()"}
 
 
-def axis_order(operation: dict) -> list[str]:
+def axis_order(operation: OperationSpec) -> list[str]:
     """Non-derived axes in the order the curated spec declares them (canonical JSON sorts keys,
     so the stored body has lost it; the registry keeps it)."""
-    curated = registry.operations().get(operation.get("metadata", {}).get("name", ""))
+    curated = registry.operations().get(operation.metadata.name or "")
     axes = curated.spec.axes if curated is not None else None
-    names = list(axes) if axes else list(operation["spec"]["axes"])
-    return [n for n in names if operation["spec"]["axes"][n]["role"] != "derived"]
+    names = list(axes) if axes else list(operation.spec.axes)
+    return [n for n in names if operation.spec.axes[n].role != "derived"]
 
 
-def workload_label(operation: dict, workload: dict) -> str:
+def workload_label(operation: OperationSpec, workload: dict) -> str:
     """'seq = 2048 · hidden = 8192 · q_heads = 32 · kv_heads = 8 · bf16' in the operation's axis order."""
     spec = workload["spec"]
     axes = spec["axes"]

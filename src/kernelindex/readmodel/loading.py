@@ -24,7 +24,7 @@ from kernelindex.catalog.models import (
 )
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.instants import as_utc
-from kernelindex.domain.manifests import SoftwareProject, Source, WorkloadSuite
+from kernelindex.domain.manifests import OperationSpec, SoftwareProject, Source, WorkloadSuite
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency, run_metric
 from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
@@ -82,7 +82,7 @@ class Run:
 @dataclass
 class OperationData:
     slug: str
-    operation: dict  # manifest JSON
+    operation: OperationSpec
     digest: str
     runs: list[Run]
     workloads: dict[str, dict]
@@ -101,6 +101,11 @@ class OperationData:
     # Suite-scoped leaderboard scores: ranked only among themselves, per suite, GPU and statistic.
     score_runs: list[Run] = field(default_factory=list)
     suites: dict[str, WorkloadSuite] = field(default_factory=dict)  # the suites the score runs name
+
+    @property
+    def title(self) -> str:
+        """The operation's title, or its slug when it has none."""
+        return self.operation.metadata.title or self.slug
 
     def gpu_of(self, environment: str) -> GpuSpec | None:
         return registry.gpu_for_product(self.environments[environment]["spec"]["hardware"]["product"])
@@ -179,7 +184,8 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         )
         bodies.update({d: orjson.loads(b) for d, b in workload_rows})
         projects = dict(sorted(_bodies(conn, _project_refs(bodies)).items()))
-    return _assemble(catalog, version, slug, orjson.loads(op_row.body), digest, rows, bodies, projects, facts)
+    operation = OperationSpec.model_validate_json(op_row.body)
+    return _assemble(catalog, version, slug, operation, digest, rows, bodies, projects, facts)
 
 
 def _facts_of_runs(conn: Connection, run_digests: list[str] | None) -> _Facts:
@@ -221,8 +227,8 @@ def _load_all(catalog: Catalog, version: int) -> dict[str, OperationData]:
         bodies = {d: every[d] for d in _refs(op_rows) if d in every}
         bodies.update({d: every[d] for d in workloads_of.get(digest, [])})
         projects = {d: every[d] for d in sorted(_project_refs(bodies)) if d in every}
-        assemble = partial(_assemble, catalog, version, slug, orjson.loads(body), digest, op_rows, bodies, projects,
-                           facts)
+        assemble = partial(_assemble, catalog, version, slug, OperationSpec.model_validate_json(body), digest, op_rows,
+                           bodies, projects, facts)
         loaded[slug] = READ_CACHE.get(catalog, ("operation-data", slug), assemble, version=version)
     return loaded
 
@@ -245,7 +251,7 @@ def _sources(conn: Connection) -> dict[str, Source]:
     return {m.spec.name: m for m in manifests}
 
 
-def _assemble(catalog: Catalog, version: int, slug: str, operation: dict, digest: str, rows: Sequence[Any],
+def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpec, digest: str, rows: Sequence[Any],
               bodies: dict[str, dict], projects: dict[str, dict], facts: _Facts) -> OperationData:
     loaded = [_run(r, facts) for r in rows]
     runs = [r for r in loaded if is_latency(run_metric(r.spec))]

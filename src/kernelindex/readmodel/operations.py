@@ -9,6 +9,7 @@ from datetime import datetime
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
+from kernelindex.domain.manifests import stored_json
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
 from kernelindex.readmodel.gaps import asked_gpu, not_measured, on_gpu
@@ -48,14 +49,14 @@ def operations_index(catalog: Catalog) -> list[OperationSummary]:
     summaries = []
     for slug, data in load_all_operations(catalog).items():
         eligible = [r for r in data.runs if r.eligible]
-        meta = data.operation["metadata"]
+        meta = data.operation.metadata
         summaries.append(
             OperationSummary(
                 slug=slug,
-                title=meta.get("title", slug),
-                family=data.operation["spec"]["family"],
-                description=meta.get("description", ""),
-                aliases=meta.get("aliases", []),
+                title=data.title,
+                family=data.operation.spec.family,
+                description=meta.description or "",
+                aliases=meta.aliases,
                 eligible_runs=len(eligible),
                 workloads=len({r.workload for r in eligible}),
                 implementations=len({implementation_slug(data.implementations[r.implementation]) for r in eligible}),
@@ -91,14 +92,13 @@ def build_operation_page(
     if asked_gap and asked_gap.nearest and not cohort:  # show the nearest measured GPU's cohort below
         selected = next((c for c in workload_cohorts if cohort_key_short(c.key) == asked_gap.nearest.cohort), selected)
     rows = ranked_rows(data, selected, now) if selected else []
-    meta = data.operation["metadata"]
     page = OperationPage(
         slug=data.slug,
-        title=meta.get("title", data.slug),
-        description=meta.get("description", ""),
+        title=data.title,
+        description=data.operation.metadata.description or "",
         digest=data.digest,
         digest_short=short_digest(data.digest),
-        family=data.operation["spec"]["family"],
+        family=data.operation.spec.family,
         eligible_runs=len(eligible),
         semantics=_semantics(data),
         workloads=_workload_summaries(data, eligible_by_workload, selected_workload, selected, all_cohorts),
@@ -139,7 +139,7 @@ def _json_url(slug: str, workload: str | None, cohort: Cohort | None, gpu: str |
 
 
 def _semantics(data: OperationData) -> dict:
-    spec = data.operation["spec"]
+    spec = stored_json(data.operation)["spec"]  # inputs, outputs, axes exactly as stored
     return {
         "semantics": spec["semantics"],
         "inputs": spec["inputs"],

@@ -78,7 +78,7 @@ def challenges_page(catalog: Catalog, *, now: datetime) -> ChallengesPage:
         # The runner verifies the operations KernelIndex curates (registry/operations); those imported
         # from another index (FlashInfer-Bench, GPU MODE) are outside its scope, not "unverified".
         if data.slug in curated and not verified_regions(data):
-            title = data.operation.get("metadata", {}).get("title") or data.slug
+            title = data.title
             reason = registry.why_not_verified(data.slug) or NOT_YET
             page.not_verified.append(NotVerified(data.slug, title, reason, f"/operations/{data.slug}"))
     page.counts = {
@@ -111,5 +111,5 @@ def _gaps(data, priority: list[str]) -> OperationGaps:  # noqa: ANN001 - Operati
                     for g in priority if g not in measured[digest]]
             cells.append(MissingCell(short_digest(digest), label, missing, shown,
                                      f"/operations/{data.slug}?workload={short_digest(digest)}", asks))
-    title = data.operation.get("metadata", {}).get("title") or data.slug
+    title = data.title
     return OperationGaps(data.slug, title, cells)

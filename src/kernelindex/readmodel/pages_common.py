@@ -148,7 +148,7 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
     key, wkey = short_digest(cohort.key), short_digest(cohort.workload)
     return CohortSummary(
         operation=data.slug,
-        operation_title=data.operation.get("metadata", {}).get("title") or data.slug,
+        operation_title=data.title,
         key=key,
         cohort_key=cohort.key,
         workload=wkey,

@@ -98,7 +98,7 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
     usable = data.usability.get(run.implementation)
     return ComparedRun(
         run=run_ref(data, run, now), operation=data.slug,
-        operation_title=data.operation.get("metadata", {}).get("title") or data.slug,
+        operation_title=data.title,
         workload=short_digest(run.workload), workload_label=labels.workload_label(data.operation, wl),
         axes=dict(wl["spec"]["axes"]), dtypes=dict(wl["spec"].get("dtypes", {})),
         cohort=short_digest(run.cohort_key), cohort_label=labels.cohort_label(env, protocol),

@@ -92,7 +92,7 @@ def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datet
         summaries = [s for s in cohort_summaries(data, clock) if s.gpu == slug and s.leader]
         if runs:
             model.coverage.append(Coverage(
-                data.slug, data.operation.get("metadata", {}).get("title") or data.slug,
+                data.slug, data.title,
                 len({r.workload for r in runs}), len(data.workloads), len(summaries), len(runs),
                 f"/records?operation={data.slug}&gpu={slug}"))
         model.records.extend(summaries)

@@ -79,7 +79,7 @@ def home_page(catalog: Catalog, *, now: datetime) -> HomePage:
         "cohorts": len(summaries),
     }
     operations = sorted(
-        (OperationLink(d.slug, d.operation.get("metadata", {}).get("title") or d.slug, d.operation["spec"]["family"],
+        (OperationLink(d.slug, d.title, d.operation.spec.family,
                        len(eligible[d.slug]), f"/operations/{d.slug}") for d in datas),
         key=lambda o: (-o.eligible_runs, o.slug),
     )

@@ -112,7 +112,7 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime) -> Implem
         project={"title": labels.project_title(project) if project else None,
                  "repository": project.spec.repository if project else None,
                  "homepage": project.spec.homepage if project else None},
-        operation={"slug": data.slug, "title": data.operation.get("metadata", {}).get("title") or data.slug},
+        operation={"slug": data.slug, "title": data.title},
         language=call["language"],
         invocation=f"{call['module']}:{call['symbol']}",
         role=spec.get("role", "candidate"),

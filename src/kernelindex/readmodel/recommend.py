@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from kernelindex import registry
+from kernelindex.domain.manifests import manifest_json
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.floor import floor_estimate
@@ -120,7 +121,7 @@ def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: s
     in_region = [c for c in measured if _mode(data, c) == region]
     answers = _answers_on(data, in_region, gpu.slug, now)
     nearest = None if answers else _nearest(data, in_region, gpu, now)
-    floor = floor_estimate(data.operation["spec"], data.workloads[digest]["spec"], gpu)
+    floor = floor_estimate(manifest_json(data.operation)["spec"], data.workloads[digest]["spec"], gpu)
     what = f"{data.slug} · {workload_label(data.operation, data.workloads[digest])} · {region}"
     if answers:
         status, message = "measured", f"Measured on {gpu.short} for {what}."
@@ -132,7 +133,7 @@ def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: s
         status, message = "not_measured", f"No eligible run of {what} on any GPU."
     return Recommendation(
         status=status, message=message,
-        operation={"slug": data.slug, "title": data.operation["metadata"].get("title", data.slug),
+        operation={"slug": data.slug, "title": data.title,
                    "url": f"/operations/{data.slug}"},
         workload={"key": workload_key(digest), "label": workload_label(data.operation, data.workloads[digest]),
                   "axes": dict(data.workloads[digest]["spec"]["axes"]),
@@ -188,7 +189,7 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
     floors = floor_for(data, cohort.workload, cohort.environment)
     floor_ns = floors[0].floor_ns if floors else None
     install = row.implementation.install_command
-    snippet = python_snippet(data.operation["spec"], data.workloads[cohort.workload]["spec"],
+    snippet = python_snippet(manifest_json(data.operation)["spec"], data.workloads[cohort.workload]["spec"],
                              data.implementations[run.implementation]["spec"], install) if usable else None
     gpu = data.gpu_of(cohort.environment)
     env = data.environments[cohort.environment]

@@ -106,6 +106,6 @@ def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str, *, n
     wanted = RequestSpec(operation, spec["axes"], spec.get("dtypes", {}), gpu, ["forward"], None, 1)
     open_request = next((r.to_json(now) for r in stored.list_requests(catalog, state=None)
                          if r.digest == wanted.digest and r.state in (stored.OPEN, stored.CLAIMED)), None)
-    return AskPage(operation, data.operation["metadata"].get("title", operation), workload_key,
+    return AskPage(operation, data.title, workload_key,
                    workload_label(data.operation, data.workloads[digest]), spec["axes"], spec.get("dtypes", {}),
                    gpu, gpus[gpu].name, measured, open_request)

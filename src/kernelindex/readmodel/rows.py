@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from kernelindex.domain.manifests import manifest_json
 from kernelindex.policy.cohorts import environment_key
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.floor import Ceilings, FloorEstimate, compulsory_traffic, floor_estimate
@@ -50,7 +51,7 @@ def floor_for(
     gpu = data.gpu_of(environment)
     if gpu is None:
         return None
-    op_spec, wl_spec = data.operation["spec"], data.workloads[workload]["spec"]
+    op_spec, wl_spec = manifest_json(data.operation)["spec"], data.workloads[workload]["spec"]
     region = data.protocols[protocol]["spec"]["timed_region"] if protocol else "forward"
     datasheet = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
     ceilings = measured_ceilings(data, environment)
@@ -73,7 +74,8 @@ def measured_ceilings(data: OperationData, environment: str) -> Ceilings | None:
 
 
 def floor_bytes(data: OperationData, workload: str) -> int:
-    return sum(t.bytes for t in compulsory_traffic(data.operation["spec"], data.workloads[workload]["spec"]))
+    traffic = compulsory_traffic(manifest_json(data.operation)["spec"], data.workloads[workload]["spec"])
+    return sum(t.bytes for t in traffic)
 
 
 def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[RankedRow]:

@@ -126,7 +126,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         digest=digest,
         status=run.status,
         operation=data.slug,
-        operation_title=data.operation["metadata"].get("title", data.slug),
+        operation_title=data.title,
         implementation=implementation_ref(data, run.implementation),
         timing=run.spec["timing"],
         memory=run.spec.get("memory"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from kernelindex.domain.manifests import manifest_json
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort
@@ -129,6 +130,6 @@ def _floor_points(data: OperationData, group: list[str], axis: str, environment:
     points = []
     for w in group:
         spec = data.workloads[w]["spec"]
-        estimate = floor_estimate(data.operation["spec"], spec, gpu)
+        estimate = floor_estimate(manifest_json(data.operation)["spec"], spec, gpu)
         points.append({"x": spec["axes"][axis], "floor_ns": estimate.floor_ns})
     return sorted(points, key=lambda p: p["x"])
