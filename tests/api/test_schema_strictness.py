@@ -21,8 +21,10 @@ from kernelindex.web.api.openapi import _NoCatalog
 NAMES_NOTHING = {"bad_cursor", "bad_selection"}  # well-formed, but not issued for this page
 # Values checked against what the catalog holds, which no schema can list: a /records filter naming an
 # operation or GPU with no record; an operation page's ?gpu=, which must name a GPU of the datasheet table
-# (aliases are free text: "a100", "NVIDIA A100-SXM4-80GB"); /use's text, which must name one operation.
-CATALOG_FILTERS = {"/api/v1/records": {"operation", "gpu"}, "/api/v1/operations/{slug}": {"gpu"}}
+# (aliases are free text: "a100", "NVIDIA A100-SXM4-80GB"); /use's text, which must name one operation; a
+# numbered page past the last of a page's list (how many pages there are depends on the catalog).
+CATALOG_FILTERS = {"/api/v1/records": {"operation", "gpu"}, "/api/v1/operations/{slug}": {"gpu"},
+                   "/api/v1/challenges": {"page"}, "/api/v1/gpus/{slug}": {"page"}}
 CATALOG_TEXT = {"/api/v1/use"}
 
 

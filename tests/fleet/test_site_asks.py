@@ -136,5 +136,22 @@ def test_challenges_keeps_one_rendered_body_whatever_is_asked(client: TestClient
 
     for n in range(1, 30):
         assert client.get("/challenges", params={"asked": str(n)}).status_code == 200
-    kept = [key for key in list(READ_CACHE._items) if "challenges+requests" in key[2]]
+    kept = [key for key in list(READ_CACHE._items) if key[0] == rope_catalog.url and "challenges+requests" in key[2]]
     assert len(kept) == 1  # ~1 MB pages must not pile up per `asked` value or per second of request age
+
+
+def test_every_page_of_challenges_shows_a_new_request_at_once(
+        client: TestClient, rope_catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kernelindex.readmodel.pages_challenges as challenges
+
+    monkeypatch.setattr(challenges, "PER_PAGE", 2)  # the rope bundle alone makes a few rows: page them by two
+    pages = client.get("/api/v1/challenges").json()["paging"]["pages"]
+    assert pages >= 2
+    before = {n: client.get("/challenges", params={"page": n}).text for n in (1, 2)}  # both pages now kept
+    assert all(">open<" not in text for text in before.values()) and before[1] != before[2]
+    assert client.post("/requests", data=_form(client), follow_redirects=False).status_code == 303
+    for n in (1, 2):
+        page = client.get("/challenges", params={"page": n}).text
+        listed = re.search(r'<section aria-labelledby="requests">.*?</section>', page, re.S)
+        assert listed is not None and "h100-sxm" in listed.group(0) and ">open<" in listed.group(0)
+        assert f"Page {n} of {pages}" in page

@@ -60,6 +60,32 @@ def test_a_page_past_the_last_says_which_pages_exist(tab: Any, base_url: str) ->
     assert re.search(r"page 999 does not exist: pages run from 1 to \d+", tab.inner_text("main"))
 
 
+def test_challenges_come_a_page_at_a_time_with_the_json_twin_paged_the_same(tab: Any, base_url: str) -> None:  # noqa: F811
+    from kernelindex.readmodel.pages_challenges import PER_PAGE
+
+    answer = tab.goto(base_url + "/challenges")
+    assert len(answer.body()) < 100_000  # was 952 KB with every challenge on one page
+    pager = tab.get_by_role("navigation", name="Challenges pages")
+    assert re.search(rf"Page 1 of \d+ · 1–{PER_PAGE} of [\d,]+", pager.inner_text())
+    rows = tab.locator("main .challenge-list tbody tr")
+    assert rows.count() == PER_PAGE
+    height = tab.evaluate("document.documentElement.scrollHeight")
+    assert height < 12_000, f"/challenges is {height} px tall"  # was 15,500 (desktop) and 26,500 (phone)
+    first = rows.first.inner_text()
+    pager.get_by_role("link", name="Next →").click()
+    tab.wait_for_url(re.compile(r"/challenges\?page=2$"))
+    assert rows.first.inner_text() != first
+    assert f"{PER_PAGE + 1}–{2 * PER_PAGE} of" in tab.get_by_role("navigation", name="Challenges pages").inner_text()
+    twin = _twin(tab, base_url)
+    assert (twin["paging"]["page"], twin["paging"]["previous"], twin["paging"]["next"]) == (2, 1, 3)
+    shown = [c["url"] for g in twin["unmeasured"] for c in g["cells"]]
+    assert shown and shown[0] in rows.first.inner_html().replace("&amp;", "&")
+    assert tab.locator("#requests").is_visible()  # the live request list is on every page
+    tab.get_by_role("navigation", name="Challenges pages").get_by_role("link", name="← Previous").click()
+    tab.wait_for_url(re.compile(r"/challenges$"))
+    assert rows.first.inner_text() == first
+
+
 def test_operation_page_asked_for_an_unmeasured_gpu_says_so_first(tab: Any, base_url: str,  # noqa: F811
                                                                   rope_keys: dict[str, str]) -> None:
     tab.goto(base_url + f"/operations/rope?gpu=h100&workload={rope_keys['workload']}")

@@ -97,9 +97,11 @@ def test_gpu_pages(client: TestClient, catalog: Catalog) -> None:
 
 
 def test_challenges(client: TestClient) -> None:
-    text = text_of(client.get("/challenges").text)
-    assert "Not measured on a priority GPU" in text and "Rotary position embedding" in text
-    assert "Unbeaten baselines" in text and "Single-entry cohorts" in text and "Stale records" in text
+    text = text_of(client.get("/challenges").text)  # page 1: the start of the unmeasured workloads
+    assert "Not measured on a priority GPU" in text and "workloads lack a priority GPU" in text
+    assert "Unbeaten baselines" in text and "Single-entry cohorts" in text and "Stale records" in text  # the index
+    last = client.get("/api/v1/challenges").json()["paging"]["pages"]
+    assert "Stale records" in text_of(client.get(f"/challenges?page={last}").text).split("Open challenges")[1]
 
 
 def test_compare_same_cohort_declares_a_winner(client: TestClient, rope_runs: list[str]) -> None:

@@ -1,20 +1,25 @@
 """Challenges (/challenges): where a new measurement would add the most.
 
 Exact workload × priority-GPU cells with no eligible run, unbeaten baselines (cohorts led by the
-source's own reference implementation), single-entry cohorts, and stale records."""
+source's own reference implementation), single-entry cohorts, and stale records. Those four lists are one
+ordered list of challenges, shown a numbered page at a time (``?page=``, readmodel.paging): with the bundled
+catalog they are ~5,100 rows, which made a ~1 MB HTML page and a ~7 MB JSON twin."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.readmodel import labels
+from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries
 from kernelindex.readmodel.pages_home import verified_regions
+from kernelindex.readmodel.paging import Paging, page_of
 from kernelindex.readmodel.requests import ask_url
 
 
@@ -32,7 +37,8 @@ class MissingCell(JsonModel):
 class OperationGaps(JsonModel):
     operation: str
     operation_title: str
-    cells: list[MissingCell]
+    cells: list[MissingCell]  # on a page model: the cells on that page
+    cells_total: int = 0  # the operation's cells in the whole list (set by the page)
 
     @property
     def missing_total(self) -> int:
@@ -48,6 +54,26 @@ class NotVerified(JsonModel):
 
 
 NOT_YET = "not yet verified by a KernelIndex runner"
+PER_PAGE = 50  # rows of challenges per page: the whole list was ~5,100 rows (952 KB of HTML, 15,522 px tall)
+# The paged lists, in page order: (the model's field, its heading, the HTML anchor).
+SECTIONS = (("unmeasured", "Not measured on a priority GPU", "unmeasured"),
+            ("unbeaten_baselines", "Unbeaten baselines", "baselines"),
+            ("single_entry", "Single-entry cohorts", "single"),
+            ("stale_records", "Stale records", "stale"))
+
+
+@dataclass
+class ChallengeSection(JsonModel):
+    """One of the paged lists: where it lies in the whole ordered list and what of it this page holds."""
+
+    name: str  # the model's field that holds its rows on this page
+    title: str
+    anchor: str
+    total: int  # its rows in the whole list (a row of `unmeasured` is one workload of one operation)
+    first_page: int | None  # the page where it starts (None when it is empty)
+    last_page: int | None
+    first: int  # 1-based position in the section of its first row on this page (0: none here)
+    last: int
 
 
 @dataclass
@@ -59,9 +85,40 @@ class ChallengesPage(JsonModel):
     stale_records: list[CohortSummary] = field(default_factory=list)
     not_verified: list[NotVerified] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    sections: list[ChallengeSection] = field(default_factory=list)
+    paging: Paging | None = None
 
 
-def challenges_page(catalog: Catalog, *, now: datetime) -> ChallengesPage:
+def challenges_page(catalog: Catalog, *, page: str | None = None, now: datetime) -> ChallengesPage:
+    """Page ``page`` (1 when not given) of the challenges, ``PER_PAGE`` rows; the counts, the sections'
+    places and the operations without verified runs are the whole catalog's, on every page."""
+    whole = READ_CACHE.get(catalog, ("challenges", now.date().isoformat()), lambda: _all_challenges(catalog, now))
+    rows: list[tuple[str, Any]] = [("unmeasured", (gaps, cell)) for gaps in whole.unmeasured for cell in gaps.cells]
+    for name, _, _ in SECTIONS[1:]:
+        rows += [(name, cohort) for cohort in getattr(whole, name)]
+    chunk, paging = page_of(rows, page, PER_PAGE)
+    model = ChallengesPage(whole.priority_gpus, not_verified=whole.not_verified, counts=whole.counts, paging=paging)
+    for name, row in chunk:
+        if name != "unmeasured":
+            getattr(model, name).append(row)
+            continue
+        gaps, cell = row
+        if not model.unmeasured or model.unmeasured[-1].operation != gaps.operation:
+            model.unmeasured.append(OperationGaps(gaps.operation, gaps.operation_title, [], len(gaps.cells)))
+        model.unmeasured[-1].cells.append(cell)
+    start = 0  # where the section starts in the whole list (0-based)
+    for name, title, anchor in SECTIONS:
+        total = sum(1 for n, _ in rows if n == name)
+        here = [i for i, (n, _) in enumerate(chunk) if n == name]
+        first = paging.first + here[0] - start if here else 0
+        model.sections.append(ChallengeSection(
+            name, title, anchor, total, start // PER_PAGE + 1 if total else None,
+            (start + total - 1) // PER_PAGE + 1 if total else None, first, first + len(here) - 1 if here else 0))
+        start += total
+    return model
+
+
+def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
     clock = now
     gpus = registry.gpus()
     priority = [g for g in registry.priority_gpus() if g in gpus]
@@ -112,4 +169,4 @@ def _gaps(data, priority: list[str]) -> OperationGaps:  # noqa: ANN001 - Operati
             cells.append(MissingCell(short_digest(digest), label, missing, shown,
                                      f"/operations/{data.slug}?workload={short_digest(digest)}", asks))
     title = data.title
-    return OperationGaps(data.slug, title, cells)
+    return OperationGaps(data.slug, title, cells, len(cells))

@@ -83,7 +83,7 @@ VIEWS: tuple[View, ...] = (
     View("records", "/records", records_page, "records.html",
          query=(p.OPERATION, p.GPU, p.EVIDENCE, p.VIEW, p.COHORT)),
     View("gpu", "/gpus/{slug}", gpu_page, "gpu.html", subject=p.SLUG, query=(p.PAGE,)),
-    View("challenges", "/challenges", challenges_page, "challenges.html"),
+    View("challenges", "/challenges", challenges_page, "challenges.html", query=(p.PAGE,)),
     View("compare", "/compare", compare_page, "compare.html", repeated=COMPARE_RUNS),
     View("search", "/search", _search, "search/search.html", query=(QUERY,)),
 )

@@ -143,37 +143,50 @@ def feed(request: Request) -> Response:
 _CHALLENGES_KEY = ("html", "challenges+requests")
 
 
+def challenges_key(page: int) -> tuple[str, str, int]:
+    """The rendered-body slot of one page of /challenges (only pages that exist get one: a build that
+    refuses its page is not kept)."""
+    return (*_CHALLENGES_KEY, page)
+
+
 @router.get("/challenges", response_class=HTMLResponse)
 def challenges_with_requests(request: Request) -> Response:
-    """/challenges: the challenges view (cached per catalog version) plus the measurement requests, read
-    live: requests are not catalog data and do not move the catalog version, and their ages tick."""
+    """/challenges: one page of the challenges view (cached per catalog version) plus the measurement
+    requests, read live: requests are not catalog data and do not move the catalog version, and their
+    ages tick."""
     from kernelindex.readmodel.requests import requests_listing
     from kernelindex.views.table import VIEW
-    from kernelindex.web.pages import catalog_of, now_of, page_errors
+    from kernelindex.web.pages import catalog_of, now_of, page_errors, query_of
 
-    unknown = sorted(set(request.query_params) - {"asked"})
+    unknown = sorted(set(request.query_params) - {"asked", "page"})
     if unknown:
-        raise bad_request(f"This page takes only 'asked', not {', '.join(map(repr, unknown))}.")
-    asked = request.query_params.get("asked", "")
+        raise bad_request(f"This page takes only 'page' and 'asked', not {', '.join(map(repr, unknown))}.")
     view, now, catalog = VIEW["challenges"], now_of(request), catalog_of(request)
+    with page_errors(request):
+        args = view.arguments(None, {k: v for k, v in query_of(request).items() if k == "page"})
+    asked = request.query_params.get("asked", "")
     asked_id = int(asked) if asked.isdigit() and len(asked) < 10 else None
     listing = requests_listing(catalog, now)
+    number = int(args["page"] or 1)
+    json_url = view.api_path + (f"?page={number}" if number > 1 else "")  # one body per page, whatever else is asked
 
     def build() -> bytes:
-        with page_errors(request):
-            data = view.data(catalog, now, {})
-        return bytes(render(view.template, page=data, nav="challenges", json_url="/api/v1/challenges",
+        with page_errors(request):  # a page past the last is refused here, and nothing is kept
+            data = view.data(catalog, now, args)
+        return bytes(render(view.template, page=data, nav="challenges", json_url=json_url,
                             requests=listing, asked=asked_id).body)
 
-    # The page is ~1 MB and took ~60 ms to render per request. One rendered body is kept with the
-    # catalog version, with what it was rendered for (day, `asked`, the live request listing with its
-    # ticking ages): a new, claimed or finished request shows at once, and since the slot is single,
-    # ages and arbitrary `asked` values can never pile up megabyte entries in the cache.
+    # One page took ~60 ms to render when it was the whole ~1 MB list. Each page's rendered body is kept
+    # with the catalog version in its own slot (one per page that exists: the page number is checked before
+    # and the build refuses a page past the last), with what it was rendered for (day, `asked`, the live
+    # request listing with its ticking ages): a new, claimed or finished request shows at once, and ages
+    # and arbitrary `asked` values never add slots.
+    key = challenges_key(number)
     rendered_for = (now.date().isoformat(), asked_id, orjson.dumps(listing, default=str))
-    kept_for, body = READ_CACHE.get(catalog, _CHALLENGES_KEY, lambda: (rendered_for, build()))
+    kept_for, body = READ_CACHE.get(catalog, key, lambda: (rendered_for, build()))
     if kept_for != rendered_for:
-        READ_CACHE.discard(lambda key: key == _CHALLENGES_KEY)
-        kept_for, body = READ_CACHE.get(catalog, _CHALLENGES_KEY, lambda: (rendered_for, build()))
+        READ_CACHE.discard(lambda k: k == key)
+        kept_for, body = READ_CACHE.get(catalog, key, lambda: (rendered_for, build()))
     if kept_for != rendered_for:  # another request re-filled the slot for other arguments meanwhile
         body = build()
     return HTMLResponse(body, headers={"cache-control": "no-store"})

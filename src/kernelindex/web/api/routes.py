@@ -284,9 +284,14 @@ def get_gpu(request: Request, slug: Slug,
 
 
 @router.get("/challenges", summary="Open challenges",
+            description="The challenges page's model. Its four lists (`unmeasured`, `unbeaten_baselines`, "
+                        "`single_entry`, `stale_records`) are one ordered list that comes a numbered page at a time, "
+                        "as on the page: `paging` gives `page`, `pages`, `total`, `previous` and `next`; `sections` "
+                        "says where each list lies and which of its rows this page holds; `counts` are the whole "
+                        "catalog's.",
             responses=_page("Unmeasured cells, unbeaten baselines, single-entry cohorts, stale records", "challenges"))
-def get_challenges(request: Request) -> JSONResponse:
-    return _view(request, "challenges")
+def get_challenges(request: Request, page: Annotated[str | None, _query(params.PAGE)] = None) -> JSONResponse:
+    return _view(request, "challenges", page=page)
 
 
 @router.get("/compare", summary="Compare 2–8 runs", responses=_page("Runs side by side; a winner only within one "
