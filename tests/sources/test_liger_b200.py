@@ -83,7 +83,7 @@ def test_memory_never_ranks_and_is_not_counted(catalog: Catalog, now: datetime) 
 def test_b200_fused_add_rms_norm_shows_triton_and_cutile_with_memory(catalog: Catalog, now: datetime) -> None:
     data = load_operation(catalog, "fused-add-rms-norm")
     b200 = {r.workload for r in data.memory_runs
-            if data.environments[r.environment]["spec"]["hardware"]["product"] == "NVIDIA B200"}
+            if data.environments[r.environment].spec.hardware.product == "NVIDIA B200"}
     from kernelindex.readmodel.labels import workload_key
 
     page = operation_page(catalog, "fused-add-rms-norm", workload=workload_key(sorted(b200)[0]), now=now)

@@ -24,7 +24,7 @@ def eligible_beyond_liger(catalog: Catalog, slug: str) -> int:
     data = load_operation(catalog, slug)
     a100 = "NVIDIA A100-SXM4-80GB"
     return sum(1 for r in data.runs if r.eligible and not (
-        r.source == LIGER and data.environments[r.environment]["spec"]["hardware"]["product"] == a100))
+        r.source == LIGER and data.environments[r.environment].spec.hardware.product == a100))
 
 
 @pytest.fixture(scope="module")

@@ -46,7 +46,7 @@ def cohorts_of(data: OperationData) -> dict[str, Cohort]:
     cohorts = {}
     for key, runs in grouped.items():
         first = runs[0]
-        native = data.protocols[first.protocol]["spec"].get("native", True)
+        native = data.protocols[first.protocol].spec.native
         ranked = rank([rankable(r) for r in runs if r.eligible], native=native)
         cohorts[key] = Cohort(key, first.workload, first.protocol, first.environment, runs, ranked, native)
     return cohorts

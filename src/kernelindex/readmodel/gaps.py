@@ -63,13 +63,13 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
                  gpus: Sequence[str] | None = None) -> list[NotMeasured]:
     """For each GPU of ``gpus`` (the priority GPUs when not given) without an eligible run of the
     selected workload: its floor estimate and the nearest measured GPU."""
-    region = data.protocols[selected.protocol]["spec"]["timed_region"]
+    region = data.protocols[selected.protocol].spec.timed_region
     same_workload = [c for c in all_cohorts.values() if c.workload == selected.workload and c.eligible]
     covered = {g.slug for c in same_workload if (g := data.gpu_of(c.environment))}
     measured: dict[str, Cohort] = {}
     for c in same_workload:
         gpu = data.gpu_of(c.environment)
-        if gpu and data.protocols[c.protocol]["spec"]["timed_region"] == region and c.leader:
+        if gpu and data.protocols[c.protocol].spec.timed_region == region and c.leader:
             best = measured.get(gpu.slug)
             if best is None or (c.leader.median_ns or 0) < (best.leader.median_ns or 0):  # type: ignore[union-attr]
                 measured[gpu.slug] = c

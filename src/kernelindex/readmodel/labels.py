@@ -6,7 +6,7 @@ import re
 
 from kernelindex import registry
 from kernelindex.domain.canonical import short_digest
-from kernelindex.domain.manifests import OperationSpec, SoftwareProject
+from kernelindex.domain.manifests import BenchmarkProtocol, ExecutionEnvironment, OperationSpec, SoftwareProject
 
 MODE_WORDS = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward",
               "forward-no-grad": "forward under torch.no_grad()"}
@@ -46,22 +46,22 @@ def cohort_key_short(cohort_key: str) -> str:
     return short_digest(cohort_key)
 
 
-def gpu_label(environment: dict) -> str:
-    product = environment["spec"]["hardware"]["product"]
+def gpu_label(environment: ExecutionEnvironment) -> str:
+    product = environment.spec.hardware.product
     gpu = registry.gpu_for_product(product)
     return gpu.name if gpu else product
 
 
-def protocol_label(protocol: dict) -> str:
-    spec = protocol["spec"]
-    return f"{spec['harness']['name']} · {MODE_WORDS.get(spec['timed_region'], spec['timed_region'])}"
+def protocol_label(protocol: BenchmarkProtocol) -> str:
+    spec = protocol.spec
+    return f"{spec.harness.name} · {MODE_WORDS.get(spec.timed_region, spec.timed_region)}"
 
 
-def cohort_label(environment: dict, protocol: dict) -> str:
+def cohort_label(environment: ExecutionEnvironment, protocol: BenchmarkProtocol) -> str:
     """What distinguishes a cohort of one workload: GPU, timed region, harness — never 'env 2'."""
-    spec = protocol["spec"]
-    harness = "KernelIndex runner" if not spec.get("native", True) else spec["harness"]["name"]
-    return f"{gpu_label(environment)} · {spec['timed_region']} · {harness}"
+    spec = protocol.spec
+    harness = "KernelIndex runner" if not spec.native else spec.harness.name
+    return f"{gpu_label(environment)} · {spec.timed_region} · {harness}"
 
 
 def implementation_title(implementation: dict) -> str:

@@ -24,7 +24,16 @@ from kernelindex.catalog.models import (
 )
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.instants import as_utc
-from kernelindex.domain.manifests import OperationSpec, SoftwareProject, Source, WorkloadSuite
+from kernelindex.domain.manifests import (
+    BenchmarkProtocol,
+    ExecutionEnvironment,
+    M,
+    Manifest,
+    OperationSpec,
+    SoftwareProject,
+    Source,
+    WorkloadSuite,
+)
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency, run_metric
 from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
@@ -88,8 +97,8 @@ class OperationData:
     workloads: dict[str, dict]
     implementations: dict[str, dict]
     projects: dict[str, SoftwareProject]
-    protocols: dict[str, dict]
-    environments: dict[str, dict]
+    protocols: dict[str, BenchmarkProtocol]
+    environments: dict[str, ExecutionEnvironment]
     usability: dict[str, Usability]  # per implementation digest
     trusted_keys: dict[str, str]  # key id → runner name
     version: int
@@ -108,7 +117,7 @@ class OperationData:
         return self.operation.metadata.title or self.slug
 
     def gpu_of(self, environment: str) -> GpuSpec | None:
-        return registry.gpu_for_product(self.environments[environment]["spec"]["hardware"]["product"])
+        return registry.gpu_for_product(self.environments[environment].spec.hardware.product)
 
 
 def load_operation(catalog: Catalog, slug: str, *, version: int | None = None) -> OperationData:
@@ -161,6 +170,18 @@ class _Facts:
     attested: set[str]
     trusted: dict[str, str]
     sources: dict[str, Source]
+    # Manifests validated in this load, by digest: an environment, protocol or project that many
+    # operations name is validated and held once.
+    typed: dict[str, Manifest] = field(default_factory=dict)
+
+    def typed_as(self, model: type[M], bodies: dict[str, dict]) -> dict[str, M]:
+        found: dict[str, M] = {}
+        for digest, body in bodies.items():
+            manifest = self.typed.get(digest)
+            if not isinstance(manifest, model):
+                manifest = self.typed[digest] = model.model_validate(body)
+            found[digest] = manifest
+        return found
 
 
 def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
@@ -267,9 +288,9 @@ def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpe
         runs,
         by_kind["WorkloadCase"],
         by_kind["ImplementationRevision"],
-        {d: SoftwareProject.model_validate(b) for d, b in projects.items()},
-        by_kind["BenchmarkProtocol"],
-        by_kind["ExecutionEnvironment"],
+        facts.typed_as(SoftwareProject, projects),
+        facts.typed_as(BenchmarkProtocol, by_kind["BenchmarkProtocol"]),
+        facts.typed_as(ExecutionEnvironment, by_kind["ExecutionEnvironment"]),
         usable,
         facts.trusted,
         version,
@@ -277,7 +298,7 @@ def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpe
         facts.sources,
         [r for r in loaded if run_metric(r.spec) == PEAK_MEMORY_METRIC],
         [r for r in loaded if run_metric(r.spec).startswith("score:")],
-        {d: WorkloadSuite.model_validate(b) for d, b in by_kind.get("WorkloadSuite", {}).items()},
+        facts.typed_as(WorkloadSuite, by_kind.get("WorkloadSuite", {})),
     )
     _derive_policy(data)
     return data
@@ -341,7 +362,7 @@ def _derive_policy(data: OperationData) -> None:
                 run=run.digest,
                 implementation=run.implementation,
                 workload=run.workload,
-                gpu=gpu.slug if gpu else data.environments[run.environment]["spec"]["hardware"]["product"],
+                gpu=gpu.slug if gpu else data.environments[run.environment].spec.hardware.product,
                 median_ns=run.median_ns,
                 runner_key_id=(run.spec.get("runner") or {}).get("key_id"),
                 attested=run.attested,
@@ -349,7 +370,7 @@ def _derive_policy(data: OperationData) -> None:
                 public_source=bool(usable and usable.source_url),
                 pinned_install=bool(usable and usable.install_command),
                 raw_samples=bool(run.spec["timing"].get("samples_digest")),
-                region=data.protocols[run.protocol]["spec"].get("timed_region", "forward"),
+                region=data.protocols[run.protocol].spec.timed_region,
             )
         )
     levels = evidence_levels(facts, set(data.trusted_keys))

@@ -64,7 +64,7 @@ def _row(data: OperationData, run: Run) -> MemoryRow:
         implementation_slug=implementation_slug(impl),
         implementation_title=impl["metadata"].get("title") or impl["metadata"].get("name", ""),
         language=impl["spec"]["callable"]["language"],
-        timed_region=data.protocols[run.protocol]["spec"]["timed_region"],
+        timed_region=data.protocols[run.protocol].spec.timed_region,
         median_mib=memory["median"],
         p20_mib=memory.get("p20"),
         p80_mib=memory.get("p80"),

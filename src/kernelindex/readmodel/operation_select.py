@@ -51,7 +51,7 @@ def _pick_cohort(data: OperationData, requested: str | None, cohorts: list[Cohor
             CohortChoice(
                 c.key,
                 len(c.eligible),
-                data.protocols[c.protocol]["spec"]["timed_region"],
+                data.protocols[c.protocol].spec.timed_region,
                 gpu.slug if gpu else None,
                 first,
             )

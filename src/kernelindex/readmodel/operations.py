@@ -190,7 +190,7 @@ def _ordered(data: OperationData, cohorts: list[Cohort]) -> list[Cohort]:
 
     def key(c: Cohort) -> tuple:
         return (
-            MODE_ORDER.get(data.protocols[c.protocol]["spec"]["timed_region"], 9),
+            MODE_ORDER.get(data.protocols[c.protocol].spec.timed_region, 9),
             gpu_label(data.environments[c.environment]),
             c.key,
         )
@@ -204,7 +204,7 @@ def _cohort_summary(data: OperationData, cohort: Cohort, selected: Cohort | None
         key=cohort_key_short(cohort.key),
         label=cohort_label(data.environments[cohort.environment], data.protocols[cohort.protocol]),
         gpu=gpu_label(data.environments[cohort.environment]),
-        mode=data.protocols[cohort.protocol]["spec"]["timed_region"],
+        mode=data.protocols[cohort.protocol].spec.timed_region,
         native=cohort.native,
         best_ns=leader.median_ns if leader else None,
         best_implementation=implementation_title(data.implementations[leader.implementation]) if leader else None,
@@ -240,7 +240,7 @@ def _cohort_line(data: OperationData, cohort: Cohort) -> dict:
         "protocol": protocol_label(protocol),
         "protocol_digest": cohort.protocol,
         "environment_digest": cohort.environment,
-        "statistic": protocol["spec"].get("statistic", "median"),
+        "statistic": protocol.spec.statistic,
         "results": len(cohort.eligible),
         "last_observed": last,
         "record_history": f"/records?cohort={cohort_key_short(cohort.key)}",

@@ -154,7 +154,7 @@ def _gaps(data, priority: list[str]) -> OperationGaps:  # noqa: ANN001 - Operati
     for run in data.runs:
         if run.eligible:
             gpu = data.gpu_of(run.environment)
-            product = data.environments[run.environment]["spec"]["hardware"]["product"]
+            product = data.environments[run.environment].spec.hardware.product
             measured.setdefault(run.workload, set()).add(gpu.slug if gpu else product)
     gpus = registry.gpus()
     cells = []

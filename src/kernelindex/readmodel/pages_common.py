@@ -156,7 +156,7 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
         label=labels.cohort_label(env, protocol),
         gpu=gpu.slug if gpu else None,
         gpu_name=labels.gpu_label(env),
-        mode=protocol["spec"]["timed_region"],
+        mode=protocol.spec.timed_region,
         native=cohort.native,
         eligible_runs=len(eligible),
         leader=run_ref(data, leader, now) if leader else None,

@@ -102,8 +102,8 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
         workload=short_digest(run.workload), workload_label=labels.workload_label(data.operation, wl),
         axes=dict(wl["spec"]["axes"]), dtypes=dict(wl["spec"].get("dtypes", {})),
         cohort=short_digest(run.cohort_key), cohort_label=labels.cohort_label(env, protocol),
-        gpu_name=labels.gpu_label(env), timed_region=protocol["spec"]["timed_region"],
-        harness=protocol["spec"]["harness"]["name"], status=run.status, eligible=run.eligible,
+        gpu_name=labels.gpu_label(env), timed_region=protocol.spec.timed_region,
+        harness=protocol.spec.harness.name, status=run.status, eligible=run.eligible,
         not_ranked_because=[r.sentence for r in (run.eligibility.reasons if run.eligibility else ())],
         p20_ns=run.p20_ns, p80_ns=run.p80_ns, rank=ranked.label if ranked else None,
         within_noise=bool(ranked and ranked.within_noise),
@@ -123,7 +123,7 @@ def _floor_and_checks(data: OperationData, run: Run) -> dict[str, Any]:
             correctness += f" (relative error {checked['relative_error']:.1e})"
     else:
         correctness = "not checked by the source"
-    software = data.environments[run.environment]["spec"].get("software") or {}
+    software = data.environments[run.environment].spec.software
     environment = ", ".join(f"{k} {v}" for k, v in sorted(software.items())) or "software not recorded by the source"
     return {"floor_ns": floor_ns, "floor_ratio": ratio(run.median_ns, floor_ns),
             "correctness": correctness, "environment": environment}

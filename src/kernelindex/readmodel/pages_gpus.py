@@ -84,10 +84,10 @@ def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datet
     for data in all_operations(catalog):
         envs = {d for d in data.environments if (gpu := data.gpu_of(d)) is not None and gpu.slug == slug}
         for digest in sorted(envs):
-            env = data.environments[digest]["spec"]
-            bandwidth = env.get("copy_bandwidth_bytes_per_s")
+            env = data.environments[digest].spec
+            bandwidth = env.copy_bandwidth_bytes_per_s
             if bandwidth and digest not in {m.environment for m in model.measured_ceilings}:
-                model.measured_ceilings.append(MeasuredCeiling(digest, bandwidth, env.get("software", {})))
+                model.measured_ceilings.append(MeasuredCeiling(digest, bandwidth, env.software))
         runs = [r for r in data.runs if r.eligible and r.environment in envs]
         summaries = [s for s in cohort_summaries(data, clock) if s.gpu == slug and s.leader]
         if runs:

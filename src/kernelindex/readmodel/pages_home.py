@@ -92,7 +92,7 @@ def verified_regions(data: OperationData) -> set[str]:
 
 
 def _verified_regions(data: OperationData, eligible: list[Run]) -> set[str]:
-    return {data.protocols[r.protocol]["spec"]["timed_region"] for r in eligible if r.evidence in VERIFIED_LEVELS}
+    return {data.protocols[r.protocol].spec.timed_region for r in eligible if r.evidence in VERIFIED_LEVELS}
 
 
 def _latest(summaries: list) -> list[LedgerEvent]:  # noqa: ANN001 - list[CohortSummary]

@@ -145,7 +145,7 @@ def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: s
 
 
 def _mode(data: OperationData, cohort: Cohort) -> str:
-    return data.protocols[cohort.protocol]["spec"]["timed_region"]
+    return data.protocols[cohort.protocol].spec.timed_region
 
 
 def _gpu_slug(data: OperationData, cohort: Cohort) -> str | None:
@@ -196,7 +196,7 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
     return UseAnswer(
         cohort_kind=kind, cohort=cohort_key_short(cohort.key), cohort_key=cohort.key,
         cohort_label=cohort_label(env, data.protocols[cohort.protocol]),
-        gpu=gpu.slug if gpu else "", gpu_label=gpu.short if gpu else env["spec"]["hardware"]["product"],
+        gpu=gpu.slug if gpu else "", gpu_label=gpu.short if gpu else env.spec.hardware.product,
         mode=_mode(data, cohort), usable_found=usable is not None, run_id=row.run_id, run_url=f"/runs/{row.run_id}",
         implementation=row.implementation, median_ns=row.median_ns, median=format_duration(row.median_ns, 2),
         rank_label=row.rank_label,

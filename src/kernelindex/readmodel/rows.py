@@ -52,7 +52,7 @@ def floor_for(
     if gpu is None:
         return None
     op_spec, wl_spec = manifest_json(data.operation)["spec"], data.workloads[workload]["spec"]
-    region = data.protocols[protocol]["spec"]["timed_region"] if protocol else "forward"
+    region = data.protocols[protocol].spec.timed_region if protocol else "forward"
     datasheet = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
     ceilings = measured_ceilings(data, environment)
     measured = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug,
@@ -63,14 +63,17 @@ def floor_for(
 def measured_ceilings(data: OperationData, environment: str) -> Ceilings | None:
     """The highest bandwidths a runner measured in this environment (same hardware and software),
     per direction; the highest gives the lowest, still honest, measured floor."""
-    key = environment_key(data.environments[environment]["spec"])
-    same = [e["spec"] for e in data.environments.values() if environment_key(e["spec"]) == key]
+    key = environment_key(manifest_json(data.environments[environment])["spec"])
+    same = [e.spec for e in data.environments.values() if environment_key(manifest_json(e)["spec"]) == key]
 
-    def best(field: str) -> float | None:
-        return max((s[field] for s in same if s.get(field)), default=None)
+    def best(values: list[float | None]) -> float | None:
+        return max((v for v in values if v), default=None)
 
-    copy = best("copy_bandwidth_bytes_per_s")
-    return Ceilings(copy, best("read_bandwidth_bytes_per_s"), best("write_bandwidth_bytes_per_s")) if copy else None
+    copy = best([s.copy_bandwidth_bytes_per_s for s in same])
+    if not copy:
+        return None
+    return Ceilings(copy, best([s.read_bandwidth_bytes_per_s for s in same]),
+                    best([s.write_bandwidth_bytes_per_s for s in same]))
 
 
 def floor_bytes(data: OperationData, workload: str) -> int:

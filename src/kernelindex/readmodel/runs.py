@@ -11,8 +11,8 @@ from sqlalchemy import select
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
 from kernelindex.catalog.models import RunRow
-from kernelindex.domain.canonical import canonical_bytes, short_digest
-from kernelindex.domain.manifests import manifest_json
+from kernelindex.domain.canonical import short_digest
+from kernelindex.domain.manifests import stored_json
 from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.ratios import ratio
@@ -103,9 +103,8 @@ def _workload_facts(data: OperationData, digest: str) -> dict:
         label = workload_label(data.operation, workload)
         return {"key": workload_key(digest), "digest": digest, "label": label, **workload["spec"]}
     title = suite.metadata.title
-    spec = json.loads(canonical_bytes(manifest_json(suite)["spec"]))  # as stored: sorted keys, no None
     return {"key": workload_key(digest), "digest": digest, "label": "benchmark suite" if title is None else title,
-            **spec}
+            **stored_json(suite)["spec"]}
 
 
 def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
@@ -140,8 +139,8 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
         replication=run.replication.to_json() if run.replication else None,
         workload=_workload_facts(data, run.workload),
-        protocol={"digest": run.protocol, **data.protocols[run.protocol]},
-        environment={"digest": run.environment, **data.environments[run.environment]},
+        protocol={"digest": run.protocol, **stored_json(data.protocols[run.protocol])},
+        environment={"digest": run.environment, **stored_json(data.environments[run.environment])},
         gpu=gpu_label(data.environments[run.environment]),
         cohort=cohort_key_short(run.cohort_key),
         cohort_label=cohort_label(data.environments[run.environment], data.protocols[run.protocol]),

@@ -44,15 +44,15 @@ def _run_views(data: OperationData) -> dict[str, RunView]:
     views = {}
     for run in data.runs:
         workload = data.workloads[run.workload]["spec"]
-        environment = data.environments[run.environment]["spec"]["hardware"]
-        protocol = data.protocols[run.protocol]["spec"]
+        hardware = data.environments[run.environment].spec.hardware
+        protocol = data.protocols[run.protocol].spec
         gpu = data.gpu_of(run.environment)
         views[run.digest] = RunView(
             run_id=run.run_id, operation=data.slug, cohort_key=run.cohort_key, workload_key=run.workload,
             axes=_ordered_axes(workload.get("axes", {}), order), dtypes=dict(workload.get("dtypes", {})),
-            gpu=gpu.slug if gpu else None, gpu_label=gpu.short if gpu else environment["product"],
-            arch=gpu.architecture if gpu else environment.get("architecture"),
-            mode=protocol["timed_region"], protocol_key=run.protocol, native=protocol.get("native", True),
+            gpu=gpu.slug if gpu else None, gpu_label=gpu.short if gpu else hardware.product,
+            arch=gpu.architecture if gpu else hardware.architecture,
+            mode=protocol.timed_region, protocol_key=run.protocol, native=protocol.native,
             implementation=impls[run.implementation], evidence=run.evidence, eligible=run.eligible,
             median_ns=run.median_ns, p20_ns=run.p20_ns, p80_ns=run.p80_ns, observed_at=run.observed_at,
             source=run.source,
@@ -86,7 +86,7 @@ def scores_from(data: OperationData) -> tuple[LeaderboardScores, ...]:
     counts: Counter[tuple[str | None, str]] = Counter()
     for run in data.score_runs:
         gpu = data.gpu_of(run.environment)
-        product = data.environments[run.environment]["spec"]["hardware"]["product"]
+        product = data.environments[run.environment].spec.hardware.product
         counts[(gpu.slug, gpu.short) if gpu else (None, product)] += 1
     ordered = sorted(counts.items(), key=lambda item: item[0][1])
     return tuple(LeaderboardScores(slug, label, n) for (slug, label), n in ordered)
