@@ -120,3 +120,93 @@ def test_divergence_backward_writes_only_the_first_distributions_gradient() -> N
     writes = [t.name for t in floor_estimate(spec, wl, H200, region="backward", operation="tvd").tensors
               if t.direction == "write"]
     assert writes == ["gradient of p"]
+
+
+# --- losses: a scalar output and frozen heads (the floors state compulsory work from first principles) ---
+
+H200_BYTES_PER_S = 4800e9  # the datasheet bandwidth in gpus.yaml
+H200_BF16_FLOPS_PER_S = 989.5e12
+
+
+def _case(spec: dict, axes: dict[str, int], dtype: str, shapes: dict[str, list[int]]) -> dict:
+    """A workload of ``spec`` with the given concrete shapes; integer/bool/fp32 tensors keep the spec's dtype."""
+    declared = {d["name"]: d["dtype"] for d in spec["inputs"] + spec["outputs"]}
+    return {"axes": axes, "dtypes": {"T": dtype},
+            "tensors": [_tensor(n, dtype if declared[n] == "T" else declared[n], shape) for n, shape in shapes.items()]}
+
+
+def test_tvd_backward_writes_the_gradient_and_reads_only_the_upstream_number() -> None:
+    """loss = Σ|p − q| / 2 / rows is one number, so dloss/dp = g · sign(p − q) / 2 / rows: the forward can hold
+    sign(p − q) (or the whole gradient up to g, as torch.compile's backward reads one saved tensor), and the
+    backward need not read p or q. What it must do: read g (4 bytes) and write dp (rows × vocab fp32)."""
+    rows, vocab = 1024, 4096
+    spec = _spec("tvd")
+    wl = _case(spec, {"batch": 1, "seq": 1024, "vocab": vocab}, "fp32",
+               {"p": [rows, vocab], "q": [rows, vocab], "loss": []})
+    backward = floor_estimate(spec, wl, H200, region="backward", operation="tvd")
+    assert _bytes(backward) == {"upstream gradient of loss": ("read", 4), "gradient of p": ("write", 16_777_216)}
+    assert backward.floor_ns == pytest.approx(16_777_220 / H200_BYTES_PER_S * 1e9)  # 3,495.25 ns
+    assert backward.floor_ns == pytest.approx(3495.254, rel=1e-6)
+    # forward+backward: p and q read, g read, the loss and dp written (3 tensors of 16 MiB, two scalars).
+    both = floor_estimate(spec, wl, H200, region="forward+backward", operation="tvd")
+    assert both.bytes_total == 3 * 16_777_216 + 4 + 4
+
+
+def test_distillation_trains_the_student_only() -> None:
+    """Student head [vocab, hidden/2], teacher head [vocab, hidden]; only the student gets gradients.
+    bt 1024, hidden 4096, vocab 128256, bf16:
+    forward FLOPs  = 2·1024·2048·128256 (student) + 2·1024·4096·128256 (teacher) = 1,613,833,961,472;
+    gradient FLOPs = dx + dW of the student = 2 × 2·1024·2048·128256            = 1,075,889,307,648;
+    forward+backward = 2,689,723,269,120 FLOPs (not 3 × forward = 4,841,501,884,416: the teacher needs no
+    gradient matmuls) → 2.7183 ms at 989.5 TFLOP/s."""
+    spec = _spec("distill-cosine-loss")
+    bt, hidden, vocab = 1024, 4096, 128256
+    wl = _case(spec, {"bt": bt, "hidden": hidden, "vocab": vocab}, "bf16",
+               {"student_x": [bt, 2048], "student_weight": [vocab, 2048], "teacher_x": [bt, hidden],
+                "teacher_weight": [vocab, hidden], "target": [bt], "loss": []})
+    forward = floor_estimate(spec, wl, H200, region="forward", operation="distill-cosine-loss")
+    both = floor_estimate(spec, wl, H200, region="forward+backward", operation="distill-cosine-loss")
+    assert forward.flops == 1_613_833_961_472
+    assert both.flops == 2_689_723_269_120
+    assert both.bound == "compute"
+    assert both.floor_ns == pytest.approx(2_689_723_269_120 / H200_BF16_FLOPS_PER_S * 1e9)
+    assert both.floor_ns == pytest.approx(2_718_265.0, rel=1e-5)
+    writes = {t.name: t.bytes for t in both.tensors if t.direction == "write"}
+    assert writes == {"loss": 4, "gradient of student_x": bt * 2048 * 2, "gradient of student_weight": vocab * 2048 * 2}
+    # The backward alone of a loss: the forward may have computed both gradients up to the upstream number
+    # (Liger's fused losses do), so no matmul is compulsory; g is read and the two gradients written.
+    backward = floor_estimate(spec, wl, H200, region="backward", operation="distill-cosine-loss")
+    assert backward.flops == 0 and backward.compute_ns is None and backward.bound == "bandwidth"
+    assert backward.bytes_total == 4 + 4_194_304 + 525_336_576
+
+
+def test_grpo_does_not_train_the_reference_head_nor_the_data() -> None:
+    """batch 2, seq 8, hidden 16, vocab 32, bf16. Policy head forward 2·16·16·32 = 16,384 FLOPs, the reference
+    head the same: forward 32,768 (the spec's 4·b·s·h·v). Gradients: dx and dW of the policy head only,
+    2 × 16,384 = 32,768, so forward+backward is 65,536 FLOPs. Gradients written: x (2·8·16 bf16 = 512 B) and
+    weight (32·16 bf16 = 1,024 B); none for ref_x, ref_weight, the mask or the advantages."""
+    for slug in ("fused-linear-grpo-loss-token", "fused-linear-grpo-loss-sequence"):
+        spec = _spec(slug)
+        wl = _case(spec, {"batch": 2, "seq": 8, "hidden": 16, "vocab": 32}, "bf16",
+                   {"x": [2, 8, 16], "weight": [32, 16], "selected_token_ids": [2, 8], "attention_mask": [2, 8],
+                    "advantages": [2], "ref_x": [2, 8, 16], "ref_weight": [32, 16], "loss": []})
+        assert floor_estimate(spec, wl, H200, region="forward", operation=slug).flops == 32_768
+        both = floor_estimate(spec, wl, H200, region="forward+backward", operation=slug)
+        assert both.flops == 65_536
+        writes = {t.name: t.bytes for t in both.tensors if t.direction == "write"}
+        assert writes == {"loss": 4, "gradient of x": 512, "gradient of weight": 1024}
+
+
+def test_a_tensor_output_backward_still_reads_what_its_gradient_needs() -> None:
+    """The scalar-loss rule does not reach operations whose upstream gradient is a tensor: fused MoE's
+    backward reads y's upstream gradient and the inputs, and does 2 × the forward's matmul FLOPs."""
+    spec = _spec("fused-moe")
+    t, e, h, i, k = 64, 4, 32, 16, 2
+    wl = _case(spec, {"tokens": t, "experts": e, "hidden": h, "intermediate": i, "top_k": k}, "bf16",
+               {"x": [t, h], "gate_up_proj": [e, 2 * i, h], "down_proj": [e, h, i], "top_k_index": [t, k],
+                "top_k_weights": [t, k], "y": [t, h]})
+    backward = floor_estimate(spec, wl, H200, region="backward", operation="fused-moe")
+    forward_flops = 2 * t * k * h * i * 3
+    assert backward.flops == 2 * forward_flops
+    assert {n for n, (d, _) in _bytes(backward).items() if d == "read"} == {
+        "upstream gradient of y", "x", "gate_up_proj", "down_proj", "top_k_index", "top_k_weights"}

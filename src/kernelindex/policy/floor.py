@@ -5,13 +5,21 @@ bytes = compulsory HBM traffic of the timed region (DESIGN §5):
 - forward: every input read once and every output written once (an in-place output still costs
   its write); a gather-like input counts only the rows that can be touched;
 - backward: the upstream gradient of every floating-point output read, the forward inputs the
-  backward needs read, every gradient written (saved intermediates are not compulsory);
+  backward needs read, every gradient written (saved intermediates are not compulsory). Where every
+  floating-point output is one number (a loss), each gradient is that upstream number times a tensor
+  the forward can already have computed (Liger's fused losses do exactly that), so such a backward
+  must read no input and do no matmul: only the upstream numbers read and the gradients written;
 - forward+backward: every input and every upstream gradient read once, every output and every
   gradient written once;
 - forward-no-grad (the forward under torch.no_grad()): as forward — no gradient is compulsory.
 
-flops only where the operation declares a formula (for the forward); a backward of matmuls costs
-twice the forward's FLOPs (input and weight gradients), forward+backward three times.
+Gradients are compulsory only for the inputs a backward produces them for (``GRADIENTS``): a
+distillation teacher, a preference or GRPO reference head gets none.
+
+flops only where the operation declares a formula (for the forward). The gradient work of a matmul
+y = x·W is 2× its forward FLOPs (dx and dW); only matmuls whose operands get gradients count
+(``GRADIENT_FLOPS`` gives that work where a frozen head's matmul is part of the forward formula).
+backward = the gradient work (none for a loss, above); forward+backward = forward + gradient work.
 
 With measured ceilings the memory floor is max(read bytes / read ceiling, write bytes / write
 ceiling): on an H200 a read-only stream moves data faster than a copy, so bytes / copy bandwidth
@@ -30,7 +38,6 @@ from kernelindex.policy.ratios import ratio
 
 POLICY = "floor-v1"
 REGIONS = ("forward", "backward", "forward+backward", "forward-no-grad")
-FLOP_MULTIPLIER = {"forward": 1, "backward": 2, "forward+backward": 3, "forward-no-grad": 1}
 FLOATING = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"}
 
 # What a backward must read besides the upstream gradients, where that is less than every input.
@@ -53,6 +60,24 @@ GRADIENTS: dict[str, tuple[str, ...]] = {
     "kl-div": ("input",),
     "jsd": ("input",),
     "tvd": ("p",),
+    # Distillation: the teacher head is frozen; only the student's activations and head are trained.
+    "fused-linear-jsd": ("student_x", "student_weight"),
+    "distill-cosine-loss": ("student_x", "student_weight"),
+    "distill-jsd-loss": ("student_x", "student_weight"),
+    # Preference / RL losses: the reference head is frozen; masks and advantages are data.
+    "fused-linear-kto-loss": ("x", "weight", "bias"),
+    "fused-linear-grpo-loss-token": ("x", "weight"),
+    "fused-linear-grpo-loss-sequence": ("x", "weight"),
+}
+# The gradient work (FLOPs) where the forward formula also counts a frozen head: dx and dW of the
+# trained head only, 2 × its forward 2·rows·hidden·vocab. Elsewhere the gradient work is 2 × forward.
+GRADIENT_FLOPS: dict[str, str] = {
+    "fused-linear-jsd": "4 * bt * hidden * vocab",  # forward: student and teacher heads, 2·bt·hidden·vocab each
+    "distill-cosine-loss": "4 * bt * student_hidden * vocab",  # forward: 2·bt·vocab·(hidden + student_hidden)
+    "distill-jsd-loss": "4 * bt * student_hidden * vocab",
+    "fused-linear-kto-loss": "4 * batch * seq * hidden * vocab",  # forward: policy and reference heads
+    "fused-linear-grpo-loss-token": "4 * batch * seq * hidden * vocab",
+    "fused-linear-grpo-loss-sequence": "4 * batch * seq * hidden * vocab",
 }
 
 
@@ -160,6 +185,14 @@ def gradient_inputs(operation_spec: dict, workload_spec: dict, operation: str = 
             if dtypes[d["name"]] in FLOATING and d.get("role") != "constant"]
 
 
+def scalar_loss(operation_spec: dict, workload_spec: dict) -> bool:
+    """Every floating-point output is one number: its upstream gradient is a scalar, so each input's
+    gradient is that scalar times a tensor the forward may have computed already."""
+    concrete = {t["name"]: t for t in workload_spec["tensors"]}
+    floating = [concrete[d["name"]] for d in operation_spec["outputs"] if concrete[d["name"]]["dtype"] in FLOATING]
+    return bool(floating) and all(prod(t["shape"]) == 1 for t in floating)
+
+
 def _region_plan(operation_spec: dict, workload_spec: dict, region: str, operation: str) -> list[tuple[str, str, str]]:
     """(label, tensor, direction) for each compulsory transfer of the region."""
     if region not in REGIONS:
@@ -172,7 +205,7 @@ def _region_plan(operation_spec: dict, workload_spec: dict, region: str, operati
     if region in ("forward", "forward-no-grad"):
         return [(i, i, "read") for i in inputs] + [(o, o, "write") for o in outputs]
     if region == "backward":
-        needed = BACKWARD_READS.get(operation, tuple(inputs))
+        needed = () if scalar_loss(operation_spec, workload_spec) else BACKWARD_READS.get(operation, tuple(inputs))
         return upstream + [(i, i, "read") for i in inputs if i in needed] + grads
     return [(i, i, "read") for i in inputs] + upstream + [(o, o, "write") for o in outputs] + grads
 
@@ -192,11 +225,18 @@ def compulsory_traffic(
     return traffic
 
 
-def _flops(operation_spec: dict, workload_spec: dict, region: str) -> int | None:
+def _flops(operation_spec: dict, workload_spec: dict, region: str, operation: str = "") -> int | None:
     formula = operation_spec.get("flops")
     if not formula:
         return None
-    return evaluate(formula, resolved_axes(operation_spec, workload_spec)) * FLOP_MULTIPLIER[region]
+    axes = resolved_axes(operation_spec, workload_spec)
+    forward = evaluate(formula, axes)
+    if region in ("forward", "forward-no-grad"):
+        return forward
+    gradient = evaluate(GRADIENT_FLOPS[operation], axes) if operation in GRADIENT_FLOPS else 2 * forward
+    if region == "backward":
+        return 0 if scalar_loss(operation_spec, workload_spec) else gradient
+    return forward + gradient
 
 
 def _memory_ns(tensors: list[TensorTraffic], ceilings: Ceilings) -> float:
@@ -246,7 +286,7 @@ def floor_estimate(
         bandwidth = gpu.bandwidth_bytes_per_s
         memory_ns = total / bandwidth * 1e9
         source = f"{gpu.bandwidth_gbps:,.0f} GB/s, {gpu.source}"
-    flops = _flops(operation_spec, workload_spec, region)
+    flops = _flops(operation_spec, workload_spec, region, operation)
     peak = _peak(gpu, workload_spec) if flops else None
     return FloorEstimate(
         gpu=gpu.slug,
