@@ -172,3 +172,12 @@ def test_backward_floors_read_only_what_the_backward_needs() -> None:
 
     assert reads("poly-norm", _poly()) == {"upstream gradient of y", "x", "weight"}
     assert reads("dyt", _dyt(True)) == {"upstream gradient of y", "x", "alpha", "gamma"}
+
+
+def test_dyt_cases_with_and_without_beta_get_distinct_labels() -> None:
+    """The run's external id and title come from the case label; the 2026-12-01 dyt bundle gave 72 runs
+    36 ids because the label left out params."""
+    from kernelindex.runner.verify import case_label
+
+    assert case_label(_dyt(True)) != case_label(_dyt(False))
+    assert case_label(_dyt(True)) == "rows=6 hidden=32 beta=True fp32"

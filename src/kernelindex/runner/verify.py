@@ -96,9 +96,12 @@ class Context:
 
 
 def case_label(workload: WorkloadCase) -> str:
+    """Axes, params and dtypes: two cases that differ only in a param (dyt with and without beta) must not
+    share a label, since the run's external id and title are made from it."""
     axes = " ".join(f"{k}={v}" for k, v in workload.spec.axes.items())
+    params = " ".join(f"{k}={v}" for k, v in sorted((workload.spec.params or {}).items()))
     dtypes = " ".join(sorted(set(workload.spec.dtypes.values())))
-    return f"{axes} {dtypes}".strip()
+    return " ".join(part for part in (axes, params, dtypes) if part)
 
 
 def floor_ns(operation: OperationSpec, workload: WorkloadCase, product: str, region: str = "forward",
