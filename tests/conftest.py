@@ -39,7 +39,7 @@ def _new_catalog(backend: str, tmp_dir: Path) -> tuple[Catalog, callable]:
     if backend == "sqlite":
         path = tmp_dir / f"catalog-{uuid.uuid4().hex[:8]}.sqlite"
         catalog = open_catalog(f"sqlite:///{path}")
-        return catalog, lambda: catalog.engine.dispose()
+        return catalog, lambda: catalog.dispose()
     schema = f"ki_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(normalize_url(PG_URL or ""))
     with admin.begin() as conn:
@@ -47,7 +47,7 @@ def _new_catalog(backend: str, tmp_dir: Path) -> tuple[Catalog, callable]:
     catalog = open_catalog(_pg_schema_url(schema))
 
     def cleanup() -> None:
-        catalog.engine.dispose()
+        catalog.dispose()
         with admin.begin() as conn:
             conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()

@@ -42,4 +42,4 @@ def test_reimport_adds_nothing_and_row_order_does_not_matter(
     _import(other, shuffled, folder, "shuffled")
     assert sorted(export_lines(first)) == sorted(export_lines(other))
     for catalog in (first, other):
-        catalog.engine.dispose()
+        catalog.dispose()

@@ -46,7 +46,7 @@ def _prepare_catalog(database_url: str | None) -> str:
     typer.echo("Imported: " + "; ".join(imported) if imported else "Bundled data already imported.")
     typer.echo(f"Serving {_run_count(catalog)}.")
     os.environ[ENV_URL] = catalog.url  # workers open exactly this catalog
-    catalog.engine.dispose()  # no pooled connections are inherited by worker processes
+    catalog.dispose()  # no pooled connections are inherited by worker processes
     return catalog.url
 
 
