@@ -17,15 +17,18 @@ T = TypeVar("T")
 
 
 class VersionedCache:
-    """A bounded LRU keyed on (catalog URL, catalog version, key).
+    """A bounded LRU keyed on (catalog URL, catalog version, key): at most ``size`` entries, and at most
+    ``max_bytes`` in the entries that say their size (an ``nbytes`` attribute: whole answers).
 
     Concurrent requests for the same missing entry wait for the one computation in flight instead
     of repeating it; a failed computation is not kept. Entries of an older version of a catalog are
     dropped when a newer version is stored.
     """
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 4096, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.size = size
+        self.max_bytes = max_bytes
+        self._bytes = 0
         self._items: OrderedDict[tuple[str, int, Hashable], Any] = OrderedDict()
         self._inflight: dict[tuple[str, int, Hashable], threading.Event] = {}
         self._latest: dict[str, int] = {}
@@ -67,28 +70,43 @@ class VersionedCache:
         with self._lock:
             return self._items.get((catalog.url, version, key))
 
+    def put(self, catalog: Catalog, key: Hashable, value: Any, *, version: int) -> None:
+        """Keep ``value`` for ``key`` at ``version`` (unless a newer version of the catalog is kept)."""
+        self._keep((catalog.url, version, key), value)
+
     def _keep(self, full: tuple[str, int, Hashable], value: Any) -> None:
         url, version, _ = full
         with self._lock:
             if version > self._latest.get(url, -1):
                 self._latest[url] = version
                 for old in [k for k in self._items if k[0] == url and k[1] < version]:
-                    del self._items[old]
+                    self._drop(old)
+            if full in self._items:
+                self._drop(full)
             self._items[full] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            self._bytes += _nbytes(value)
+            while len(self._items) > self.size or self._bytes > self.max_bytes:
+                self._drop(next(iter(self._items)))
+
+    def _drop(self, full: tuple[str, int, Hashable]) -> None:
+        self._bytes -= _nbytes(self._items.pop(full))
 
     def discard(self, where: Callable[[Hashable], bool]) -> None:
         """Drop the entries whose key satisfies ``where`` (a benchmark empties the answers and keeps the
         loaded operations)."""
         with self._lock:
             for full in [k for k in self._items if where(k[2])]:
-                del self._items[full]
+                self._drop(full)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
             self._latest.clear()
+            self._bytes = 0
+
+
+def _nbytes(value: Any) -> int:
+    return int(getattr(value, "nbytes", 0))
 
 
 READ_CACHE = VersionedCache()

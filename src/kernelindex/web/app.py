@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 
 from kernelindex.web import api, api_docs, asks, pages, samples_route, search_page
+from kernelindex.web.answer_cache import AnswerCache
 from kernelindex.web.head import HeadAsGet
 from kernelindex.web.render import ErrorPage, PageError, error_response
 from kernelindex.web.security import SecurityMiddleware
@@ -140,6 +141,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     )
     app.state.catalog = catalog
     app.state.clock = clock or _utc_now
+    app.add_middleware(AnswerCache)  # innermost of the three: HEAD arrives as GET, headers are added outside
     app.add_middleware(HeadAsGet)
     app.add_middleware(SecurityMiddleware, on_error=_crash_response)  # outermost: it sees every answer
     app.add_exception_handler(PageError, _page_error)
