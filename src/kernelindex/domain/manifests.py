@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, overload
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from kernelindex.domain.canonical import (
     MAX_DOCUMENT_BYTES,
@@ -49,6 +49,11 @@ class Manifest(Strict):
     kind: str
     metadata: Metadata = Field(default_factory=Metadata)
     spec: Strict
+    # Manifests are frozen, so their JSON forms and digest are computed once and kept (on the manifest
+    # only: every nested model carrying them would cost each of the read model's objects time and memory).
+    _json_cache: dict[str, Any] | None = PrivateAttr(default=None)
+    _digest_cache: str | None = PrivateAttr(default=None)
+    _stored_cache: dict[str, Any] | None = PrivateAttr(default=None)
 
 
 class OperationSpec(Manifest):

@@ -13,7 +13,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PrivateAttr,
     StringConstraints,
 )
 from pydantic_core import PydanticCustomError
@@ -61,6 +60,8 @@ def _sort_key(value: Any) -> str:
 
 
 def _sorted_unique(values: list[Any]) -> list[Any]:
+    if len(values) < 2:  # most sets are empty or one element: nothing to sort (the read model validates thousands)
+        return values
     unique = {_sort_key(v): v for v in values}
     return [unique[k] for k in sorted(unique)]
 
@@ -70,10 +71,6 @@ SetList = AfterValidator(_sorted_unique)
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
-    # Manifests are frozen, so their JSON form and digest are computed once and kept.
-    _json_cache: dict[str, Any] | None = PrivateAttr(default=None)
-    _digest_cache: str | None = PrivateAttr(default=None)
-    _stored_cache: dict[str, Any] | None = PrivateAttr(default=None)
 
 
 class Metadata(Strict):

@@ -9,7 +9,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kernelindex import registry
-from kernelindex.domain.manifests import manifest_json
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.errors import BadParameter
@@ -79,7 +78,7 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
         if slug in covered or slug not in known:
             continue
         spec = known[slug]
-        floor = floor_estimate(manifest_json(data.operation)["spec"], data.workloads[selected.workload]["spec"], spec)
+        floor = floor_estimate(*data.specs_json(selected.workload), spec)
         out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
                                _nearest(data, spec, measured)))
     return out

@@ -118,7 +118,7 @@ def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> Fl
         "no arithmetic formula for this family: bandwidth floor only"
         if not data.operation.spec.flops
         else "flops from the operation's declared formula"
-        if data.workloads[cohort.workload]["spec"].get("dtypes")
+        if data.workloads[cohort.workload].spec.dtypes
         else "flops from the family's standard count (KernelIndex registry), over the GPU's fastest dense rate "
         "since the operation does not say which precision its math runs in"
     )

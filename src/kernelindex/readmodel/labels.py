@@ -6,7 +6,14 @@ import re
 
 from kernelindex import registry
 from kernelindex.domain.canonical import short_digest
-from kernelindex.domain.manifests import BenchmarkProtocol, ExecutionEnvironment, OperationSpec, SoftwareProject
+from kernelindex.domain.manifests import (
+    BenchmarkProtocol,
+    ExecutionEnvironment,
+    ImplementationRevision,
+    OperationSpec,
+    SoftwareProject,
+    WorkloadCase,
+)
 
 MODE_WORDS = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward",
               "forward-no-grad": "forward under torch.no_grad()"}
@@ -21,15 +28,15 @@ def axis_order(operation: OperationSpec) -> list[str]:
     return [n for n in names if operation.spec.axes[n].role != "derived"]
 
 
-def workload_label(operation: OperationSpec, workload: dict) -> str:
+def workload_label(operation: OperationSpec, workload: WorkloadCase) -> str:
     """'seq = 2048 · hidden = 8192 · q_heads = 32 · kv_heads = 8 · bf16' in the operation's axis order."""
-    spec = workload["spec"]
-    axes = spec["axes"]
+    spec = workload.spec
+    axes = spec.axes
     order = [n for n in axis_order(operation) if n in axes]
     order += [n for n in axes if n not in order]
     parts = [f"{n} = {axes[n]}" for n in order]
-    parts += [f"{k} = {v}" for k, v in sorted(spec.get("params", {}).items())]
-    parts += sorted(set(spec.get("dtypes", {}).values()))
+    parts += [f"{k} = {v}" for k, v in sorted(spec.params.items())]
+    parts += sorted(set(spec.dtypes.values()))
     return " · ".join(parts)
 
 
@@ -64,12 +71,12 @@ def cohort_label(environment: ExecutionEnvironment, protocol: BenchmarkProtocol)
     return f"{gpu_label(environment)} · {spec.timed_region} · {harness}"
 
 
-def implementation_title(implementation: dict) -> str:
-    return implementation.get("metadata", {}).get("title") or implementation["spec"]["callable"]["symbol"]
+def implementation_title(implementation: ImplementationRevision) -> str:
+    return implementation.metadata.title or implementation.spec.callable.symbol
 
 
-def implementation_slug(implementation: dict) -> str:
-    return implementation.get("metadata", {}).get("name") or short_digest(implementation["spec"]["project"])
+def implementation_slug(implementation: ImplementationRevision) -> str:
+    return implementation.metadata.name or short_digest(implementation.spec.project)
 
 
 def project_title(project: SoftwareProject) -> str:

@@ -75,6 +75,6 @@ def _board(data: OperationData, runs: list[Run]) -> Leaderboard:
         impl = data.implementations[run.implementation]
         board.rows.append(LeaderboardRow(
             entry.label, run.run_id, implementation_slug(impl),
-            (impl.get("metadata") or {}).get("title") or implementation_slug(impl),
+            impl.metadata.title or implementation_slug(impl),
             run.spec["score"]["value"], entry.vs_first, run.observed_at))
     return board

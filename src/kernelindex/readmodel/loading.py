@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 from typing import Any
 
 import orjson
 from sqlalchemy import Connection, select
 
-from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
@@ -22,102 +20,29 @@ from kernelindex.catalog.models import (
     SupersessionRow,
     TrustedRunnerRow,
 )
-from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import (
     BenchmarkProtocol,
     ExecutionEnvironment,
+    ImplementationRevision,
     M,
     Manifest,
     OperationSpec,
     SoftwareProject,
     Source,
+    WorkloadCase,
     WorkloadSuite,
 )
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency, run_metric
-from kernelindex.policy.eligibility import Eligibility, EligibilityFacts, eligibility
+from kernelindex.policy.eligibility import EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
-from kernelindex.policy.usability import Usability, usability
+from kernelindex.policy.usability import usability
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.errors import NotFound
-from kernelindex.readmodel.replication import Replication, ReplicationPeer, replication_of
+from kernelindex.readmodel.operation_data import OperationData, Run
+from kernelindex.readmodel.replication import ReplicationPeer, replication_of
 
 ALL_KEY = ("operation-data-all",)
-
-
-@dataclass(slots=True)  # ~11,000 of them stay loaded: slots save memory and attribute lookups
-class Run:
-    digest: str
-    run_id: str
-    spec: dict
-    cohort_key: str
-    implementation: str
-    workload: str
-    protocol: str
-    environment: str
-    status: str
-    median_ns: int | None
-    p20_ns: int | None
-    p80_ns: int | None
-    observed_at: datetime
-    source: str
-    retracted: dict | None = None
-    superseded_by: dict | None = None
-    supersedes: list[str] = field(default_factory=list)
-    attested: bool = False
-    evidence: str = "reported"
-    eligibility: Eligibility | None = None
-    replication: Replication | None = None  # other trusted runners' verified runs of the same thing
-
-    @property
-    def eligible(self) -> bool:
-        return bool(self.eligibility and self.eligibility.eligible)
-
-    @property
-    def ranked_median_ns(self) -> int:
-        """The median of a run that is ranked or charted (eligibility requires one)."""
-        if self.median_ns is None:
-            raise ValueError(f"run {self.run_id} has no median and cannot be ranked")
-        return self.median_ns
-
-    @property
-    def interval(self) -> tuple[int | None, int | None]:
-        timing = self.spec["timing"]
-        if timing.get("ci95_low_ns") is not None:
-            return timing.get("ci95_low_ns"), timing.get("ci95_high_ns")
-        return self.p20_ns, self.p80_ns
-
-
-@dataclass
-class OperationData:
-    slug: str
-    operation: OperationSpec
-    digest: str
-    runs: list[Run]
-    workloads: dict[str, dict]
-    implementations: dict[str, dict]
-    projects: dict[str, SoftwareProject]
-    protocols: dict[str, BenchmarkProtocol]
-    environments: dict[str, ExecutionEnvironment]
-    usability: dict[str, Usability]  # per implementation digest
-    trusted_keys: dict[str, str]  # key id → runner name
-    version: int
-    catalog: Catalog  # the catalog this was loaded from, at ``version``
-    sources: dict[str, Source] = field(default_factory=dict)  # Source manifests by source name
-    # Runs of a second metric (peak memory): kept apart, so nothing that ranks or counts latency
-    # (cohorts, eligibility counts, records, search) ever sees them.
-    memory_runs: list[Run] = field(default_factory=list)
-    # Suite-scoped leaderboard scores: ranked only among themselves, per suite, GPU and statistic.
-    score_runs: list[Run] = field(default_factory=list)
-    suites: dict[str, WorkloadSuite] = field(default_factory=dict)  # the suites the score runs name
-
-    @property
-    def title(self) -> str:
-        """The operation's title, or its slug when it has none."""
-        return self.operation.metadata.title or self.slug
-
-    def gpu_of(self, environment: str) -> GpuSpec | None:
-        return registry.gpu_for_product(self.environments[environment].spec.hardware.product)
 
 
 def load_operation(catalog: Catalog, slug: str, *, version: int | None = None) -> OperationData:
@@ -286,8 +211,8 @@ def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpe
         operation,
         digest,
         runs,
-        by_kind["WorkloadCase"],
-        by_kind["ImplementationRevision"],
+        facts.typed_as(WorkloadCase, by_kind["WorkloadCase"]),
+        facts.typed_as(ImplementationRevision, by_kind["ImplementationRevision"]),
         facts.typed_as(SoftwareProject, projects),
         facts.typed_as(BenchmarkProtocol, by_kind["BenchmarkProtocol"]),
         facts.typed_as(ExecutionEnvironment, by_kind["ExecutionEnvironment"]),

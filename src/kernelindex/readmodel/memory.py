@@ -62,8 +62,8 @@ def _row(data: OperationData, run: Run) -> MemoryRow:
     return MemoryRow(
         run_id=run.run_id,
         implementation_slug=implementation_slug(impl),
-        implementation_title=impl["metadata"].get("title") or impl["metadata"].get("name", ""),
-        language=impl["spec"]["callable"]["language"],
+        implementation_title=impl.metadata.title or impl.metadata.name or "",
+        language=impl.spec.callable.language,
         timed_region=data.protocols[run.protocol].spec.timed_region,
         median_mib=memory["median"],
         p20_mib=memory.get("p20"),

@@ -20,7 +20,7 @@ def _workload_choices(data: OperationData, eligible_by_workload: dict[str, int])
             key=d,
             eligible_runs=n,
             floor_bytes=floor_bytes(data, d),
-            canonical=tuple(data.workloads[d]["spec"]["axes"].get(a, 0) for a in order),
+            canonical=tuple(data.workloads[d].spec.axes.get(a, 0) for a in order),
         )
         for d, n in eligible_by_workload.items()
     ]

@@ -167,16 +167,16 @@ def _workload_summaries(
     }
     order = axis_order(data.operation)
     ordered = sorted(
-        eligible_by_workload, key=lambda d: tuple(data.workloads[d]["spec"]["axes"].get(a, 0) for a in order)
+        eligible_by_workload, key=lambda d: tuple(data.workloads[d].spec.axes.get(a, 0) for a in order)
     )
     return [
         WorkloadSummary(
             key=workload_key(d),
             digest=d,
             label=workload_label(data.operation, data.workloads[d]),
-            axes=data.workloads[d]["spec"]["axes"],
-            dtypes=data.workloads[d]["spec"]["dtypes"],
-            params=data.workloads[d]["spec"].get("params", {}),
+            axes=data.workloads[d].spec.axes,
+            dtypes=data.workloads[d].spec.dtypes,
+            params=data.workloads[d].spec.params,
             eligible_runs=eligible_by_workload[d],
             selected=d == selected,
             cohort=same_setup.get(d),

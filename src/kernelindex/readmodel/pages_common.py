@@ -47,15 +47,15 @@ class RunRef(JsonModel):
 
 def run_ref(data: OperationData, run: Run, now: datetime) -> RunRef:
     impl = data.implementations[run.implementation]
-    project = data.projects.get(impl["spec"]["project"])
+    project = data.projects.get(impl.spec.project)
     usable = data.usability.get(run.implementation)
     return RunRef(
         run_id=run.run_id,
         implementation=labels.implementation_title(impl),
         implementation_slug=labels.implementation_slug(impl),
         project=labels.project_title(project) if project else "",
-        language=impl["spec"]["callable"]["language"],
-        baseline=impl["spec"].get("role") == "baseline",
+        language=impl.spec.callable.language,
+        baseline=impl.spec.role == "baseline",
         median_ns=run.median_ns,
         evidence=run.evidence,
         evidence_sentence=SENTENCES.get(run.evidence, ""),

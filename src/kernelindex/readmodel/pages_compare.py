@@ -100,7 +100,7 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
         run=run_ref(data, run, now), operation=data.slug,
         operation_title=data.title,
         workload=short_digest(run.workload), workload_label=labels.workload_label(data.operation, wl),
-        axes=dict(wl["spec"]["axes"]), dtypes=dict(wl["spec"].get("dtypes", {})),
+        axes=dict(wl.spec.axes), dtypes=dict(wl.spec.dtypes),
         cohort=short_digest(run.cohort_key), cohort_label=labels.cohort_label(env, protocol),
         gpu_name=labels.gpu_label(env), timed_region=protocol.spec.timed_region,
         harness=protocol.spec.harness.name, status=run.status, eligible=run.eligible,

@@ -65,7 +65,7 @@ def home_page(catalog: Catalog, *, now: datetime) -> HomePage:
     datas = all_operations(catalog)
     eligible = {d.slug: [r for r in d.runs if r.eligible] for d in datas}
     verified = {d.slug: _verified_regions(d, eligible[d.slug]) for d in datas}
-    lines = {impl.get("metadata", {}).get("name") or digest
+    lines = {impl.metadata.name or digest
              for d in datas for digest, impl in d.implementations.items()}
     summaries = [s for d in datas for s in cohort_summaries(d, clock) if s.leader]
     counts = {

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow
 from kernelindex.domain.canonical import short_digest
+from kernelindex.domain.manifests import stored_json
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.errors import NotFound
@@ -103,9 +104,9 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime) -> Implem
     if not digests:
         raise NotFound(f"no implementation {slug!r} has runs for {data.slug}")
     first = data.implementations[digests[0]]
-    spec = first["spec"]
-    project = data.projects.get(spec["project"])
-    call = spec["callable"]
+    spec = first.spec
+    project = data.projects.get(spec.project)
+    call = spec.callable
     page = ImplementationPage(
         slug=slug,
         title=labels.implementation_title(first),
@@ -113,12 +114,12 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime) -> Implem
                  "repository": project.spec.repository if project else None,
                  "homepage": project.spec.homepage if project else None},
         operation={"slug": data.slug, "title": data.title},
-        language=call["language"],
-        invocation=f"{call['module']}:{call['symbol']}",
-        role=spec.get("role", "candidate"),
-        in_place=bool(spec.get("in_place")),
+        language=call.language,
+        invocation=f"{call.module}:{call.symbol}",
+        role=spec.role,
+        in_place=spec.in_place,
         revisions=[_revision(data, d) for d in digests],
-        description=first.get("metadata", {}).get("description"),
+        description=first.metadata.description,
     )
     page.revisions.sort(key=lambda r: (r.version or "", r.digest), reverse=True)
     clock = now
@@ -133,16 +134,17 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime) -> Implem
 
 
 def _revision(data: OperationData, digest: str) -> Revision:
-    spec = data.implementations[digest]["spec"]
+    impl = data.implementations[digest]
+    spec = impl.spec
     usable = data.usability[digest]
-    lic = spec.get("license", {})
+    lic = spec.license
     return Revision(
-        digest=digest, version=spec.get("version"), commit=spec.get("commit"), usable=usable.usable,
+        digest=digest, version=spec.version, commit=spec.commit, usable=usable.usable,
         install_command=usable.install_command, reasons=[r.to_json() for r in usable.reasons],
-        license_declared=lic.get("declared"), license_concluded=lic.get("concluded"),
-        license_concluded_from=lic.get("concluded_from"), source_url=usable.source_url,
+        license_declared=lic.declared, license_concluded=lic.concluded,
+        license_concluded_from=lic.concluded_from, source_url=usable.source_url,
         eligible_runs=sum(1 for r in data.runs if r.implementation == digest and r.eligible),
-        artifacts=list(spec.get("artifacts") or []),
+        artifacts=list(stored_json(impl)["spec"].get("artifacts") or []),  # as stored
     )
 
 
@@ -159,7 +161,7 @@ def _runs(data: OperationData, digests: set[str]) -> list[RunRow]:
                 run.run_id, short_digest(run.workload), labels.workload_label(data.operation, wl),
                 short_digest(cohort.key), labels.cohort_label(env, protocol), run.median_ns,
                 ranks.get(run.digest), len(cohort.ranked),
-                data.implementations[run.implementation]["spec"].get("version"),
+                data.implementations[run.implementation].spec.version,
                 run.evidence, run.eligible, f"/runs/{run.run_id}", run.status))
     rows.extend(_score_rows(data, digests))
     return sorted(rows, key=lambda r: (labels.natural_key(r.workload_label), r.cohort_label, r.median_ns or 0,
@@ -176,6 +178,6 @@ def _score_rows(data: OperationData, digests: set[str]) -> list[RunRow]:
         rows.append(RunRow(
             run.run_id, short_digest(run.workload), (suite.metadata.title if suite else None) or "benchmark suite",
             short_digest(run.cohort_key), f"leaderboard score · {labels.cohort_label(env, protocol)}", None, None, 0,
-            data.implementations[run.implementation]["spec"].get("version"), run.evidence, False,
+            data.implementations[run.implementation].spec.version, run.evidence, False,
             f"/runs/{run.run_id}", run.status, run.spec["score"]["value"]))
     return rows

@@ -121,7 +121,7 @@ def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: s
     in_region = [c for c in measured if _mode(data, c) == region]
     answers = _answers_on(data, in_region, gpu.slug, now)
     nearest = None if answers else _nearest(data, in_region, gpu, now)
-    floor = floor_estimate(manifest_json(data.operation)["spec"], data.workloads[digest]["spec"], gpu)
+    floor = floor_estimate(*data.specs_json(digest), gpu)
     what = f"{data.slug} · {workload_label(data.operation, data.workloads[digest])} · {region}"
     if answers:
         status, message = "measured", f"Measured on {gpu.short} for {what}."
@@ -136,8 +136,8 @@ def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: s
         operation={"slug": data.slug, "title": data.title,
                    "url": f"/operations/{data.slug}"},
         workload={"key": workload_key(digest), "label": workload_label(data.operation, data.workloads[digest]),
-                  "axes": dict(data.workloads[digest]["spec"]["axes"]),
-                  "dtypes": dict(data.workloads[digest]["spec"].get("dtypes", {}))},
+                  "axes": dict(data.workloads[digest].spec.axes),
+                  "dtypes": dict(data.workloads[digest].spec.dtypes)},
         gpu={"slug": gpu.slug, "label": gpu.short, "name": gpu.name, "bandwidth_gbps": gpu.bandwidth_gbps},
         mode=region, answers=answers, nearest=nearest,
         floor={**floor.to_json(), "label": "estimate, not evidence"},
@@ -189,8 +189,8 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
     floors = floor_for(data, cohort.workload, cohort.environment)
     floor_ns = floors[0].floor_ns if floors else None
     install = row.implementation.install_command
-    snippet = python_snippet(manifest_json(data.operation)["spec"], data.workloads[cohort.workload]["spec"],
-                             data.implementations[run.implementation]["spec"], install) if usable else None
+    implementation = manifest_json(data.implementations[run.implementation])["spec"]
+    snippet = python_snippet(*data.specs_json(cohort.workload), implementation, install) if usable else None
     gpu = data.gpu_of(cohort.environment)
     env = data.environments[cohort.environment]
     return UseAnswer(

@@ -100,12 +100,12 @@ def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str, *, n
     gpus = registry.gpus()
     if gpu not in gpus:
         raise NotFound(f"no GPU {gpu!r} in the datasheet table; known: {', '.join(sorted(gpus))}")
-    spec = data.workloads[digest]["spec"]
+    spec = data.workloads[digest].spec
     measured = sorted({gpu_label(data.environments[r.environment]) for r in data.runs
                        if r.workload == digest and r.eligible})
-    wanted = RequestSpec(operation, spec["axes"], spec.get("dtypes", {}), gpu, ["forward"], None, 1)
+    wanted = RequestSpec(operation, spec.axes, spec.dtypes, gpu, ["forward"], None, 1)
     open_request = next((r.to_json(now) for r in stored.list_requests(catalog, state=None)
                          if r.digest == wanted.digest and r.state in (stored.OPEN, stored.CLAIMED)), None)
     return AskPage(operation, data.title, workload_key,
-                   workload_label(data.operation, data.workloads[digest]), spec["axes"], spec.get("dtypes", {}),
+                   workload_label(data.operation, data.workloads[digest]), spec.axes, spec.dtypes,
                    gpu, gpus[gpu].name, measured, open_request)

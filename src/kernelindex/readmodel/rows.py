@@ -25,22 +25,22 @@ from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
 
 def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
     impl = data.implementations[digest]
-    spec = impl["spec"]
-    project = data.projects.get(spec["project"])
+    spec = impl.spec
+    project = data.projects.get(spec.project)
     usable = data.usability[digest]
     return ImplementationRef(
         slug=implementation_slug(impl),
         title=implementation_title(impl),
         project=project_title(project) if project else "",
-        language=spec["callable"]["language"],
-        role=spec.get("role", "candidate"),
-        version=spec.get("version"),
+        language=spec.callable.language,
+        role=spec.role,
+        version=spec.version,
         license=usable.license,
         usable=usable.usable,
         install_command=usable.install_command,
         not_usable_reasons=[r.to_json() for r in usable.reasons],
         source_url=usable.source_url,
-        in_place=spec.get("in_place", False),
+        in_place=spec.in_place,
     )
 
 
@@ -51,7 +51,7 @@ def floor_for(
     gpu = data.gpu_of(environment)
     if gpu is None:
         return None
-    op_spec, wl_spec = manifest_json(data.operation)["spec"], data.workloads[workload]["spec"]
+    op_spec, wl_spec = data.specs_json(workload)
     region = data.protocols[protocol].spec.timed_region if protocol else "forward"
     datasheet = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
     ceilings = measured_ceilings(data, environment)
@@ -77,14 +77,14 @@ def measured_ceilings(data: OperationData, environment: str) -> Ceilings | None:
 
 
 def floor_bytes(data: OperationData, workload: str) -> int:
-    traffic = compulsory_traffic(manifest_json(data.operation)["spec"], data.workloads[workload]["spec"])
+    traffic = compulsory_traffic(*data.specs_json(workload))
     return sum(t.bytes for t in traffic)
 
 
 def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[RankedRow]:
     baselines = [
         r.median_ns for r in cohort.eligible
-        if r.median_ns is not None and data.implementations[r.implementation]["spec"].get("role") == "baseline"
+        if r.median_ns is not None and data.implementations[r.implementation].spec.role == "baseline"
     ]
     floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
     usual = usual_method(cohort)

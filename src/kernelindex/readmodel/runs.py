@@ -101,7 +101,7 @@ def _workload_facts(data: OperationData, digest: str) -> dict:
     if suite is None:
         workload = data.workloads[digest]
         label = workload_label(data.operation, workload)
-        return {"key": workload_key(digest), "digest": digest, "label": label, **workload["spec"]}
+        return {"key": workload_key(digest), "digest": digest, "label": label, **stored_json(workload)["spec"]}
     title = suite.metadata.title
     return {"key": workload_key(digest), "digest": digest, "label": "benchmark suite" if title is None else title,
             **stored_json(suite)["spec"]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from kernelindex.domain.manifests import manifest_json
+from kernelindex.domain.specs import WorkloadCaseBody
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort
@@ -50,19 +50,19 @@ class ScalingChart(JsonModel):
     floor: list[dict]
 
 
-def _group_key(spec: dict, axis: str) -> tuple:
-    axes = tuple(sorted((k, v) for k, v in spec["axes"].items() if k != axis))
-    return (axes, tuple(sorted(spec["dtypes"].items())), tuple(sorted(spec.get("params", {}).items())))
+def _group_key(spec: WorkloadCaseBody, axis: str) -> tuple:
+    axes = tuple(sorted((k, v) for k, v in spec.axes.items() if k != axis))
+    return (axes, tuple(sorted(spec.dtypes.items())), tuple(sorted(spec.params.items())))
 
 
 def _pick_axis(data: OperationData, selected_workload: str, workloads: set[str]) -> tuple[str, list[str]] | None:
-    selected_spec = data.workloads[selected_workload]["spec"]
+    selected_spec = data.workloads[selected_workload].spec
     best: tuple[str, list[str]] | None = None
     for axis in axis_order(data.operation):
-        if axis not in selected_spec["axes"]:
+        if axis not in selected_spec.axes:
             continue
         key = _group_key(selected_spec, axis)
-        group = [w for w in workloads if _group_key(data.workloads[w]["spec"], axis) == key]
+        group = [w for w in workloads if _group_key(data.workloads[w].spec, axis) == key]
         if len(group) >= MIN_POINTS and (best is None or len(group) > len(best[1])):
             best = (axis, group)
     return best
@@ -115,7 +115,7 @@ def _series(data: OperationData, line: str, runs: dict[str, Run], axis: str) -> 
     any_run = next(iter(runs.values()))
     points = sorted(
         (
-            ScalingPoint(data.workloads[w]["spec"]["axes"][axis], r.ranked_median_ns, r.run_id, w)
+            ScalingPoint(data.workloads[w].spec.axes[axis], r.ranked_median_ns, r.run_id, w)
             for w, r in runs.items()
         ),
         key=lambda p: p.x,
@@ -129,7 +129,6 @@ def _floor_points(data: OperationData, group: list[str], axis: str, environment:
         return []
     points = []
     for w in group:
-        spec = data.workloads[w]["spec"]
-        estimate = floor_estimate(manifest_json(data.operation)["spec"], spec, gpu)
-        points.append({"x": spec["axes"][axis], "floor_ns": estimate.floor_ns})
+        estimate = floor_estimate(*data.specs_json(w), gpu)
+        points.append({"x": data.workloads[w].spec.axes[axis], "floor_ns": estimate.floor_ns})
     return sorted(points, key=lambda p: p["x"])

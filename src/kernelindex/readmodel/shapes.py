@@ -53,25 +53,25 @@ def shape_table(data: OperationData, selected: Cohort, all_cohorts: dict[str, Co
     if len(cohorts) < 2:
         return None
     order = axis_order(data.operation)
-    cohorts.sort(key=lambda c: tuple(data.workloads[c.workload]["spec"]["axes"].get(a, 0) for a in order))
+    cohorts.sort(key=lambda c: tuple(data.workloads[c.workload].spec.axes.get(a, 0) for a in order))
     best = [_best_per_implementation(c) for c in cohorts]
     columns = _columns(data, best)
     table = ShapeTable(cohort_label(data.environments[selected.environment], data.protocols[selected.protocol]),
                        [implementation_title(data.implementations[d]) for d in columns])
     for cohort, per_impl in zip(cohorts, best, strict=True):
         baselines = [r.median_ns for d, r in per_impl.items()
-                     if data.implementations[d]["spec"].get("role") == "baseline" and r.median_ns]
+                     if data.implementations[d].spec.role == "baseline" and r.median_ns]
         leader = min(r.median_ns or 0 for r in per_impl.values())
         cells: list[ShapeCell | None] = []
         for digest in columns:
             run = per_impl.get(digest)
-            is_baseline = data.implementations[digest]["spec"].get("role") == "baseline"
+            is_baseline = data.implementations[digest].spec.role == "baseline"
             cells.append(ShapeCell(run.median_ns or 0, run.run_id,
                                    None if is_baseline else baseline_multiple(run.median_ns or 0, baselines),
                                    run.median_ns == leader) if run else None)
         workload = data.workloads[cohort.workload]
         table.rows.append(ShapeRow(workload_key(cohort.workload), workload_label(data.operation, workload),
-                                   dict(workload["spec"]["axes"]), cohort_key_short(cohort.key), cells))
+                                   dict(workload.spec.axes), cohort_key_short(cohort.key), cells))
     return table
 
 
@@ -91,7 +91,7 @@ def _columns(data: OperationData, best: list[dict]) -> list[str]:
             counts[digest] = counts.get(digest, 0) + 1
 
     def key(d: str) -> tuple:
-        baseline = data.implementations[d]["spec"].get("role") == "baseline"
+        baseline = data.implementations[d].spec.role == "baseline"
         return (baseline, -counts[d], implementation_title(data.implementations[d]))
 
     return sorted(counts, key=key)[:MAX_COLUMNS]

@@ -43,13 +43,13 @@ def _run_views(data: OperationData) -> dict[str, RunView]:
     order = axis_order(data.operation)
     views = {}
     for run in data.runs:
-        workload = data.workloads[run.workload]["spec"]
+        workload = data.workloads[run.workload].spec
         hardware = data.environments[run.environment].spec.hardware
         protocol = data.protocols[run.protocol].spec
         gpu = data.gpu_of(run.environment)
         views[run.digest] = RunView(
             run_id=run.run_id, operation=data.slug, cohort_key=run.cohort_key, workload_key=run.workload,
-            axes=_ordered_axes(workload.get("axes", {}), order), dtypes=dict(workload.get("dtypes", {})),
+            axes=_ordered_axes(workload.axes, order), dtypes=dict(workload.dtypes),
             gpu=gpu.slug if gpu else None, gpu_label=gpu.short if gpu else hardware.product,
             arch=gpu.architecture if gpu else hardware.architecture,
             mode=protocol.timed_region, protocol_key=run.protocol, native=protocol.native,

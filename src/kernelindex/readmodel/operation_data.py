@@ -1,0 +1,105 @@
+"""What the read model holds of one operation: its runs and the manifests they name, typed, with
+the policy facts derived once at load (``readmodel.loading`` builds them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kernelindex import registry
+from kernelindex.catalog.db import Catalog
+from kernelindex.domain.gpus import GpuSpec
+from kernelindex.domain.manifests import (
+    BenchmarkProtocol,
+    ExecutionEnvironment,
+    ImplementationRevision,
+    OperationSpec,
+    SoftwareProject,
+    Source,
+    WorkloadCase,
+    WorkloadSuite,
+    manifest_json,
+)
+from kernelindex.policy.eligibility import Eligibility
+from kernelindex.policy.usability import Usability
+from kernelindex.readmodel.replication import Replication
+
+
+@dataclass(slots=True)  # ~11,000 of them stay loaded: slots save memory and attribute lookups
+class Run:
+    digest: str
+    run_id: str
+    spec: dict
+    cohort_key: str
+    implementation: str
+    workload: str
+    protocol: str
+    environment: str
+    status: str
+    median_ns: int | None
+    p20_ns: int | None
+    p80_ns: int | None
+    observed_at: datetime
+    source: str
+    retracted: dict | None = None
+    superseded_by: dict | None = None
+    supersedes: list[str] = field(default_factory=list)
+    attested: bool = False
+    evidence: str = "reported"
+    eligibility: Eligibility | None = None
+    replication: Replication | None = None  # other trusted runners' verified runs of the same thing
+
+    @property
+    def eligible(self) -> bool:
+        return bool(self.eligibility and self.eligibility.eligible)
+
+    @property
+    def ranked_median_ns(self) -> int:
+        """The median of a run that is ranked or charted (eligibility requires one)."""
+        if self.median_ns is None:
+            raise ValueError(f"run {self.run_id} has no median and cannot be ranked")
+        return self.median_ns
+
+    @property
+    def interval(self) -> tuple[int | None, int | None]:
+        timing = self.spec["timing"]
+        if timing.get("ci95_low_ns") is not None:
+            return timing.get("ci95_low_ns"), timing.get("ci95_high_ns")
+        return self.p20_ns, self.p80_ns
+
+
+@dataclass
+class OperationData:
+    slug: str
+    operation: OperationSpec
+    digest: str
+    runs: list[Run]
+    workloads: dict[str, WorkloadCase]
+    implementations: dict[str, ImplementationRevision]
+    projects: dict[str, SoftwareProject]
+    protocols: dict[str, BenchmarkProtocol]
+    environments: dict[str, ExecutionEnvironment]
+    usability: dict[str, Usability]  # per implementation digest
+    trusted_keys: dict[str, str]  # key id → runner name
+    version: int
+    catalog: Catalog  # the catalog this was loaded from, at ``version``
+    sources: dict[str, Source] = field(default_factory=dict)  # Source manifests by source name
+    # Runs of a second metric (peak memory): kept apart, so nothing that ranks or counts latency
+    # (cohorts, eligibility counts, records, search) ever sees them.
+    memory_runs: list[Run] = field(default_factory=list)
+    # Suite-scoped leaderboard scores: ranked only among themselves, per suite, GPU and statistic.
+    score_runs: list[Run] = field(default_factory=list)
+    suites: dict[str, WorkloadSuite] = field(default_factory=dict)  # the suites the score runs name
+
+    @property
+    def title(self) -> str:
+        """The operation's title, or its slug when it has none."""
+        return self.operation.metadata.title or self.slug
+
+    def specs_json(self, workload: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The operation's and the workload's specs in the JSON form the pure policies (floor, snippets) take."""
+        return manifest_json(self.operation)["spec"], manifest_json(self.workloads[workload])["spec"]
+
+    def gpu_of(self, environment: str) -> GpuSpec | None:
+        return registry.gpu_for_product(self.environments[environment].spec.hardware.product)
