@@ -3,10 +3,11 @@ catalog version (every write bumps it), and derive the policy facts once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any
+from functools import partial, wraps
+from typing import Any, ParamSpec, TypeVar
 
 import orjson
 from sqlalchemy import Connection, select
@@ -43,6 +44,25 @@ from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.replication import ReplicationPeer, replication_of
 
 ALL_KEY = ("operation-data-all",)
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _gc_paused(load: Callable[P, T]) -> Callable[P, T]:
+    """Run a load with the cyclic garbage collector paused. A load allocates a few hundred thousand
+    containers (rows, bodies, manifests, runs) that form no reference cycles, and every burst of them
+    set off collections that traverse the whole growing heap: half the CPU time of a full load went
+    to finding no garbage. Reference counting still frees everything; the collector resumes after."""
+    @wraps(load)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> T:
+        if not gc.isenabled():  # paused by another load, or by the process: leave it as it is
+            return load(*args, **kwargs)
+        gc.disable()
+        try:
+            return load(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused
 
 
 def load_operation(catalog: Catalog, slug: str, *, version: int | None = None) -> OperationData:
@@ -109,6 +129,7 @@ class _Facts:
         return found
 
 
+@_gc_paused
 def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
     with catalog.engine.connect() as conn:
         op_row = conn.execute(
@@ -146,6 +167,7 @@ def _facts_of_runs(conn: Connection, run_digests: list[str] | None) -> _Facts:
     )
 
 
+@_gc_paused
 def _load_all(catalog: Catalog, version: int) -> dict[str, OperationData]:
     with catalog.engine.connect() as conn:
         operations = conn.execute(
