@@ -99,8 +99,8 @@ def test_two_runners_fulfil_ten_requests(runners: Runners, live_server: str, app
     data = load_operation(fleet_catalog, "embedding")
     runs = [r for r in data.runs if r.status == "passed"]
     assert len(runs) == 12 and all(r.attested for r in runs)
-    evidence = {(r.spec["runner"]["name"], data.workloads[r.workload].spec.axes["batch"]): r.evidence
-                for r in runs}
+    runner = {r.digest: r.spec.runner.name if r.spec.runner else None for r in runs}
+    evidence = {(runner[r.digest], data.workloads[r.workload].spec.axes["batch"]): r.evidence for r in runs}
     assert {k: v for k, v in evidence.items() if k[1] in (3, 7)} == {
         (name, batch): "replicated" for name in keys for batch in (3, 7)}
     assert all(v == "verified" for k, v in evidence.items() if k[1] not in (3, 7))

@@ -73,7 +73,7 @@ def test_memory_rows_are_a_second_metric_in_mib() -> None:
 
 def test_memory_never_ranks_and_is_not_counted(catalog: Catalog, now: datetime) -> None:
     data = load_operation(catalog, "fused-add-rms-norm")
-    assert data.memory_runs and all(r.spec.get("memory") for r in data.memory_runs)
+    assert data.memory_runs and all(r.spec.memory is not None for r in data.memory_runs)
     latency_cohorts = {r.cohort_key for r in data.runs}
     assert not latency_cohorts & {r.cohort_key for r in data.memory_runs}
     page = operation_page(catalog, "fused-add-rms-norm", now=now)

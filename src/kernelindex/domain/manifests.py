@@ -207,6 +207,11 @@ def stored_json(manifest: Manifest) -> dict[str, Any]:
     return manifest._stored_cache
 
 
+def stored_form(model: Strict) -> dict[str, Any]:
+    """A spec body (or any part of a manifest) as the catalog stores it: keys sorted, no None."""
+    return _keys_sorted(model.model_dump(mode="json", exclude_none=True, by_alias=True))
+
+
 def _keys_sorted(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _keys_sorted(value[k]) for k in sorted(value)}

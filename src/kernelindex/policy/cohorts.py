@@ -20,12 +20,19 @@ MEAN_LATENCY_METRIC = "latency:mean:ns"
 def run_metric(run_spec: dict) -> str:
     """The metric a run measures, part of its cohort: median latency, mean latency (a source that
     reports means: never ranked with medians), peak memory, or a suite's leaderboard score."""
-    if run_spec.get("memory"):
-        return PEAK_MEMORY_METRIC
-    if score := run_spec.get("score"):
-        return f"score:{score['statistic']}:s"
     timing = run_spec.get("timing") or {}
-    if timing.get("median_ns") is None and timing.get("mean_ns") is not None:
+    score = run_spec.get("score")
+    return metric_of(bool(run_spec.get("memory")), score["statistic"] if score else None, timing.get("median_ns"),
+                     timing.get("mean_ns"))
+
+
+def metric_of(memory: bool, score_statistic: str | None, median_ns: int | None, mean_ns: int | None) -> str:
+    """``run_metric`` from the figures it looks at (what the read model has typed)."""
+    if memory:
+        return PEAK_MEMORY_METRIC
+    if score_statistic is not None:
+        return f"score:{score_statistic}:s"
+    if median_ns is None and mean_ns is not None:
         return MEAN_LATENCY_METRIC
     return LATENCY_METRIC
 

@@ -43,7 +43,7 @@ class Leaderboard(JsonModel):
 
 def _eligible(run: Run) -> bool:
     facts = EligibilityFacts(run.status, True, run.retracted is not None, run.superseded_by is not None,
-                             int(run.spec["score"]["value"] * _SCALE))
+                             int(run.score.value * _SCALE))
     return eligibility(facts).eligible
 
 
@@ -58,16 +58,16 @@ def leaderboards(data: OperationData) -> list[Leaderboard]:
 def _board(data: OperationData, runs: list[Run]) -> Leaderboard:
     first = runs[0]
     suite = data.suites.get(first.workload)
-    score = first.spec["score"]
+    score = first.score
     eligible = {r.digest: r for r in runs if _eligible(r)}
-    ranked = rank([Rankable(r.digest, int(r.spec["score"]["value"] * _SCALE), None, None, r.evidence, r.observed_at)
+    ranked = rank([Rankable(r.digest, int(r.score.value * _SCALE), None, None, r.evidence, r.observed_at)
                    for r in eligible.values()], native=True)
     board = Leaderboard(
         suite=(suite.metadata.title if suite else None) or "benchmark suite",
         suite_cases=len(suite.spec.cases) if suite else 0,
         gpu=gpu_label(data.environments[first.environment]),
-        statistic=score["statistic"],
-        scope=score["scope"],
+        statistic=score.statistic,
+        scope=score.scope,
         not_ranked=len(runs) - len(eligible),
     )
     for entry in ranked:
@@ -76,5 +76,5 @@ def _board(data: OperationData, runs: list[Run]) -> Leaderboard:
         board.rows.append(LeaderboardRow(
             entry.label, run.run_id, implementation_slug(impl),
             impl.metadata.title or implementation_slug(impl),
-            run.spec["score"]["value"], entry.vs_first, run.observed_at))
+            run.score.value, entry.vs_first, run.observed_at))
     return board

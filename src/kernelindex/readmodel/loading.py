@@ -24,6 +24,7 @@ from kernelindex.catalog.models import (
 from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import (
     BenchmarkProtocol,
+    BenchmarkRun,
     ExecutionEnvironment,
     ImplementationRevision,
     M,
@@ -34,7 +35,7 @@ from kernelindex.domain.manifests import (
     WorkloadCase,
     WorkloadSuite,
 )
-from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency, run_metric
+from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency
 from kernelindex.policy.eligibility import EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
 from kernelindex.policy.usability import usability
@@ -222,7 +223,7 @@ def _sources(conn: Connection) -> dict[str, Source]:
 def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpec, digest: str, rows: Sequence[Any],
               bodies: dict[str, dict], projects: dict[str, dict], facts: _Facts) -> OperationData:
     loaded = [_run(r, facts) for r in rows]
-    runs = [r for r in loaded if is_latency(run_metric(r.spec))]
+    runs = [r for r in loaded if is_latency(r.metric)]
     by_kind = _split(bodies)
     usable = {
         d: usability(b["spec"], projects.get(b["spec"]["project"], {}).get("spec", {}))
@@ -243,8 +244,8 @@ def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpe
         version,
         catalog,
         facts.sources,
-        [r for r in loaded if run_metric(r.spec) == PEAK_MEMORY_METRIC],
-        [r for r in loaded if run_metric(r.spec).startswith("score:")],
+        [r for r in loaded if r.metric == PEAK_MEMORY_METRIC],
+        [r for r in loaded if r.metric.startswith("score:")],
         facts.typed_as(WorkloadSuite, by_kind.get("WorkloadSuite", {})),
     )
     _derive_policy(data)
@@ -283,8 +284,9 @@ def _run(row: Any, facts: _Facts) -> Run:
     (digest, run_id, body, cohort_key, implementation, workload, protocol, environment, status, median_ns, p20_ns,
      p80_ns, observed_at, source, _) = row
     superseding = facts.superseding.get(digest)
-    return Run(digest, run_id, orjson.loads(body)["spec"], cohort_key, implementation, workload, protocol,
-               environment, status, median_ns, p20_ns, p80_ns, as_utc(observed_at), source,
+    spec = BenchmarkRun.model_validate_json(body).spec  # JSON mode: the stored instants are strings
+    return Run(digest, run_id, spec, cohort_key, implementation, workload, protocol, environment, status, median_ns,
+               p20_ns, p80_ns, as_utc(observed_at), source,
                retracted=facts.retractions.get(digest), superseded_by=facts.supersessions.get(digest),
                supersedes=[superseding["old"]] if superseding else [], attested=digest in facts.attested)
 
@@ -303,7 +305,7 @@ def _derive_policy(data: OperationData) -> None:
         )
         usable = data.usability.get(run.implementation)
         gpu = data.gpu_of(run.environment)
-        correctness = run.spec.get("correctness", {})
+        correctness = run.spec.correctness
         facts.append(
             EvidenceFacts(
                 run=run.digest,
@@ -311,12 +313,12 @@ def _derive_policy(data: OperationData) -> None:
                 workload=run.workload,
                 gpu=gpu.slug if gpu else data.environments[run.environment].spec.hardware.product,
                 median_ns=run.median_ns,
-                runner_key_id=(run.spec.get("runner") or {}).get("key_id"),
+                runner_key_id=run.spec.runner.key_id if run.spec.runner else None,
                 attested=run.attested,
-                correctness_passed=bool(correctness.get("checked") and correctness.get("passed")),
+                correctness_passed=bool(correctness.checked and correctness.passed),
                 public_source=bool(usable and usable.source_url),
                 pinned_install=bool(usable and usable.install_command),
-                raw_samples=bool(run.spec["timing"].get("samples_digest")),
+                raw_samples=bool(run.spec.timing.samples_digest),
                 region=data.protocols[run.protocol].spec.timed_region,
             )
         )

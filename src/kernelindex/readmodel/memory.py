@@ -58,14 +58,14 @@ def _collapse(rows: list[MemoryRow]) -> list[MemoryRow]:
 
 def _row(data: OperationData, run: Run) -> MemoryRow:
     impl = data.implementations[run.implementation]
-    memory = run.spec["memory"]
+    memory = run.memory
     return MemoryRow(
         run_id=run.run_id,
         implementation_slug=implementation_slug(impl),
         implementation_title=impl.metadata.title or impl.metadata.name or "",
         language=impl.spec.callable.language,
         timed_region=data.protocols[run.protocol].spec.timed_region,
-        median_mib=memory["median"],
-        p20_mib=memory.get("p20"),
-        p80_mib=memory.get("p80"),
+        median_mib=memory.median,
+        p20_mib=memory.p20,
+        p80_mib=memory.p80,
     )

@@ -21,6 +21,8 @@ from kernelindex.domain.manifests import (
     WorkloadSuite,
     manifest_json,
 )
+from kernelindex.domain.specs import BenchmarkRunBody, MemoryFigure, ScoreFigure
+from kernelindex.policy.cohorts import metric_of
 from kernelindex.policy.eligibility import Eligibility
 from kernelindex.policy.usability import Usability
 from kernelindex.readmodel.replication import Replication
@@ -30,7 +32,7 @@ from kernelindex.readmodel.replication import Replication
 class Run:
     digest: str
     run_id: str
-    spec: dict
+    spec: BenchmarkRunBody
     cohort_key: str
     implementation: str
     workload: str
@@ -63,10 +65,30 @@ class Run:
 
     @property
     def interval(self) -> tuple[int | None, int | None]:
-        timing = self.spec["timing"]
-        if timing.get("ci95_low_ns") is not None:
-            return timing.get("ci95_low_ns"), timing.get("ci95_high_ns")
+        timing = self.spec.timing
+        if timing.ci95_low_ns is not None:
+            return timing.ci95_low_ns, timing.ci95_high_ns
         return self.p20_ns, self.p80_ns
+
+    @property
+    def metric(self) -> str:
+        spec = self.spec
+        return metric_of(spec.memory is not None, spec.score.statistic if spec.score else None,
+                         spec.timing.median_ns, spec.timing.mean_ns)
+
+    @property
+    def score(self) -> ScoreFigure:
+        """The leaderboard score of a score run (``OperationData.score_runs``)."""
+        if self.spec.score is None:
+            raise ValueError(f"run {self.run_id} is not a leaderboard score")
+        return self.spec.score
+
+    @property
+    def memory(self) -> MemoryFigure:
+        """The peak memory of a memory run (``OperationData.memory_runs``)."""
+        if self.spec.memory is None:
+            raise ValueError(f"run {self.run_id} has no peak-memory figure")
+        return self.spec.memory
 
 
 @dataclass

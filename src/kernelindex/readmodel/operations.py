@@ -222,7 +222,7 @@ def _distinguished(options: list[tuple[Cohort, CohortOption]]) -> list[CohortOpt
     for cohort, option in options:
         alike[(option.gpu, option.mode, option.native)].append((cohort, option))
     for group in (g for g in alike.values() if len(g) > 1):
-        runners = [sorted({str(r.spec.get("runner", {}).get("name") or "") for r in c.eligible}) for c, _ in group]
+        runners = [sorted({r.spec.runner.name if r.spec.runner else "" for r in c.eligible}) for c, _ in group]
         by_runner = all(len(names) == 1 and names[0] for names in runners) \
             and len({names[0] for names in runners}) == len(group)
         for (cohort, option), names in zip(group, runners, strict=True):

@@ -116,11 +116,11 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
 def _floor_and_checks(data: OperationData, run: Run) -> dict[str, Any]:
     floors = floor_for(data, run.workload, run.environment)
     floor_ns = floors[0].floor_ns if floors else None
-    checked = run.spec.get("correctness", {})
-    if checked.get("checked"):
-        correctness = "passed" if checked.get("passed") else "failed"
-        if checked.get("relative_error") is not None:
-            correctness += f" (relative error {checked['relative_error']:.1e})"
+    checked = run.spec.correctness
+    if checked.checked:
+        correctness = "passed" if checked.passed else "failed"
+        if checked.relative_error is not None:
+            correctness += f" (relative error {checked.relative_error:.1e})"
     else:
         correctness = "not checked by the source"
     software = data.environments[run.environment].spec.software

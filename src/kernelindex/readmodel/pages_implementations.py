@@ -179,5 +179,5 @@ def _score_rows(data: OperationData, digests: set[str]) -> list[RunRow]:
             run.run_id, short_digest(run.workload), (suite.metadata.title if suite else None) or "benchmark suite",
             short_digest(run.cohort_key), f"leaderboard score · {labels.cohort_label(env, protocol)}", None, None, 0,
             data.implementations[run.implementation].spec.version, run.evidence, False,
-            f"/runs/{run.run_id}", run.status, run.spec["score"]["value"]))
+            f"/runs/{run.run_id}", run.status, run.score.value))
     return rows

@@ -105,16 +105,16 @@ METHOD_WORDS = {
 
 def usual_method(cohort: Cohort) -> str | None:
     """The timing method most of the cohort's eligible runs used (None when no run says)."""
-    methods = [r.spec["timing"].get("method") for r in cohort.eligible if r.spec["timing"].get("method")]
+    methods = [r.spec.timing.method for r in cohort.eligible if r.spec.timing.method]
     return max(sorted(set(methods)), key=methods.count) if methods else None
 
 
 def method_note(run: Run, usual: str | None) -> str | None:
     """A sentence for a row timed another way than the rest of its cohort: never a silent mix."""
-    method = run.spec["timing"].get("method")
+    method = run.spec.timing.method
     if not method or not usual or method == usual:
         return None
-    why = run.spec["timing"].get("raw", {}).get("capture_failure")
+    why = run.spec.timing.raw.get("capture_failure")
     said = METHOD_WORDS.get(method, method)
     return (f"Timed with {said}; most of this cohort used {METHOD_WORDS.get(usual, usual)}. "
             "Per-call events include each call's launch gaps, so this figure may sit above a graph-replay one"
@@ -141,11 +141,11 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         evidence=run.evidence,
         observed_at=run.observed_at,
         stale=is_stale(run.observed_at, now),
-        time_zone_recorded=run.spec["source"].get("time_zone_recorded", True),
+        time_zone_recorded=run.spec.source.time_zone_recorded,
         is_baseline=is_baseline,
         faster_than_baseline=multiple if multiple and multiple > 1 else None,
         rationale=_rationale(entry, multiple, is_baseline, run, ref, usual),
-        method=run.spec["timing"].get("method"),
+        method=run.spec.timing.method,
         method_note=method_note(run, usual),
         replication=run.replication.to_json() if run.replication else None,
         source=run.source,
@@ -171,6 +171,6 @@ def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Ru
         lines.append(note)
     if not ref.usable:
         lines.extend(r["sentence"] for r in ref.not_usable_reasons)
-    if not run.spec["source"].get("time_zone_recorded", True):
+    if not run.spec.source.time_zone_recorded:
         lines.append("Observed time as the source wrote it; time zone not recorded by the source.")
     return lines

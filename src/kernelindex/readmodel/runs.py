@@ -12,7 +12,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
 from kernelindex.catalog.models import RunRow
 from kernelindex.domain.canonical import short_digest
-from kernelindex.domain.manifests import stored_json
+from kernelindex.domain.manifests import stored_form, stored_json
 from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.ratios import ratio
@@ -85,11 +85,11 @@ def _run_id(catalog: Catalog, digest: str) -> str:
 
 
 def _not_ranked_reasons(run: Run) -> list[dict]:
-    if run.spec.get("score"):
+    if run.spec.score is not None:
         return [Reason("SUITE_SCOPED", "A leaderboard score over the problem's benchmark suite: ranked only among "
                        "scores of the same suite, GPU and statistic (the operation page's Leaderboard), never "
                        "against a workload's latency.").to_json()]
-    if run.spec.get("memory"):
+    if run.spec.memory is not None:
         return [Reason("SECOND_METRIC", f"A {PEAK_MEMORY_LABEL}: a second metric, never ranked against "
                        "latency.").to_json()]
     return [r.to_json() for r in run.eligibility.reasons] if run.eligibility else []
@@ -119,7 +119,8 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
     suite = data.suites.get(run.workload)
     floors = None if suite else floor_for(data, run.workload, run.environment, run.protocol)
     floor_ns = floors[0].floor_ns if floors else None
-    samples = load_samples(run.spec["timing"].get("samples_digest"))
+    samples = load_samples(run.spec.timing.samples_digest)
+    stored = stored_form(run.spec)  # the spec's parts exactly as the catalog stores them
     return RunDossier(
         run_id=run.run_id,
         digest=digest,
@@ -127,9 +128,9 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         operation=data.slug,
         operation_title=data.title,
         implementation=implementation_ref(data, run.implementation),
-        timing=run.spec["timing"],
-        memory=run.spec.get("memory"),
-        score=run.spec.get("score"),
+        timing=stored["timing"],
+        memory=stored.get("memory"),
+        score=stored.get("score"),
         rank=entry.rank if entry else None,
         rank_label=entry.label if entry else None,
         cohort_size=len(cohort.ranked) if cohort else 0,
@@ -144,10 +145,10 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         gpu=gpu_label(data.environments[run.environment]),
         cohort=cohort_key_short(run.cohort_key),
         cohort_label=cohort_label(data.environments[run.environment], data.protocols[run.protocol]),
-        correctness=run.spec["correctness"],
-        source=run.spec["source"],
+        correctness=stored["correctness"],
+        source=stored["source"],
         source_notice=source_notice(run.source, data.sources.get(run.source)),
-        runner=run.spec.get("runner"),
+        runner=stored.get("runner"),
         observed_at=run.observed_at,
         stale=is_stale(run.observed_at, now),
         floor_ns=floor_ns,
@@ -155,12 +156,12 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         retraction=run.retracted,
         superseded_by=_run_id(catalog, run.superseded_by["new"]) if run.superseded_by else None,
         supersedes=[_run_id(catalog, d) for d in run.supersedes],
-        artifacts=run.spec.get("artifacts", {}),
-        manifest={"apiVersion": "kernelindex/v1", "kind": "BenchmarkRun", "metadata": {}, "spec": run.spec},
+        artifacts=stored.get("artifacts", {}),
+        manifest={"apiVersion": "kernelindex/v1", "kind": "BenchmarkRun", "metadata": {}, "spec": stored},
         operation_url=f"/operations/{data.slug}?workload={workload_key(run.workload)}&cohort={cohort_key_short(run.cohort_key)}",
         samples_url=f"/runs/{run.run_id}/samples.json" if samples else None,
         histogram=histogram(samples.get("device_ns", [])) if samples else [],
-        secondary=run_secondary(run.spec["timing"]),
+        secondary=run_secondary(stored["timing"]),
     )
 
 
