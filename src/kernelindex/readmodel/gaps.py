@@ -66,12 +66,13 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
     same_workload = [c for c in all_cohorts.values() if c.workload == selected.workload and c.eligible]
     covered = {g.slug for c in same_workload if (g := data.gpu_of(c.environment))}
     measured: dict[str, Cohort] = {}
+    best_ns: dict[str, int] = {}  # the leader's median of each GPU's fastest cohort so far
     for c in same_workload:
         gpu = data.gpu_of(c.environment)
         if gpu and data.protocols[c.protocol].spec.timed_region == region and c.leader:
-            best = measured.get(gpu.slug)
-            if best is None or (c.leader.median_ns or 0) < (best.leader.median_ns or 0):  # type: ignore[union-attr]
-                measured[gpu.slug] = c
+            ns = c.leader.median_ns or 0
+            if gpu.slug not in measured or ns < best_ns[gpu.slug]:
+                measured[gpu.slug], best_ns[gpu.slug] = c, ns
     known = registry.gpus()
     out = []
     for slug in registry.priority_gpus() if gpus is None else gpus:
