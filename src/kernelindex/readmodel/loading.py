@@ -10,6 +10,7 @@ from functools import partial, wraps
 from typing import Any, ParamSpec, TypeVar
 
 import orjson
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Connection, select
 
 from kernelindex.catalog.db import Catalog
@@ -24,7 +25,6 @@ from kernelindex.catalog.models import (
 from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import (
     BenchmarkProtocol,
-    BenchmarkRun,
     ExecutionEnvironment,
     ImplementationRevision,
     M,
@@ -35,6 +35,7 @@ from kernelindex.domain.manifests import (
     WorkloadCase,
     WorkloadSuite,
 )
+from kernelindex.domain.specs import BenchmarkRunBody
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency
 from kernelindex.policy.eligibility import EligibilityFacts, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
@@ -279,12 +280,21 @@ _RUN_COLUMNS = (RunRow.digest, RunRow.run_id, RunRow.body, RunRow.cohort_key, Ru
                 RunRow.observed_at, RunRow.source, RunRow.operation)
 
 
+class _StoredRun(BaseModel):
+    """A stored BenchmarkRun as the read model needs it: the spec, validated in full; the envelope
+    (apiVersion, kind, metadata) was checked when it was published and is not kept, so building the
+    whole manifest (its metadata, its cache slots) for ~12,000 runs only to drop it is skipped (-20%)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    spec: BenchmarkRunBody
+
+
 def _run(row: Any, facts: _Facts) -> Run:
     # positional: named access on ~11,000 rows costs more than the rest of building a Run
     (digest, run_id, body, cohort_key, implementation, workload, protocol, environment, status, median_ns, p20_ns,
      p80_ns, observed_at, source, _) = row
     superseding = facts.superseding.get(digest)
-    spec = BenchmarkRun.model_validate_json(body).spec  # JSON mode: the stored instants are strings
+    spec = _StoredRun.model_validate_json(body).spec  # JSON mode: the stored instants are strings
     return Run(digest, run_id, spec, cohort_key, implementation, workload, protocol, environment, status, median_ns,
                p20_ns, p80_ns, as_utc(observed_at), source,
                retracted=facts.retractions.get(digest), superseded_by=facts.supersessions.get(digest),
