@@ -78,6 +78,8 @@ def sampler_with_fallback(
         if on_failure is not None:
             on_failure()
         sampler = events(call)
+        # Sampler (the protocol) leaves the attribute out so graph samplers need not carry it; the
+
         sampler.fallback_reason = f"{type(exc).__name__}: {exc}"[:300]  # type: ignore[attr-defined]
         return sampler
 
