@@ -78,8 +78,8 @@ def sampler_with_fallback(
         if on_failure is not None:
             on_failure()
         sampler = events(call)
-        # Sampler (the protocol) leaves the attribute out so graph samplers need not carry it; the
-
+        # The Sampler protocol leaves the attribute out (a graph sampler never falls back); the events
+        # sampler the fallback returns (cuda.EventSampler) declares it, and Measurement reads it there.
         sampler.fallback_reason = f"{type(exc).__name__}: {exc}"[:300]  # type: ignore[attr-defined]
         return sampler
 
