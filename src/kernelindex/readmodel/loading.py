@@ -7,7 +7,7 @@ import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial, wraps
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 import orjson
 from pydantic import BaseModel, ConfigDict
@@ -42,7 +42,7 @@ from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replicat
 from kernelindex.policy.usability import usability
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.errors import NotFound
-from kernelindex.readmodel.operation_data import OperationData, Run
+from kernelindex.readmodel.operation_data import OperationData, RetractionFact, Run, SupersessionFact
 from kernelindex.readmodel.replication import ReplicationPeer, replication_of
 
 ALL_KEY = ("operation-data-all",)
@@ -111,9 +111,9 @@ def _bodies(conn, digests: set[str]) -> dict[str, dict]:  # noqa: ANN001
 class _Facts:
     """The catalog-wide facts about runs: corrections, attestations, trusted keys, sources."""
 
-    retractions: dict[str, dict]
-    supersessions: dict[str, dict]  # by the superseded (old) run
-    superseding: dict[str, dict]  # by the superseding (new) run
+    retractions: dict[str, RetractionFact]
+    supersessions: dict[str, SupersessionFact]  # by the superseded (old) run
+    superseding: dict[str, SupersessionFact]  # by the superseding (new) run
     attested: set[str]
     trusted: dict[str, str]
     sources: dict[str, Source]
@@ -160,9 +160,10 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
 def _facts_of_runs(conn: Connection, run_digests: list[str] | None) -> _Facts:
     """Retractions, supersessions and attestations of these runs (None: of every run), trusted keys, sources."""
     return _Facts(
-        _facts(conn, RetractionRow, RetractionRow.run, run_digests),
-        _facts(conn, SupersessionRow, SupersessionRow.old, run_digests),
-        _facts(conn, SupersessionRow, SupersessionRow.new, run_digests),
+        # the rows' columns are those of the TypedDicts (catalog.models declares them)
+        cast(dict[str, RetractionFact], _facts(conn, RetractionRow, RetractionRow.run, run_digests)),
+        cast(dict[str, SupersessionFact], _facts(conn, SupersessionRow, SupersessionRow.old, run_digests)),
+        cast(dict[str, SupersessionFact], _facts(conn, SupersessionRow, SupersessionRow.new, run_digests)),
         set(_facts(conn, AttestationRow, AttestationRow.run, run_digests)),
         _trusted(conn),
         _sources(conn),

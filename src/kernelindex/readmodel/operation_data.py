@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
@@ -28,6 +28,27 @@ from kernelindex.policy.usability import Usability
 from kernelindex.readmodel.replication import Replication
 
 
+class RetractionFact(TypedDict):
+    """A row of the retractions table (catalog.models.RetractionRow), as the dossier shows it."""
+
+    digest: str
+    run: str
+    reason: str
+    actor: str
+    at: datetime
+
+
+class SupersessionFact(TypedDict):
+    """A row of the supersessions table (catalog.models.SupersessionRow)."""
+
+    digest: str
+    new: str
+    old: str
+    reason: str
+    actor: str
+    at: datetime
+
+
 @dataclass(slots=True)  # ~11,000 of them stay loaded: slots save memory and attribute lookups
 class Run:
     digest: str
@@ -44,8 +65,8 @@ class Run:
     p80_ns: int | None
     observed_at: datetime
     source: str
-    retracted: dict | None = None
-    superseded_by: dict | None = None
+    retracted: RetractionFact | None = None
+    superseded_by: SupersessionFact | None = None
     supersedes: list[str] = field(default_factory=list)
     attested: bool = False
     evidence: str = "reported"

@@ -153,7 +153,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         stale=is_stale(run.observed_at, now),
         floor_ns=floor_ns,
         floor_ratio=ratio(run.median_ns, floor_ns),
-        retraction=run.retracted,
+        retraction=dict(run.retracted) if run.retracted is not None else None,
         superseded_by=_run_id(catalog, run.superseded_by["new"]) if run.superseded_by else None,
         supersedes=[_run_id(catalog, d) for d in run.supersedes],
         artifacts=stored.get("artifacts", {}),
