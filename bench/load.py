@@ -201,8 +201,13 @@ def loopback_only(url: str) -> str:
 
 def measure(args: argparse.Namespace, base: str) -> None:
     paths = targets(base)
-    for path in sorted(set(paths)):  # warm every cache entry once; the figures are steady state
+    for path in sorted(set(paths)):  # compute every answer once (on whichever worker takes it)
         httpx.get(base + path, timeout=120)
+    # Then an untimed round of the mix, so every worker has its own copy: the figures are steady state.
+    if args.driver == "wrk":
+        run_wrk(base, paths, 16, 5)
+    else:
+        asyncio.run(run_load(base, paths, 16, 5))
     print(HEADER)
     for clients in args.clients:
         pub = publisher(args.database, time.time() + args.duration) if args.during_publish else None
