@@ -4,7 +4,6 @@ outside ``catalog/`` reads the catalog through ``readmodel/``; these are the rea
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from sqlalchemy import func, select
@@ -12,14 +11,14 @@ from sqlalchemy import func, select
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_lines as _export_lines
 from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow, TrustedRunnerRow
-from kernelindex.domain.manifests import WorkloadCase, as_kind, parse_manifest_text
+from kernelindex.domain.manifests import OperationSpec, WorkloadCase, as_kind, parse_manifest_text
 
 
-def operation_manifests(catalog: Catalog) -> dict[str, dict]:
-    """slug → manifest JSON of every named operation stored in the catalog."""
+def operation_manifests(catalog: Catalog) -> dict[str, OperationSpec]:
+    """slug → the manifest of every named operation stored in the catalog."""
     with catalog.engine.connect() as conn:
-        rows = conn.execute(select(ObjectRow.name, ObjectRow.body).where(ObjectRow.kind == "OperationSpec"))
-        return {name: json.loads(body) for name, body in rows if name}
+        rows = conn.execute(select(ObjectRow.name, ObjectRow.body).where(ObjectRow.kind == "OperationSpec")).all()
+    return {name: OperationSpec.model_validate_json(body) for name, body in rows if name}
 
 
 def workload_cases(

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
+from kernelindex.domain.manifests import OperationSpec
 from kernelindex.policy.reasons import Reason
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.cohorts import cohorts_of
@@ -92,15 +93,14 @@ def scores_from(data: OperationData) -> tuple[LeaderboardScores, ...]:
     return tuple(LeaderboardScores(slug, label, n) for (slug, label), n in ordered)
 
 
-def _entry(slug: str, manifest: dict) -> OperationEntry:
-    spec, meta = manifest["spec"], manifest.get("metadata", {})
-    axes = spec.get("axes", {})
+def _entry(slug: str, manifest: OperationSpec) -> OperationEntry:
+    axes = manifest.spec.axes
     return OperationEntry(
-        slug=slug, title=meta.get("title") or slug, family=spec.get("family", ""),
-        aliases=tuple(meta.get("aliases") or ()), axes=tuple(axes),
-        derived={n: a["expression"] for n, a in axes.items() if a.get("role") == "derived" and "expression" in a},
-        constants={n: int(a["expression"]) for n, a in axes.items()
-                   if a.get("role") == "constant" and str(a.get("expression", "")).isdigit()},
+        slug=slug, title=manifest.metadata.title or slug, family=manifest.spec.family,
+        aliases=tuple(manifest.metadata.aliases), axes=tuple(axes),
+        derived={n: a.expression for n, a in axes.items() if a.role == "derived" and a.expression is not None},
+        constants={n: int(a.expression) for n, a in axes.items()
+                   if a.role == "constant" and a.expression is not None and a.expression.isdigit()},
     )
 
 
@@ -119,7 +119,7 @@ class CatalogCohortSource:
     def version(self) -> int:
         return self._version
 
-    def _operation_manifests(self) -> dict[str, dict]:
+    def _operation_manifests(self) -> dict[str, OperationSpec]:
         return self._cached(("operation-manifests",), lambda: operation_manifests(self.catalog))
 
     def vocabulary(self) -> Vocabulary:
