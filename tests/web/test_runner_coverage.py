@@ -75,10 +75,11 @@ def test_challenges_list_every_operation_without_verified_runs_with_its_exact_re
 def test_a_row_timed_another_way_than_its_cohort_says_so() -> None:
     from types import SimpleNamespace
 
+    from kernelindex.domain.specs import Timing
     from kernelindex.readmodel.rows import method_note
 
     def run(method: str, raw: dict[str, str] | None = None) -> SimpleNamespace:
-        return SimpleNamespace(spec={"timing": {"method": method, "raw": raw or {}}})
+        return SimpleNamespace(spec=SimpleNamespace(timing=Timing(method=method, raw=raw or {})))
 
     reason = "RuntimeError: operation not permitted when stream is capturing"
     fallback = run("per_call_events", {"capture_failure": reason})
