@@ -1,9 +1,10 @@
 """Behaviour snapshot: the answers of a wide set of routes (every operation's JSON twin, home,
 records, challenges, GPUs, implementation pages, run dossiers of every source incl. verified runner
-runs, compare, search, resolve, and a few HTML pages) on a catalog bootstrapped with the bundled
-data, under a pinned clock, written as one JSON file (each answer parsed, and the sha256 of its exact bytes,
-so key order and spacing count too). A refactoring that must not change what users
-see (issue 9: typed read-model data) is checked by snapshotting before and after and diffing.
+runs and of every metric (mean latency, peak memory, scores), compare, search, resolve, and a few
+HTML pages) on a catalog bootstrapped with the bundled data, under a pinned clock, written as one
+JSON file (each answer parsed, and the sha256 of its exact bytes, so key order and spacing count
+too). A refactoring that must not change what users see (issue 9: typed read-model data) is checked
+by snapshotting before and after and diffing (take both with the same version of this script).
 
     .venv/bin/python bench/api_snapshot.py snapshot OUT.json [--catalog sqlite:///kept.db]
     .venv/bin/python bench/api_snapshot.py diff BEFORE.json AFTER.json
@@ -28,21 +29,27 @@ HTML = ["/", "/operations/rope", "/operations/embedding", "/records", "/challeng
 
 
 def chosen_runs(catalog) -> list[list[str]]:  # noqa: ANN001 - Catalog
-    """Three runs of every source and three attested (verified runner) runs, first by digest."""
+    """Three runs of every source, three attested (verified runner) runs, and three of every metric
+    other than median latency (mean latency, peak memory, leaderboard scores), first by digest."""
     from sqlalchemy import select
 
     from kernelindex.catalog.models import AttestationRow, RunRow
+    from kernelindex.policy.cohorts import LATENCY_METRIC, run_metric
 
     with catalog.engine.connect() as conn:
-        rows = conn.execute(select(RunRow.source, RunRow.run_id).order_by(RunRow.digest)).all()
+        rows = conn.execute(select(RunRow.source, RunRow.run_id, RunRow.body).order_by(RunRow.digest)).all()
         attested = conn.execute(
             select(RunRow.run_id).join(AttestationRow, AttestationRow.run == RunRow.digest).order_by(RunRow.digest)
         ).scalars().all()
     picked: dict[str, list[str]] = {}
-    for source, run_id in rows:
+    by_metric: dict[str, list[str]] = {}
+    for source, run_id, body in rows:
         if len(picked.setdefault(source, [])) < 3:
             picked[source].append(run_id)
-    return [*picked.values(), list(attested[:3])]
+        metric = run_metric(json.loads(body)["spec"])
+        if metric != LATENCY_METRIC and len(by_metric.setdefault(metric, [])) < 3:
+            by_metric[metric].append(run_id)
+    return [*picked.values(), list(attested[:3]), *(by_metric[m] for m in sorted(by_metric))]
 
 
 def snapshot(out: Path, url: str | None) -> None:
@@ -95,7 +102,7 @@ def snapshot(out: Path, url: str | None) -> None:
         response = client.post(f"{api}/resolve", json=RESOLVE)
         answers["POST /resolve"] = {"status": response.status_code, "bytes": sha256(response.content).hexdigest(),
                                     "body": response.json()}
-        for path in HTML + [f"/runs/{r}" for r in runs[:4]]:
+        for path in HTML + [f"/runs/{r}" for r in runs[:4]] + [f"/runs/{g[0]}" for g in groups if g]:
             get(path, html=True)
         catalog.engine.dispose()
     out.write_text(json.dumps(answers, indent=1, sort_keys=True))
