@@ -87,10 +87,10 @@ def view_data(request: Request, view: View) -> tuple[dict[str, Any], dict[str, A
         return args, view.data(catalog_of(request), now_of(request), args)
 
 
-def html_cached(request: Request, key: tuple[Any, ...], build: Callable[[], HTMLResponse]) -> Response:
-    """Rendered pages are cached with the read model (per catalog version and day), with a content
-    ETag so browsers and proxies can revalidate with a 304."""
-    body, status, etag = READ_CACHE.get(catalog_of(request), ("html", *key), lambda: _body(build()))
+def html_with_etag(request: Request, build: Callable[[], HTMLResponse]) -> Response:
+    """A rendered page with a content ETag, or a 304 when the client already holds it. Rendering once per
+    catalog version and day is the answer cache's work (web/answer_cache.py keeps the finished answer)."""
+    body, status, etag = _body(build())
     if status == 200 and etag in _if_none_match(request):
         return Response(status_code=304, headers={"etag": etag})
     return HTMLResponse(body, status_code=status, headers={"etag": etag} if status == 200 else None)
@@ -121,7 +121,7 @@ def page_route(view: View, renderer: Renderer) -> None:
                 data = view.data(catalog_of(request), now_of(request), args)
             return renderer(request, args, data)
 
-        return html_cached(request, view.cache_key(now_of(request), args), build)
+        return html_with_etag(request, build)
 
     endpoint.__name__ = f"{view.name}_page"
     router.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
