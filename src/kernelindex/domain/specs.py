@@ -3,74 +3,21 @@ models that refuse unknown fields, wrong types, NaN, ambiguous durations and mal
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StringConstraints,
+from pydantic import Field, StringConstraints
+
+from kernelindex.domain.spec_types import (  # noqa: F401 - re-exported: specs.Digest etc. are used elsewhere
+    Digest,
+    DurationNs,
+    Instant,
+    MeasuredNs,
+    SetList,
+    Slug,
+    Strict,
 )
-from pydantic_core import PydanticCustomError
-
-from kernelindex.domain.instants import manifest_instant
-from kernelindex.domain.units import DurationError, parse_duration_ns
 
 API_VERSION = "kernelindex/v1"
-
-Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
-Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=120)]
-
-
-def _duration(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError("a duration is an integer number of nanoseconds or a string like '58880ns'")
-    if isinstance(value, str):
-        try:
-            return parse_duration_ns(value)
-        except DurationError as exc:
-            raise ValueError(str(exc)) from exc
-    if isinstance(value, float):
-        raise ValueError("a duration given as a bare float is ambiguous; write integer nanoseconds or '<n><unit>'")
-    return value
-
-
-def _measured(value: int) -> int:
-    if value < 1:
-        raise PydanticCustomError("measured_time", "a measured time must be at least 1 ns, got {value} ns",
-                                  {"value": value})
-    return value
-
-
-DurationNs = Annotated[int, BeforeValidator(_duration), Field(ge=0)]
-# Medians and quantiles are divisors in every ratio: zero or sub-nanosecond values are refused.
-MeasuredNs = Annotated[int, BeforeValidator(_duration), AfterValidator(_measured)]
-
-
-Instant = Annotated[datetime, AfterValidator(manifest_instant)]
-
-
-def _sort_key(value: Any) -> str:
-    plain = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-    return json.dumps(plain, sort_keys=True)
-
-
-def _sorted_unique(values: list[Any]) -> list[Any]:
-    if len(values) < 2:  # most sets are empty or one element: nothing to sort (the read model validates thousands)
-        return values
-    unique = {_sort_key(v): v for v in values}
-    return [unique[k] for k in sorted(unique)]
-
-
-SetList = AfterValidator(_sorted_unique)
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
 
 
 class Metadata(Strict):
@@ -213,6 +160,9 @@ class ImplementationRevisionBody(Strict):
     callable: Callable
     role: Literal["baseline", "candidate"] = "candidate"
     in_place: bool = False
+    # The adapter's declaration that its forward also computes the gradients (Liger's fused losses):
+    # its forward does the backward's work, so compare forward+backward. Absent (None) otherwise.
+    forward_computes_gradient: bool | None = None
     archs: Annotated[list[str], SetList] = Field(default_factory=list)
     dtypes: Annotated[list[str], SetList] = Field(default_factory=list)
     install: InstallRecipe
@@ -281,6 +231,29 @@ RunStatus = Literal[
 ]
 
 
+class CrossCheck(Strict):
+    """Runner v3's self-check: the call timed by graph replay (or, where capture fails, per-call events)
+    beside its device time. ``agrees`` is required (True/False) for capturable calls of at least 20 µs
+    device time: within 5%; None where no agreement is required. A False flags the run."""
+
+    method: Literal["cuda_graph_replay", "per_call_events"]
+    median_ns: MeasuredNs
+    agrees: bool | None = None
+    detail: str | None = None
+
+
+class HostCost(Strict):
+    """Runner v3: per call, the wall time (back-to-back calls, no flush, over the count), the host CPU
+    time of the process over the same calls, and the host synchronisations the trace shows inside one
+    call. ``bound``: wall time over device time × 1.2 (policy.device_time decides it)."""
+
+    wall_ns: MeasuredNs
+    cpu_ns: DurationNs | None = None
+    syncs_per_call: Annotated[float, Field(ge=0)]
+    device_to_host_copies_per_call: Annotated[float, Field(ge=0)] = 0.0
+    bound: bool
+
+
 class Timing(Strict):
     median_ns: MeasuredNs | None = None
     p20_ns: MeasuredNs | None = None
@@ -297,7 +270,15 @@ class Timing(Strict):
     ci95_high_ns: DurationNs | None = None
     host_ns: DurationNs | None = None  # host time per call, recorded separately
     secondary: dict[str, DurationNs] = Field(default_factory=dict)  # e.g. {"do_bench_median_ns": ...}
-    method: str | None = None  # e.g. "cuda_graph_replay" or "per_call_events"
+    # e.g. "cuda_graph_replay" or "per_call_events" (runner v1/v2), "cupti-device-time" (runner v3, where
+    # median/p20/p80/mad are the call's device time: docs/runner.md)
+    method: str | None = None
+    # Runner v3 (all absent on older runs, so their identity is unchanged):
+    span_median_ns: DurationNs | None = None  # first start to last end of the call's GPU activity
+    cross_check: CrossCheck | None = None  # the same call timed another way, never ranked
+    host: HostCost | None = None  # what the call costs the host
+    min_samples: int | None = None  # the protocol's minimum the run was held to
+    under_sampled: str | None = None  # why the run has fewer than min_samples; absent when it has enough
 
 
 class MemoryFigure(Strict):

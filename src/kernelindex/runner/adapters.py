@@ -42,6 +42,7 @@ class Adapter:
     binder: Callable[[Adapter, Tensors], Bound]
     in_place: bool = False
     role: str = "candidate"
+    forward_computes_gradient: bool = False  # its forward does the backward's work (ImplementationRevision)
     description: str = ""  # shown on the implementation page (e.g. who wrote a baseline)
     state: dict[str, Any] = field(default_factory=dict)
 

@@ -51,6 +51,8 @@ def implementation_manifest(adapter: Any, operation: OperationSpec) -> Implement
         "install": {"method": "pip", "packages": [{"name": d, "version": v} for d, v in versions.items()]},
         "license": registry.project_licenses().get(adapter.project, {}),
     }
+    if adapter.forward_computes_gradient:  # absent otherwise: other implementations keep their identity
+        spec["forward_computes_gradient"] = True
     if project.spec.repository:
         spec["source_url"] = f"{project.spec.repository}/tree/v{_public_version(versions[primary])}"
     metadata = {"name": adapter.line, "title": adapter.title}
