@@ -1,4 +1,9 @@
-"""The ``ki`` command (also ``kernelindex``). Exit codes: 0 ok, 1 error, 2 usage."""
+"""The ``ki`` command (also ``kernelindex``). Exit codes: 0 ok, 1 error, 2 usage.
+
+Commands are loaded when they are run, not when ``ki`` starts: the command modules pull in SQLAlchemy,
+Alembic and every manifest model (about a second of imports), which ``ki --help`` and ``ki --version``
+never need. ``commands.COMMANDS`` names each command's module and its one-line help.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +14,8 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from kernelindex.cli import (
-    catalog_cmds,
-    export_import_cmd,
-    fleet_cmds,
-    query_cmds,
-    runner_cmds,
-    serve_cmd,
-    use_cmd,
-    work_cmd,
-)
+from kernelindex import __version__
+from kernelindex.cli.commands import COMMANDS, load_command
 
 
 def _end_quietly() -> NoReturn:
@@ -28,11 +25,31 @@ def _end_quietly() -> NoReturn:
 
 
 class _Group(TyperGroup):
+    """Lists the command table without importing it; imports a command's module when it is asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        return load_command(cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        for section, names in (("Commands", [n for n, c in COMMANDS.items() if not c.admin]),
+                               ("Catalog and runner administration", [n for n, c in COMMANDS.items() if c.admin])):
+            with formatter.section(section):
+                formatter.write_dl([(name, COMMANDS[name].summary) for name in names])
+
     def invoke(self, ctx: Any) -> Any:  # typer's vendored click Context
         try:
             return super().invoke(ctx)
         except BrokenPipeError:  # Click would turn it into exit status 1
             _end_quietly()
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"ki (kernelindex) {__version__}")
+        raise typer.Exit()
 
 
 app = typer.Typer(
@@ -44,8 +61,14 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: typer's rich panels label every flag "<bool>"
     add_completion=False,
 )
-for commands in (catalog_cmds, export_import_cmd, serve_cmd, query_cmds, runner_cmds, use_cmd, fleet_cmds, work_cmd):
-    commands.register(app)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the version and exit."),
+) -> None:
+    """KernelIndex: the fastest known implementation of an exact GPU workload, with its evidence."""
 
 
 def main() -> None:

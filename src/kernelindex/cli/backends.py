@@ -1,5 +1,6 @@
 """Where the query commands get their JSON: the local catalog, or a server (``--api URL``).
-Both give the API's JSON, so the commands render one shape."""
+Both give the API's JSON, so the commands render one shape. The local catalog's modules (SQLAlchemy,
+the page table, the manifest models) are imported only by LocalBackend: ``--api`` needs none of them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,8 @@ from datetime import datetime
 from typing import Any
 
 import typer
-from pydantic import ValidationError
 
 from kernelindex.cli.common import errors
-from kernelindex.domain.manifests import now_utc
-from kernelindex.views.problems import READ_ERRORS, problem_of
-from kernelindex.views.table import view_for_path
 
 
 class CommandError(Exception):
@@ -25,18 +22,21 @@ class CommandError(Exception):
 class LocalBackend:
     """The local catalog; ``clock`` is the injectable "now" for staleness (tests pin it)."""
 
-    def __init__(self, database: str | None, clock: Callable[[], datetime] = now_utc) -> None:
+    def __init__(self, database: str | None, clock: Callable[[], datetime] | None = None) -> None:
         from kernelindex.bootstrap import ensure_bundled_data
         from kernelindex.cli.common import open_for_cli
+        from kernelindex.domain.manifests import now_utc
 
         self.catalog = open_for_cli(database)
-        self.clock = clock
+        self.clock = clock or now_utc
         ensure_bundled_data(self.catalog)
 
     def get(self, path: str, params: dict[str, Any]) -> Any:
         return _local_get(self.catalog, path, params, self.clock())
 
     def post_resolve(self, body: dict[str, Any]) -> Any:
+        from pydantic import ValidationError
+
         from kernelindex.resolve.request import ResolveRequest
         from kernelindex.resolve.service import RequestProblems, resolve_structured
 
@@ -57,6 +57,9 @@ def _problems_text(problems: list[dict[str, Any]]) -> str:
 
 def _local_get(catalog: Any, path: str, params: dict[str, Any], now: datetime) -> Any:
     """The page table's view for ``path``, as the API would answer it (same checks, same JSON)."""
+    from kernelindex.views.problems import READ_ERRORS, problem_of
+    from kernelindex.views.table import view_for_path
+
     found = view_for_path(path)
     if found is None:
         raise CommandError(f"unknown path {path}", 2)

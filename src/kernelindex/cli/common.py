@@ -6,13 +6,14 @@ import getpass
 import json
 import os
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from kernelindex.catalog.db import Catalog, open_catalog
+if TYPE_CHECKING:  # the catalog (SQLAlchemy, Alembic) is imported by the commands that open one
+    from kernelindex.catalog.db import Catalog
 
 
 class _Console(Console):
@@ -35,6 +36,8 @@ DatabaseOption = typer.Option(
 
 
 def open_for_cli(database: str | None) -> Catalog:
+    from kernelindex.catalog.db import open_catalog
+
     try:
         return open_catalog(database)
     except Exception as exc:  # noqa: BLE001 - any driver error becomes one clear line
