@@ -10,11 +10,9 @@ written.
 from __future__ import annotations
 
 import io
-import re
 import tarfile
 import tempfile
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +21,8 @@ from kernelindex.catalog.attestations import WRITE_CONFLICTS, bundle_attested
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import run_id_of
 from kernelindex.domain.manifests import digest_of
+from kernelindex.trust.archive import ArchiveError, unpack_archive
 from kernelindex.trust.bundles import (
-    INDEX_FILE,
-    MANIFESTS_FILE,
-    SAMPLES_DIR,
-    SIGNATURE_FILE,
-    BundleError,
     UntrustedRunnerError,
     publish_bundle,
     trusted_runner_keys,
@@ -36,15 +30,7 @@ from kernelindex.trust.bundles import (
 )
 
 MAX_ARCHIVE_BYTES = 32 * 1024 * 1024  # compressed, as sent
-MAX_UNPACKED_BYTES = 128 * 1024 * 1024
-MAX_MEMBERS = 10_000
 ARCHIVE_MEDIA_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar")
-_MEMBER = re.compile(rf"^({re.escape(INDEX_FILE)}|{re.escape(SIGNATURE_FILE)}|{re.escape(MANIFESTS_FILE)}|"
-                     rf"{SAMPLES_DIR}/[0-9a-f]{{64}}\.json|{SAMPLES_DIR}/?)$")
-
-
-class ArchiveError(BundleError):
-    """The archive itself is unacceptable (not a tar, a foreign member, over a limit)."""
 
 
 @dataclass(frozen=True)
@@ -72,36 +58,12 @@ def pack_bundle(path: Path) -> bytes:
 
 
 def unpack_bundle(data: bytes, into: Path) -> Path:
-    """Unpack an uploaded archive; refuse links, devices, foreign names and oversized content."""
+    """Unpack an uploaded archive within the limits of ``trust/archive.py``: only a bundle's own regular
+    files, every header size checked before what it declares is read."""
     if len(data) > MAX_ARCHIVE_BYTES:
         raise ArchiveError(f"the archive is {len(data):,} bytes; the limit is {MAX_ARCHIVE_BYTES:,}")
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-            for member in _checked_members(tar):
-                if member.isfile():
-                    target = into / member.name.removeprefix("./")
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    source = tar.extractfile(member)
-                    assert source is not None
-                    target.write_bytes(source.read())
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-        raise ArchiveError(f"not a tar or tar.gz archive that can be read ({str(exc).splitlines()[0]})") from None
+    unpack_archive(data, into)
     return into
-
-
-def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
-    members, total = [], 0
-    for count, member in enumerate(tar, start=1):
-        if count > MAX_MEMBERS:
-            raise ArchiveError(f"the archive holds more than {MAX_MEMBERS:,} entries")
-        if not (member.isfile() or member.isdir()) or not _MEMBER.match(member.name.removeprefix("./")):
-            raise ArchiveError(f"archive entry {member.name!r} is not a file of a bundle ({INDEX_FILE}, "
-                               f"{SIGNATURE_FILE}, {MANIFESTS_FILE}, {SAMPLES_DIR}/<sha256>.json)")
-        total += member.size
-        if total > MAX_UNPACKED_BYTES:
-            raise ArchiveError(f"the archive unpacks to more than {MAX_UNPACKED_BYTES:,} bytes")
-        members.append(member)
-    return members
 
 
 def receive_bundle(catalog: Catalog, data: bytes, *, actor: str) -> UploadResult:
