@@ -19,6 +19,7 @@ from starlette.routing import Match
 
 from kernelindex.web import api, api_docs, asks, pages, samples_route, search_page
 from kernelindex.web.answer_cache import AnswerCache
+from kernelindex.web.body_limits import BodyLimit
 from kernelindex.web.head import HeadAsGet
 from kernelindex.web.render import ErrorPage, PageError, error_response
 from kernelindex.web.security import SecurityMiddleware
@@ -143,6 +144,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     app.state.clock = clock or _utc_now
     app.add_middleware(AnswerCache)  # innermost of the three: HEAD arrives as GET, headers are added outside
     app.add_middleware(HeadAsGet)
+    app.add_middleware(BodyLimit, routes_of=app)  # before any body is buffered; its 413 gets the headers
     app.add_middleware(SecurityMiddleware, on_error=_crash_response)  # outermost: it sees every answer
     app.add_exception_handler(PageError, _page_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

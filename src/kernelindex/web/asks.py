@@ -25,7 +25,7 @@ from kernelindex.catalog import audit
 from kernelindex.catalog.audit import ANONYMOUS
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.web.api.auth import client_address
-from kernelindex.web.api.problems import ApiProblem
+from kernelindex.web.api.problems import ApiProblem, BodyRule, accepts_body
 from kernelindex.web.api.write_routes import submit_request
 from kernelindex.web.render import ErrorPage, PageError, render
 
@@ -72,6 +72,7 @@ def ask_form(request: Request, operation: str = "", workload: str = "", gpu: str
 
 
 @router.post("/requests", response_class=HTMLResponse)
+@accepts_body(BodyRule(MAX_FORM_BYTES, ("application/x-www-form-urlencoded",)))
 async def ask_submit(request: Request) -> Response:
     raw = await request.body()
     if len(raw) > MAX_FORM_BYTES:

@@ -13,9 +13,11 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
+from kernelindex.web.api.problems import BodyRule
 from kernelindex.web.mcp.server import build_server
 
 MCP_PATH = "/mcp"
+MCP_MAX_BODY_BYTES = 1024 * 1024  # a resolve_kernels call of 50 queries of 16 KiB fits
 
 
 class _Endpoint:
@@ -23,6 +25,7 @@ class _Endpoint:
 
     def __init__(self, app: Any) -> None:
         self.app = app
+        self.body_rule = BodyRule(MCP_MAX_BODY_BYTES)  # read by web/body_limits.py
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         manager = getattr(self.app.state, "mcp_manager", None)
