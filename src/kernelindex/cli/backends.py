@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from kernelindex.cli.common import errors
+from kernelindex.cli.common import print_error
 
 
 class CommandError(Exception):
@@ -130,5 +130,5 @@ def run_command(action: Any) -> None:
     try:
         action()
     except CommandError as exc:
-        errors.print(f"[bold red]error:[/] {exc}", highlight=False)
+        print_error(str(exc))
         raise typer.Exit(exc.code) from None

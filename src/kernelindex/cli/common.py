@@ -51,8 +51,26 @@ def actor() -> str:
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print one error line and exit. ``message`` is plain text: user text in it (a file name, a
     run id, a query) is never read as rich markup."""
-    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    print_error(message)
     raise typer.Exit(code)
+
+
+def markup_safe(data: Any) -> Any:
+    """``data`` with every string (keys too) escaped for rich: a renderer builds its markup around the
+    result, so a slug, title, query or reason that looks like markup (``[/]``, ``[red]x[/red]``) prints
+    as written instead of styling the line or crashing it with a MarkupError."""
+    if isinstance(data, str):
+        return escape(data)
+    if isinstance(data, dict):
+        return {markup_safe(k): markup_safe(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [markup_safe(v) for v in data]
+    return data
+
+
+def print_error(message: str) -> None:
+    """One ``error:`` line on stderr; ``message`` is plain text, never markup."""
+    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
 
 
 def print_json(data: Any) -> None:

@@ -16,7 +16,7 @@ import typer
 import yaml
 
 from kernelindex.cli.backends import CommandError, backend_for, run_command
-from kernelindex.cli.common import DatabaseOption, errors
+from kernelindex.cli.common import DatabaseOption, print_error
 from kernelindex.cli.renderers import (
     RECORDS_LIMIT,
     RENDER_SHOW,
@@ -82,7 +82,7 @@ def resolve_cmd(
     """Resolve an exact workload: exact cohorts, compatible results, nearest measured cases, gaps."""
     query = [q for q in query or [] if q.strip()]
     if bool(query) == bool(manifest):
-        errors.print("[bold red]error:[/] give a query or --manifest FILE (one of the two)")
+        print_error("give a query or --manifest FILE (one of the two)")
         raise typer.Exit(2)
 
     def action() -> None:
@@ -108,8 +108,7 @@ def show_cmd(
         kind, ident = "operation", kind
     if kind not in KINDS or ident is None:
         what = f"unknown kind {kind!r}" if kind not in KINDS else f"which {kind}? give its id"
-        errors.print(f"[bold red]error:[/] {what}; use ki show KIND ID with KIND one of {', '.join(KINDS)}, "
-                     "or ki show OPERATION", highlight=False)
+        print_error(f"{what}; use ki show KIND ID with KIND one of {', '.join(KINDS)}, or ki show OPERATION")
         raise typer.Exit(2)
     params = {"workload": workload, "cohort": cohort} if kind == "operation" else {}
     run_command(lambda: emit(backend_for(api, database).get(f"/{SHOW_PATH[kind]}/{ident}", params), as_json,

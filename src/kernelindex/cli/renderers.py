@@ -7,7 +7,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from kernelindex.cli.common import console, print_json
+from kernelindex.cli.common import console, markup_safe, print_json
 from kernelindex.domain.units import format_duration, format_ratio
 
 RECORDS_LIMIT = 50
@@ -252,7 +252,9 @@ RENDER_SHOW = {"operation": render_operation, "run": render_run, "implementation
 
 
 def emit(data: Any, as_json: bool, render: Any) -> None:
+    """Print an answer: its JSON as is, or ``render`` over it with every string escaped for rich (the
+    renderers put the data inside markup and tables, which rich reads as markup)."""
     if as_json:
         print_json(data)
     else:
-        render(data)
+        render(markup_safe(data))

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.syntax import Syntax
+from rich.text import Text
 
 from kernelindex.cli.backends import CommandError, LocalBackend, backend_for, run_command
 from kernelindex.cli.common import DatabaseOption, console
@@ -68,7 +69,8 @@ def _answer_block(answer: dict[str, Any]) -> None:
         return
     console.print(f"  Install:  [cyan]{answer['install']}[/]", highlight=False)
     if answer.get("snippet"):
-        console.print(Syntax(answer["snippet"], "python", theme="ansi_dark", background_color="default"))
+        code = Text.from_markup(answer["snippet"]).plain  # the answer arrives escaped; Syntax reads no markup
+        console.print(Syntax(code, "python", theme="ansi_dark", background_color="default"))
     console.print(f"  Run: {answer['run_url']}", highlight=False)
 
 
@@ -80,14 +82,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """What to run: the fastest usable implementation for an exact workload on a GPU, with its pinned
         install line, a runnable snippet, the evidence and the floor ratio."""
-        from kernelindex.cli.common import print_json
+        from kernelindex.cli.renderers import emit
 
         def action() -> None:
-            data = use_answer(api, database, " ".join(query))
-            if as_json:
-                print_json(data)
-            else:
-                render_use(data)
+            emit(use_answer(api, database, " ".join(query)), as_json, render_use)
 
         run_command(action)
 
