@@ -117,3 +117,22 @@ def test_usage_errors_through_the_real_entry_point_exit_2_without_a_traceback() 
     result = subprocess.run([sys.executable, "-m", "kernelindex.cli", "show"], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr and "Missing argument" in result.stderr
+
+
+def test_ranking_words_are_understood_and_change_nothing(catalog: Catalog) -> None:
+    """Issue 22 item 4: "fastest rmsnorm backward h200" is an exact query, not a partial one."""
+    plain = _ki(catalog, "search", "rmsnorm backward h200", "--json")
+    for word in ("fastest", "best", "quickest"):
+        ranked = _ki(catalog, "search", f"{word} rmsnorm backward h200", "--json")
+        assert ranked.exit_code == 0, ranked.output
+        data = json.loads(ranked.stdout)
+        assert data.get("status") != "partial" and data["query"]["issues"] == []
+        assert [t["kind"] for t in data["query"]["tokens"]][0] == "ranking"
+        assert data["exact"] == json.loads(plain.stdout)["exact"]
+
+
+def test_a_partial_answer_says_what_was_ignored_and_why(catalog: Catalog) -> None:
+    data = json.loads(_ki(catalog, "search", "fastest rmsnorm h200 zzqx", "--json").stdout)
+    assert data["status"] == "partial"
+    assert data["message"].startswith("Partly understood, ignored: 'zzqx' is not an operation")
+    assert "note beside" not in data["message"] and "fastest" not in data["message"].split(".")[0]

@@ -46,6 +46,14 @@ def test_natural_phrasing_keeps_the_workload(tab: Any, base_url: str) -> None:  
 def test_ignored_words_are_named(tab: Any, base_url: str) -> None:  # noqa: F811
     tab.goto(base_url + "/search?q=rope+zzqx")
     assert "zzqx" in _text(tab) and "UNKNOWN_WORD" not in _text(tab)
+    warning = tab.locator(".lede").inner_text()
+    assert "'zzqx' is not an operation" in warning and "note beside" not in warning
+
+
+def test_ranking_words_are_understood(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/search?q=fastest+rmsnorm+backward+h200")
+    text = _text(tab)
+    assert "Not understood" not in text and "Partly understood" not in text and "rms-norm" in text
 
 
 def test_every_headline_card_names_gpu_region_and_harness(tab: Any, base_url: str) -> None:  # noqa: F811

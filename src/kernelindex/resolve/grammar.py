@@ -46,6 +46,9 @@ _ARCH_WORD = re.compile(r"^sm_?\d{2,3}[a-z]?$", re.IGNORECASE)
 _FIELD_OF_KEY = {"op": "operation", "lang": "language"}
 # Connecting words of natural phrasing ("rope … on H100"): read and set aside, never an issue.
 FILLER_WORDS = frozenset({"on", "at", "for", "with", "in", "and", "using", "of"})
+# Ranking words ("fastest rmsnorm on h200"): every answer is already ordered fastest first, so they are
+# understood and change nothing.
+RANKING_WORDS = frozenset({"fastest", "best", "quickest", "top", "fast", "quick", "leader", "leaders", "record"})
 # The measured values of one axis of one operation: lets ``seq 2k`` mean the one reading that exists.
 MeasuredValues = Callable[[str, str], Collection[int]]
 
@@ -243,8 +246,10 @@ def _free_words(state: _State, words: list[_Word]) -> None:
     i = 0
     n_max = state.vocab.max_name_words
     while i < len(words):
-        if words[i].text.lower() in FILLER_WORDS:
-            state.tokens.append(Token(words[i].text, words[i].start, words[i].end, "filler"))
+        lowered = words[i].text.lower()
+        if lowered in FILLER_WORDS or lowered in RANKING_WORDS:
+            kind = "filler" if lowered in FILLER_WORDS else "ranking"
+            state.tokens.append(Token(words[i].text, words[i].start, words[i].end, kind))
             i += 1
             continue
         if _axis_pair(state, words, i):

@@ -204,7 +204,7 @@ class Resolution:
     notes: tuple[Reason, ...] = ()
     parsed: dict[str, object] | None = None
     catalog_version: int | None = None
-    ignored: tuple[str, ...] = ()  # terms of a text query that were not understood
+    ignored: tuple[tuple[str, str], ...] = ()  # (term, why) for each term of a text query not understood
 
     def answer(self) -> dict[str, object]:
         """Everything but the text-parse details: equal for a text query and its structured form."""
@@ -231,7 +231,7 @@ class Resolution:
         """The answer; with ignored terms its status is ``partial`` (``answer_status`` says what the rest found)."""
         out = {"query": self.parsed, **self.answer(), "catalog_version": self.catalog_version}
         if self.ignored:
-            shown = ", ".join(f"'{term}'" for term in self.ignored)
+            shown = "; ".join(why if term in why else f"'{term}': {why}" for term, why in self.ignored)
             out["status"] = "partial"
-            out["message"] = f"Partly understood: ignored {shown} (see the note beside each). {self.message}"
+            out["message"] = f"Partly understood, ignored: {shown}. {self.message}"
         return out

@@ -37,7 +37,7 @@ def search(catalog: Catalog, text: str, *, now: datetime,
     parsed = parse_query(text, vocab, measured)
     resolution = resolve(parsed.request, source, parsed=parsed.to_json(), candidates=parsed.operation_candidates,
                          now=now)
-    return replace(resolution, ignored=tuple(i.token for i in parsed.issues))
+    return replace(resolution, ignored=tuple((i.token, i.message) for i in parsed.issues))
 
 
 def resolve_structured(catalog: Catalog, request: ResolveRequest, *, now: datetime,

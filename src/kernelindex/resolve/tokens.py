@@ -19,7 +19,8 @@ class Token:
     text: str
     start: int
     end: int
-    # operation | axis | gpu | dtype | arch | mode | language | trust | usable | license | source | filler | issue
+    # operation | axis | gpu | dtype | arch | mode | language | trust | usable | license | source | filler
+    # | ranking (fastest, best: answers are ranked fastest first anyway) | issue
     kind: str
     value: str | int | bool | None = None
 
