@@ -1,16 +1,25 @@
 """``/mcp`` on the site: the MCP server over streamable HTTP (stateless, JSON responses), answering
 from the app's catalog and clock, so a tool and its REST route share the read model's cached answers.
 
+``GET /mcp`` (a server-to-client event stream) is bounded: the server closes a stream idle for
+``idle_seconds`` (nothing sent; a stateless server never has anything to send), and refuses a stream
+past ``max_streams`` open in the worker with 503. Settings: ``$KERNELINDEX_MCP_STREAM_IDLE_SECONDS``
+(default 30) and ``$KERNELINDEX_MCP_MAX_STREAMS`` (default 16), read when the app is built
+(``app.state.mcp_streams``).
+
 The SDK's session manager runs once per instance, so each run of the app's lifespan starts a fresh
 one; a request that arrives outside a lifespan (no manager) gets a 503 problem.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from fastapi.responses import JSONResponse
 
 from kernelindex.web.api.problems import BodyRule
@@ -18,6 +27,31 @@ from kernelindex.web.mcp.server import build_server
 
 MCP_PATH = "/mcp"
 MCP_MAX_BODY_BYTES = 1024 * 1024  # a resolve_kernels call of 50 queries of 16 KiB fits
+IDLE_SECONDS_ENV, MAX_STREAMS_ENV = "KERNELINDEX_MCP_STREAM_IDLE_SECONDS", "KERNELINDEX_MCP_MAX_STREAMS"
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    idle_seconds: float = 30.0
+    max_streams: int = 16
+
+    @classmethod
+    def from_environment(cls) -> StreamLimits:
+        idle, most = os.environ.get(IDLE_SECONDS_ENV, ""), os.environ.get(MAX_STREAMS_ENV, "")
+        try:
+            limits = cls(float(idle) if idle else cls.idle_seconds, int(most) if most else cls.max_streams)
+        except ValueError:
+            limits = cls(-1.0, -1)
+        if not (0 < limits.idle_seconds <= 86_400 and 0 < limits.max_streams <= 100_000):
+            raise ValueError(f"{IDLE_SECONDS_ENV} must be seconds in (0, 86400] and {MAX_STREAMS_ENV} a whole "
+                             f"number in 1..100000; got {idle!r} and {most!r}")
+        return limits
+
+
+def _problem(status: int, title: str, detail: str, code: str) -> JSONResponse:
+    body = {"type": f"https://kernelindex.dev/problems/{code}", "title": title, "status": status, "detail": detail,
+            "code": code}
+    return JSONResponse(body, status_code=status, media_type="application/problem+json")
 
 
 class _Endpoint:
@@ -26,20 +60,52 @@ class _Endpoint:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.body_rule = BodyRule(MCP_MAX_BODY_BYTES)  # read by web/body_limits.py
+        self.open_streams = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         manager = getattr(self.app.state, "mcp_manager", None)
         if manager is None:
-            body = {"type": "https://kernelindex.dev/problems/unavailable", "title": "Service unavailable",
-                    "status": 503, "detail": "The MCP endpoint is starting or stopping; retry.", "code": "unavailable"}
-            await JSONResponse(body, status_code=503, media_type="application/problem+json")(scope, receive, send)
+            unavailable = _problem(503, "Service unavailable", "The MCP endpoint is starting or stopping; retry.",
+                                   "unavailable")
+            await unavailable(scope, receive, send)
+            return
+        if scope.get("method") == "GET":
+            await self._stream(manager, scope, receive, send)
             return
         await manager.handle_request(scope, receive, send)
+
+    async def _stream(self, manager: Any, scope: Any, receive: Any, send: Any) -> None:
+        """One ``GET /mcp`` event stream, closed after ``idle_seconds`` without a message; 503 past the cap."""
+        limits: StreamLimits = self.app.state.mcp_streams
+        if self.open_streams >= limits.max_streams:
+            busy = _problem(503, "Service unavailable", f"{limits.max_streams} MCP event streams are open on this "
+                            "server process, its limit; retry later (tools answer over POST /mcp).", "unavailable")
+            busy.headers["retry-after"] = str(max(1, round(limits.idle_seconds)))
+            await busy(scope, receive, send)
+            return
+        self.open_streams += 1
+        response = {"started": False, "ended": False}
+        try:
+            with anyio.CancelScope() as idle:
+                idle.deadline = anyio.current_time() + limits.idle_seconds
+
+                async def send_and_stay(message: Any) -> None:
+                    response["started"] = response["started"] or message["type"] == "http.response.start"
+                    response["ended"] = message["type"] == "http.response.body" and not message.get("more_body")
+                    idle.deadline = anyio.current_time() + limits.idle_seconds
+                    await send(message)
+
+                await manager.handle_request(scope, receive, send_and_stay)
+            if response["started"] and not response["ended"]:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self.open_streams -= 1
 
 
 def mount_mcp(app: Any) -> None:
     """Add the ``/mcp`` route; :func:`mcp_running` (in the app's lifespan) runs its session manager."""
     app.state.mcp_server = build_server(app.state.catalog, app.state.clock)
+    app.state.mcp_streams = StreamLimits.from_environment()
     app.router.add_route(MCP_PATH, _Endpoint(app), methods=["GET", "POST", "DELETE"], include_in_schema=False)
 
 

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from kernelindex.readmodel.changes import MAX_CHANGES
@@ -54,11 +55,26 @@ def _result(compute: Callable[[], dict[str, Any]], tool: str) -> CallToolResult:
 BODY_TOOLS = {"resolve_kernel", "resolve_kernels", "validate_manifest"}  # their REST twins take a JSON body
 
 
+def _named(name: str) -> str:
+    """A client-given name as an error repeats it: quoted, at most 64 characters."""
+    return repr(name[:64]) + ("…" if len(name) > 64 else "")
+
+
 class KernelIndexServer(MCPServer):
     """Arguments that fail the tool's schema come back as the API's problem (422 ``invalid_request`` for
-    a body, 400 ``bad_request`` for query/path parameters), not as the SDK's free text."""
+    a body, 400 ``bad_request`` for query/path parameters), not as the SDK's free text. An unknown tool or
+    prompt is the JSON-RPC error -32602 (invalid params), answered without a traceback: the SDK answered
+    an unknown prompt with code 0 and logged ~11 KB of traceback for each."""
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        if self._prompt_manager.get_prompt(name) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt {_named(name)}: this server has no "
+                           "prompts (prompts/list); its answers are tools (tools/list)")
+        return await super().get_prompt(name, arguments, context)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool {_named(name)}: tools/list names them")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
