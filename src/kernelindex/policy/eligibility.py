@@ -8,12 +8,28 @@ from kernelindex.policy.reasons import Reason
 
 
 @dataclass(frozen=True)
+class SampleCount:
+    """How many samples a run took against its protocol's minimum (``repetitions.count``; a run that
+    declares its own minimum, as runner v3 does, is held to that), and why it stopped, when it says."""
+
+    taken: int | None
+    minimum: int | None
+    stop_reason: str | None = None
+    declared: bool = False  # the run itself says it is under-sampled (runner v3's timing.under_sampled)
+
+    @property
+    def under_sampled(self) -> bool:
+        return self.declared or (self.taken is not None and self.minimum is not None and self.taken < self.minimum)
+
+
+@dataclass(frozen=True)
 class EligibilityFacts:
     status: str
     published: bool
     retracted: bool
     superseded: bool
     median_ns: int | None
+    samples: SampleCount | None = None  # None: no sample minimum applies (a leaderboard score)
 
 
 @dataclass(frozen=True)
@@ -24,7 +40,8 @@ class Eligibility:
 
 def eligibility(facts: EligibilityFacts) -> Eligibility:
     """A run is ranked and counted only when it passed, is published, is neither retracted nor
-    superseded, and has a median; otherwise every failing condition is given as a reason."""
+    superseded, has a median and took its protocol's minimum samples; otherwise every failing
+    condition is given as a reason."""
     reasons: list[Reason] = []
     if facts.status != "passed":
         reasons.append(Reason("STATUS_NOT_PASSED", f"Status is {facts.status.replace('_', ' ')}, not passed."))
@@ -40,7 +57,17 @@ def eligibility(facts: EligibilityFacts) -> Eligibility:
         # Validation refuses these now; catalogs published before it did may still hold them.
         sentence = f"The run's median latency ({facts.median_ns} ns) is not a positive time."
         reasons.append(Reason("NON_POSITIVE_MEDIAN", sentence))
+    if facts.samples is not None and facts.samples.under_sampled:
+        reasons.append(under_sampled_reason(facts.samples))
     return Eligibility(eligible=not reasons, reasons=tuple(reasons))
+
+
+def under_sampled_reason(samples: SampleCount) -> Reason:
+    stopped = f" The run stopped at: {samples.stop_reason}." if samples.stop_reason else ""
+    counted = "?" if samples.taken is None else samples.taken
+    of = f" of {samples.minimum} samples, the protocol's minimum." if samples.minimum is not None else " samples."
+    return Reason("UNDER_SAMPLED", f"Under-sampled: {counted}{of}{stopped} A median of fewer samples is neither "
+                  "ranked nor a record.")
 
 
 CORRECTION_REASONS = frozenset({"RETRACTED", "SUPERSEDED"})

@@ -37,7 +37,7 @@ from kernelindex.domain.manifests import (
 )
 from kernelindex.domain.specs import BenchmarkRunBody
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency
-from kernelindex.policy.eligibility import EligibilityFacts, eligibility
+from kernelindex.policy.eligibility import EligibilityFacts, SampleCount, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
 from kernelindex.policy.usability import usability
 from kernelindex.readmodel.cache import READ_CACHE
@@ -302,6 +302,16 @@ def _run(row: Any, facts: _Facts) -> Run:
                supersedes=[superseding["old"]] if superseding else [], attested=digest in facts.attested)
 
 
+def sample_count(run: Run, data: OperationData) -> SampleCount:
+    """The run's samples against the minimum it was held to (runner v3 records it; else its protocol's
+    repetitions.count), with the reason it gave for stopping short, or the stop reason it recorded."""
+    timing = run.spec.timing
+    minimum = timing.min_samples if timing.min_samples is not None else \
+        data.protocols[run.protocol].spec.repetitions.count
+    return SampleCount(timing.samples, minimum, timing.under_sampled or timing.raw.get("stop_reason"),
+                       declared=timing.under_sampled is not None)
+
+
 def _derive_policy(data: OperationData) -> None:
     facts = []
     for run in data.runs:
@@ -312,6 +322,7 @@ def _derive_policy(data: OperationData) -> None:
                 retracted=run.retracted is not None,
                 superseded=run.superseded_by is not None,
                 median_ns=run.median_ns,
+                samples=sample_count(run, data),
             )
         )
         usable = data.usability.get(run.implementation)

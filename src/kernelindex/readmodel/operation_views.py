@@ -57,6 +57,17 @@ class RankedRow(JsonModel):
     method_note: str | None = None  # said when it differs from the cohort's usual method
     replication: dict | None = None  # the runners that measured it too, agreeing or disagreeing
     source: str = ""  # the source's name (its license and attribution: the page's sources)
+    region_note: str | None = None  # "this forward also computes the gradient; compare forward+backward"
+    host_bound: str | None = None  # "host-bound on this host: W µs per call wall time, S syncs per call; …"
+
+
+@dataclass
+class RankingNote(JsonModel):
+    """What to read before a ranking's ratios (readmodel.ranking_notes)."""
+
+    code: str  # FORWARD_COMPUTES_GRADIENT
+    sentence: str
+    url: str | None = None  # where the fair comparison is, when the catalog has it
 
 
 @dataclass
@@ -176,6 +187,7 @@ class OperationPage(JsonModel):
     json_url: str = ""
     memory: MemoryPanel | None = None  # peak memory beside the ranking, where the source measured it
     leaderboards: list[Leaderboard] = field(default_factory=list)  # suite-scoped source-native scores
+    ranking_notes: list[RankingNote] = field(default_factory=list)  # read before the ranking's ratios
     generated_for: datetime = field(kw_only=True)  # the clock's "now" the page was built for (no default)
 
 

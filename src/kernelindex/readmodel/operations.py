@@ -38,6 +38,7 @@ from kernelindex.readmodel.operation_views import (
     SourceSummary,
     WorkloadSummary,
 )
+from kernelindex.readmodel.ranking_notes import ranked_statistic, ranking_notes
 from kernelindex.readmodel.requests import ask_url
 from kernelindex.readmodel.rows import implementation_ref, ranked_rows
 from kernelindex.readmodel.scaling import scaling_chart
@@ -124,6 +125,7 @@ def build_operation_page(
         memory=memory_panel(data, selected_workload, selected.environment if selected else None,
                             [r.implementation.slug for r in rows]),
         leaderboards=leaderboards(data),
+        ranking_notes=ranking_notes(data, selected, rows, workload_cohorts),
         generated_for=now,
     )
     return page
@@ -241,6 +243,7 @@ def _cohort_line(data: OperationData, cohort: Cohort) -> dict:
         "protocol_digest": cohort.protocol,
         "environment_digest": cohort.environment,
         "statistic": protocol.spec.statistic,
+        "ranked_statistic": ranked_statistic(data, cohort),
         "results": len(cohort.eligible),
         "last_observed": last,
         "record_history": f"/records?cohort={cohort_key_short(cohort.key)}",

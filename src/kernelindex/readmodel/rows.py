@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from kernelindex.domain.manifests import manifest_json
+from kernelindex.policy.capture import capture_failure_sentence
 from kernelindex.policy.cohorts import environment_key
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.floor import Ceilings, FloorEstimate, compulsory_traffic, floor_estimate
@@ -21,6 +22,7 @@ from kernelindex.readmodel.labels import (
 )
 from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
+from kernelindex.readmodel.ranking_notes import BACKWARD_WORK_NOTE, forward_work_note, host_bound_label
 
 
 def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
@@ -90,7 +92,9 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
     usual = usual_method(cohort)
     rows = [_row(data, cohort.run(entry.item.id), entry, baselines, now, usual) for entry in cohort.ranked]
     if floors:  # latency cohorts; a memory metric would have no floor ratio or throughput
-        for row in rows:
+        # A backward that only scales a gradient its forward computed skips the traffic the region's
+        # floor counts: a ratio to that floor (or a throughput over its bytes) would be meaningless.
+        for row in (r for r in rows if r.region_note != BACKWARD_WORK_NOTE):
             row.floor_ratio = floors[0].ratio(row.median_ns)
             rate = floors[0].throughput(row.median_ns)
             row.throughput, row.throughput_unit = rate if rate else (None, None)
@@ -98,6 +102,7 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
 
 
 METHOD_WORDS = {
+    "cupti-device-time": "CUPTI device time (the durations of the call's kernels, copies and sets)",
     "cuda_graph_replay": "CUDA graph replay (no launch cost between calls)",
     "per_call_events": "per-call CUDA events (the call could not be captured in a CUDA graph)",
 }
@@ -117,8 +122,8 @@ def method_note(run: Run, usual: str | None) -> str | None:
     why = run.spec.timing.raw.get("capture_failure")
     said = METHOD_WORDS.get(method, method)
     return (f"Timed with {said}; most of this cohort used {METHOD_WORDS.get(usual, usual)}. "
-            "Per-call events include each call's launch gaps, so this figure may sit above a graph-replay one"
-            + (f" (capture failed: {why})." if why else "."))
+            "Per-call events include each call's launch gaps, so this figure may sit above a graph-replay one."
+            + (f" {capture_failure_sentence(why)}" if why else ""))
 
 
 def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now: datetime,
@@ -144,16 +149,18 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         time_zone_recorded=run.spec.source.time_zone_recorded,
         is_baseline=is_baseline,
         faster_than_baseline=multiple if multiple and multiple > 1 else None,
-        rationale=_rationale(entry, multiple, is_baseline, run, ref, usual),
+        rationale=_rationale(entry, multiple, is_baseline, run, ref, usual, forward_work_note(data, run, how=True)),
         method=run.spec.timing.method,
         method_note=method_note(run, usual),
         replication=run.replication.to_json() if run.replication else None,
         source=run.source,
+        region_note=forward_work_note(data, run),
+        host_bound=host_bound_label(run),
     )
 
 
 def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Run, ref: ImplementationRef,
-               usual: str | None = None) -> list[str]:
+               usual: str | None = None, region_note: str | None = None) -> list[str]:
     lines = []
     if entry.tied:
         lines.append(f"Tied at rank {entry.rank}: the runs' confidence intervals overlap or medians differ by < 1%.")
@@ -164,6 +171,8 @@ def _rationale(entry: Ranked, multiple: float | None, is_baseline: bool, run: Ru
     if is_baseline:
         lines.append("The source's designated baseline implementation.")
     lines.append(EVIDENCE_SENTENCES[run.evidence])
+    if region_note:
+        lines.append(region_note)
     if run.replication is not None:
         lines.append(run.replication.sentence)
     note = method_note(run, usual) if usual else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 
@@ -13,6 +14,7 @@ from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
 from kernelindex.catalog.models import RunRow
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.manifests import stored_form, stored_json
+from kernelindex.policy.capture import capture_failure_sentence
 from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.ratios import ratio
@@ -22,8 +24,9 @@ from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
-from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of
+from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of, sample_count
 from kernelindex.readmodel.operation_views import ImplementationRef
+from kernelindex.readmodel.ranking_notes import forward_work_note, host_bound_label
 from kernelindex.readmodel.rows import floor_for, implementation_ref
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
@@ -71,6 +74,10 @@ class RunDossier(JsonModel):
     score: dict | None = None  # a suite-scoped leaderboard score (seconds); None for latency runs
     histogram: list[dict] = field(default_factory=list)
     secondary: list[dict] = field(default_factory=list)
+    samples_minimum: int | None = None  # the protocol's minimum samples (repetitions.count), when it sets one
+    capture_failure: str | None = None  # why CUDA-graph capture failed, in words (the raw text stays in timing.raw)
+    region_note: str | None = None  # "this forward also computes the gradient; compare forward+backward"
+    host_bound: str | None = None  # the host-bound label: wall time and syncs per call beside the device time
 
 
 def _operation_slug(catalog: Catalog, digest: str) -> str:
@@ -105,6 +112,14 @@ def _workload_facts(data: OperationData, digest: str) -> dict:
     title = suite.metadata.title
     return {"key": workload_key(digest), "digest": digest, "label": "benchmark suite" if title is None else title,
             **stored_json(suite)["spec"]}
+
+
+def _measurement_notes(run: Run, data: OperationData) -> dict[str, Any]:
+    """What the dossier says in words beside the figures: the sample minimum, a failed capture, the region's work."""
+    recorded = run.spec.timing.raw.get("capture_failure")
+    return {"samples_minimum": sample_count(run, data).minimum,
+            "capture_failure": capture_failure_sentence(recorded) if recorded else None,
+            "region_note": forward_work_note(data, run, how=True), "host_bound": host_bound_label(run)}
 
 
 def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
@@ -162,6 +177,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         samples_url=f"/runs/{run.run_id}/samples.json" if samples else None,
         histogram=histogram(samples.get("device_ns", [])) if samples else [],
         secondary=run_secondary(stored["timing"]),
+        **_measurement_notes(run, data),
     )
 
 

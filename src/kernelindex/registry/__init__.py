@@ -84,6 +84,12 @@ def runner_pending() -> dict[str, str]:
     return dict(_load_yaml("runner_coverage.yaml").get("pending") or {})
 
 
+@cache
+def forward_computes_gradient() -> dict[str, str]:
+    """Implementation lines whose forward also computes the gradient → how, in words (``region_work.yaml``)."""
+    return dict(_load_yaml("region_work.yaml").get("forward_computes_gradient") or {})
+
+
 def why_not_verified(slug: str) -> str | None:
     """The stated reason an operation has no verified runs, when the registry states one."""
     return runner_unavailable().get(slug) or runner_pending().get(slug)

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from kernelindex import registry
 from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.domain.specs import ConcreteTensor
 from kernelindex.runner.adapters import Adapter, ours
@@ -159,19 +160,11 @@ def reference_token_logps(
     return chunked_cat(_chunk_token_logps, [x, ids], shared, row_elements=per_row_tokens * weight.shape[0])
 
 
-# Liger modules whose forward also computes the gradients (kept for a backward that only scales them),
-# read in liger-kernel 0.8.5's autograd Functions: every chunked loss (preference, unpaired preference,
-# distillation, PPO/GRPO bases), cross-entropy, fused-linear cross-entropy (mean reduction), JSD, TVD and
-# fused-linear JSD. KL-div is not among them: its backward computes the gradient from the saved target.
-FORWARD_GRADIENT_MODULES = frozenset({
-    "liger_kernel.transformers.cross_entropy", "liger_kernel.transformers.fused_linear_cross_entropy",
-    "liger_kernel.transformers.jsd", "liger_kernel.transformers.tvd", "liger_kernel.transformers.fused_linear_jsd",
-})
-
-
 def liger(slug: str, line: str, module: str, symbol: str, binder: Binder, *, in_place: bool = False) -> Adapter:
     language = "python" if ".chunked_loss" in module else "triton"  # chunked losses are torch.compile'd PyTorch
-    forward_gradient = module in FORWARD_GRADIENT_MODULES or module.startswith("liger_kernel.chunked_loss")
+    # The adapter declares what the registry says of its line (registry/region_work.yaml, the one declaration
+    # the pages read too): whether its forward also computes the gradients.
+    forward_gradient = line in registry.forward_computes_gradient()
     return Adapter("liger", slug, line, "Liger", "liger-kernel", language, module, symbol, LIGER, (module,), binder,
                    in_place=in_place, forward_computes_gradient=forward_gradient)
 

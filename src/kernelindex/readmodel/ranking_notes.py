@@ -1,0 +1,102 @@
+"""What a reader must know before reading a ranking's ratios: which statistic the cohort ranks (device
+time for runner v3, event or graph-replay time before), rows whose call is host-bound on the host that
+measured it, and rows whose forward also does the backward's work (``registry.forward_computes_gradient``)."""
+
+from __future__ import annotations
+
+from kernelindex import registry
+from kernelindex.policy.device_time import host_bound_words
+from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.labels import cohort_key_short, implementation_slug, workload_key
+from kernelindex.readmodel.loading import OperationData, Run
+from kernelindex.readmodel.operation_views import RankedRow, RankingNote
+
+FORWARD_BACKWARD = "forward+backward"
+DEVICE_TIME = "cupti-device-time"  # runner v3's timing.method: the median is the call's device time
+
+
+FORWARD_WORK_NOTE = "This forward also computes the gradient; compare forward+backward."
+BACKWARD_WORK_NOTE = "This backward only scales the gradient its forward computed; compare forward+backward."
+SHIFTED = {"forward": FORWARD_WORK_NOTE, "backward": BACKWARD_WORK_NOTE}
+_RANKING_WORDS = {
+    "forward": ("also {verb} the gradient inside the forward: the time includes work the other rows do in their "
+                "backward", ("computes", "compute")),
+    "backward": ("only {verb} a gradient computed in the forward: the time leaves out work the other rows do "
+                 "here", ("scales", "scale")),
+}
+
+
+def forward_work(data: OperationData, run: Run) -> str | None:
+    """How the run's implementation computes the gradient inside its forward, when it declares it and
+    the run timed the forward or the backward (the regions it shifts work between); None otherwise. A
+    revision the runner recorded with the adapter's declaration (runner v3) is held to it; older
+    revisions and imported ones (Liger's own benchmark rows) to the registry's entry for their line,
+    the same entry the adapters read."""
+    if data.protocols[run.protocol].spec.timed_region not in SHIFTED:
+        return None
+    implementation = data.implementations[run.implementation]
+    declared = implementation.spec.forward_computes_gradient
+    how = registry.forward_computes_gradient().get(implementation_slug(implementation))
+    if declared is False:
+        return None
+    return how or ("its forward computes the gradients, as its adapter declares" if declared else None)
+
+
+def forward_work_note(data: OperationData, run: Run, *, how: bool = False) -> str | None:
+    """The row's note (this forward also computes the gradient / this backward only scales it; compare
+    forward+backward), with how the implementation does it when ``how``; None when the run's region
+    does only its own work."""
+    done = forward_work(data, run)
+    if not done:
+        return None
+    note = SHIFTED[data.protocols[run.protocol].spec.timed_region]
+    return f"{note.removesuffix('; compare forward+backward.')} ({done}); compare forward+backward." if how else note
+
+
+def ranking_notes(data: OperationData, cohort: Cohort | None, rows: list[RankedRow],
+                  workload_cohorts: list[Cohort]) -> list[RankingNote]:
+    """Notes the ranking carries above its rows (empty when nothing needs saying)."""
+    if cohort is None:
+        return []
+    shifted = sorted({r.implementation.title for r in rows if forward_work(data, cohort.run(r.digest))})
+    if not shifted:
+        return []
+    region = data.protocols[cohort.protocol].spec.timed_region
+    words, (one, several) = _RANKING_WORDS[region]
+    sentence = (f"In this {region} ranking, {', '.join(shifted)} "
+                f"{words.format(verb=one if len(shifted) == 1 else several)}, so a ratio against them is not "
+                "like for like. Compare forward+backward.")
+    return [RankingNote("FORWARD_COMPUTES_GRADIENT", sentence, _fair_cohort_url(data, cohort, workload_cohorts))]
+
+
+def _fair_cohort_url(data: OperationData, cohort: Cohort, workload_cohorts: list[Cohort]) -> str | None:
+    """The same GPU, environment and profile's forward+backward cohort of this workload, when measured."""
+    fair = [c for c in workload_cohorts if c.eligible and c.environment == cohort.environment
+            and c.native == cohort.native and data.protocols[c.protocol].spec.timed_region == FORWARD_BACKWARD]
+    if not fair:
+        return None
+    best = max(fair, key=lambda c: (len(c.eligible), c.key))
+    return f"/operations/{data.slug}?workload={workload_key(best.workload)}&cohort={cohort_key_short(best.key)}"
+
+
+def ranked_statistic(data: OperationData, cohort: Cohort) -> str:
+    """What the cohort's ranking orders by, in words: a cohort never ranks a wall time beside a device time."""
+    protocol = data.protocols[cohort.protocol].spec
+    if protocol.native:
+        return f"{protocol.statistic} time per call, as the source's own harness reported it"
+    methods = {r.spec.timing.method for r in cohort.eligible}
+    if methods == {DEVICE_TIME}:
+        return ("median device time per call (CUPTI: the durations of the call's kernels, copies and sets; "
+                "never its wall time)")
+    if DEVICE_TIME in methods:  # runner v3 writes its own protocol, so this would be a runner fault: say it
+        return "mixed: device time for some runs, CUDA event time for others (not comparable; report it)"
+    return ("median time per call between CUDA events, in CUDA graph replays or per call where capture failed "
+            "(runner v1/v2): not device time")
+
+
+def host_bound_label(run: Run) -> str | None:
+    """The runner's host-bound flag in words, with the wall time, the syncs and the device time."""
+    host, median = run.spec.timing.host, run.spec.timing.median_ns
+    if host is None or not host.bound or median is None:
+        return None
+    return host_bound_words(host.wall_ns, host.syncs_per_call, median)
