@@ -91,3 +91,5 @@ def test_host_bound_rows_say_it_and_cohorts_say_what_they_rank(empty_catalog: Ca
         assert "Median device time 4.8 µs (4,830 ns)" in run and f"Host host-bound {LABEL}." in run
         assert "Cross-check 425.8 µs by per-call CUDA events (the call could not be captured" in run
         assert "recorded, never ranked" in run
+        assert "· no ratio: this backward skips work the region's floor counts" in run
+        assert client.get(f"/api/v1/runs/{liger.run_id}").json()["floor_ratio"] is None

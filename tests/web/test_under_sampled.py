@@ -91,6 +91,7 @@ def _check_api_and_pages(client: TestClient, short: list[Run], runs: list[Run]) 
     run = short[0]
     dossier = client.get(f"/api/v1/runs/{run.run_id}").json()
     assert dossier["rank"] is None and dossier["samples_minimum"] == 100
+    assert client.get(dossier["operation_url"]).status_code == 200  # its cohort ranks nothing: the operation
     assert dossier["not_ranked_reasons"][-1]["code"] == "UNDER_SAMPLED"
     html = text_of(client.get(f"/runs/{run.run_id}").text)
     taken = run.spec.timing.samples

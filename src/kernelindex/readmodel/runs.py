@@ -20,13 +20,13 @@ from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.ratios import ratio
 from kernelindex.policy.reasons import Reason
 from kernelindex.policy.staleness import is_stale
-from kernelindex.readmodel.cohorts import cohorts_of
+from kernelindex.readmodel.cohorts import Cohort, cohorts_of
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
 from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of, sample_count
 from kernelindex.readmodel.operation_views import ImplementationRef
-from kernelindex.readmodel.ranking_notes import forward_work_note, host_bound_label
+from kernelindex.readmodel.ranking_notes import BACKWARD_WORK_NOTE, forward_work_note, host_bound_label
 from kernelindex.readmodel.rows import floor_for, implementation_ref
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
@@ -114,6 +114,22 @@ def _workload_facts(data: OperationData, digest: str) -> dict:
             **stored_json(suite)["spec"]}
 
 
+def _operation_url(data: OperationData, run: Run, cohort: Cohort | None) -> str:
+    """The run's cohort on its operation page; the operation page itself when the cohort has no eligible
+    run to show (every run of it under-sampled, failed or retracted), which the page would refuse."""
+    if cohort is not None and not cohort.eligible:
+        return f"/operations/{data.slug}"
+    return f"/operations/{data.slug}?workload={workload_key(run.workload)}&cohort={cohort_key_short(run.cohort_key)}"
+
+
+def _floor_ratio(data: OperationData, run: Run, floor_ns: float | None) -> float | None:
+    """The run's median over its region's floor; none for a backward that only scales a gradient its
+    forward computed (it skips the traffic the floor counts, as on the ranked rows)."""
+    if forward_work_note(data, run) == BACKWARD_WORK_NOTE:
+        return None
+    return ratio(run.median_ns, floor_ns)
+
+
 def _measurement_notes(run: Run, data: OperationData) -> dict[str, Any]:
     """What the dossier says in words beside the figures: the sample minimum, a failed capture, the region's work."""
     recorded = run.spec.timing.raw.get("capture_failure")
@@ -167,13 +183,13 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         observed_at=run.observed_at,
         stale=is_stale(run.observed_at, now),
         floor_ns=floor_ns,
-        floor_ratio=ratio(run.median_ns, floor_ns),
+        floor_ratio=_floor_ratio(data, run, floor_ns),
         retraction=dict(run.retracted) if run.retracted is not None else None,
         superseded_by=_run_id(catalog, run.superseded_by["new"]) if run.superseded_by else None,
         supersedes=[_run_id(catalog, d) for d in run.supersedes],
         artifacts=stored.get("artifacts", {}),
         manifest={"apiVersion": "kernelindex/v1", "kind": "BenchmarkRun", "metadata": {}, "spec": stored},
-        operation_url=f"/operations/{data.slug}?workload={workload_key(run.workload)}&cohort={cohort_key_short(run.cohort_key)}",
+        operation_url=_operation_url(data, run, cohort),
         samples_url=f"/runs/{run.run_id}/samples.json" if samples else None,
         histogram=histogram(samples.get("device_ns", [])) if samples else [],
         secondary=run_secondary(stored["timing"]),
