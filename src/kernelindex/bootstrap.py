@@ -6,6 +6,10 @@ Each signed bundle is checked on its own, every start, by its digest against the
 recorded when it was published, so a bundle added to a later release is published on the first
 start after the upgrade. Publishing is idempotent, so facts already present (a runner key trusted
 by hand, a bundle published with ``ki publish``) are found and left alone.
+
+Bundles carry measurements only. What the package itself decides — which runner keys are trusted
+(``data/runners/*.pub``) and which shipped runs supersede older ones (``data/supersessions.jsonl``) —
+is applied here as administrative acts of the operator starting the server, from package data.
 """
 
 from __future__ import annotations
@@ -13,10 +17,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 from kernelindex.catalog.db import Catalog
-from kernelindex.readmodel.objects import attested_bundles, has_runs
+from kernelindex.catalog.publish import publish_manifests
+from kernelindex.domain.canonical import ManifestSyntaxError, strict_json_loads
+from kernelindex.domain.manifests import ManifestError, Supersession, build, digest_of
+from kernelindex.readmodel.objects import attested_bundles, has_runs, runs_present, supersession_digests
 from kernelindex.sources.base import FileTransport
 from kernelindex.sources.kernelindex_export import bundled_export_path, import_export
 from kernelindex.sources.liger import import_liger_files
@@ -42,6 +50,7 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
             say(f"  {done[-1]}")
     done.extend(_bundled_export(catalog, say))
     done.extend(_bundled_verified(catalog))
+    done.extend(apply_shipped_supersessions(catalog))
     return done
 
 
@@ -89,3 +98,66 @@ def _bundled_verified(catalog: Catalog) -> list[str]:
             continue
         done.append(f"verified bundle {path.name}: {report.new.get('BenchmarkRun', 0)} new runs")
     return done
+
+
+# --- shipped supersessions -------------------------------------------------------------------------
+
+SUPERSESSIONS_FILE = "supersessions.jsonl"
+SHIPPED_SUPERSESSION_ACTOR = "kernelindex package (data/supersessions.jsonl)"
+_SUPERSESSION_FIELDS = {"new", "old", "reason", "at"}
+
+
+class ShippedCorrectionError(ValueError):
+    """A line of data/supersessions.jsonl that cannot be applied; the message names the line."""
+
+
+def shipped_supersessions(text: str | None = None) -> list[Supersession]:
+    """The Supersession facts of ``data/supersessions.jsonl`` (or ``text``): one JSON object a line,
+    ``{"new": RUN_DIGEST, "old": RUN_DIGEST, "reason": "...", "at": "2026-12-01T00:00:00Z"}``. The
+    package is the actor, and ``at`` comes from the file, so each fact has the same digest on every start."""
+    if text is None:
+        file = resources.files("kernelindex").joinpath("data", SUPERSESSIONS_FILE)
+        text = file.read_text(encoding="utf-8") if file.is_file() else ""
+    facts = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            facts.append(_supersession(line, f"{SUPERSESSIONS_FILE} line {number}"))
+    return facts
+
+
+def _supersession(line: str, where: str) -> Supersession:
+    try:
+        data = strict_json_loads(line)
+    except (ManifestSyntaxError, ValueError) as exc:
+        raise ShippedCorrectionError(f"{where}: not a JSON object ({exc})") from None
+    if not isinstance(data, dict) or set(data) != _SUPERSESSION_FIELDS:
+        raise ShippedCorrectionError(f"{where}: expected exactly the keys {sorted(_SUPERSESSION_FIELDS)}")
+    if data["new"] == data["old"]:
+        raise ShippedCorrectionError(f"{where}: a run cannot supersede itself")
+    try:
+        return build("Supersession", {**data, "actor": SHIPPED_SUPERSESSION_ACTOR})
+    except ManifestError as exc:
+        raise ShippedCorrectionError(f"{where}: {exc}") from None
+
+
+def apply_shipped_supersessions(catalog: Catalog, text: str | None = None) -> list[str]:
+    """Record the shipped supersessions the catalog lacks, in one publication, as the operator who
+    starts the server. A line naming a run the catalog does not hold is skipped and logged; a
+    malformed file is logged and applies nothing (a damaged install must not keep the site down)."""
+    try:
+        facts = shipped_supersessions(text)
+    except ShippedCorrectionError as exc:
+        log.error("shipped supersessions were not applied: %s", exc)
+        return [f"shipped supersessions refused: {exc}"]
+    known = supersession_digests(catalog)
+    missing = [f for f in facts if digest_of(f) not in known]
+    present = runs_present(catalog, {d for f in missing for d in (f.spec.new, f.spec.old)})
+    ready = [f for f in missing if f.spec.new in present and f.spec.old in present]
+    for fact in (f for f in missing if f not in ready):
+        log.warning("shipped supersession of %s by %s skipped: a run is not in this catalog", fact.spec.old,
+                    fact.spec.new)
+    if not ready:
+        return []
+    report = publish_manifests(catalog, ready, actor=BOOTSTRAP_ACTOR, source="kernelindex-package",
+                               kinds=("Supersession",))
+    return [f"shipped supersessions: {report.new.get('Supersession', 0)} recorded"]

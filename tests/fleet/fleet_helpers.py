@@ -60,3 +60,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def catalog_state(catalog: Catalog) -> dict[str, int]:
+    """The catalog version and the row count of every catalog table (the audit log is not catalog
+    data): equal before and after a refused write means the write changed nothing."""
+    from sqlalchemy import func, select
+
+    from kernelindex.catalog.models import Base
+
+    with catalog.engine.connect() as conn:
+        counts = {name: int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+                  for name, table in Base.metadata.tables.items() if name != "audit_log"}
+    return {**counts, "version": catalog.version()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -230,12 +230,16 @@ def publish_manifests(
     attestations: dict[str, Attestation] | None = None,
     dry_run: bool = False,
     refused_sources: Mapping[str, str] | None = None,
+    kinds: Collection[str] | None = None,
 ) -> PublishReport:
     """Insert what is new, in one transaction. Re-publishing the same manifests inserts nothing
     and leaves the catalog version alone. Publications are serialised (see ``_publishing``):
     a concurrent one waits, then finds the other's objects already there.
-    ``dry_run`` runs every check and count inside the transaction, then rolls it back."""
+    ``dry_run`` runs every check and count inside the transaction, then rolls it back. ``kinds``, when
+    given, are the only manifest kinds this publication may carry (a bundle: a measurement's kinds)."""
     items = _items(manifests)
+    if kinds is not None and (foreign := sorted({i.kind for i in items} - set(kinds))):
+        raise PublishError(f"this publication may carry only {', '.join(kinds)}; it carries {', '.join(foreign)}")
     batch = {i.digest: i for i in items}
     report = PublishReport(digests=[i.digest for i in items])
     now = datetime.now(UTC)

@@ -22,6 +22,7 @@ from kernelindex.runner.report import print_results, workloads_from_file
 from kernelindex.trust import keys as runner_keys
 from kernelindex.trust.bundles import (
     BundleError,
+    NotAMeasurementError,
     UntrustedRunnerError,
     publish_bundle,
     trusted_runner_keys,
@@ -128,6 +129,8 @@ def publish(
         report = publish_bundle(open_for_cli(database), bundle, allow_untrusted=as_reported, actor=actor())
     except UntrustedRunnerError as exc:
         fail(str(exc))
+    except NotAMeasurementError as exc:
+        fail(f"bundle {bundle} refused: {exc}")
     except BundleError as exc:
         fail(f"bundle refused: {exc}")
     if as_json:

@@ -45,7 +45,18 @@ from kernelindex.domain.manifests import (
 )
 from kernelindex.domain.sources import RUNNER_SOURCE
 from kernelindex.readmodel.objects import trusted_runner_keys
+from kernelindex.trust.content import (
+    MEASUREMENT_KINDS,
+    BundleError,
+    NotAMeasurementError,
+    UntrustedRunnerError,
+    check_kind,
+    check_measured,
+)
 from kernelindex.trust.keys import ALGORITHM, key_id_of, public_key_hex, verify_signature
+
+__all__ = ["BundleError", "NotAMeasurementError", "UntrustedRunnerError", "MEASUREMENT_KINDS", "VerifiedBundle",
+           "verify_bundle", "write_bundle", "publish_bundle", "bundled_bundles", "trusted_runner_keys"]
 
 BUNDLE_FORMAT = "kernelindex-bundle/v1"
 MANIFESTS_FILE = "manifests.jsonl"
@@ -60,14 +71,6 @@ MAX_MANIFESTS_BYTES = 64 * 1_048_576
 MAX_SAMPLES_BYTES = 16 * 1_048_576  # one samples file
 MAX_BUNDLE_BYTES = 256 * 1_048_576  # every file together
 MAX_BUNDLE_FILES = 10_000
-
-
-class BundleError(ValueError):
-    """A bundle that must not be published; the message says what failed."""
-
-
-class UntrustedRunnerError(BundleError):
-    """A correctly signed bundle whose key is not a trusted runner in this catalog."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,7 @@ def verify_bundle(path: Path) -> VerifiedBundle:
     _check_files(path, index["files"])
     manifests = _read_manifests(path / MANIFESTS_FILE)
     _check_references(manifests, index["files"], key_id)
+    check_measured(manifests)
     return VerifiedBundle(
         path=path, digest=digest, runner_name=index["runner"]["name"], key_id=key_id, public_key=public,
         created_at=index["created_at"], signature=sig["signature"], manifests=manifests,
@@ -284,9 +288,11 @@ def _read_manifests(file: Path) -> list[Manifest]:
         if not line.strip():
             continue
         try:
-            manifests.append(parse_manifest_text(line, f"{file.name} line {number}"))
+            manifest = parse_manifest_text(line, f"{file.name} line {number}")
         except ManifestError as exc:
             raise BundleError(str(exc)) from None
+        check_kind(manifest, f"{file.name} line {number}")
+        manifests.append(manifest)
     if not manifests:
         raise BundleError(f"{file}: no manifests")
     return manifests
@@ -332,7 +338,8 @@ def bundled_bundles() -> list[Path]:
 
 
 def publish_bundle(
-    catalog: Any, path: Path, *, allow_untrusted: bool = False, actor: str = "local operator"
+    catalog: Any, path: Path, *, allow_untrusted: bool = False, actor: str = "local operator",
+    locator: str | None = None,
 ) -> Any:
     """Verify a bundle and publish its manifests in one transaction, with an attestation per run
     (bundle digest, key id, signature) recording that signature and digests were checked.
@@ -355,4 +362,5 @@ def publish_bundle(
         signature = bundle.signature
         attestations = {digest_of(run): Attestation(bundle.digest, bundle.key_id, signature) for run in bundle.runs()}
     return publish_manifests(catalog, bundle.manifests, actor=actor, source=RUNNER_SOURCE,
-                             snapshot_digest=bundle.digest, locator=str(path), attestations=attestations)
+                             snapshot_digest=bundle.digest, locator=locator or str(path), attestations=attestations,
+                             kinds=MEASUREMENT_KINDS)

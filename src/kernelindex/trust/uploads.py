@@ -19,7 +19,7 @@ from typing import Any
 
 from kernelindex.catalog.attestations import WRITE_CONFLICTS, bundle_attested
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import run_id_of
+from kernelindex.catalog.publish import PublishError, run_id_of
 from kernelindex.domain.manifests import digest_of
 from kernelindex.trust.archive import ArchiveError, unpack_archive
 from kernelindex.trust.bundles import (
@@ -67,28 +67,43 @@ def unpack_bundle(data: bytes, into: Path) -> Path:
 
 
 def receive_bundle(catalog: Catalog, data: bytes, *, actor: str) -> UploadResult:
-    """Verify and publish an uploaded bundle archive. Raises ArchiveError, BundleError,
-    UntrustedRunnerError or PublishError naming what failed; nothing is written then."""
+    """Verify and publish an uploaded bundle archive. Raises ArchiveError, BundleError (or its
+    NotAMeasurementError, UntrustedRunnerError) or PublishError naming what failed; nothing is written
+    then. Messages name files inside the bundle, never the server's scratch directory."""
     with tempfile.TemporaryDirectory(prefix="ki-upload-") as scratch:
-        path = unpack_bundle(data, Path(scratch))
-        bundle = verify_bundle(path)
-        if bundle.key_id not in trusted_runner_keys(catalog):
-            raise UntrustedRunnerError(
-                f"the bundle is signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
-                "runner on this server; an operator must run `ki runner trust` for its public key first")
-        runs = sorted(run_id_of(digest_of(r)) for r in bundle.runs())
-        if bundle_attested(catalog, bundle.digest):
-            return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, True, {})
-        report = _publish_with_retry(catalog, path, actor)
-        return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, False, dict(report.new))
+        try:
+            return _receive(catalog, data, Path(scratch), actor)
+        except (BundleError, PublishError) as exc:
+            raise _without_scratch(exc, scratch) from None
 
 
-def _publish_with_retry(catalog: Catalog, path: Path, actor: str) -> Any:
+def _receive(catalog: Catalog, data: bytes, scratch: Path, actor: str) -> UploadResult:
+    path = unpack_bundle(data, scratch)
+    bundle = verify_bundle(path)
+    if bundle.key_id not in trusted_runner_keys(catalog):
+        raise UntrustedRunnerError(
+            f"the bundle is signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
+            "runner on this server; an operator must run `ki runner trust` for its public key first")
+    runs = sorted(run_id_of(digest_of(r)) for r in bundle.runs())
+    if bundle_attested(catalog, bundle.digest):
+        return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, True, {})
+    report = _publish_with_retry(catalog, path, actor, f"upload {bundle.digest}")
+    return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, False, dict(report.new))
+
+
+def _without_scratch(exc: Exception, scratch: str) -> Exception:
+    """The same error, its message naming bundle files relative to the bundle (``bundle.json``), not
+    as the server's temporary path."""
+    message = str(exc).replace(f"{scratch}/", "").replace(scratch, "the uploaded bundle")
+    return type(exc)(message)
+
+
+def _publish_with_retry(catalog: Catalog, path: Path, actor: str, locator: str) -> Any:
     """Concurrent uploads may insert the same shared objects (an operation, a project) at once; the loser
     of that race retries, and then finds them present."""
     for attempt in range(5):
         try:
-            return publish_bundle(catalog, path, actor=actor)
+            return publish_bundle(catalog, path, actor=actor, locator=locator)
         except WRITE_CONFLICTS:
             if attempt == 4:
                 raise

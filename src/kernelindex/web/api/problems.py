@@ -39,6 +39,7 @@ TITLES = {
     "archive_invalid": "Archive refused",
     "bundle_invalid": "Bundle does not verify",
     "untrusted_runner": "Runner key not trusted",
+    "not_a_measurement": "Bundle carries more than a measurement",
     "unpublishable": "Bundle cannot be published",
     "lease_lost": "Lease lost",
     "rate_limited": "Too many requests",
@@ -50,7 +51,7 @@ STATUS = {
     "method_not_allowed": 405,
     "invalid_request": 422, "internal_error": 500,
     "unauthorized": 401, "insufficient_scope": 403, "archive_invalid": 422, "bundle_invalid": 422,
-    "untrusted_runner": 422, "unpublishable": 422, "lease_lost": 409, "rate_limited": 429,
+    "untrusted_runner": 422, "not_a_measurement": 422, "unpublishable": 422, "lease_lost": 409, "rate_limited": 429,
 }
 
 

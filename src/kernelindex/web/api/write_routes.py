@@ -18,7 +18,7 @@ from kernelindex.catalog.publish import PublishError
 from kernelindex.policy.measurement_requests import InvalidRequest
 from kernelindex.readmodel.changes import MAX_CHANGES, BadCursor, ChangesPage, list_changes
 from kernelindex.readmodel.requests import requests_listing, validated_request, workload_for
-from kernelindex.trust.bundles import BundleError, UntrustedRunnerError, trusted_runner_keys
+from kernelindex.trust.bundles import BundleError, NotAMeasurementError, UntrustedRunnerError, trusted_runner_keys
 from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES, ArchiveError, receive_bundle
 from kernelindex.views.params import REQUEST_STATE_PATTERN, STRICT_INTEGER
 from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, client_address, scoped, writer_of
@@ -79,6 +79,8 @@ async def post_bundle(request: Request) -> JSONResponse:
         raise _refused(request, writer, "archive_invalid", exc) from None
     except UntrustedRunnerError as exc:
         raise _refused(request, writer, "untrusted_runner", exc) from None
+    except NotAMeasurementError as exc:
+        raise _refused(request, writer, "not_a_measurement", exc) from None
     except BundleError as exc:
         raise _refused(request, writer, "bundle_invalid", exc) from None
     except PublishError as exc:

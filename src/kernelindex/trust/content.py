@@ -1,0 +1,67 @@
+"""What a bundle may carry: one runner's measurement — runs signed by the bundle's key and the
+objects they reference — and the errors that refuse a bundle."""
+
+from __future__ import annotations
+
+from kernelindex.domain.manifests import BenchmarkRun, ImplementationRevision, Manifest, Source, WorkloadCase, digest_of
+from kernelindex.domain.sources import RUNNER_SOURCE
+
+# What a measurement is: runs and the objects they reference. Trust (TrustedRunner), corrections
+# (Retraction, Supersession) and every other kind are administrative acts with their own
+# authorisation (`ki runner trust`, `ki retract`, `ki supersede`), never bundle content.
+MEASUREMENT_KINDS = ("OperationSpec", "WorkloadCase", "SoftwareProject", "ImplementationRevision",
+                     "BenchmarkProtocol", "ExecutionEnvironment", "Source", "BenchmarkRun")
+
+
+class BundleError(ValueError):
+    """A bundle that must not be published; the message says what failed."""
+
+
+class UntrustedRunnerError(BundleError):
+    """A correctly signed bundle whose key is not a trusted runner in this catalog."""
+
+
+class NotAMeasurementError(BundleError):
+    """A bundle carrying a manifest that is not part of a measurement (a TrustedRunner, a Retraction,
+    a Supersession …), a Source its runs do not name, or an object no run references."""
+
+
+def check_kind(manifest: Manifest, where: str) -> None:
+    """Refuse a manifest of a kind that is not part of a measurement (``where``: file and line)."""
+    if manifest.kind not in MEASUREMENT_KINDS:
+        raise NotAMeasurementError(
+            f"{where}: a {manifest.kind} manifest; a bundle carries only a measurement "
+            f"({', '.join(MEASUREMENT_KINDS)}). Trusting a runner, retracting or superseding a run is an "
+            "operator's act (`ki runner trust`, `ki retract`, `ki supersede`), never bundle content; "
+            "the whole bundle is refused")
+
+
+def check_measured(manifests: list[Manifest]) -> None:
+    """A bundle is one runner's measurement: its runs are source kernelindex-runner, its Source
+    manifest is that source, and every other object is referenced by one of its runs (directly, or
+    as an implementation's operation or project, or a workload's operation)."""
+    by_digest = {digest_of(m): m for m in manifests}
+    runs = [m for m in manifests if isinstance(m, BenchmarkRun)]
+    for run in runs:
+        if run.spec.source.name != RUNNER_SOURCE:
+            raise NotAMeasurementError(
+                f"run {run.spec.source.external_id}: source {run.spec.source.name!r}; a bundle carries runs a "
+                f"KernelIndex runner measured (source {RUNNER_SOURCE!r}); other sources are imported by an operator")
+    stack = [getattr(r.spec, f) for r in runs for f in ("implementation", "workload", "protocol", "environment")]
+    reached: set[str] = set()
+    while stack:
+        digest = stack.pop()
+        if digest in reached:
+            continue
+        reached.add(digest)
+        manifest = by_digest.get(digest)
+        if isinstance(manifest, ImplementationRevision):
+            stack += [manifest.spec.operation, manifest.spec.project]
+        elif isinstance(manifest, WorkloadCase):
+            stack.append(manifest.spec.operation)
+    for digest, manifest in by_digest.items():
+        named = manifest.spec.name == RUNNER_SOURCE if isinstance(manifest, Source) else digest in reached
+        if not (named or isinstance(manifest, BenchmarkRun)):
+            raise NotAMeasurementError(
+                f"{manifest.kind} {manifest.metadata.name or digest}: no run of the bundle references it; a "
+                "bundle carries only runs and the objects they reference, so the whole bundle is refused")
