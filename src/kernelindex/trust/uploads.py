@@ -23,6 +23,7 @@ from kernelindex.catalog.publish import PublishError, run_id_of
 from kernelindex.domain.manifests import digest_of
 from kernelindex.trust.archive import ArchiveError, unpack_archive
 from kernelindex.trust.bundles import (
+    BundleError,
     UntrustedRunnerError,
     publish_bundle,
     trusted_runner_keys,
