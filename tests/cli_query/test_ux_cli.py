@@ -136,3 +136,18 @@ def test_a_partial_answer_says_what_was_ignored_and_why(catalog: Catalog) -> Non
     assert data["status"] == "partial"
     assert data["message"].startswith("Partly understood, ignored: 'zzqx' is not an operation")
     assert "note beside" not in data["message"] and "fastest" not in data["message"].split(".")[0]
+
+
+def test_a_malformed_run_id_is_a_usage_error_everywhere_and_an_unknown_one_is_not_found(catalog: Catalog) -> None:
+    """Issue 22 item 7: `show` and `compare` agree — 2 for an id that cannot be one, 1 for one that names no run."""
+    assert _ki(catalog, "show", "run", "zzz").exit_code == 2
+    assert _ki(catalog, "compare", "zzz", "yyy").exit_code == 2
+    assert _ki(catalog, "show", "run", "0123456789abcdef").exit_code == 1
+    assert _ki(catalog, "compare", "0123456789abcdef", "0123456789abcdee").exit_code == 1
+
+
+def test_show_run_says_the_source_recorded_no_time_zone(catalog: Catalog) -> None:
+    found = json.loads(_ki(catalog, "search", "rope seq=2048 hidden=8192 a100", "--json").stdout)
+    run_id = found["exact"][0]["rows"][0]["run_id"]
+    shown = _ki(catalog, "show", "run", run_id).stdout
+    assert "time zone not recorded by the source" in shown and "UTC" not in shown.split("observed")[1][:40]

@@ -33,6 +33,10 @@ def test_home_has_search_counts_sources_and_latest_records(client: TestClient) -
         assert label in text
     assert "Liger-Kernel benchmarks" in text and "BSD-2-Clause" in text
     assert "Latest records" in text and "/records" in links_of(html)
+    # Issue 22 item 7: every count has its thousands separator (the home page wrote "3676")
+    stats = re.findall(r'<span class="n">([^<]*)</span><span class="l">([^<]*)', html)
+    assert len(stats) >= 6 and all(re.fullmatch(r"\d{1,3}(,\d{3})*", n) for n, _ in stats), stats
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", n) for n in re.findall(r"\(of ([\d,]+)\)", html))
 
 
 def test_run_dossier(client: TestClient, rope_runs: list[str], rope_keys: dict[str, str]) -> None:

@@ -120,7 +120,8 @@ def records_cmd(
     gpu: str | None = typer.Option(None, help="GPU: a100, H100, h100-sxm … (as in search)"),
     evidence: str | None = typer.Option(None, help="Evidence level"),
     view: str | None = typer.Option(None, help="current, recently-broken or history"),
-    limit: int = typer.Option(RECORDS_LIMIT, min=0, help="Rows to print (0: all)."),
+    limit: int = typer.Option(RECORDS_LIMIT, min=0,
+                              help="Rows to print (0: all; with --api every page of the API is fetched)."),
     as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
 ) -> None:
     """The records ledger: each cohort's holder, margin and history."""

@@ -159,7 +159,7 @@ def render_run(d: dict[str, Any]) -> None:
         ("license", d["implementation"]["license"]),
         ("install", d["implementation"]["install_command"] or "; ".join(
             r["sentence"] for r in d["implementation"]["not_usable_reasons"])),
-        ("observed", d["observed_at"][:10] + (" (stale)" if d["stale"] else "")),
+        ("observed", _observed(d)),
         ("floor", f"{format_duration(d['floor_ns'], 2)} · {format_ratio(d['floor_ratio'])} above (estimate)"
          if d["floor_ns"] else None),
         ("page", d["operation_url"]),
@@ -167,6 +167,14 @@ def render_run(d: dict[str, Any]) -> None:
     if d.get("retraction"):
         console.print(f"[bold red]Retracted:[/] {d['retraction'].get('reason')}", highlight=False)
     console.print(f"[dim]next:[/] ki show operation {d['operation']}", highlight=False)
+
+
+def _observed(d: dict[str, Any]) -> str:
+    """The observed instant as the source wrote it: a source that recorded no time zone gets no 'UTC'."""
+    text = d["observed_at"][:19].replace("T", " ")
+    recorded = (d.get("source") or {}).get("time_zone_recorded", True)
+    zone = " UTC" if recorded else ", time zone not recorded by the source"
+    return text + zone + (" (stale)" if d["stale"] else "")
 
 
 def render_operation(d: dict[str, Any]) -> None:

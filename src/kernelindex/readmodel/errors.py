@@ -5,7 +5,12 @@ from __future__ import annotations
 
 
 class NotFound(LookupError):
-    """Something the user named does not exist; the message says what and what to try."""
+    """Something the user named does not exist; the message says what and what to try. ``malformed``:
+    the name cannot name anything (``/runs/zzz``): still a 404 on the web, a usage error for the CLI."""
+
+    def __init__(self, message: str, *, malformed: bool = False) -> None:
+        super().__init__(message)
+        self.malformed = malformed
 
 
 class BadSelection(ValueError):

@@ -60,7 +60,7 @@ class Repeated:
 def check_subject(param: Param, value: str) -> str:
     """A path subject that cannot name anything is a 404 (nothing lives at that path)."""
     if not param.matches(value):
-        raise NotFound(f"{value[:40]!r} is not {param.what}")
+        raise NotFound(f"{value[:40]!r} is not {param.what}", malformed=True)
     return value
 
 

@@ -16,11 +16,12 @@ class Problem:
     detail: str
     parameter: str | None = None
     message: str | None = None  # what is wrong with ``parameter``
+    malformed: bool = False  # a 404 for a name that cannot name anything (``ki show run zzz``)
 
     @property
     def exit_code(self) -> int:
-        """The CLI's exit code: 1 when nothing was found, 2 for a usage error."""
-        return 1 if self.status == 404 else 2
+        """The CLI's exit code: 1 when nothing was found, 2 for a usage error (a malformed name too)."""
+        return 1 if self.status == 404 and not self.malformed else 2
 
 
 READ_ERRORS = (NotFound, BadSelection, BadParameter)
@@ -28,7 +29,7 @@ READ_ERRORS = (NotFound, BadSelection, BadParameter)
 
 def problem_of(exc: NotFound | BadSelection | BadParameter) -> Problem:
     if isinstance(exc, NotFound):
-        return Problem(404, "not_found", _sentence(str(exc)))
+        return Problem(404, "not_found", _sentence(str(exc)), malformed=exc.malformed)
     if isinstance(exc, BadSelection):
         return Problem(400, "bad_selection", str(exc), "workload/cohort", str(exc))
     return Problem(400, "bad_request", f"The value of {exc.parameter!r} cannot be used: {exc.message}.",

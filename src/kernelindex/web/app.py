@@ -138,6 +138,10 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
         redoc_url=None,
         redirect_slashes=False,  # Starlette's builds an absolute URL from the Host header; _slash_redirect
         openapi_url="/api/v1/openapi.json",
+        # /api/docs lists the reads people come for before the write path and the runners' routes
+        openapi_tags=[{"name": "v1", "description": "Read the catalog: no key needed."},
+                      {"name": "v1 write path", "description": "Uploads, measurement requests and runners: "
+                                                               "API keys with a scope (docs/fleet.md)."}],
         lifespan=_lifespan(warm),
     )
     app.state.catalog = catalog

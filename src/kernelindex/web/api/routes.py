@@ -53,7 +53,9 @@ LIST_SCHEMA = {
     },
 }
 
-Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1–{MAX_LIMIT}."), params.STRICT_INTEGER]
+_LIMIT_TEXT = (f"Page size, 1–{MAX_LIMIT}. There is no 'all' (0 is refused): follow next_cursor to the end, "
+               "as `ki records --limit 0` does.")
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=_LIMIT_TEXT), params.STRICT_INTEGER]
 Cursor = Annotated[str | None, Query(max_length=512, pattern=params.CURSOR_PATTERN,
                                      description="Opaque cursor from the previous page's next_cursor.")]
 
