@@ -13,10 +13,12 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 from pagetext import text_of
+from typer.testing import CliRunner
 from web_helpers import make_app
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
+from kernelindex.cli import app
 from kernelindex.domain.manifests import Manifest, digest_of, parse_manifest
 from kernelindex.readmodel.labels import cohort_key_short
 from kernelindex.readmodel.loading import load_operation
@@ -93,3 +95,18 @@ def test_host_bound_rows_say_it_and_cohorts_say_what_they_rank(empty_catalog: Ca
         assert "recorded, never ranked" in run
         assert "· no ratio: this backward skips work the region's floor counts" in run
         assert client.get(f"/api/v1/runs/{liger.run_id}").json()["floor_ratio"] is None
+    _the_cli_says_it_too(empty_catalog, liger.run_id, cohort_key_short(liger.cohort_key))
+
+
+def _the_cli_says_it_too(catalog: Catalog, run_id: str, cohort: str) -> None:
+    def ki(*args: str) -> str:
+        result = CliRunner().invoke(app, [*args, "--database", catalog.url], env={"COLUMNS": "400"})
+        assert result.exit_code == 0, result.output
+        return " ".join(result.stdout.split())
+
+    run = ki("show", "run", run_id)
+    assert LABEL[0].lower() + LABEL[1:] in run and "This backward only scales the gradient" in run
+    operation = ki("show", "operation", "jsd", "--cohort", cohort)
+    assert "ranks the median device time per call (CUPTI" in operation
+    assert "In this backward ranking, Liger only scales a gradient computed in the forward" in operation
+    assert f"1 Liger: {LABEL[0].lower() + LABEL[1:]}" in operation

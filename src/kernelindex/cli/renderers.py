@@ -163,6 +163,7 @@ def render_run(d: dict[str, Any]) -> None:
         ("floor", f"{format_duration(d['floor_ns'], 2)} · {format_ratio(d['floor_ratio'])} above (estimate)"
          if d["floor_ns"] else None),
         ("page", d["operation_url"]),
+        *[(key, d[key]) for key in ("host_bound", "region_note", "capture_failure") if d.get(key)],
     ])
     if d.get("retraction"):
         console.print(f"[bold red]Retracted:[/] {d['retraction'].get('reason')}", highlight=False)
@@ -191,8 +192,22 @@ def render_operation(d: dict[str, Any]) -> None:
                       format_duration(row["median_ns"], 2), format_ratio(row["vs_first"]), row["evidence"],
                       row["run_id"])
     console.print(table)
+    _ranking_notes(d)
     if d["ranked"]:
         console.print(f"[dim]next:[/] ki show run {d['ranked'][0]['run_id']}", highlight=False)
+
+
+def _ranking_notes(d: dict[str, Any]) -> None:
+    """What the ranking orders by, and what to read before its ratios (the page says the same)."""
+    if (d.get("cohort_line") or {}).get("ranked_statistic"):
+        console.print(f"[dim]ranks the {d['cohort_line']['ranked_statistic']}[/]", highlight=False)
+    for note in d.get("ranking_notes") or []:
+        console.print(note["sentence"], highlight=False)
+    for row in d["ranked"]:
+        for said in (row.get("region_note"), row.get("host_bound")):
+            if said:
+                console.print(f"  [dim]{row['rank_label']} {row['implementation']['title']}: {said}[/]",
+                              highlight=False)
 
 
 def render_implementation(d: dict[str, Any]) -> None:
