@@ -16,8 +16,8 @@ from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
 from kernelindex.domain.manifests import ManifestError, digest_of, load_manifest_file
 from kernelindex.policy.source_policy import REFUSED_BY_POLICY
-from kernelindex.sources.base import FileTransport, ImportReport, combined_json
-from kernelindex.sources.liger.parse import CsvFileError
+from kernelindex.sources.base import FileTransport, ImportReport, InputFileError, combined_json
+from kernelindex.sources.liger.parse import MAX_CSV_BYTES, CsvFileError
 
 import_app = typer.Typer(help="Import a source into the catalog.", no_args_is_help=True)
 manifest_app = typer.Typer(help="Validate manifests and compute their identity.", no_args_is_help=True)
@@ -66,8 +66,10 @@ def import_liger_cmd(
                 def progress(done: int, total: int, task: TaskID = task) -> None:
                     bar.update(task, completed=done, total=total)
 
-                reports.append(import_liger(catalog, FileTransport(path), dry_run=dry, actor=actor(),
-                                            progress=progress))
+                reports.append(import_liger(catalog, FileTransport(path, MAX_CSV_BYTES), dry_run=dry,
+                                            actor=actor(), progress=progress))
+        except InputFileError as exc:
+            fail(str(exc))
         except CsvFileError as exc:
             fail(f"{path}: {exc}")
         except PublishError as exc:

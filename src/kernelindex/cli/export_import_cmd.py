@@ -23,18 +23,19 @@ def import_kernelindex_export_cmd(
 ) -> None:
     """Import FlashInfer-Bench and GPU MODE KernelBot rows from a KernelIndex catalog export, under
     the source policy: SOL-ExecBench rows are refused, serving tables and record history skipped."""
-    from kernelindex.sources.base import FileTransport
+    from kernelindex.sources.base import FileTransport, InputFileError
     from kernelindex.sources.kernelindex_export import import_export
-    from kernelindex.sources.kernelindex_export.read import ExportFormatError
+    from kernelindex.sources.kernelindex_export.read import MAX_EXPORT_FILE_BYTES, ExportFormatError
 
     dry = _mode(dry_run, publish)
     catalog = open_for_cli(database)
     try:
         with _progress(as_json) as bar:
             task = bar.add_task("runs", total=None)
-            report = import_export(catalog, FileTransport(file), dry_run=dry, actor=actor(), only_source=source,
+            report = import_export(catalog, FileTransport(file, MAX_EXPORT_FILE_BYTES), dry_run=dry, actor=actor(),
+                                   only_source=source,
                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
-    except ExportFormatError as exc:
+    except (ExportFormatError, InputFileError) as exc:
         fail(str(exc))
     except PublishError as exc:
         fail(f"nothing was published: {exc}")

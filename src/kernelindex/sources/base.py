@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,7 +14,7 @@ from kernelindex.domain.canonical import bytes_digest
 from kernelindex.domain.manifests import Source, build
 from kernelindex.policy.source_policy import REFUSED_BY_POLICY, refusal_of
 
-__all__ = ["REFUSED_BY_POLICY", "SourceRefused", "publishable_policy", "source_manifest"]
+__all__ = ["REFUSED_BY_POLICY", "InputFileError", "SourceRefused", "publishable_policy", "source_manifest"]
 
 
 class SourceRefused(ValueError):
@@ -50,14 +51,38 @@ class Transport(Protocol):
     def fetch(self) -> Snapshot: ...
 
 
+class InputFileError(ValueError):
+    """A file an import refuses before reading it: not a regular file, or over its size limit."""
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of ``path``, refused from its directory entry when it is not a regular file (``/dev/zero``,
+    a pipe, a directory) or larger than ``max_bytes``, and never reading more than ``max_bytes`` + 1."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read it ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputFileError(f"{path} is not a regular file (a device, pipe or directory); give the path of a file")
+    if info.st_size > max_bytes:
+        raise InputFileError(f"{path} is {info.st_size:,} bytes, over the {max_bytes:,}-byte limit of this import")
+    with path.open("rb") as handle:
+        content = handle.read(max_bytes + 1)
+    if len(content) > max_bytes:
+        raise InputFileError(f"{path} grew past the {max_bytes:,}-byte limit of this import while it was read")
+    return content
+
+
 @dataclass(frozen=True)
 class FileTransport:
-    """Reads a local file; fixtures and the bundled snapshot replay offline through it."""
+    """Reads a local file (at most ``max_bytes``, a regular file only); fixtures and the bundled snapshot
+    replay offline through it."""
 
     path: Path
+    max_bytes: int = 1024 * 1024 * 1024
 
     def fetch(self) -> Snapshot:
-        content = self.path.read_bytes()
+        content = read_regular_file(self.path, self.max_bytes)
         return Snapshot(content, str(self.path), bytes_digest(content), datetime.now(UTC))
 
 

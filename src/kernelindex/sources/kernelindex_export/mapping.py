@@ -38,6 +38,18 @@ class MappedSource:
     counts: dict[str, TableCounts] = field(default_factory=lambda: {t: TableCounts() for t in TABLES})
 
 
+DAMAGED = (KeyError, TypeError, AttributeError, IndexError, ValueError)
+
+
+def damaged(exc: Exception) -> RowSkipped:
+    """A row the mapping failed on (a field missing or of the wrong type) as a skip reason, not a traceback."""
+    if isinstance(exc, RowSkipped):
+        return exc
+    if isinstance(exc, KeyError):
+        return RowSkipped(f"damaged row: a field or a referenced row is missing ({str(exc.args[0])[:80]!r})")
+    return RowSkipped(f"damaged row: a field has the wrong type or value ({type(exc).__name__})")
+
+
 class _Memo:
     """Map each referenced row once; remember a failure's reason so every run using it says why."""
 
@@ -48,8 +60,8 @@ class _Memo:
         if key not in self.done:
             try:
                 self.done[key] = make()
-            except RowSkipped as exc:
-                self.done[key] = exc
+            except DAMAGED as exc:
+                self.done[key] = damaged(exc)
         found = self.done[key]
         if isinstance(found, RowSkipped):
             raise found
@@ -125,8 +137,8 @@ class ExportMapper:
         for run in runs:
             try:
                 mapped.manifests.extend(self._run(run, slug, policy.title, used))
-            except RowSkipped as exc:
-                mapped.counts["benchmark_runs"].skipped[str(exc)] += 1
+            except DAMAGED as exc:
+                mapped.counts["benchmark_runs"].skipped[str(damaged(exc))] += 1
             self.done_runs += 1
             if self.progress and self.done_runs % 250 == 0:
                 self.progress(self.done_runs, total)
