@@ -52,6 +52,26 @@ def prepare(export: Path, out: Path) -> dict[str, int]:
     return {"cases": len(regions), "case_regions": sum(len(r) for r in regions.values())}
 
 
+def prepare_from_bundles(bundles: list[Path], out: Path) -> dict[str, int]:
+    """The cases of shipped runner bundles and the regions their runs timed: a re-measurement of the same
+    cases (protocol v3 over v2's verified runs). Each WorkloadCase line is kept byte for byte (same digest)."""
+    cases: dict[str, bytes] = {}
+    regions: dict[str, set[str]] = {}
+    for folder in bundles:
+        lines = (folder / "manifests.jsonl").read_bytes().splitlines()
+        parsed = [(line, parse_manifest_text(line)) for line in lines if line.strip()]
+        protocols = {digest_of(m): m.spec.timed_region for _, m in parsed if m.kind == "BenchmarkProtocol"}
+        for line, m in parsed:
+            if m.kind == "WorkloadCase":
+                cases[digest_of(m)] = line
+            elif m.kind == "BenchmarkRun":
+                regions.setdefault(m.spec.workload, set()).add(protocols[m.spec.protocol])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cases.jsonl").write_bytes(b"\n".join(cases[d] for d in sorted(regions)) + b"\n")
+    (out / "regions.json").write_text(json.dumps({d: sorted(r) for d, r in sorted(regions.items())}, indent=1))
+    return {"cases": len(regions), "case_regions": sum(len(r) for r in regions.values())}
+
+
 def load_cases(folder: Path, slug: str) -> tuple[list[Any], dict[str, tuple[str, ...]]]:
     from kernelindex.runner.report import workloads_from_file
 
@@ -104,7 +124,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                               out_dirs=[out], time_budget_s=args.time_budget,
                               min_samples=args.min_samples, console=console, do_bench=args.do_bench,
                               write_bundles=not args.no_bundle, host_calls=args.host_calls,
-                              test_device_product=args.test_device_product or None)
+                              test_device_product=args.test_device_product or None,
+                              hard_limit_s=args.hard_limit)
         result = session.results[0]
         slug = result.operation.metadata.name
         summary["operations"][slug] = {
@@ -116,6 +137,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.out.mkdir(parents=True, exist_ok=True)  # after every operation: a cut-off campaign keeps what it did
         (args.out / f"summary-{args.label}.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
         for row in summary["operations"][slug]["runs"]:
+            _print_self_check(slug, row)
             if row["status"] != "passed":
                 print(f"  {row['case']} {row['region']} {row['implementation']}: {row['status']} {row['detail'][:300]}")
     summary["total_s"] = round(time.perf_counter() - started, 1)
@@ -125,12 +147,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
+def _print_self_check(slug: str, row: dict[str, Any]) -> None:
+    """Protocol v3's self-check, one line per run: device time, the cross-check and whether they agree
+    (required for capturable calls of at least 20 µs), the span, host syncs, wall time and host-bound."""
+    if row.get("check_ns") is None or row.get("median_ns") is None:
+        return
+    agrees = {True: "agree", False: "DISAGREE", None: "-"}[row["check_agrees"]]
+    print(f"  selfcheck {slug} | {row['case']} | {row['region']} | {row['implementation']} | "
+          f"device {row['median_ns'] / 1e3:.2f} us | {row['check_method']} {row['check_ns'] / 1e3:.2f} us | "
+          f"ratio {row['check_ns'] / row['median_ns']:.3f} | {agrees} | span {(row['span_ns'] or 0) / 1e3:.2f} us | "
+          f"syncs {row['syncs']} | wall {(row['wall_ns'] or 0) / 1e3:.2f} us | "
+          f"{'HOST-BOUND' if row['host_bound'] else 'device-bound'} | n {row['samples']}"
+          f"{' UNDER-SAMPLED' if row['under_sampled'] else ''}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="KernelIndex runner campaign")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--export", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
+    b = sub.add_parser("prepare-bundles", help="the cases of shipped runner bundles (a re-measurement)")
+    b.add_argument("bundles", type=Path, nargs="+")
+    b.add_argument("--out", type=Path, required=True)
     r = sub.add_parser("run")
     r.add_argument("--cases", type=Path, required=True)
     r.add_argument("--key", type=Path, required=True)
@@ -147,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--bundle-suffix", default="", help="appended to the bundle folder's name (a second part)")
     r.add_argument("--time-budget", type=float, default=1.0, help="seconds per case and region")
     r.add_argument("--min-samples", type=int, default=100)
+    r.add_argument("--hard-limit", type=float, default=0.0,
+                   help="seconds per case and region before min_samples stops it (0: 3x --time-budget)")
     r.add_argument("--host-calls", type=int, default=50, help="calls timed on the host, device drained before each")
     r.add_argument("--do-bench", action="store_true", help="also record triton's do_bench median")
     r.add_argument("--no-bundle", action="store_true", help="measure only (re-verification, order checks)")
@@ -154,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--test-device-product", default="",
                    help="CPU smoke: real adapters on CPU tensors, nominal times (e.g. 'NVIDIA H200')")
     args = parser.parse_args(argv)
+    if args.command == "prepare-bundles":
+        print(prepare_from_bundles(args.bundles, args.out))
+        return 0
     if args.command == "prepare":
         print(prepare(args.export, args.out))
         return 0

@@ -174,5 +174,20 @@ def outcome_rows(result: OperationResult) -> list[dict[str, Any]]:
                 "method": timing.method if timing else None,
                 "relative_error": o.run.spec.correctness.relative_error if o.run is not None else None,
                 "detail": "; ".join(d for d in ((o.check.detail_for(o.region) if o.check else ""), o.error or "") if d),
+                **_v3_row(timing),
             })
     return rows
+
+
+def _v3_row(timing: Any) -> dict[str, Any]:
+    """Protocol v3's figures of a run, flat (the campaign's self-check table reads them)."""
+    if timing is None or timing.method != "cupti-device-time":
+        return {}
+    check, host = timing.cross_check, timing.host
+    return {
+        "samples": timing.samples, "span_ns": timing.span_median_ns, "under_sampled": timing.under_sampled,
+        "check_method": check.method if check else None, "check_ns": check.median_ns if check else None,
+        "check_agrees": check.agrees if check else None,
+        "wall_ns": host.wall_ns if host else None, "cpu_ns": host.cpu_ns if host else None,
+        "syncs": host.syncs_per_call if host else None, "host_bound": host.bound if host else None,
+    }

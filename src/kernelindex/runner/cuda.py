@@ -1,11 +1,10 @@
-"""The CUDA device for the timing protocol: graph replay with the L2 flush inside the graph.
+"""The CUDA device for the timing protocol (v3): CUPTI device time, with the L2 flush before each call.
 
-One sampler captures ``calls_per_sample`` repetitions of [zero a 256 MiB buffer (L2 flush),
-record start event, the call, record end event] into one CUDA graph. A replay then gives that
-many samples of the call's GPU time with a cold L2 and no Python launch cost between them. The
-events are "external" events, which a graph records as event nodes. Where capture fails (a call
-that synchronizes, allocates pinned memory, ...) the sampler falls back to the same sequence issued
-eagerly with per-call events, and says so in ``method``.
+Each sample batch runs ``trace_calls`` calls under the PyTorch profiler (``cupti.CuptiSampler``); every
+call is preceded by an L2 flush that *reads* a 256 MiB buffer (a reduction into a few KiB): flushing by
+zeroing it left dirty lines that the next kernel paid to write back (bench/RESULTS.md, probe of
+2026-12-01), so v3 flushes by reading. Graph replay (``GraphSampler``: the v2 figure) and per-call CUDA
+events (``EventSampler``) remain, as the cross-check recorded beside the device time.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
+from kernelindex.runner.cupti import CuptiSampler, graph_difference_ns, host_cost_ns
 from kernelindex.runner.timing import Call, Sampler, sampler_with_fallback
 
 FLUSH_BYTES = 256 * 1024 * 1024
@@ -81,19 +81,22 @@ class CudaDevice:
 
     torch_device = "cuda"
 
-    def __init__(self, calls_per_sample: int = 10, use_graphs: bool = True) -> None:
+    def __init__(self, calls_per_sample: int = 10, use_graphs: bool = True, trace_calls: int = 25) -> None:
         if not torch.cuda.is_available():
             raise RuntimeError("no CUDA device: `ki verify` measures on a local NVIDIA GPU")
         self.name = torch.cuda.get_device_name()
         self.calls_per_sample = calls_per_sample
-        self.use_graphs = use_graphs
-        self.flush_buffer = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+        self.use_graphs = use_graphs  # the cross-check: graph replay, or per-call events only
+        self.trace_calls = trace_calls
+        self.flush_buffer = torch.ones(FLUSH_BYTES // 8, dtype=torch.int64, device="cuda").view(-1, 4096)
+        self.flush_sums = torch.empty(self.flush_buffer.shape[0], dtype=torch.int64, device="cuda")
         # Inputs, the forward a backward region starts from, capture and replay all run on this
         # stream: autograd runs a backward on its forward's stream, so the capture stream must be it.
         self.stream = torch.cuda.Stream()
 
     def flush(self) -> None:
-        self.flush_buffer.zero_()
+        """Evict the L2 by reading 256 MiB (clean lines only: nothing left to write back)."""
+        torch.sum(self.flush_buffer, dim=1, out=self.flush_sums)
 
     @contextlib.contextmanager
     def timing_context(self) -> Iterator[None]:
@@ -103,11 +106,37 @@ class CudaDevice:
         torch.cuda.current_stream().wait_stream(self.stream)
 
     def sampler(self, call: Call) -> Sampler:
+        return CuptiSampler(call, self.flush, self.trace_calls)
+
+    def cross_check(self, call: Call) -> tuple[str, float, str | None]:
+        """(method, median ns per call, why capture failed): graph replay where the call can be captured,
+        else per-call CUDA events (v2's fallback) with the same flush."""
+        if self.use_graphs:
+            try:
+                for _ in range(3):  # capture needs the call warmed up on the capture stream (the current one)
+                    call()
+                torch.cuda.synchronize()
+                return "cuda_graph_replay", graph_difference_ns(call, self.flush, self.stream), None
+            except Exception as exc:  # noqa: BLE001 - a call that cannot be captured is timed by events
+                torch.cuda.synchronize()
+                reason: str | None = f"graph capture failed: {type(exc).__name__}: {exc}"[:300]
+        else:
+            reason = "graph replay not asked for (--no-graphs)"
+        sampler = EventSampler(call, self.flush, self.calls_per_sample)
+        times = sampler.sample()
+        while len(times) < 5 * self.calls_per_sample and sum(times) < 0.4e9:  # long calls: fewer batches
+            times += sampler.sample()
+        times.sort()
+        return "per_call_events", times[len(times) // 2], reason
+
+    def host_cost(self, call: Call, calls: int) -> tuple[float, float]:
+        return host_cost_ns(call, calls)
+
+    def v2_sampler(self, call: Call) -> Sampler:
+        """Protocol v2's sampler (graph replay with per-call events, or events alone), kept for comparisons."""
         def events(c: Call) -> Sampler:
             return EventSampler(c, self.flush, self.calls_per_sample)
 
-        if not self.use_graphs:
-            return events(call)
         return sampler_with_fallback(
             call, lambda c: GraphSampler(c, self.flush, self.calls_per_sample, self.stream), events,
             on_failure=torch.cuda.synchronize,

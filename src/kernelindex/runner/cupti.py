@@ -53,10 +53,11 @@ class CuptiSampler:
 
 
 def graph_difference_ns(call: Call, flush: Callable[[], object], stream: torch.cuda.Stream,
-                        calls: int = 10, replays: int = 15) -> float:
+                        calls: int = 10, replays: int = 15, spend_ns: float = 0.4e9) -> float:
     """The cross-check on a capturable call: a graph of ``calls`` × [flush, call] and one of ``calls``
     × [flush], each replay timed whole by two events; per call, the median difference over ``calls``.
-    No event sits between the flush and the call, so the few µs that per-call events add are not in it."""
+    No event sits between the flush and the call, so the few µs that per-call events add are not in it.
+    ``replays`` pairs, or fewer (at least 3) once ``spend_ns`` of device time is spent."""
     graphs = []
     for with_call in (True, False):
         graph = torch.cuda.CUDAGraph()
@@ -67,8 +68,9 @@ def graph_difference_ns(call: Call, flush: Callable[[], object], stream: torch.c
                     call()
         graphs.append(graph)
     torch.cuda.synchronize()
-    differences = []
-    for _ in range(replays):
+    differences: list[float] = []
+    spent = 0.0
+    while len(differences) < 3 or (len(differences) < replays and spent < spend_ns):  # long calls: fewer
         totals = []
         for graph in graphs:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -77,6 +79,7 @@ def graph_difference_ns(call: Call, flush: Callable[[], object], stream: torch.c
             end.record()
             end.synchronize()
             totals.append(start.elapsed_time(end) * 1e6)
+        spent += sum(totals)
         differences.append((totals[0] - totals[1]) / calls)
     del graphs
     return statistics.median(differences)
@@ -84,10 +87,13 @@ def graph_difference_ns(call: Call, flush: Callable[[], object], stream: torch.c
 
 def host_cost_ns(call: Call, calls: int) -> tuple[float, float]:
     """(wall, host CPU) time per call over ``calls`` back-to-back calls, no flush, the device drained
-    once before and once at the end: a call that waits for the device inside pays it in its wall time."""
+    before and once at the end: a call that waits for the device inside pays it in its wall time. The CPU
+    time (the process's, all threads: autograd runs a backward on its own thread) stops before the final
+    drain, whose spin-wait is no work of the calls; a wait inside a call (``.item()``) is in it."""
     torch.cuda.synchronize()
     wall, cpu = time.perf_counter_ns(), time.process_time_ns()
     for _ in range(calls):
         call()
+    cpu_ns = time.process_time_ns() - cpu
     torch.cuda.synchronize()
-    return (time.perf_counter_ns() - wall) / calls, (time.process_time_ns() - cpu) / calls
+    return (time.perf_counter_ns() - wall) / calls, cpu_ns / calls

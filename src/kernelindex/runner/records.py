@@ -23,7 +23,7 @@ from kernelindex.runner.correctness import CheckResult
 from kernelindex.runner.timing import TimingPolicy
 
 HARNESS = "kernelindex-runner"
-HARNESS_VERSION = "2"
+HARNESS_VERSION = "3"
 
 
 def project_manifest(slug: str) -> SoftwareProject:
@@ -76,15 +76,21 @@ def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_
     spec = {
         "harness": {"name": HARNESS, "version": HARNESS_VERSION},
         "timer": (
-            f"CUDA graph replay: {calls_per_sample} calls per graph, each between CUDA events recorded inside "
-            "the graph; where capture fails, per-call CUDA events with the same L2 flush before each call "
-            "(the run's timing.method says which, and why)"
+            "CUPTI device time (PyTorch profiler's CUDA activity): per call, the union of the durations of the "
+            "kernels, memcpys and memsets the call launched (overlap on several streams counted once); the "
+            "median over calls ranks. Recorded beside it, never ranked: the span (first start to last end), a "
+            f"CUDA graph replay cross-check ({calls_per_sample} × [flush, call] minus {calls_per_sample} × [flush], "
+            "per call; per-call CUDA events where capture fails), the host syncs per call from the trace, and "
+            "the wall and host CPU time per call of back-to-back calls"
         ),
         "timed_region": region,
         "setup_excluded": True,
         "warmup": {"count": policy.warmup_calls, "time_ns": policy.warmup_time_ns},
         "repetitions": {"count": policy.min_samples, "time_ns": policy.time_budget_ns},
-        "l2_policy": "flushed before every timed call: a 256 MiB buffer is zeroed before the call",
+        "l2_policy": (
+            "flushed before every timed call by reading a 256 MiB buffer (a reduction into 8 KiB), launched "
+            "outside the call, so never in its device time"
+        ),
         "input_regeneration": (
             "fresh random inputs for each of 3 correctness checks; timing uses one further fresh input set "
             "per implementation and region (in-place implementations keep transforming it)"
@@ -113,9 +119,11 @@ def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_
             f"Timed: {REGION_WORDS[region]}. Warm-up: {policy.warmup_calls} calls and "
             f"{policy.warmup_time_ns / 1e6:.0f} ms; at least {policy.min_samples} samples, then stop at relative "
             f"standard error {policy.target_rse:.1%}, {policy.max_samples} samples or "
-            f"{policy.time_budget_ns / 1e9:g} s per case and region; implementations interleaved round by round. "
+            f"{policy.time_budget_ns / 1e9:g} s per case and region (a run stopped by the hard limit, 3x that, before "
+            f"{policy.min_samples} samples is marked under-sampled); implementations interleaved round by round. "
             "torch.compile is compiled from a clean dynamo state for every case and region. Host time per call, "
-            "compile time and the call's peak memory are recorded separately, never in the figure."
+            "compile time and the call's peak memory are recorded separately, never in the figure. A call whose "
+            "wall time per call exceeds its device time by more than 20% is recorded as host-bound."
         ),
     })
 

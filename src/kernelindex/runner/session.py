@@ -60,7 +60,7 @@ def run_session(
     plan: Plan, *, key_path: Path, runner_name: str, key_id: str, out_dirs: list[Path],
     min_samples: int = 100, time_budget_s: float = 4.0, calls_per_sample: int = 10, use_graphs: bool = True,
     console: Console | None = None, do_bench: bool = True, write_bundles: bool = True, host_calls: int = 50,
-    test_device_product: str | None = None,
+    test_device_product: str | None = None, hard_limit_s: float = 0.0,
 ) -> Session:
     """``test_device_product``: run on the CPU test device instead of CUDA (tests of the work loop)."""
     device, found = _device(calls_per_sample, use_graphs, test_device_product)
@@ -72,7 +72,8 @@ def run_session(
         if bandwidth else None
     session = Session(probe=found, environment=environment, copy_bandwidth=found.copy_bandwidth_bytes_per_s,
                       ceilings=ceilings)
-    policy = TimingPolicy(min_samples=min_samples, time_budget_ns=int(time_budget_s * 1e9), host_calls=host_calls)
+    policy = TimingPolicy(min_samples=min_samples, time_budget_ns=int(time_budget_s * 1e9), host_calls=host_calls,
+                          hard_limit_ns=int(hard_limit_s * 1e9))
     runner = {"name": runner_name, "key_id": key_id}
     campaign = campaign_id()
     total = sum(len(entry[1]) for entry in plan)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kernelindex.runner.stats import Summary, relative_standard_error, summarize
+from kernelindex.runner.trace import CallActivity
 
 Call = Callable[[], object]
 
@@ -50,6 +51,9 @@ class TimingPolicy:
     target_rse: float = 0.005
     time_budget_ns: int = 4_000_000_000  # per case, all implementations together
     host_calls: int = 50
+    # Before min_samples only this stops a case (0: 3x the budget). v3 campaigns set it high: CUPTI samples
+    # are cheap, and a run short of the minimum does not rank.
+    hard_limit_ns: int = 0
 
 
 @dataclass
@@ -60,6 +64,7 @@ class Measurement:
     warmup_calls: int = 0
     host_samples: list[float] = field(default_factory=list)
     fallback_reason: str | None = None  # why graph capture failed, when the sampler fell back
+    activities: list[CallActivity] = field(default_factory=list)  # v3: each sample's trace (span, syncs)
 
     def summary(self) -> Summary:
         return summarize(self.samples)
@@ -100,8 +105,9 @@ def _finished(m: Measurement, policy: TimingPolicy, elapsed_ns: int) -> str:
     n = len(m.samples)
     if n >= policy.max_samples:
         return f"max_samples ({policy.max_samples})"
-    if elapsed_ns >= 3 * policy.time_budget_ns:
-        return "hard time limit (3x the case budget) before min_samples"
+    hard_limit = policy.hard_limit_ns or 3 * policy.time_budget_ns
+    if elapsed_ns >= hard_limit:
+        return f"hard time limit ({hard_limit / 1e9:g} s for the case) before min_samples"
     out_of_time = elapsed_ns >= policy.time_budget_ns
     if n < policy.min_samples:
         return ""
@@ -122,6 +128,9 @@ def measure_interleaved(
                                  "fallback_reason", None)) for name in samplers}
     for name, sampler in samplers.items():
         results[name].warmup_calls = warm_up(calls[name], sampler, device, policy)
+        traced = getattr(sampler, "activities", None)
+        if traced is not None:
+            traced.clear()  # the warm-up's traces are not samples
     start, round_index = device.wall_ns(), 0
     pending = list(samplers)
     while pending:
@@ -138,5 +147,6 @@ def measure_interleaved(
             on_round(results)
     for name, call in calls.items():
         if name in results:
+            results[name].activities = list(getattr(samplers[name], "activities", []))
             results[name].host_samples = device.host_times_ns(call, policy.host_calls)
     return results

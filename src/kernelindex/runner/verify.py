@@ -31,6 +31,7 @@ from kernelindex.policy.floor import Ceilings, floor_estimate
 from kernelindex.runner import records
 from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import CheckResult, check
+from kernelindex.runner.device_timing import CrossCheckResult, v3_fields
 from kernelindex.runner.inputs import make_inputs
 from kernelindex.runner.ops import OperationDef
 from kernelindex.runner.regions import needs_gradients, prepare_inputs, region_call
@@ -62,6 +63,8 @@ class ImplOutcome:
     samples_blob: bytes | None = None
     first_call_ns: float | None = None
     peak_bytes: int | None = None
+    cross_check: CrossCheckResult | None = None  # v3: the same call by graph replay or per-call events
+    host_cost: tuple[float, float] | None = None  # v3: (wall, host CPU) ns per call
 
 
 @dataclass
@@ -164,6 +167,8 @@ def _time(ctx: Context, workload: WorkloadCase, outcomes: list[ImplOutcome]) -> 
         results = _measure(ctx, calls, samplers, timed)
         for o in timed:
             o.measurement = results.get(o.adapter.key)
+            if o.measurement is not None:
+                _v3_extras(ctx, o, calls[o.adapter.key])
             if o.measurement is not None and ctx.do_bench is not None:
                 try:
                     o.do_bench_ns = ctx.do_bench(calls[o.adapter.key])
@@ -171,6 +176,19 @@ def _time(ctx: Context, workload: WorkloadCase, outcomes: list[ImplOutcome]) -> 
                     ctx.emit("warning", message=f"{o.adapter.title}: do_bench failed ({_error(exc)})")
     del calls, samplers
     ctx.device.release()
+
+
+def _v3_extras(ctx: Context, o: ImplOutcome, call: Callable[[], object]) -> None:
+    """The cross-check and the host cost, where the device offers them (CUDA, v3). Either failing is
+    said as a warning and left out of the run, never a failed run: the figure is the device time."""
+    cross, host = getattr(ctx.device, "cross_check", None), getattr(ctx.device, "host_cost", None)
+    try:
+        if cross is not None:
+            o.cross_check = CrossCheckResult(*cross(call))
+        if host is not None:
+            o.host_cost = host(call, ctx.policy.host_calls)
+    except Exception as exc:  # noqa: BLE001
+        ctx.emit("warning", message=f"{o.adapter.title}: cross-check or host cost failed ({_error(exc)})")
 
 
 def _measure(ctx: Context, calls: dict[str, Callable[[], object]], samplers: dict[str, Sampler],
@@ -226,7 +244,7 @@ def _samples_blob(o: ImplOutcome, workload: WorkloadCase, observed_at: str) -> b
     m = o.measurement
     assert m is not None
     data = {
-        "format": "kernelindex-samples/v1",
+        "format": "kernelindex-samples/v2" if m.activities else "kernelindex-samples/v1",  # v2: span, syncs
         "implementation": o.adapter.line,
         "version": o.implementation.spec.version,
         "workload": workload.model_dump(mode="json")["spec"]["axes"],
@@ -237,6 +255,8 @@ def _samples_blob(o: ImplOutcome, workload: WorkloadCase, observed_at: str) -> b
         "stop_reason": m.stop_reason,
         "warmup_calls": m.warmup_calls,
         "device_ns": [round(v) for v in m.samples],
+        **({"span_ns": [a.span_ns for a in m.activities], "syncs": [a.syncs for a in m.activities]}
+           if m.activities else {}),
         "host_ns": [round(v) for v in m.host_samples],
         "do_bench_median_ns": None if o.do_bench_ns is None else round(o.do_bench_ns),
         "capture_failure": m.fallback_reason,
@@ -244,13 +264,14 @@ def _samples_blob(o: ImplOutcome, workload: WorkloadCase, observed_at: str) -> b
     return canonical_bytes(data)
 
 
-def _timing_json(o: ImplOutcome, blob: bytes) -> dict[str, Any]:
+def _timing_json(o: ImplOutcome, blob: bytes, min_samples: int) -> dict[str, Any]:
     m = o.measurement
     assert m is not None
     s = m.summary()
     timing: dict[str, Any] = {**s.as_ns(), "samples": s.samples, "samples_digest": bytes_digest(blob),
                               "method": m.method, "raw": {"stop_reason": m.stop_reason,
                                                           "relative_standard_error": f"{s.rse:.5f}"}}
+    timing.update(v3_fields(m, min_samples, o.cross_check, o.host_cost))
     if m.host_samples:
         timing["host_ns"] = round(sorted(m.host_samples)[len(m.host_samples) // 2])
     if m.fallback_reason:
@@ -292,10 +313,13 @@ def _finish(ctx: Context, workload: WorkloadCase, case: CaseOutcome, o: ImplOutc
     artifacts: dict[str, str] = {}
     if o.measurement is not None and o.status == "passed":
         o.samples_blob = _samples_blob(o, workload, stamp)
-        timing = _timing_json(o, o.samples_blob)
+        timing = _timing_json(o, o.samples_blob, ctx.policy.min_samples)
         artifacts["samples"] = timing["samples_digest"]
         below = _below_floor(ctx, workload, case, o, timing["median_ns"])
-        if below == "datasheet":
+        if timing["median_ns"] < 1:
+            o.status, o.error, timing, artifacts = "runtime_error", "no GPU activity in the call's trace", {}, {}
+            o.samples_blob = None
+        elif below == "datasheet":
             o.status = "suspected_reward_hack"
         elif below == "measured":
             timing["raw"]["exceeds_measured_ceiling"] = (
