@@ -20,6 +20,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
 from kernelindex.cli import app
 from kernelindex.domain.manifests import Manifest, digest_of, parse_manifest
+from kernelindex.policy.capture import cross_check_sentence
 from kernelindex.readmodel.labels import cohort_key_short
 from kernelindex.readmodel.loading import load_operation
 from kernelindex.trust.bundles import bundled_bundles, publish_bundle
@@ -27,6 +28,8 @@ from kernelindex.trust.keys import bundled_runner_keys
 
 CASE = "batch=1,seq=1024,vocab=128256,fp32/backward/"
 LIGER_DEVICE_NS, LIGER_WALL_NS = 4_830, 425_800
+CAPTURE = ("RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor "
+           "is pinned.; graph/device 88.157")  # as runner v3 writes a failed capture into cross_check.detail
 LABEL = "Host-bound on this host: 425.8 µs per call wall time, 2 syncs per call; device time 4.83 µs"
 
 
@@ -55,7 +58,7 @@ def _v3_run(run: dict[str, Any], protocol: str) -> Manifest:
     timing = {"method": "cupti-device-time", "median_ns": device, "p20_ns": device - 20, "p80_ns": device + 20,
               "samples": 200, "min_samples": 100, "span_median_ns": device + 300,
               "cross_check": {"method": "per_call_events" if liger else "cuda_graph_replay",
-                              "median_ns": old["median_ns"]},
+                              "median_ns": old["median_ns"], "detail": CAPTURE if liger else "graph/device 1.004"},
               "host": {"wall_ns": wall, "cpu_ns": wall, "syncs_per_call": 2 if liger else 0, "bound": liger}}
     source = {**spec["source"], "external_id": spec["source"]["external_id"] + "/v3"}
     body = {k: v for k, v in spec.items() if k not in ("runner", "artifacts")}
@@ -93,6 +96,11 @@ def test_host_bound_rows_say_it_and_cohorts_say_what_they_rank(empty_catalog: Ca
         assert "Median device time 4.8 µs (4,830 ns)" in run and f"Host host-bound {LABEL}." in run
         assert "Cross-check 425.8 µs by per-call CUDA events (the call could not be captured" in run
         assert "recorded, never ranked" in run
+        assert ("CUDA-graph capture failed: the call copies data between host and GPU memory inside itself (it reads a "
+                "value back to Python), which a CUDA graph cannot record; so the cross-check was timed") in run
+        result = run[run.index("Result"):run.index("Evidence")]
+        assert "Cannot copy between" not in result and "Cannot copy between" in run  # raw: in the manifest shown
+        assert cross_check_sentence("graph/device 1.004") is None
         assert "· no ratio: this backward skips work the region's floor counts" in run
         assert client.get(f"/api/v1/runs/{liger.run_id}").json()["floor_ratio"] is None
     _the_cli_says_it_too(empty_catalog, liger.run_id, cohort_key_short(liger.cohort_key))

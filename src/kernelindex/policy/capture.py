@@ -37,3 +37,13 @@ def capture_failure_words(recorded: str) -> str:
 def capture_failure_sentence(recorded: str) -> str:
     """One sentence: the call could not be captured, why, and what that means for a per-call figure."""
     return f"The call could not be captured in a CUDA graph: {capture_failure_words(recorded)}; {PER_CALL_MEANING}."
+
+
+def cross_check_sentence(detail: str) -> str | None:
+    """Runner v3's per-call-events cross-check says why graph capture failed (``cross_check.detail``);
+    the figure is the device time, so only the cross-check is affected."""
+    recorded = detail.split("; graph/device", 1)[0].strip()
+    if not recorded or recorded.startswith("graph/device"):
+        return None
+    return (f"CUDA-graph capture failed: {capture_failure_words(recorded)}; so the cross-check was timed with "
+            "per-call CUDA events, which include each call's launch (the device time is unaffected).")

@@ -308,7 +308,7 @@ def sample_count(run: Run, data: OperationData) -> SampleCount:
     timing = run.spec.timing
     minimum = timing.min_samples if timing.min_samples is not None else \
         data.protocols[run.protocol].spec.repetitions.count
-    return SampleCount(timing.samples, minimum, timing.under_sampled or timing.raw.get("stop_reason"),
+    return SampleCount(timing.samples, minimum, timing.raw.get("stop_reason") or timing.under_sampled,
                        declared=timing.under_sampled is not None)
 
 

@@ -14,7 +14,7 @@ from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
 from kernelindex.catalog.models import RunRow
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.manifests import stored_form, stored_json
-from kernelindex.policy.capture import capture_failure_sentence
+from kernelindex.policy.capture import capture_failure_sentence, cross_check_sentence
 from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.ratios import ratio
@@ -78,6 +78,7 @@ class RunDossier(JsonModel):
     capture_failure: str | None = None  # why CUDA-graph capture failed, in words (the raw text stays in timing.raw)
     region_note: str | None = None  # "this forward also computes the gradient; compare forward+backward"
     host_bound: str | None = None  # the host-bound label: wall time and syncs per call beside the device time
+    cross_check_failure: str | None = None  # runner v3: why the cross-check fell back to per-call events, in words
 
 
 def _operation_slug(catalog: Catalog, digest: str) -> str:
@@ -131,10 +132,14 @@ def _floor_ratio(data: OperationData, run: Run, floor_ns: float | None) -> float
 
 
 def _measurement_notes(run: Run, data: OperationData) -> dict[str, Any]:
-    """What the dossier says in words beside the figures: the sample minimum, a failed capture, the region's work."""
+    """What the dossier says in words beside the figures: the sample minimum, a failed capture (of the
+    figure, or of runner v3's cross-check), the region's work and a host-bound call."""
     recorded = run.spec.timing.raw.get("capture_failure")
+    check = run.spec.timing.cross_check
+    check_failure = check.detail if check and check.method == "per_call_events" and check.detail else None
     return {"samples_minimum": sample_count(run, data).minimum,
             "capture_failure": capture_failure_sentence(recorded) if recorded else None,
+            "cross_check_failure": cross_check_sentence(check_failure) if check_failure else None,
             "region_note": forward_work_note(data, run, how=True), "host_bound": host_bound_label(run)}
 
 
