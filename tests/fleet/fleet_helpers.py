@@ -11,13 +11,20 @@ from pydantic import BaseModel
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
-from kernelindex.domain.manifests import manifest_json, parse_manifest
+from kernelindex.domain.manifests import digest_of, manifest_json, parse_manifest
 from kernelindex.trust import keys as runner_keys
 from kernelindex.trust.bundles import SAMPLES_DIR, bundled_bundles, verify_bundle, write_bundle
 
 
 def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
+
+
+def claim_body(key_path: Path, gpu: str, **changes: object) -> dict[str, object]:
+    """A claim signed by the runner key at ``key_path`` (as ``ki runner work`` sends it)."""
+    from kernelindex.trust.claims import signed_claim
+
+    return {**signed_claim(runner_keys.load_private_key(key_path), gpu), **changes}
 
 
 def shipped(operation: str = "rope") -> Path:
@@ -33,18 +40,26 @@ def make_runner(tmp: Path, name: str, catalog: Catalog | None = None) -> Path:
     return private
 
 
-def resigned(source: Path, out: Path, key_path: Path, name: str, variant: int) -> Path:
+def resigned(source: Path, out: Path, key_path: Path, name: str, variant: int, *, workload: str | None = None,
+             observed_at: datetime | None = None) -> Path:
     """The runs of a shipped bundle, re-signed by another runner key; ``variant`` shifts every run's
-    observed time so each variant is a distinct set of runs."""
+    observed time so each variant is a distinct set of runs. ``workload`` keeps only the runs of that
+    WorkloadCase (and drops the other cases); ``observed_at`` moves every run to that instant (plus
+    ``variant`` seconds): a bundle as a runner would have made it now, without a GPU."""
     bundle = verify_bundle(source)
     key = runner_keys.load_private_key(key_path)
     key_id = runner_keys.key_id_of(runner_keys.public_key_hex(key))
     manifests: list[BaseModel] = []
     for manifest in bundle.manifests:
         data = manifest_json(manifest)
+        if workload and digest_of(manifest) != workload and data["kind"] == "WorkloadCase":
+            continue
         if data["kind"] == "BenchmarkRun":
+            if workload and data["spec"]["workload"] != workload:
+                continue
+            when = observed_at.strftime("%Y-%m-%dT%H:%M:%SZ") if observed_at else data["spec"]["observed_at"]
             data = {**data, "spec": {**data["spec"], "runner": {"name": name, "key_id": key_id},
-                                     "observed_at": _shifted(data["spec"]["observed_at"], variant)}}
+                                     "observed_at": _shifted(when, variant)}}
         manifests.append(parse_manifest(data, "test"))
     samples = [p.read_bytes() for p in sorted((source / SAMPLES_DIR).iterdir())]
     write_bundle(out, manifests, samples, key=key, runner_name=name)

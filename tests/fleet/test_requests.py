@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from fleet_helpers import bearer, make_runner, resigned, shipped
+from fleet_helpers import bearer, claim_body, make_runner, resigned, shipped
 
 from kernelindex.catalog import audit
 from kernelindex.catalog.db import Catalog
-from kernelindex.trust import keys as runner_keys
+from kernelindex.domain.manifests import digest_of, parse_manifest
+from kernelindex.trust.bundles import publish_bundle
 from kernelindex.trust.uploads import pack_bundle
 
+SHIPPED_AXES = {"seq": 2048, "hidden": 8192, "q_heads": 32, "kv_heads": 8}  # a case of the shipped rope bundle
 ROPE = {"operation": "rope", "axes": {"seq": 2048, "hidden": 4096, "q_heads": 32, "kv_heads": 8},
         "dtypes": {"T": "bf16"}, "gpu": "h100-sxm"}
 
@@ -57,15 +60,10 @@ def test_identical_open_requests_merge_and_count_askers(client: TestClient, toke
     assert [r["id"] for r in listed] == [other["id"], first["id"]] and all("age_seconds" in r for r in listed)
 
 
-def _claim(client: TestClient, token: str, key_id: str, name: str, gpu: str = "h200") -> dict | None:
-    answer = client.post("/api/v1/claims", headers=bearer(token),
-                         json={"gpu": gpu, "runner_key_id": key_id, "runner_name": name})
+def _claim(client: TestClient, token: str, key: Path, gpu: str = "h200") -> dict | None:
+    answer = client.post("/api/v1/claims", headers=bearer(token), json=claim_body(key, gpu))
     assert answer.status_code in (200, 204), answer.text
     return answer.json() if answer.status_code == 200 else None
-
-
-def _key_id(path: Path) -> str:
-    return runner_keys.key_id_of(runner_keys.public_key_hex(runner_keys.load_private_key(path)))
 
 
 def test_leases_replicas_and_completion(client: TestClient, app: Any, fleet_catalog: Catalog,
@@ -73,27 +71,29 @@ def test_leases_replicas_and_completion(client: TestClient, app: Any, fleet_cata
     token = tokens["bundles:write"]
     a, b = make_runner(tmp_path, "runner-a", fleet_catalog), make_runner(tmp_path, "runner-b", fleet_catalog)
     stranger = make_runner(tmp_path, "stranger")
-    _ask(client, tokens["requests:write"], gpu="h200", replicas=2)
-    refused = client.post("/api/v1/claims", headers=bearer(token),
-                          json={"gpu": "h200", "runner_key_id": _key_id(stranger), "runner_name": "stranger"})
+    publish_bundle(fleet_catalog, shipped("rope"))  # the request binds to its WorkloadCase
+    _ask(client, tokens["requests:write"], gpu="h200", replicas=2, axes=SHIPPED_AXES)
+    refused = client.post("/api/v1/claims", headers=bearer(token), json=claim_body(stranger, "h200"))
     assert refused.status_code == 422 and refused.json()["code"] == "untrusted_runner"
-    first = _claim(client, token, _key_id(a), "runner-a")
-    assert first is not None and first["replica"] == 1
-    assert _claim(client, token, _key_id(a), "runner-a") is None  # never a second replica of the same request
+    first = _claim(client, token, a)
+    assert first is not None and first["replica"] == 1 and first["runner"] == "runner-a"
+    assert _claim(client, token, a) is None  # never a second replica of the same request
     time.sleep(2.2)  # the app's lease is 2 s: runner-a stopped heart-beating
     app.state.lease_seconds = 120.0  # from here on no lease should run out on a slow machine
-    again = _claim(client, token, _key_id(b), "runner-b")
+    again = _claim(client, token, b)
     assert again is not None and again["replica"] == 1 and again["request"]["id"] == first["request"]["id"]
     path = f"/api/v1/requests/{first['request']['id']}/replicas/1"
     lost = client.post(f"{path}/heartbeat", json={"token": first["token"]}, headers=bearer(token))
     assert lost.status_code == 409 and lost.json()["code"] == "lease_lost"
     assert client.post(f"{path}/heartbeat", json={"token": again["token"]}, headers=bearer(token)).status_code == 200
-    second = _claim(client, token, _key_id(a), "runner-a")
+    second = _claim(client, token, a)
     assert second is not None and second["replica"] == 2
     unpublished = client.post(f"{path}/complete", headers=bearer(token),
                               json={"token": again["token"], "bundle": "sha256:" + "0" * 64})
     assert unpublished.status_code == 422 and "upload it" in unpublished.json()["detail"]
-    bundle = resigned(shipped("rope"), tmp_path / "bundle-b", b, "runner-b", 0)
+    workload = digest_of(parse_manifest(first["request"]["workload"], "test"))
+    bundle = resigned(shipped("rope"), tmp_path / "bundle-b", b, "runner-b", 0, workload=workload,
+                      observed_at=datetime.now(UTC))
     uploaded = client.post("/api/v1/bundles", content=pack_bundle(bundle),
                            headers={**bearer(token), "content-type": "application/gzip"}).json()
     done = client.post(f"{path}/complete", json={"token": again["token"], "bundle": uploaded["bundle"]},

@@ -16,10 +16,12 @@ from typing import Any
 
 import httpx
 import pytest
-from fleet_helpers import bearer, make_runner
+from fleet_helpers import bearer, claim_body, make_runner, shipped
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.loading import load_operation
+from kernelindex.trust import keys
+from kernelindex.trust.bundles import publish_bundle, verify_bundle
 
 pytest.importorskip("torch")
 
@@ -126,3 +128,30 @@ def test_a_killed_runner_loses_its_lease_and_the_other_finishes(
     # runner-a's console output is lost with it (killed before its buffer was flushed); the replica's
     # two attempts above show it held the claim.
     assert ": done — baseline" in runners.log("runner-b")
+
+
+def test_an_attacker_cannot_take_or_fake_a_real_runners_work(
+        runners: Runners, live_server: str, app: Any, fleet_catalog: Catalog, tokens: dict[str, str],
+        tmp_path: Path) -> None:
+    """Over real HTTP: claiming as runner-a without its private key is refused; a trusted but cheating
+    runner completes nothing with a shipped bundle or a bundle of another GPU; runner-a does the work."""
+    app.state.lease_seconds = 60.0
+    honest, mallory = (make_runner(tmp_path, name, fleet_catalog) for name in ("runner-a", "mallory"))
+    token = tokens["bundles:write"]
+    with httpx.Client(timeout=30) as http:
+        asked = http.post(f"{live_server}/api/v1/requests", headers=bearer(tokens["requests:write"]),
+                          json=_request(4, replicas=2)).json()
+        honest_id = keys.key_id_of(keys.public_key_hex(keys.load_private_key(honest)))
+        forged = http.post(f"{live_server}/api/v1/claims", headers=bearer(token),
+                           json={**claim_body(mallory, GPU), "runner_key_id": honest_id})
+        assert forged.status_code == 403 and forged.json()["code"] == "claim_not_proven"
+        claim = http.post(f"{live_server}/api/v1/claims", headers=bearer(token), json=claim_body(mallory, GPU)).json()
+        shipped_digest = verify_bundle(shipped("rope")).digest
+        publish_bundle(fleet_catalog, shipped("rope"))
+        faked = http.post(f"{live_server}/api/v1/requests/{asked['id']}/replicas/{claim['replica']}/complete",
+                          headers=bearer(token), json={"token": claim["token"], "bundle": shipped_digest})
+        assert faked.status_code == 422 and "not published with runs signed by mallory" in faked.json()["detail"]
+        runners.start("runner-a", honest)
+        items = _wait(http, live_server, lambda rs: any(p["state"] == "done" for p in rs[0]["replicas"]))
+    states = {p["runner"]: p["state"] for p in items[0]["replicas"]}
+    assert states == {"mallory": "claimed", "runner-a": "done"}, items[0]["replicas"]

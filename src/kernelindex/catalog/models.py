@@ -185,4 +185,14 @@ class RequestReplicaRow(Base):
     attempts: Mapped[int] = mapped_column(Integer)
 
 
+class ClaimNonceRow(Base):
+    """The nonce of an accepted signed claim (trust/claims.py), kept for the claim window and a
+    margin, so the same signed claim is accepted once."""
+
+    __tablename__ = "claim_nonces"
+    key_id: Mapped[str] = mapped_column(DIGEST, primary_key=True)
+    nonce: Mapped[str] = mapped_column(String(64), primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
 Index("ux_request_replica_runner", RequestReplicaRow.request_id, RequestReplicaRow.runner_key_id, unique=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -239,10 +239,23 @@ def heartbeat(catalog: Catalog, request_id: int, replica: int, token: str, lease
     return lease_until
 
 
+@dataclass(frozen=True)
+class HeldClaim:
+    """Who holds a replica being completed, and since when (what a completion is checked against)."""
+
+    runner_key_id: str
+    runner: str
+    claimed_at: datetime
+
+
+Verify = Callable[[MeasurementRequest, HeldClaim], None]
+
+
 def finish(catalog: Catalog, request_id: int, replica: int, token: str, *, bundle_digest: str | None = None,
-           failure: str | None = None) -> MeasurementRequest:
-    """Mark a claimed replica done (with the published bundle that fulfilled it, which must carry the
-    claiming runner's signature) or failed (with the failure). LeaseLost if the claim expired and moved."""
+           failure: str | None = None, verify: Verify | None = None) -> MeasurementRequest:
+    """Mark a claimed replica done (with the published bundle that fulfilled it: runs signed by the
+    claiming runner, in a bundle that completed no other replica, and whatever ``verify`` checks) or
+    failed (with the failure). LeaseLost if the claim expired and moved."""
     now = datetime.now(UTC)
     with catalog.engine.begin() as conn:
         row = conn.execute(select(RequestReplicaRow).where(
@@ -250,16 +263,29 @@ def finish(catalog: Catalog, request_id: int, replica: int, token: str, *, bundl
             RequestReplicaRow.claim_token == token, RequestReplicaRow.state == CLAIMED)).first()
         if row is None:
             raise LeaseLost(f"request {request_id} replica {replica}: this claim no longer holds the lease")
-        if bundle_digest is not None and not conn.execute(select(func.count()).select_from(AttestationRow).where(
-                AttestationRow.bundle_digest == bundle_digest, AttestationRow.key_id == row.runner_key_id)).scalar():
-            raise ValueError(f"bundle {bundle_digest} is not published with runs signed by {row.runner_name}; "
-                             "upload it (POST /api/v1/bundles) before marking the replica done")
+        if bundle_digest is not None:
+            _check_bundle(conn, row, bundle_digest)
+            if verify is not None:
+                verify(_get(conn, request_id), HeldClaim(row.runner_key_id, row.runner_name,
+                                                         as_utc(row.claimed_at) or now))
         conn.execute(update(RequestReplicaRow).where(RequestReplicaRow.request_id == request_id,
                                                      RequestReplicaRow.replica == replica)
                      .values(state=DONE if bundle_digest else FAILED, finished_at=now, lease_until=None,
                              bundle_digest=bundle_digest, failure=None if bundle_digest else (failure or "failed")))
         _refresh_state(conn, request_id, now)
         return _get(conn, request_id)
+
+
+def _check_bundle(conn: Connection, row: Any, bundle_digest: str) -> None:
+    if not conn.execute(select(func.count()).select_from(AttestationRow).where(
+            AttestationRow.bundle_digest == bundle_digest, AttestationRow.key_id == row.runner_key_id)).scalar():
+        raise ValueError(f"bundle {bundle_digest} is not published with runs signed by {row.runner_name}; "
+                         "upload it (POST /api/v1/bundles) before marking the replica done")
+    used = conn.execute(select(RequestReplicaRow.request_id, RequestReplicaRow.replica)
+                        .where(RequestReplicaRow.bundle_digest == bundle_digest).limit(1)).first()
+    if used is not None:
+        raise ValueError(f"bundle {bundle_digest} already completed request {used.request_id} replica "
+                         f"{used.replica}; a completion carries runs measured for it")
 
 
 def _refresh_state(conn: Connection, request_id: int, now: datetime) -> None:

@@ -82,6 +82,14 @@ def trusted_runner_keys(catalog: Catalog) -> dict[str, str]:
         return dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).tuples().all())
 
 
+def trusted_runner(catalog: Catalog, key_id: str) -> tuple[str, str] | None:
+    """(name, public key) the catalog trusts ``key_id`` under, or None."""
+    with catalog.engine.connect() as conn:
+        row = conn.execute(select(TrustedRunnerRow.name, TrustedRunnerRow.public_key)
+                           .where(TrustedRunnerRow.key_id == key_id)).first()
+    return (row.name, row.public_key) if row else None
+
+
 def export_lines(catalog: Catalog) -> Iterator[str]:
     """The whole catalog as JSON Lines (sources first, then objects, runs and lifecycle facts)."""
     yield from _export_lines(catalog)

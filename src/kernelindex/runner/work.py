@@ -21,6 +21,8 @@ import httpx
 from kernelindex import registry
 from kernelindex.domain.manifests import WorkloadCase, digest_of, parse_manifest
 from kernelindex.domain.units import format_duration
+from kernelindex.trust.claims import signed_claim
+from kernelindex.trust.keys import load_private_key
 from kernelindex.trust.uploads import pack_bundle
 
 Say = Callable[[str], None]
@@ -57,8 +59,9 @@ class Server:
         return self.http.post(f"{self.url}/api/v1{path}", headers={**self.headers, **(headers or {})}, **kwargs)
 
     def claim(self, gpu: str, runner: RunnerIdentity) -> dict[str, Any] | None:
-        response = self._post("/claims", json={"gpu": gpu, "runner_key_id": runner.key_id,
-                                                        "runner_name": runner.name})
+        """Claim work, proving with a claim signed by the runner's private key that this is the runner."""
+        body = signed_claim(load_private_key(runner.key_path), gpu)
+        response = self._post("/claims", json=body)
         if response.status_code == 204:
             return None
         return _ok(response, "claiming a request")
@@ -135,7 +138,8 @@ def fulfil(server: Server, claim: dict[str, Any], runner: RunnerIdentity, option
     label = f"{describe(request)} (replica {replica})"
     with Heartbeat(server, claim) as beat, tempfile.TemporaryDirectory(prefix="ki-work-") as scratch:
         try:
-            runs, bundle = measure(request, runner, options, Path(scratch) / "bundle", say)
+            signer = RunnerIdentity(claim.get("runner", runner.name), runner.key_id, runner.key_path)
+            runs, bundle = measure(request, signer, options, Path(scratch) / "bundle", say)
             if beat.lost:
                 return f"{label}: lease lost while measuring; not uploaded (another runner has it now)"
             say(f"  uploading the signed bundle ({len(runs)} runs) …")

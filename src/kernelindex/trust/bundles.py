@@ -52,6 +52,7 @@ from kernelindex.trust.content import (
     UntrustedRunnerError,
     check_kind,
     check_measured,
+    check_runner_names,
 )
 from kernelindex.trust.keys import ALGORITHM, key_id_of, public_key_hex, verify_signature
 
@@ -351,12 +352,14 @@ def publish_bundle(
     from kernelindex.catalog.publish import Attestation, publish_manifests
 
     bundle = verify_bundle(path)
-    trusted = bundle.key_id in trusted_runner_keys(catalog)
+    runners = trusted_runner_keys(catalog)
+    trusted = bundle.key_id in runners
     if not trusted and not allow_untrusted:
         raise UntrustedRunnerError(
             f"{path}: signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
             "runner in this catalog; register it with `ki runner trust` or publish with --as-reported"
         )
+    check_runner_names(bundle.runner_name, bundle.runs(), bundle.key_id, runners)
     attestations = {}
     if trusted:
         signature = bundle.signature

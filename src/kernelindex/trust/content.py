@@ -26,6 +26,21 @@ class NotAMeasurementError(BundleError):
     a Supersession …), a Source its runs do not name, or an object no run references."""
 
 
+def check_runner_names(bundle_name: str, runs: list[Manifest], key_id: str, trusted: dict[str, str]) -> None:
+    """A runner's name comes from its key's registration, never from the bundle: a bundle of a trusted
+    key names the runner exactly as it is trusted, and an untrusted bundle may not take the name of a
+    runner trusted under another key."""
+    names = {bundle_name} | {r.spec.runner.name for r in runs if isinstance(r, BenchmarkRun) and r.spec.runner}
+    registered = trusted.get(key_id)
+    if registered is not None and (wrong := sorted(names - {registered})):
+        raise BundleError(f"the bundle names runner {', '.join(map(repr, wrong))}, but its key {key_id} is trusted "
+                          f"here as {registered!r}; a runner's name comes from its key's registration, so sign the "
+                          f"bundle as {registered!r} (`ki runner work` takes the name from its claim)")
+    if registered is None and (taken := sorted(names & {n for k, n in trusted.items() if k != key_id})):
+        raise BundleError(f"the bundle names runner {', '.join(map(repr, taken))}, a runner trusted here under "
+                          f"another key; the bundle's key {key_id} may not use that name")
+
+
 def check_kind(manifest: Manifest, where: str) -> None:
     """Refuse a manifest of a kind that is not part of a measurement (``where``: file and line)."""
     if manifest.kind not in MEASUREMENT_KINDS:

@@ -11,6 +11,9 @@ from kernelindex.views.params import SLUG_PATTERN
 SLUG = SLUG_PATTERN
 DIGEST = r"^sha256:[0-9a-f]{64}$"
 TOKEN = r"^[0-9a-f]{32}$"
+NONCE = r"^[0-9a-f]{32}$"
+SIGNATURE = r"^[0-9a-f]{128}$"
+INSTANT = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
 
 
 class Strict(BaseModel):
@@ -30,10 +33,18 @@ class MeasurementRequestIn(Strict):
 
 
 class ClaimIn(Strict):
+    """A claim signed by the runner's private key (``kernelindex.trust.claims``): the signature covers the
+    canonical JSON of {purpose "kernelindex-claim/v1", gpu, runner_key_id, operations ([] when absent),
+    at, nonce}."""
+
     gpu: str = Field(pattern=SLUG, max_length=60, description="The runner's GPU product, as a GPU slug.")
-    runner_key_id: str = Field(pattern=DIGEST, description="Key id of the runner key that will sign the bundle.")
-    runner_name: str = Field(min_length=1, max_length=80)
+    runner_key_id: str = Field(pattern=DIGEST, description="Key id of the runner key that signs the claim and "
+                               "the bundle; the runner's name is the one this key is trusted under.")
     operations: list[str] | None = Field(None, max_length=64, description="Only requests for these operations.")
+    at: str = Field(pattern=INSTANT, description="When the claim was signed (UTC); within 5 minutes of the "
+                    "server's clock.")
+    nonce: str = Field(pattern=NONCE, description="32 random hex digits, never used before by this key.")
+    signature: str = Field(pattern=SIGNATURE, description="Ed25519 signature of the claim by the runner key, hex.")
 
 
 class HeartbeatIn(Strict):

@@ -42,6 +42,8 @@ TITLES = {
     "not_a_measurement": "Bundle carries more than a measurement",
     "unpublishable": "Bundle cannot be published",
     "lease_lost": "Lease lost",
+    "claim_not_proven": "Claim not signed by the runner",
+    "not_fulfilled": "Bundle does not fulfil the request",
     "rate_limited": "Too many requests",
     "internal_error": "Internal server error",
 }
@@ -52,6 +54,7 @@ STATUS = {
     "invalid_request": 422, "internal_error": 500,
     "unauthorized": 401, "insufficient_scope": 403, "archive_invalid": 422, "bundle_invalid": 422,
     "untrusted_runner": 422, "not_a_measurement": 422, "unpublishable": 422, "lease_lost": 409, "rate_limited": 429,
+    "claim_not_proven": 403, "not_fulfilled": 422,
 }
 
 

@@ -4,7 +4,8 @@ log, and the changes feed. Every write needs an API key with the route's scope a
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Request
@@ -18,7 +19,8 @@ from kernelindex.catalog.publish import PublishError
 from kernelindex.policy.measurement_requests import InvalidRequest
 from kernelindex.readmodel.changes import MAX_CHANGES, BadCursor, ChangesPage, list_changes
 from kernelindex.readmodel.requests import requests_listing, validated_request, workload_for
-from kernelindex.trust.bundles import BundleError, NotAMeasurementError, UntrustedRunnerError, trusted_runner_keys
+from kernelindex.trust.bundles import BundleError, NotAMeasurementError, UntrustedRunnerError
+from kernelindex.trust.claims import ClaimRefused, check_claim, check_fulfils
 from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES, ArchiveError, receive_bundle
 from kernelindex.views.params import REQUEST_STATE_PATTERN, STRICT_INTEGER
 from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, client_address, scoped, writer_of
@@ -143,25 +145,28 @@ def get_request(request: Request, request_id: RequestId) -> JSONResponse:
 @router.post("/claims", summary="Claim one replica of an open request (runners)",
              dependencies=BEARER_DEPENDENCY,
              description="The oldest claimable replica for this GPU that this runner key has not served, leased "
-                         "for `lease_seconds` (renew with heartbeats). 204 when there is none. Needs bundles:write.",
+                         "for `lease_seconds` (renew with heartbeats). 204 when there is none. The claim is signed "
+                         "by the runner's private key (see the body), so only that runner can claim as it; the "
+                         "runner's name is the one its key is trusted under. Needs bundles:write.",
              responses={**_answers("The claim: request, replica, token, lease", ClaimOut, 401, 403, 413, 415, 422),
                         204: {"description": "Nothing to claim for this GPU"}})
 @scoped("bundles:write", "request.claim")
 def post_claim(request: Request, writer: Annotated[Writer, WRITER],
                body: Annotated[ClaimIn, Body()]) -> Response:
     catalog = _catalog(request)
-    if body.runner_key_id not in trusted_runner_keys(catalog):
-        writer.record(request, "request.claim", "refused: untrusted_runner", body.runner_key_id)
-        raise ApiProblem("untrusted_runner", f"runner key {body.runner_key_id} is not trusted on this server; its "
-                         "bundles would not publish as verified (`ki runner trust` registers it)")
-    claim = stored.claim(catalog, gpu=body.gpu, runner_key_id=body.runner_key_id, runner_name=body.runner_name,
+    try:
+        runner = check_claim(catalog, body.model_dump(), datetime.now(UTC))  # real time, not the display clock
+    except ClaimRefused as exc:
+        writer.record(request, "request.claim", f"refused: {exc.code}", body.runner_key_id)
+        raise ApiProblem(exc.code, str(exc)) from None
+    claim = stored.claim(catalog, gpu=body.gpu, runner_key_id=body.runner_key_id, runner_name=runner,
                          lease_seconds=_lease(request), operations=body.operations)
     if claim is None:
         return Response(status_code=204)
     writer.record(request, "request.claim", "claimed", claim.request.digest,
-                  {"request": claim.request.id, "replica": claim.replica, "runner": body.runner_name})
+                  {"request": claim.request.id, "replica": claim.replica, "runner": runner})
     return JSONResponse({"request": claim.request.to_json(request.app.state.clock()), "replica": claim.replica,
-                         "token": claim.token, "lease_until": claim.lease_until.isoformat(),
+                         "runner": runner, "token": claim.token, "lease_until": claim.lease_until.isoformat(),
                          "lease_seconds": _lease(request)})
 
 
@@ -181,7 +186,9 @@ def post_heartbeat(request: Request, request_id: RequestId, replica: ReplicaNo,
 @router.post("/requests/{request_id}/replicas/{replica}/complete", summary="Mark a replica done or failed (runners)",
              dependencies=BEARER_DEPENDENCY,
              description="Done: `bundle` names the uploaded bundle, which must carry runs signed by the claiming "
-                         "runner. Failed: `failure` says why (e.g. an implementation that does not install).",
+                         "runner, each of the request's workload on its GPU product, observed and first published "
+                         "after the claim, in a bundle that completed no other replica (422 `not_fulfilled`). "
+                         "Failed: `failure` says why (e.g. an implementation that does not install).",
              responses=_answers("The request", MeasurementRequestOut, 401, 403, 409, 413, 415, 422))
 @scoped("bundles:write", "request.complete")
 def post_complete(request: Request, writer: Annotated[Writer, WRITER],
@@ -189,11 +196,16 @@ def post_complete(request: Request, writer: Annotated[Writer, WRITER],
     if (body.bundle is None) == (body.failure is None):
         raise ApiProblem("invalid_request", "give exactly one of bundle (done) or failure (failed)",
                          [{"field": "bundle", "in": "body", "message": "exactly one of bundle, failure"}])
+    catalog = _catalog(request)
     try:
-        done = stored.finish(_catalog(request), request_id, replica, body.token, bundle_digest=body.bundle,
-                             failure=body.failure)
+        done = stored.finish(catalog, request_id, replica, body.token, bundle_digest=body.bundle,
+                             failure=body.failure, verify=partial(check_fulfils, catalog, body.bundle or ""))
     except stored.LeaseLost as exc:
         raise ApiProblem("lease_lost", str(exc)) from None
+    except ClaimRefused as exc:
+        writer.record(request, "request.complete", f"refused: {exc.code}", body.bundle,
+                      {"request": request_id, "replica": replica, "reason": str(exc)[:500]})
+        raise ApiProblem(exc.code, str(exc), [{"field": "bundle", "in": "body", "message": str(exc)}]) from None
     except ValueError as exc:
         raise ApiProblem("invalid_request", str(exc), [{"field": "bundle", "in": "body", "message": str(exc)}]) \
             from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Out(BaseModel):
@@ -58,6 +58,7 @@ class RequestsOut(_Out):
 class ClaimOut(_Out):
     request: MeasurementRequestOut
     replica: int
+    runner: str = Field(description="The name the runner key is trusted under; its bundles name it so.")
     token: str
     lease_until: str
     lease_seconds: float
