@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 from kernelindex.policy.reasons import Reason
 
+# No kernel call takes an hour: a larger stored latency is damaged or foreign data, not a measurement.
+MAX_PLAUSIBLE_LATENCY_NS = 3_600 * 10**9
+
 
 @dataclass(frozen=True)
 class SampleCount:
@@ -30,6 +33,9 @@ class EligibilityFacts:
     superseded: bool
     median_ns: int | None
     samples: SampleCount | None = None  # None: no sample minimum applies (a leaderboard score)
+    # Why the stored run's values cannot be used (``stored_latency_problems`` and what validating
+    # the stored manifest refused); empty when they are sound.
+    invalid_stored: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -38,11 +44,28 @@ class Eligibility:
     reasons: tuple[Reason, ...] = field(default_factory=tuple)
 
 
+def stored_latency_problems(column_ns: int | None, manifest_ns: int | None) -> tuple[str, ...]:
+    """What makes a stored latency unusable besides what validating its manifest refused: the typed
+    column (what is ranked) and the manifest (what is shown) disagree, or the value is beyond any
+    kernel call. Readers take a catalog as they find it: an old or damaged one may hold either."""
+    problems = []
+    if column_ns != manifest_ns:
+        stored = "no value" if column_ns is None else f"{column_ns} ns"
+        manifest = "no value" if manifest_ns is None else f"{manifest_ns} ns"
+        problems.append(f"its ranked latency column holds {stored} but its manifest says {manifest}")
+    for value in sorted({v for v in (column_ns, manifest_ns) if v is not None and v > MAX_PLAUSIBLE_LATENCY_NS}):
+        problems.append(f"a median latency of {value} ns is over an hour per call, not a kernel measurement")
+    return tuple(problems)
+
+
 def eligibility(facts: EligibilityFacts) -> Eligibility:
-    """A run is ranked and counted only when it passed, is published, is neither retracted nor
-    superseded, has a median and took its protocol's minimum samples; otherwise every failing
-    condition is given as a reason."""
+    """A run is ranked and counted only when its stored values are sound, it passed, is published,
+    is neither retracted nor superseded, has a positive median and took its protocol's minimum
+    samples; otherwise every failing condition is given as a reason."""
     reasons: list[Reason] = []
+    if facts.invalid_stored:
+        sentence = f"The stored run is invalid: {'; '.join(facts.invalid_stored)}. An operator should retract it."
+        reasons.append(Reason("INVALID_STORED_VALUE", sentence))
     if facts.status != "passed":
         reasons.append(Reason("STATUS_NOT_PASSED", f"Status is {facts.status.replace('_', ' ')}, not passed."))
     if not facts.published:

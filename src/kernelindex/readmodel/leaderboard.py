@@ -43,7 +43,7 @@ class Leaderboard(JsonModel):
 
 def _eligible(run: Run) -> bool:
     facts = EligibilityFacts(run.status, True, run.retracted is not None, run.superseded_by is not None,
-                             int(run.score.value * _SCALE))
+                             int(run.score.value * _SCALE), invalid_stored=run.invalid_stored)
     return eligibility(facts).eligible
 
 

@@ -4,13 +4,13 @@ catalog version (every write bumps it), and derive the policy facts once."""
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial, wraps
 from typing import Any, ParamSpec, TypeVar, cast
 
 import orjson
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Connection, select
 
 from kernelindex.catalog.db import Catalog
@@ -35,16 +35,17 @@ from kernelindex.domain.manifests import (
     WorkloadCase,
     WorkloadSuite,
 )
-from kernelindex.domain.specs import BenchmarkRunBody
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency
-from kernelindex.policy.eligibility import EligibilityFacts, SampleCount, eligibility
+from kernelindex.policy.eligibility import EligibilityFacts, SampleCount, eligibility, stored_latency_problems
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
 from kernelindex.policy.usability import usability
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.operation_data import OperationData, RetractionFact, Run, SupersessionFact
 from kernelindex.readmodel.replication import ReplicationPeer, replication_of
+from kernelindex.readmodel.stored_runs import UnreadableRun, stored_spec
 
+log = logging.getLogger("kernelindex.readmodel")
 ALL_KEY = ("operation-data-all",)
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -224,7 +225,7 @@ def _sources(conn: Connection) -> dict[str, Source]:
 
 def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpec, digest: str, rows: Sequence[Any],
               bodies: dict[str, dict], projects: dict[str, dict], facts: _Facts) -> OperationData:
-    loaded = [_run(r, facts) for r in rows]
+    loaded, unreadable = _readable_runs(rows, facts)
     runs = [r for r in loaded if is_latency(r.metric)]
     by_kind = _split(bodies)
     usable = {
@@ -249,6 +250,7 @@ def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpe
         [r for r in loaded if r.metric == PEAK_MEMORY_METRIC],
         [r for r in loaded if r.metric.startswith("score:")],
         facts.typed_as(WorkloadSuite, by_kind.get("WorkloadSuite", {})),
+        unreadable,
     )
     _derive_policy(data)
     return data
@@ -281,25 +283,32 @@ _RUN_COLUMNS = (RunRow.digest, RunRow.run_id, RunRow.body, RunRow.cohort_key, Ru
                 RunRow.observed_at, RunRow.source, RunRow.operation)
 
 
-class _StoredRun(BaseModel):
-    """A stored BenchmarkRun as the read model needs it: the spec, validated in full; the envelope
-    (apiVersion, kind, metadata) was checked when it was published and is not kept, so building the
-    whole manifest (its metadata, its cache slots) for ~12,000 runs only to drop it is skipped (-20%)."""
-
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
-    spec: BenchmarkRunBody
-
-
 def _run(row: Any, facts: _Facts) -> Run:
     # positional: named access on ~11,000 rows costs more than the rest of building a Run
     (digest, run_id, body, cohort_key, implementation, workload, protocol, environment, status, median_ns, p20_ns,
      p80_ns, observed_at, source, _) = row
     superseding = facts.superseding.get(digest)
-    spec = _StoredRun.model_validate_json(body).spec  # JSON mode: the stored instants are strings
+    spec, refused = stored_spec(body)
+    timing = spec.timing
+    invalid = refused + stored_latency_problems(median_ns, timing.median_ns if timing.median_ns is not None
+                                                else timing.mean_ns)
     return Run(digest, run_id, spec, cohort_key, implementation, workload, protocol, environment, status, median_ns,
                p20_ns, p80_ns, as_utc(observed_at), source,
                retracted=facts.retractions.get(digest), superseded_by=facts.supersessions.get(digest),
-               supersedes=[superseding["old"]] if superseding else [], attested=digest in facts.attested)
+               supersedes=[superseding["old"]] if superseding else [], attested=digest in facts.attested,
+               invalid_stored=invalid)
+
+
+def _readable_runs(rows: Sequence[Any], facts: _Facts) -> tuple[list[Run], dict[str, str]]:
+    """The runs that can be read, and why each of the others cannot (by digest)."""
+    loaded, unreadable = [], {}
+    for row in rows:
+        try:
+            loaded.append(_run(row, facts))
+        except UnreadableRun as exc:
+            log.warning("run %s is left out of the read model: %s", row[1], exc)
+            unreadable[row[0]] = str(exc)
+    return loaded, unreadable
 
 
 def sample_count(run: Run, data: OperationData) -> SampleCount:
@@ -323,6 +332,7 @@ def _derive_policy(data: OperationData) -> None:
                 superseded=run.superseded_by is not None,
                 median_ns=run.median_ns,
                 samples=sample_count(run, data),
+                invalid_stored=run.invalid_stored,
             )
         )
         usable = data.usability.get(run.implementation)

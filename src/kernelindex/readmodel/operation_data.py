@@ -72,6 +72,7 @@ class Run:
     evidence: str = "reported"
     eligibility: Eligibility | None = None
     replication: Replication | None = None  # other trusted runners' verified runs of the same thing
+    invalid_stored: tuple[str, ...] = ()  # stored values that cannot be used, named (readmodel.stored_runs)
 
     @property
     def eligible(self) -> bool:
@@ -134,6 +135,8 @@ class OperationData:
     # Suite-scoped leaderboard scores: ranked only among themselves, per suite, GPU and statistic.
     score_runs: list[Run] = field(default_factory=list)
     suites: dict[str, WorkloadSuite] = field(default_factory=dict)  # the suites the score runs name
+    # Stored runs left out because their required parts cannot be read: why, by digest.
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     @property
     def title(self) -> str:

@@ -83,6 +83,9 @@ def _locate(catalog: Catalog, run_id: str) -> tuple[OperationData, Run]:
         slug = operation_slug_of(conn, op)
     data = load_operation(catalog, slug)
     latency = next((r for r in data.runs if r.run_id == run_id), None)
+    if unreadable := next((why for digest, why in data.unreadable.items() if digest.startswith(f"sha256:{run_id}")),
+                          None):
+        raise BadParameter("run", f"run {run_id} is stored but cannot be read: {unreadable}")
     if latency is None:  # a leaderboard score or a peak-memory figure: nothing to put side by side in time
         what = "a leaderboard score" if any(r.run_id == run_id for r in data.score_runs) else "a peak-memory figure"
         raise BadParameter("run", f"run {run_id} is {what}, not a latency run; compare takes latency runs "

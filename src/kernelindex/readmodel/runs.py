@@ -149,6 +149,9 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
     except UnknownRunError as exc:
         raise NotFound(str(exc)) from None
     data = load_operation(catalog, _operation_slug(catalog, digest))
+    if digest in data.unreadable:
+        raise NotFound(f"run {run_ref} is stored but cannot be read: {data.unreadable[digest]}; it is not shown, "
+                       "ranked or counted until an operator repairs or retracts it")
     run = next(r for r in [*data.runs, *data.memory_runs, *data.score_runs] if r.digest == digest)
     cohort = cohorts_of(data).get(run.cohort_key)
     entry = next((e for e in cohort.ranked if e.item.id == digest), None) if cohort else None
