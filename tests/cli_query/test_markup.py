@@ -72,3 +72,24 @@ def test_catalog_text_in_every_renderer_prints_as_written(catalog: Catalog, text
         out = _rendered(_poisoned(data, text), render, monkeypatch)
         assert text in out, out[:500]
     assert common.markup_safe({"[/]": ["[red]x[/red]", 1, None]}) == {"\\[/]": ["\\[red]x\\[/red]", 1, None]}
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_admin_and_import_commands_print_data_as_written(text: str, tmp_path: Any) -> None:
+    """Commands that style nothing print through a console without markup (key names, the audit log, runner
+    names); the export report escapes what the file named (tables, sources, reasons)."""
+    from kernelindex.catalog import audit
+    from kernelindex.catalog.db import open_catalog
+
+    db = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    audit.record(open_catalog(db), actor="anonymous", action="request.create", client=f"10.0.0.1{text}",
+                 outcome=f"refused: {text}")
+    logged = runner.invoke(ki, ["audit", "--database", db], env={"COLUMNS": "300"})
+    assert logged.exit_code == 0 and f"refused: {text}" in logged.output, logged.output
+    export = tmp_path / "export.jsonl"
+    export.write_text('{"table": "sources", "row": {"id": "s1", "slug": "x"}}\n'
+                      + json.dumps({"table": f"t{text}", "row": {}}) + "\n", encoding="utf-8")
+    imported = runner.invoke(ki, ["import", "kernelindex-export", str(export), "--dry-run", "--database", db],
+                             env={"COLUMNS": "300"})
+    assert imported.exception is None or isinstance(imported.exception, SystemExit), repr(imported.exception)
+    assert f"skipped table t{text}: 1 rows" in imported.output, imported.output

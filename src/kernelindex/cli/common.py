@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -26,6 +27,13 @@ class _Console(Console):
 
 console = _Console()
 errors = Console(stderr=True)
+
+
+def plain_console(stderr: bool = False) -> Console:
+    """A console for commands that style nothing themselves: what they print (key names, runner names,
+    server answers, paths) is never read as rich markup."""
+    return _Console(stderr=stderr, markup=False)
+
 
 DatabaseOption = typer.Option(
     None,
@@ -55,12 +63,17 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
 def markup_safe(data: Any) -> Any:
     """``data`` with every string (keys too) escaped for rich: a renderer builds its markup around the
     result, so a slug, title, query or reason that looks like markup (``[/]``, ``[red]x[/red]``) prints
-    as written instead of styling the line or crashing it with a MarkupError."""
+    as written instead of styling the line or crashing it with a MarkupError. Only what rich reads as a
+    tag is escaped (rich's own ``escape`` also doubles a final backslash, which then prints twice when
+    plain text follows it in the line)."""
     if isinstance(data, str):
-        return escape(data)
+        return _TAG.sub(lambda m: f"{m.group(1)}{m.group(1)}\\{m.group(2)}", data)
     if isinstance(data, dict):
         return {markup_safe(k): markup_safe(v) for k, v in data.items()}
     if isinstance(data, list | tuple):

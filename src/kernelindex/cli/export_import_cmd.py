@@ -9,7 +9,7 @@ from rich.table import Table
 
 from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.catalog_cmds import _mode, _progress, import_app
-from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
+from kernelindex.cli.common import DatabaseOption, actor, console, fail, markup_safe, open_for_cli, print_json
 
 
 @import_app.command("kernelindex-export")
@@ -46,6 +46,7 @@ def import_kernelindex_export_cmd(
 
 
 def _print(report: dict) -> None:
+    report = markup_safe(report)  # table names, sources and reasons come from the file
     verb = "published" if report["published"] else "dry run — nothing written"
     console.print(f"[bold]KernelIndex catalog export[/] ({verb})\nsnapshot {report['snapshot_digest']}")
     for slug, entry in report["sources"].items():

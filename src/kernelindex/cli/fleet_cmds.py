@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli
+from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli, plain_console
 from kernelindex.trust import api_keys
 
-console = Console()
+console = plain_console()
 keys_app = typer.Typer(help="API keys for the write path (bundle uploads, measurement requests, admin).",
                        no_args_is_help=True)
 

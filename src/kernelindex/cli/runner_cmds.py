@@ -12,9 +12,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
-from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli
+from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli, plain_console
 from kernelindex.domain.manifests import OperationSpec, WorkloadCase, digest_of
 from kernelindex.domain.sources import RUNNER_SOURCE
 from kernelindex.readmodel.objects import workload_cases
@@ -29,7 +28,7 @@ from kernelindex.trust.bundles import (
     verify_bundle,
 )
 
-console = Console()
+console = plain_console()
 err = Console(stderr=True)
 
 
@@ -96,9 +95,9 @@ def trust(
         return
     if already:
         trusted_as = trusted_runner_keys(catalog).get(key.key_id, key.name)
-        console.print(f"Runner key {key.key_id} is already trusted (as {escape(trusted_as)}); nothing changed.")
+        console.print(f"Runner key {key.key_id} is already trusted (as {trusted_as}); nothing changed.")
         return
-    console.print(f"Trusted runner {escape(key.name)} ({key.key_id}) — TrustedRunner {digest_of(manifest)}")
+    console.print(f"Trusted runner {key.name} ({key.key_id}) — TrustedRunner {digest_of(manifest)}")
 
 
 # --- ki publish -----------------------------------------------------------------------------------

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from kernelindex.cli.common import fail
+from kernelindex.cli.common import fail, plain_console
 from kernelindex.trust import keys as runner_keys
 
-console = Console()
+console = plain_console()
 
 
 def work(

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kernelindex.domain.manifests import ManifestError, OperationSpec, WorkloadCase, digest_of, parse_manifest_text
 from kernelindex.domain.units import format_duration
@@ -35,11 +36,13 @@ def print_results(console: Console, operation: str, rows: list[dict[str, Any]], 
         spread = f"{format_duration(r['p20_ns'])}–{format_duration(r['p80_ns'])}" if r["p20_ns"] else "—"
         ratio = f"{r['median_ns'] / r['floor_ns']:.2f}×" if r["median_ns"] and r["floor_ns"] else "—"
         error = f"{r['relative_error']:.2g}" if r["relative_error"] is not None else "—"
-        table.add_row(r["case"], r["implementation"], r["status"], format_duration(r["median_ns"]), spread,
+        table.add_row(Text(r["case"]), Text(r["implementation"]), Text(r["status"]), format_duration(r["median_ns"]),
+                      spread,
                       format_duration(r["do_bench_ns"]), format_duration(r["host_ns"]), ratio, error)
     console.print(table)
     for adapter, reason in skipped.items():
-        console.print(f"[yellow]skipped {adapter}:[/yellow] {reason}")
+        console.print(Text.assemble((f"skipped {adapter}:", "yellow"), f" {reason}"))
     for r in rows:
         if r["status"] != "passed":
-            console.print(f"[red]{r['case']} {r['implementation']}: {r['status']}[/red] {r['detail']}")
+            failed = f"{r['case']} {r['implementation']}: {r['status']}"
+            console.print(Text.assemble((failed, "red"), f" {r['detail']}"))

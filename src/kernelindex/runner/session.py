@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from kernelindex.domain.manifests import ExecutionEnvironment, OperationSpec, WorkloadCase
 from kernelindex.policy.floor import Ceilings
@@ -53,7 +54,7 @@ class _ProgressEvents:
             self.progress.advance(self.overall)
         elif kind in ("skipped", "warning") and self.console is not None:
             text = f"{data['adapter']}: {data['reason']}" if kind == "skipped" else data["message"]
-            self.progress.console.print(f"[yellow]{kind}[/yellow] {text}", highlight=False)
+            self.progress.console.print(Text.assemble((kind, "yellow"), f" {text}"), highlight=False)
 
 
 def run_session(
