@@ -105,6 +105,15 @@ def test_replicated_needs_two_trusted_runners_within_five_percent() -> None:
     assert far == {"a": "verified", "b": "verified"}
 
 
+def test_a_device_time_never_replicates_a_graph_replay_time() -> None:
+    """Runner v3's CUPTI device time and v2's graph-replay time of the same call are different statistics:
+    even when they agree within 5%, neither confirms the other."""
+    device = EvidenceFacts("v3", "impl", "wl", "h200", 100, "k2", attested=True, correctness_passed=True,
+                           public_source=False, pinned_install=False, raw_samples=True, statistic="device")
+    levels = evidence_levels([_facts("v2", "k1", 101), device], {"k1", "k2"})
+    assert levels == {"v2": "verified", "v3": "verified"}
+
+
 def _rope_workload(seq: int = 2048, hidden: int = 8192) -> tuple[dict, dict]:
     op = registry.load_operation("rope").model_dump(mode="json")["spec"]
     head_dim = hidden // 32

@@ -33,12 +33,15 @@ class EvidenceFacts:
     pinned_install: bool
     raw_samples: bool
     region: str = "forward"  # the protocol's timed region: only runs of the same region replicate each other
+    # What the median is: "device" (runner v3's CUPTI device time) or "" (graph replay, events, a source's
+    # own timer). A device time never confirms a graph-replay time, nor the reverse.
+    statistic: str = ""
 
 
-def _replication_key(facts: EvidenceFacts) -> tuple[str, str, str, str]:
-    """Runs that may replicate each other: one implementation revision, workload, GPU product and timed
-    region (a backward time never confirms a forward one)."""
-    return (facts.implementation, facts.workload, facts.gpu, facts.region)
+def _replication_key(facts: EvidenceFacts) -> tuple[str, str, str, str, str]:
+    """Runs that may replicate each other: one implementation revision, workload, GPU product, timed
+    region (a backward time never confirms a forward one) and statistic (device time or not)."""
+    return (facts.implementation, facts.workload, facts.gpu, facts.region, facts.statistic)
 
 
 def _verified(facts: EvidenceFacts, trusted_keys: set[str]) -> bool:
@@ -49,7 +52,7 @@ def evidence_levels(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> di
     """Evidence level per run id. Needs the whole set: replication compares runs with each other."""
     runs = list(runs)
     levels: dict[str, str] = {}
-    verified_groups: dict[tuple[str, str, str, str], list[EvidenceFacts]] = defaultdict(list)
+    verified_groups: dict[tuple[str, str, str, str, str], list[EvidenceFacts]] = defaultdict(list)
     for facts in runs:
         if _verified(facts, trusted_keys):
             verified_groups[_replication_key(facts)].append(facts)
@@ -87,7 +90,7 @@ class PeerRun:
 def replication_peers(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> dict[str, list[PeerRun]]:
     """Per verified run, the verified runs of other trusted runners it is compared with, each marked
     agreeing or disagreeing. A disagreement is shown as such, never averaged away."""
-    groups: dict[tuple[str, str, str, str], list[EvidenceFacts]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str, str], list[EvidenceFacts]] = defaultdict(list)
     for facts in runs:
         if _verified(facts, trusted_keys) and facts.median_ns is not None:
             groups[_replication_key(facts)].append(facts)

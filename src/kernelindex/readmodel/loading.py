@@ -352,6 +352,7 @@ def _derive_policy(data: OperationData) -> None:
                 pinned_install=bool(usable and usable.install_command),
                 raw_samples=bool(run.spec.timing.samples_digest),
                 region=data.protocols[run.protocol].spec.timed_region,
+                statistic="device" if run.spec.timing.method == "cupti-device-time" else "",
             )
         )
     levels = evidence_levels(facts, set(data.trusted_keys))

@@ -1,0 +1,69 @@
+"""Shipped supersessions of runner protocol v2 runs by the v3 re-measurement (issue 19).
+
+For each v3 bundle given, every v2 run of the shipped bundles with the same workload digest, timed
+region and implementation line is superseded by the v3 run — only where the v3 run passed and has the
+protocol's minimum samples (an under-sampled v3 run never replaces a ranked run). Prints the lines for
+src/kernelindex/data/supersessions.jsonl (applied at start-up as the package; docs/reliability.md):
+
+    python bench/supersede_v3.py --at 2026-12-01T16:30:00Z NEW_BUNDLE... >> src/kernelindex/data/supersessions.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from kernelindex.domain.manifests import digest_of
+from kernelindex.trust.bundles import verify_bundle
+
+VERIFIED = Path(__file__).resolve().parents[1] / "src" / "kernelindex" / "data" / "verified"
+REASON = ("re-measured under runner protocol v3 (CUPTI device time; issue 19): same workload, region and "
+          "implementation line; the v2 figure was graph-replay or per-call-event time")
+
+
+def _runs(path: Path) -> dict[tuple[str, str, str], tuple[str, object]]:
+    bundle = verify_bundle(path)
+    by_digest = {digest_of(m): m for m in bundle.manifests}
+    out = {}
+    for run in bundle.runs():
+        line = by_digest[run.spec.implementation].metadata.name or run.spec.implementation
+        region = by_digest[run.spec.protocol].spec.timed_region
+        out[(run.spec.workload, region, line)] = (digest_of(run), run)
+    return out
+
+
+def _harness_version(path: Path) -> str | None:
+    bundle = verify_bundle(path)
+    versions = {m.spec.harness.version for m in bundle.manifests if m.kind == "BenchmarkProtocol"}
+    return versions.pop() if len(versions) == 1 else None
+
+
+def lines(new_bundles: list[Path], at: str) -> list[str]:
+    old: dict[tuple[str, str, str], tuple[str, object]] = {}
+    for folder in sorted(VERIFIED.iterdir()):
+        if folder.is_dir() and _harness_version(folder) in ("1", "2"):
+            old.update(_runs(folder))
+    out = []
+    for path in new_bundles:
+        for key, (new_digest, run) in sorted(_runs(path).items()):
+            timing = run.spec.timing  # type: ignore[attr-defined]
+            if run.spec.status != "passed" or timing.under_sampled or key not in old:  # type: ignore[attr-defined]
+                continue
+            out.append(json.dumps({"new": new_digest, "old": old[key][0], "reason": REASON, "at": at}))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bundles", type=Path, nargs="+")
+    parser.add_argument("--at", required=True)
+    args = parser.parse_args(argv)
+    for line in lines(args.bundles, args.at):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
