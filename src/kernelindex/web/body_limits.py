@@ -88,7 +88,9 @@ def _chunked(scope: Scope) -> bool:
 
 def _too_large(limit: int) -> Any:
     body = f"Request bodies here are at most {limit:,} bytes." if limit else "This address takes no request body."
-    return problem_response(ApiProblem("payload_too_large", body))
+    response = problem_response(ApiProblem("payload_too_large", body))
+    response.headers["connection"] = "close"  # or the server would go on reading (and dropping) the rest
+    return response
 
 
 class BodyLimit:
