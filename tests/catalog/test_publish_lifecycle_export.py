@@ -12,6 +12,8 @@ from kernelindex.catalog.lifecycle import UnknownRunError, retract, supersede
 from kernelindex.catalog.models import ObjectRow, RunRow
 from kernelindex.catalog.publish import PublishError, publish_manifests
 from kernelindex.domain.manifests import build
+from kernelindex.readmodel.cohorts import cohorts_of
+from kernelindex.readmodel.loading import load_operation
 from kernelindex.readmodel.operations import operation_page, operations_index
 from kernelindex.readmodel.runs import run_dossier
 from kernelindex.sources.base import ImportReport
@@ -82,7 +84,10 @@ def test_retraction_changes_ranking_counts_and_keeps_the_run_readable(liger_cata
 
 def test_supersession_links_both_ways(liger_catalog: Catalog) -> None:
     page = operation_page(liger_catalog, "rope", now=NOW)
-    first, second = page.ranked[0].run_id, page.ranked[1].run_id
+    first = page.ranked[0].run_id
+    cohort = next(c for c in cohorts_of(load_operation(liger_catalog, "rope")).values()
+                  if c.ranked and c.leader is not None and c.leader.run_id == first)
+    second = cohort.run(cohort.replicates[cohort.leader.digest][0]).run_id  # Liger's other sweep at this shape
     supersede(liger_catalog, second, first, reason="re-run with a fixed clock", actor="bob")
     old, new = run_dossier(liger_catalog, first, now=NOW), run_dossier(liger_catalog, second, now=NOW)
     assert old.superseded_by == second and new.supersedes == [first]

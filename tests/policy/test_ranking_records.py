@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelindex.policy.ranking import Rankable, rank
+from kernelindex.policy.ranking import Rankable, one_per_implementation, rank
 from kernelindex.policy.records import record_events
 
 T0 = datetime(2024, 9, 3, tzinfo=UTC)
@@ -48,11 +48,34 @@ def test_runner_ties_by_ci_overlap_or_one_percent_and_chain_rule() -> None:
     assert [(r.item.id, r.label) for r in ranked] == [("a", "1="), ("b", "1="), ("c", "2")]
 
 
-def test_display_order_inside_tie_prefers_evidence_then_newest() -> None:
+def test_display_order_inside_tie_of_equal_medians_prefers_evidence_then_newest() -> None:
     ranked = rank(
         [item("old", 100, days=0), item("new", 100, days=5), item("ver", 100, evidence="verified")], native=True
     )
     assert [r.item.id for r in ranked] == ["ver", "new", "old"]
+
+
+def test_inside_a_tie_the_fastest_median_comes_first() -> None:
+    """Issue 20 item 3 (geglu-mlp H200 backward): Transformers 28.19 ms, newer and better evidenced,
+    shared "1=" with torch.compile 26.82 ms and headed the cohort; the fastest median leads a tie, so
+    the headline, the record and the margin over the runner-up (never below 1) name it."""
+    slow = item("transformers", 28_186_048, 27_000_000, 29_000_000, days=9, evidence="verified")
+    fast = item("torch-compile", 26_818_896, 26_000_000, 28_000_000, days=0)
+    ranked = rank([slow, fast], native=False)
+    assert [(r.item.id, r.label) for r in ranked] == [("torch-compile", "1="), ("transformers", "1=")]
+    assert ranked[1].vs_first is not None and ranked[1].vs_first >= 1
+
+
+def test_one_row_per_implementation_with_its_replicates() -> None:
+    """Issue 20 item 5: two measurements of one implementation in one cohort are one row (the
+    replicate with the middle median), never two ranks."""
+    rows, replicates = one_per_implementation([
+        ("liger", item("seq-sweep", 100)), ("liger", item("hidden-sweep", 104)), ("torch", item("t", 102)),
+        ("hf", item("h1", 300)), ("hf", item("h2", 310)), ("hf", item("h3", 290)),
+    ])
+    assert sorted(r.id for r in rows) == ["h1", "seq-sweep", "t"]
+    assert replicates == {"seq-sweep": ["hidden-sweep"], "h1": ["h3", "h2"]}
+    assert [r.item.id for r in rank(rows, native=True)] == ["seq-sweep", "t", "h1"]
 
 
 medians = st.lists(st.integers(min_value=1000, max_value=5000), min_size=1, max_size=12)

@@ -21,8 +21,8 @@ def test_exact_rope_forward_cohort_ranks_liger_first(catalog: Catalog, now: date
     (forward,) = _native(r.exact, "forward")
     leader = forward.rows[0]
     assert (leader.rank, leader.run.implementation.title, leader.run.median_ns) == (1, "Liger", 58880)
-    assert forward.rows[1].run.median_ns == 59488 and forward.rows[1].within_noise
-    assert [row.run.median_ns for row in forward.rows[2:]] == [516096, 516800]
+    # one row per implementation: Liger's 59,488 ns and the baseline's 516,800 ns are replicates
+    assert [row.run.median_ns for row in forward.rows[1:]] == [516096]
     modes = {c.mode for c in r.exact}
     assert {"forward", "backward", "forward+backward"} <= modes
     assert len(_native(r.exact, "backward")) == 1 and len(_native(r.exact, "forward+backward")) == 1

@@ -69,7 +69,15 @@ def test_report_counts_per_source() -> None:
     path = bundled_export_path()
     report = map_export_content(path.read_bytes(), str(path), "sha256:test").to_json()
     flashinfer = report["sources"]["flashinfer-bench"]["tables"]["benchmark_runs"]
-    assert (flashinfer["discovered"], flashinfer["published"], flashinfer["failed_evidence"]) == (1937, 1937, 86)
+    # Issue 20 item 6: 43 runs of torch_matmul_254647 (written for gemm_n4096_k14336) measured
+    # gemm_n4096_k4096 workloads: refused with the reason, never filed under either operation.
+    mismatch = {r: n for r, n in flashinfer["skipped"].items() if r.startswith("cross-operation mismatch")}
+    assert list(mismatch.values()) == [43]
+    (reason,) = mismatch
+    assert "torch_matmul_254647" in reason and "gemm-n4096-k14336" in reason and "gemm-n4096-k4096" in reason
+    failed_among_refused = 34
+    assert (flashinfer["discovered"], flashinfer["published"]) == (1937, 1937 - 43)
+    assert flashinfer["failed_evidence"] == 86 - failed_among_refused
     gpumode = report["sources"]["gpumode-kernelbot"]["tables"]["benchmark_runs"]
     assert (gpumode["discovered"], gpumode["published"], gpumode["failed_evidence"]) == (5215, 5215, 0)
     assert report["sources"]["flashinfer-bench"]["decision"] == "publish with attribution (Apache-2.0)"
@@ -95,10 +103,10 @@ def test_scores_are_suite_scoped_and_means_stay_means() -> None:
 def test_republishing_is_a_no_op(empty_catalog: Catalog) -> None:
     transport = FileTransport(bundled_export_path())
     first = import_export(empty_catalog, transport, dry_run=False, actor="test", only_source="flashinfer-bench")
-    assert first.new["BenchmarkRun"] == 1937
+    assert first.new["BenchmarkRun"] == 1937 - 43  # the cross-operation runs are refused
     version = empty_catalog.version()
     again = import_export(empty_catalog, transport, dry_run=False, actor="test", only_source="flashinfer-bench")
-    assert sum(again.new.values()) == 0 and again.existing["BenchmarkRun"] == 1937
+    assert sum(again.new.values()) == 0 and again.existing["BenchmarkRun"] == 1937 - 43
     assert empty_catalog.version() == version
 
 
@@ -107,7 +115,9 @@ def _mini_export(tmp_path: Path) -> Path:
     rows they reference, as plain JSON Lines: small enough to import twice in a test."""
     rows = _rows(bundled_export_path())
     sources = {r["id"]: r["slug"] for t, r in rows if t == "sources"}
-    runs = [r for t, r in rows if t == "benchmark_runs"]
+    op_of = {r["id"]: r["operationId"] for t, r in rows if t in ("workloads", "implementations")}
+    # runs whose implementation and workload belong to one operation (the others are refused: issue 20 item 6)
+    runs = [r for t, r in rows if t == "benchmark_runs" and op_of[r["workloadId"]] == op_of[r["implementationId"]]]
     picked = []
     for wanted in (lambda r: sources[r["sourceId"]] == "flashinfer-bench" and r["status"] == "passed",
                    lambda r: sources[r["sourceId"]] == "flashinfer-bench" and r["status"] != "passed",

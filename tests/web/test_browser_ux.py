@@ -158,7 +158,7 @@ def test_compare_selected_rows_and_shared_rows_collapse(tab: Any, base_url: str)
     text = _text(tab)
     assert "is faster: rank 1 in the shared cohort" in text and "Same for all 2 runs" in text
     table = tab.locator("table.compare").inner_text()
-    assert "Floor estimate" in table and "1.40× above" in table and "12.24× above" in table
+    assert "Physical floor" in table and "1.40× above" in table and "12.24× above" in table
     assert "Workload" not in table  # identical for both: said once above the table
     shared = tab.locator("section[aria-label='Shared by every run']").inner_text()
     assert "Correctness" in shared and "not checked by the source" in shared and "Environment" in shared

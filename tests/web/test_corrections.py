@@ -20,7 +20,7 @@ def test_retraction_banner_and_new_leader(liger_catalog: Catalog) -> None:
     leader, cohort = keys["leader"], keys["cohort"]
     with TestClient(make_app(liger_catalog)) as client:
         before = text_of(client.get("/operations/rope").text)
-        assert "Fastest reported · usable today 58.9 µs" in before
+        assert "Fastest reported · usable today · NVIDIA A100 80GB · forward 58.9 µs" in before
         retract(liger_catalog, leader, reason="timer bug in the source harness", actor="tests", at=AT)
         run = text_of(client.get(f"/runs/{leader}").text)
         assert "Retracted on 2026-01-02 by tests: timer bug in the source harness" in run
@@ -28,7 +28,7 @@ def test_retraction_banner_and_new_leader(liger_catalog: Catalog) -> None:
         after = text_of(client.get("/operations/rope").text)
         assert "47 eligible runs" in after  # the page moved on: no stale cache after a write
         forward = text_of(client.get(f"/operations/rope?cohort={cohort}").text)
-        assert "Fastest reported · usable today 59.5 µs" in forward
+        assert "Fastest reported · usable today · NVIDIA A100 80GB · forward 59.5 µs" in forward
         history = client.get(f"/records?cohort={cohort}").text
         assert "Current holder: Liger · 59.5 µs" in text_of(history)
 

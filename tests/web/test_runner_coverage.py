@@ -21,15 +21,18 @@ def test_rms_norm_has_verified_h200_cohorts_in_all_three_regions(client: TestCli
     floors = {}
     for mode, cohort in verified.items():
         view = client.get(f"/api/v1/operations/rms-norm?workload={key}&cohort={cohort['key']}").json()
-        assert view["floor"]["datasheet"]["region"] == mode
-        floors[mode] = view["floor"]["datasheet"]["floor_ns"]
+        assert view["floor"]["physical"]["region"] == mode
+        floors[mode] = view["floor"]["physical"]["floor_ns"]
         assert view["ranked"][0]["floor_ratio"] > 1  # every verified median sits above its region's floor
         assert {r["method"] for r in view["ranked"]} == {"cuda_graph_replay"}
         assert all(r["method_note"] is None for r in view["ranked"])
     assert floors["forward"] < floors["backward"] < floors["forward+backward"]
     forward = client.get(f"/api/v1/operations/rms-norm?workload={key}&cohort={verified['forward']['key']}").json()
-    slot = next(s for s in forward["headline"] if s["kind"] == "fastest_verified")
-    assert slot["title"].startswith("Fastest verified · NVIDIA H200") and slot["floor_ratio"] > 1
+    # Issue 20 item 4: the backward and forward+backward cohorts are verified too, but a card compares
+    # like with like: every card of the forward cohort is a forward figure and names its GPU and region.
+    titles = [s["title"] for s in forward["headline"]]
+    assert titles and all(t.endswith("NVIDIA H200 SXM 141GB · forward") for t in titles)
+    assert all(s["kind"] != "fastest_verified" for s in forward["headline"])
 
 
 def test_2026_12_01_operations_have_verified_h200_cohorts_in_every_region(client: TestClient, catalog) -> None:  # noqa: ANN001

@@ -35,8 +35,8 @@ def test_no_sol_execbench_row_anywhere(catalog: Catalog) -> None:
 def test_gqa_paged_decode_page_b200_records_floor_artifact_and_failed_runs(client: TestClient) -> None:
     api = client.get(f"/api/v1/operations/{GQA}").json()
     assert "B200" in api["cohort_line"]["gpu"] and api["cohort_line"]["statistic"] == "mean"
-    assert api["ranked"] and api["floor"]["datasheet"]["bytes_total"] > 0
-    data_floor = api["floor"]["datasheet"]
+    assert api["ranked"] and api["floor"]["physical"]["bytes_total"] > 0
+    data_floor = api["floor"]["physical"]
     assert data_floor["flops"] and data_floor["compute_ns"]  # attention 4·H·D·tokens
     html = client.get(f"/operations/{GQA}").text
     assert "FlashInfer-Bench (flashinfer-ai/flashinfer-trace)" in html and "Apache-2.0" in html
@@ -58,7 +58,7 @@ def test_amd_fp8_mm_ranks_mi300x_latencies_with_a_compute_floor(client: TestClie
     api = client.get("/api/v1/operations/gpumode-amd-fp8-mm").json()
     assert api["cohort_line"]["gpu"] == "AMD Instinct MI300X"
     assert len(api["ranked"]) > 3
-    floor = api["floor"]["datasheet"]
+    floor = api["floor"]["physical"]
     assert floor["gpu"] == "mi300x" and floor["flops"] > 0 and floor["compute_ns"] > 0
     html = client.get("/operations/gpumode-amd-fp8-mm").text
     assert "GPU Mode and the KernelBot dataset" in html and "June 9 Researcher Reciprocity License v1.0" in html

@@ -27,8 +27,22 @@ def rope_keys_of(catalog: Catalog) -> dict[str, str]:
     default = operation_page(catalog, "rope", now=FIXED_NOW)
     source = next(c for c in default.cohorts if c.native and c.mode == "forward")  # Liger's A100 forward cohort
     page = operation_page(catalog, "rope", workload=default.selected_workload, cohort=source.key, now=FIXED_NOW)
-    return {"leader": page.ranked[0].run_id, "second": page.ranked[1].run_id, "baseline": page.ranked[2].run_id,
-            "cohort": page.selected_cohort or "", "workload": page.selected_workload or ""}
+    # "second": Liger's other measurement of this shape (its other sweep), the leader's replicate: one row
+    # per implementation, so it is not ranked beside the leader (issue 20 item 5).
+    return {"leader": page.ranked[0].run_id, "second": _replicate(catalog, page.ranked[0].run_id),
+            "baseline": page.ranked[1].run_id, "cohort": page.selected_cohort or "",
+            "workload": page.selected_workload or ""}
+
+
+def _replicate(catalog: Catalog, run_id: str) -> str:
+    from kernelindex.readmodel.cohorts import cohorts_of
+    from kernelindex.readmodel.loading import load_operation
+
+    for cohort in cohorts_of(load_operation(catalog, "rope")).values():
+        for lead, others in cohort.replicates.items():
+            if cohort.run(lead).run_id == run_id:
+                return cohort.run(others[0]).run_id
+    raise AssertionError(f"run {run_id} stands for no replicate")
 
 
 def source_cohort_url(client: TestClient, slug: str) -> str:

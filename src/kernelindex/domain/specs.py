@@ -205,6 +205,9 @@ class BenchmarkProtocolBody(Strict):
     quantiles: Annotated[list[float], SetList] = Field(default_factory=list)
     correctness: CorrectnessPolicy
     native: bool = True  # a source's own harness (source-native cohort) vs the KernelIndex runner
+    # What the timed call also does beyond its region (Megatron's "full" rows accumulate gradients into
+    # .grad across calls): a labelled variant, its own cohort, never ranked with the plain region.
+    variant: str | None = None
 
 
 class Hardware(Strict):

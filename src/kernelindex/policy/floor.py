@@ -21,9 +21,16 @@ y = x·W is 2× its forward FLOPs (dx and dW); only matmuls whose operands get g
 (``GRADIENT_FLOPS`` gives that work where a frozen head's matmul is part of the forward formula).
 backward = the gradient work (none for a loss, above); forward+backward = forward + gradient work.
 
-With measured ceilings the memory floor is max(read bytes / read ceiling, write bytes / write
-ceiling): on an H200 a read-only stream moves data faster than a copy, so bytes / copy bandwidth
-would not stay a lower bound for a read-dominated call.
+Two floors, named (DESIGN §5):
+
+- the *physical floor* uses the datasheet's peak bandwidth and compute: no correct run beats it;
+- the *attainable floor* uses the best bandwidth the GPU has been seen to sustain (``Attainable``):
+  the maximum over a runner's ceiling kernels (copy, read-only, write-only) and over every verified
+  run on that GPU, so no verified run is under it.
+
+Reads and writes share one bus: the memory time is (read + write) ÷ bandwidth, never
+max(read ÷ read bandwidth, write ÷ write bandwidth), which would let HBM read and write at once on
+separate lanes (on an H200 that implies ~8 TB/s from a 4.8 TB/s part).
 """
 
 from __future__ import annotations
@@ -81,13 +88,31 @@ GRADIENT_FLOPS: dict[str, str] = {
 }
 
 
+PHYSICAL = "physical"
+ATTAINABLE = "attainable"
+FLOOR_NAMES = {PHYSICAL: "physical floor", ATTAINABLE: "attainable floor"}
+
+
 @dataclass(frozen=True)
 class Ceilings:
-    """Bandwidths a KernelIndex runner measured on the device, in bytes/s."""
+    """Bandwidths a KernelIndex runner measured on the device, in bytes/s (bytes read + written)."""
 
     copy: float
     read: float | None = None
     write: float | None = None
+
+    @property
+    def best(self) -> float:
+        """The highest of them: one bus carries reads and writes, so the fastest stream bounds any mix."""
+        return max(v for v in (self.copy, self.read, self.write) if v)
+
+
+@dataclass(frozen=True)
+class Attainable:
+    """The best bandwidth a GPU has been seen to sustain, in bytes/s, and what sustained it."""
+
+    bandwidth_bytes_per_s: float
+    source: str
 
 
 @dataclass(frozen=True)
@@ -110,8 +135,16 @@ class FloorEstimate:
     flops: int | None
     peak_flops_per_s: float | None
     compute_ns: float | None
-    measured: bool  # bandwidth measured by a KernelIndex runner instead of the datasheet
+    measured: bool  # the attainable floor: bandwidth seen sustained on the GPU, not the datasheet's
     region: str = "forward"
+
+    @property
+    def kind(self) -> str:
+        return ATTAINABLE if self.measured else PHYSICAL
+
+    @property
+    def name(self) -> str:
+        return FLOOR_NAMES[self.kind]
 
     @property
     def floor_ns(self) -> float:
@@ -151,6 +184,8 @@ class FloorEstimate:
             "peak_flops_per_s": self.peak_flops_per_s,
             "compute_ns": self.compute_ns,
             "measured": self.measured,
+            "kind": self.kind,
+            "name": self.name,
             "region": self.region,
         }
 
@@ -239,15 +274,6 @@ def _flops(operation_spec: dict, workload_spec: dict, region: str, operation: st
     return forward + gradient
 
 
-def _memory_ns(tensors: list[TensorTraffic], ceilings: Ceilings) -> float:
-    total = sum(t.bytes for t in tensors)
-    if ceilings.read is None or ceilings.write is None:
-        return total / ceilings.copy * 1e9
-    read = sum(t.bytes for t in tensors if t.direction == "read")
-    write = total - read
-    return max(read / ceilings.read, write / ceilings.write) * 1e9
-
-
 def _peak(gpu: GpuSpec, workload_spec: dict) -> float | None:
     dtypes = list(workload_spec.get("dtypes", {}).values())
     if not dtypes and gpu.peaks_tflops:
@@ -269,22 +295,23 @@ def floor_estimate(
     region: str = "forward",
     operation: str = "",
     measured: Ceilings | None = None,
+    attainable: Attainable | None = None,
 ) -> FloorEstimate:
     """The floor of ``region`` (``operation``: the operation's slug, for its gradient tables).
-    ``measured`` (or a copy bandwidth alone) gives the measured floor; none, the datasheet's."""
+    ``attainable`` (or a runner's ``measured`` ceilings, or a copy bandwidth alone) gives the attainable
+    floor; none, the physical floor from the datasheet. Memory time = every byte ÷ one bandwidth."""
     tensors = compulsory_traffic(operation_spec, workload_spec, region, operation)
     total = sum(t.bytes for t in tensors)
-    if measured is None and measured_bandwidth_bytes_per_s:
-        measured = Ceilings(copy=measured_bandwidth_bytes_per_s)
-    if measured is not None:
-        memory_ns = _memory_ns(tensors, measured)
-        bandwidth = total / memory_ns * 1e9 if memory_ns else measured.copy
-        directional = measured.read is not None and measured.write is not None
-        kind = "read-only and write-only bandwidths" if directional else "device-to-device copy bandwidth"
-        source = f"{kind} measured by a KernelIndex runner on {gpu.short}"
+    if attainable is None and measured is not None:
+        attainable = Attainable(measured.best, f"the best of the ceilings a KernelIndex runner measured on {gpu.short}")
+    elif attainable is None and measured_bandwidth_bytes_per_s:
+        attainable = Attainable(measured_bandwidth_bytes_per_s,
+                                f"the copy bandwidth a KernelIndex runner measured on {gpu.short}")
+    if attainable is not None:
+        bandwidth = attainable.bandwidth_bytes_per_s
+        source = f"{bandwidth / 1e9:,.0f} GB/s, {attainable.source}"
     else:
         bandwidth = gpu.bandwidth_bytes_per_s
-        memory_ns = total / bandwidth * 1e9
         source = f"{gpu.bandwidth_gbps:,.0f} GB/s, {gpu.source}"
     flops = _flops(operation_spec, workload_spec, region, operation)
     peak = _peak(gpu, workload_spec) if flops else None
@@ -295,10 +322,10 @@ def floor_estimate(
         bytes_total=total,
         bandwidth_bytes_per_s=bandwidth,
         bandwidth_source=source,
-        memory_ns=memory_ns,
+        memory_ns=total / bandwidth * 1e9,
         flops=flops,
         peak_flops_per_s=peak,
         compute_ns=flops / peak * 1e9 if flops and peak else None,
-        measured=measured is not None,
+        measured=attainable is not None,
         region=region,
     )

@@ -3,7 +3,9 @@
 Source-native cohorts: only equal values tie; a row whose p20–p80 interval overlaps the row
 above is marked "within noise". Runner cohorts: two runs tie when their 95% confidence
 intervals overlap or their medians differ by less than 1%; a run joins a tie chain only if it
-ties with every member. Inside a tie, display order is evidence, then newest, then id.
+ties with every member. Inside a tie, rows are ordered by median (then evidence, newest, id): the
+first row is always the fastest median, so the headline, the record and every ratio name it and a
+margin over the runner-up is never below 1.
 """
 
 from __future__ import annotations
@@ -70,13 +72,13 @@ def _groups(items: list[Rankable], native: bool) -> list[list[Rankable]]:
 
 
 def _display_key(item: Rankable) -> tuple:
-    return (LEVEL_ORDER.get(item.evidence, 99), -item.observed_at.timestamp(), item.id)
+    return (item.median_ns, LEVEL_ORDER.get(item.evidence, 99), -item.observed_at.timestamp(), item.id)
 
 
 def rank(items: Sequence[Rankable], *, native: bool) -> list[Ranked]:
     """Ranks by median (then id). Source-native cohorts tie only on equal medians and mark a run
     within noise of the one above when their intervals (95% CI, else p20–p80) overlap; runner cohorts tie on
-    :func:`runner_tie`. Tied runs share a rank and are listed by evidence, then newest first."""
+    :func:`runner_tie`. Tied runs share a rank and are listed by median, then evidence, then newest first."""
     ordered = sorted(items, key=lambda r: (r.median_ns, r.id))
     if not ordered:
         return []
@@ -94,3 +96,23 @@ def rank(items: Sequence[Rankable], *, native: bool) -> list[Ranked]:
             result.append(Ranked(item, position, len(group) > 1, noisy, ratio(item.median_ns, leader)))
             previous = item
     return result
+
+
+def one_per_implementation(items: Sequence[tuple[str, Rankable]]) -> tuple[list[Rankable], dict[str, list[str]]]:
+    """Never two ranks for one implementation in a cohort: ``items`` are (implementation, run) pairs;
+    runs of one implementation in one cohort measure the same thing (Liger's seq and hidden sweeps
+    meeting at one shape, the same case in two of a source's files), so they become one row — the
+    replicate with the middle median (the lower middle of an even count), the others its replicates.
+    Returns the rows to rank and, per representative id, the ids of its other replicates."""
+    by_implementation: dict[str, list[Rankable]] = {}
+    for implementation, item in items:
+        by_implementation.setdefault(implementation, []).append(item)
+    rows: list[Rankable] = []
+    replicates: dict[str, list[str]] = {}
+    for group in by_implementation.values():
+        group.sort(key=lambda r: (r.median_ns, r.id))
+        chosen = group[(len(group) - 1) // 2]
+        rows.append(chosen)
+        if len(group) > 1:
+            replicates[chosen.id] = [r.id for r in group if r is not chosen]
+    return rows, replicates

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kernelindex.domain.instants import as_utc
 from kernelindex.policy.eligibility import eligible_apart_from_corrections
-from kernelindex.policy.ranking import Rankable, Ranked, rank
+from kernelindex.policy.ranking import Rankable, Ranked, one_per_implementation, rank
+from kernelindex.policy.reasons import Reason
 from kernelindex.policy.records import RecordEvent, record_events
 from kernelindex.readmodel.loading import OperationData, Run
 
@@ -21,10 +22,25 @@ class Cohort:
     runs: list[Run]  # every run of the cohort, eligible or not
     ranked: list[Ranked]
     native: bool
+    # One row per implementation: per ranked run, the other eligible runs of its implementation here
+    replicates: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def eligible(self) -> list[Run]:
         return [r for r in self.runs if r.eligible]
+
+    def represented_by(self, digest: str) -> str | None:
+        """The ranked run standing for this replicate of the same implementation, if it is one."""
+        return next((lead for lead, others in self.replicates.items() if digest in others), None)
+
+    def replicate_reason(self, digest: str) -> Reason | None:
+        """Why this eligible run has no rank of its own: another measurement of its implementation stands for it."""
+        lead = self.represented_by(digest)
+        if lead is None:
+            return None
+        return Reason("REPLICATE", f"Another measurement of the same implementation in this cohort: one row per "
+                      f"implementation, so run {self.run(lead).run_id} (the replicate with the middle median) stands "
+                      "for it in the ranking and this run is its replicate.")
 
     @property
     def leader(self) -> Run | None:
@@ -47,8 +63,10 @@ def cohorts_of(data: OperationData) -> dict[str, Cohort]:
     for key, runs in grouped.items():
         first = runs[0]
         native = data.protocols[first.protocol].spec.native
-        ranked = rank([rankable(r) for r in runs if r.eligible], native=native)
-        cohorts[key] = Cohort(key, first.workload, first.protocol, first.environment, runs, ranked, native)
+        rows, replicates = one_per_implementation([(r.implementation, rankable(r)) for r in runs if r.eligible])
+        ranked = rank(rows, native=native)
+        cohorts[key] = Cohort(key, first.workload, first.protocol, first.environment, runs, ranked, native,
+                              replicates)
     return cohorts
 
 

@@ -30,27 +30,37 @@ REGION_FLOOR_WORDS = {
 def headline_slots(
     data: OperationData, cohort: Cohort, rows: list[RankedRow], all_cohorts: dict[str, Cohort], now: datetime
 ) -> list[HeadlineSlot]:
+    """Every card names its GPU and timed region in its title, and compares like with like: the
+    "Fastest verified" card only looks at cohorts of the same timed region."""
     if not rows:
         return []
     label = cohort_label(data.environments[cohort.environment], data.protocols[cohort.protocol])
+    where = _where(data, cohort)
     leader = rows[0]
     slots = []
-    word = leader.evidence.capitalize()
     if leader.implementation.usable:
-        slots.append(_slot("fastest_usable", f"Fastest {leader.evidence} · usable today", leader, None, cohort, label))
+        slots.append(_slot("fastest_usable", f"Fastest {leader.evidence} · usable today · {where}", leader, None,
+                           cohort, label))
     else:
         best_usable = next((r for r in rows if r.implementation.usable), None)
         if best_usable:
             multiple = ratio(best_usable.median_ns, leader.median_ns)
-            slots.append(_slot("best_usable", "Best usable", best_usable, multiple, cohort, label))
-        slots.append(
-            _slot("fastest_not_usable", f"Fastest {leader.evidence} · not usable as-is", leader, None, cohort, label)
-        )
-    del word
+            slots.append(_slot("best_usable", f"Best usable · {where}", best_usable, multiple, cohort, label))
+        slots.append(_slot("fastest_not_usable", f"Fastest {leader.evidence} · not usable as-is · {where}", leader,
+                           None, cohort, label))
     verified = _fastest_verified(data, cohort, all_cohorts, now)
     if verified:
         slots.append(verified)
     return slots
+
+
+def _where(data: OperationData, cohort: Cohort) -> str:
+    """The GPU and timed region a card's figure was measured on."""
+    return f"{gpu_label(data.environments[cohort.environment])} · {_region(data, cohort)}"
+
+
+def _region(data: OperationData, cohort: Cohort) -> str:
+    return data.protocols[cohort.protocol].spec.timed_region
 
 
 def _slot(kind: str, title: str, row: RankedRow, vs_fastest: float | None, cohort: Cohort, label: str) -> HeadlineSlot:
@@ -69,11 +79,13 @@ def _slot(kind: str, title: str, row: RankedRow, vs_fastest: float | None, cohor
 def _fastest_verified(
     data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort], now: datetime
 ) -> HeadlineSlot | None:
+    region = _region(data, selected)
     candidates = [
         (leader.median_ns, c)
         for c in all_cohorts.values()
         if c.workload == selected.workload
         and c.key != selected.key
+        and _region(data, c) == region
         and (leader := c.leader) is not None
         and leader.median_ns is not None
         and leader.evidence in ("verified", "replicated")
@@ -83,14 +95,7 @@ def _fastest_verified(
     best = min(candidates, key=lambda pair: pair[0])[1]
     rows = ranked_rows(data, best, now)
     label = cohort_label(data.environments[best.environment], data.protocols[best.protocol])
-    slot = _slot(
-        "fastest_verified",
-        f"Fastest verified · {gpu_label(data.environments[best.environment])}",
-        rows[0],
-        None,
-        best,
-        label,
-    )
+    slot = _slot("fastest_verified", f"Fastest verified · {_where(data, best)}", rows[0], None, best, label)
     floors = floor_for(data, best.workload, best.environment, best.protocol)
     if floors:
         slot.floor_ratio = floors[0].ratio(rows[0].median_ns)
@@ -112,8 +117,8 @@ def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> Fl
     floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
     if floors is None or not rows:
         return None
-    datasheet, measured = floors
-    record = rows[0].median_ns
+    physical, attainable = floors
+    record = min(r.median_ns for r in rows)
     bound = (
         "no arithmetic formula for this family: bandwidth floor only"
         if not data.operation.spec.flops
@@ -123,12 +128,16 @@ def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> Fl
         "since the operation does not say which precision its math runs in"
     )
     return FloorView(
-        datasheet=datasheet.to_json(),
-        measured=measured.to_json() if measured else None,
-        record_ratio=datasheet.ratio(record),
-        measured_record_ratio=measured.ratio(record) if measured else None,
+        physical=physical.to_json(),
+        attainable=attainable.to_json() if attainable else None,
+        record_ratio=physical.ratio(record),
+        attainable_record_ratio=attainable.ratio(record) if attainable else None,
         explanation=(
-            f"floor-v1 ({datasheet.region}): {REGION_FLOOR_WORDS[datasheet.region]}; {bound}. "
-            f"A lower bound, not evidence: {format_duration(datasheet.floor_ns)}."
+            f"floor-v1 ({physical.region}): {REGION_FLOOR_WORDS[physical.region]}; {bound}. "
+            f"Lower bounds, not evidence: the physical floor {format_duration(physical.floor_ns)} "
+            "(datasheet peaks: no correct run beats it)"
+            + (f", the attainable floor {format_duration(attainable.floor_ns)} (the best bandwidth this GPU has "
+               "been seen to sustain: its runner ceilings and every verified run on it)." if attainable else
+               "; no attainable floor: no runner measured this GPU and no verified run ran on it.")
         ),
     )

@@ -68,7 +68,8 @@ def cohort_label(environment: ExecutionEnvironment, protocol: BenchmarkProtocol)
     """What distinguishes a cohort of one workload: GPU, timed region, harness — never 'env 2'."""
     spec = protocol.spec
     harness = "KernelIndex runner" if not spec.native else spec.harness.name
-    return f"{gpu_label(environment)} · {spec.timed_region} · {harness}"
+    variant = f" ({spec.variant})" if spec.variant else ""
+    return f"{gpu_label(environment)} · {spec.timed_region}{variant} · {harness}"
 
 
 def implementation_title(implementation: ImplementationRevision) -> str:

@@ -116,10 +116,13 @@ class WorkloadSummary(JsonModel):
 
 @dataclass
 class FloorView(JsonModel):
-    datasheet: dict
-    measured: dict | None
-    record_ratio: float | None
-    measured_record_ratio: float | None
+    """The two floors, named: the physical floor (datasheet peaks, never beaten by a correct run) and
+    the attainable floor (the best bandwidth seen sustained on the GPU; None where none was)."""
+
+    physical: dict
+    attainable: dict | None
+    record_ratio: float | None  # the record's median ÷ the physical floor
+    attainable_record_ratio: float | None
     explanation: str
 
 

@@ -51,8 +51,10 @@ class ComparedRun(JsonModel):
     license: str | None
     url: str
     revision: str = ""  # the implementation revision's digest (two runs of one revision have no winner)
-    floor_ns: float | None = None  # floor-v1 on this run's GPU (datasheet); an estimate
+    floor_ns: float | None = None  # the physical floor (floor-v1, datasheet) of the run's region; an estimate
     floor_ratio: float | None = None
+    attainable_floor_ns: float | None = None  # the attainable floor (the best bandwidth seen on the GPU)
+    attainable_floor_ratio: float | None = None
     correctness: str = ""
     environment: str = ""
 
@@ -117,8 +119,9 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
 
 
 def _floor_and_checks(data: OperationData, run: Run) -> dict[str, Any]:
-    floors = floor_for(data, run.workload, run.environment)
+    floors = floor_for(data, run.workload, run.environment, run.protocol)
     floor_ns = floors[0].floor_ns if floors else None
+    attainable_ns = floors[1].floor_ns if floors and floors[1] else None
     checked = run.spec.correctness
     if checked.checked:
         correctness = "passed" if checked.passed else "failed"
@@ -128,7 +131,8 @@ def _floor_and_checks(data: OperationData, run: Run) -> dict[str, Any]:
         correctness = "not checked by the source"
     software = data.environments[run.environment].spec.software
     environment = ", ".join(f"{k} {v}" for k, v in sorted(software.items())) or "software not recorded by the source"
-    return {"floor_ns": floor_ns, "floor_ratio": ratio(run.median_ns, floor_ns),
+    return {"floor_ns": floor_ns, "floor_ratio": ratio(run.median_ns, floor_ns), "attainable_floor_ns": attainable_ns,
+            "attainable_floor_ratio": ratio(run.median_ns, attainable_ns),
             "correctness": correctness, "environment": environment}
 
 

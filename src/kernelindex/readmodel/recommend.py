@@ -186,7 +186,7 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
     usable = next((r for r in rows if r.implementation.usable), None)
     row = usable or rows[0]
     run = cohort.run(row.digest)
-    floors = floor_for(data, cohort.workload, cohort.environment)
+    floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
     floor_ns = floors[0].floor_ns if floors else None
     install = row.implementation.install_command
     implementation = manifest_json(data.implementations[run.implementation])["spec"]

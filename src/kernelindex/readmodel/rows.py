@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kernelindex.domain.manifests import manifest_json
+from kernelindex.domain.units import format_duration
 from kernelindex.policy.capture import capture_failure_sentence
-from kernelindex.policy.cohorts import environment_key
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
-from kernelindex.policy.floor import Ceilings, FloorEstimate, compulsory_traffic, floor_estimate
+from kernelindex.policy.floor import FloorEstimate, compulsory_traffic, floor_estimate
 from kernelindex.policy.ranking import Ranked
 from kernelindex.policy.selection import (
     baseline_multiple,
 )
 from kernelindex.policy.staleness import is_stale
+from kernelindex.readmodel.attainable import attainable_bandwidths
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.labels import (
     implementation_slug,
@@ -49,33 +49,18 @@ def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
 def floor_for(
     data: OperationData, workload: str, environment: str, protocol: str | None = None
 ) -> tuple[FloorEstimate, FloorEstimate | None] | None:
-    """(datasheet floor, measured floor) of the protocol's timed region (forward without one)."""
+    """(physical floor, attainable floor) of the protocol's timed region (forward without one); the
+    attainable floor is None where the GPU was never measured by a runner nor ran a verified run."""
     gpu = data.gpu_of(environment)
     if gpu is None:
         return None
     op_spec, wl_spec = data.specs_json(workload)
     region = data.protocols[protocol].spec.timed_region if protocol else "forward"
-    datasheet = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
-    ceilings = measured_ceilings(data, environment)
-    measured = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug,
-                              measured=ceilings) if ceilings else None
-    return datasheet, measured
-
-
-def measured_ceilings(data: OperationData, environment: str) -> Ceilings | None:
-    """The highest bandwidths a runner measured in this environment (same hardware and software),
-    per direction; the highest gives the lowest, still honest, measured floor."""
-    key = environment_key(manifest_json(data.environments[environment])["spec"])
-    same = [e.spec for e in data.environments.values() if environment_key(manifest_json(e)["spec"]) == key]
-
-    def best(values: list[float | None]) -> float | None:
-        return max((v for v in values if v), default=None)
-
-    copy = best([s.copy_bandwidth_bytes_per_s for s in same])
-    if not copy:
-        return None
-    return Ceilings(copy, best([s.read_bandwidth_bytes_per_s for s in same]),
-                    best([s.write_bandwidth_bytes_per_s for s in same]))
+    physical = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
+    seen = attainable_bandwidths(data.catalog, data.version).get(gpu.slug)
+    attainable = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug,
+                                attainable=seen) if seen else None
+    return physical, attainable
 
 
 def floor_bytes(data: OperationData, workload: str) -> int:
@@ -91,6 +76,11 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
     floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
     usual = usual_method(cohort)
     rows = [_row(data, cohort.run(entry.item.id), entry, baselines, now, usual) for entry in cohort.ranked]
+    for row in rows:
+        if others := [cohort.run(d) for d in cohort.replicates.get(row.digest, [])]:
+            medians = ", ".join(f"{r.run_id} {format_duration(r.median_ns)}" for r in others)
+            row.rationale.append(f"One row per implementation: this run has the middle median of {len(others) + 1} "
+                                 f"measurements of it in this cohort (the others: {medians}).")
     if floors:  # latency cohorts; a memory metric would have no floor ratio or throughput
         # A backward that only scales a gradient its forward computed skips the traffic the region's
         # floor counts: a ratio to that floor (or a throughput over its bytes) would be meaningless.

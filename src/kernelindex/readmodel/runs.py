@@ -62,8 +62,10 @@ class RunDossier(JsonModel):
     runner: dict | None
     observed_at: datetime
     stale: bool
-    floor_ns: float | None
+    floor_ns: float | None  # the physical floor (datasheet)
     floor_ratio: float | None
+    attainable_floor_ns: float | None  # the attainable floor (the best bandwidth seen sustained on the GPU)
+    attainable_floor_ratio: float | None
     retraction: dict | None
     superseded_by: str | None
     supersedes: list[str]
@@ -92,7 +94,10 @@ def _run_id(catalog: Catalog, digest: str) -> str:
         return conn.execute(select(RunRow.run_id).where(RunRow.digest == digest)).scalar_one()
 
 
-def _not_ranked_reasons(run: Run) -> list[dict]:
+def _not_ranked_reasons(run: Run, cohort: Cohort | None = None) -> list[dict]:
+    replicate = cohort.replicate_reason(run.digest) if cohort else None
+    if replicate is not None:
+        return [replicate.to_json()]
     if run.spec.score is not None:
         return [Reason("SUITE_SCOPED", "A leaderboard score over the problem's benchmark suite: ranked only among "
                        "scores of the same suite, GPU and statistic (the operation page's Leaderboard), never "
@@ -158,6 +163,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
     suite = data.suites.get(run.workload)
     floors = None if suite else floor_for(data, run.workload, run.environment, run.protocol)
     floor_ns = floors[0].floor_ns if floors else None
+    attainable_ns = floors[1].floor_ns if floors and floors[1] else None
     samples = load_samples(run.spec.timing.samples_digest)
     stored = stored_form(run.spec)  # the spec's parts exactly as the catalog stores them
     return RunDossier(
@@ -174,7 +180,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         rank_label=entry.label if entry else None,
         cohort_size=len(cohort.ranked) if cohort else 0,
         vs_first=entry.vs_first if entry else None,
-        not_ranked_reasons=_not_ranked_reasons(run),
+        not_ranked_reasons=_not_ranked_reasons(run, cohort),
         evidence=run.evidence,
         evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
         replication=run.replication.to_json() if run.replication else None,
@@ -192,6 +198,8 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         stale=is_stale(run.observed_at, now),
         floor_ns=floor_ns,
         floor_ratio=_floor_ratio(data, run, floor_ns),
+        attainable_floor_ns=attainable_ns,
+        attainable_floor_ratio=_floor_ratio(data, run, attainable_ns),
         retraction=dict(run.retracted) if run.retracted is not None else None,
         superseded_by=_run_id(catalog, run.superseded_by["new"]) if run.superseded_by else None,
         supersedes=[_run_id(catalog, d) for d in run.supersedes],

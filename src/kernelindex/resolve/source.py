@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from kernelindex import registry
@@ -68,6 +69,11 @@ def _ordered_axes(axes: dict[str, int], order: list[str]) -> dict[str, int]:
     return {**{a: axes[a] for a in order if a in axes}, **{a: v for a, v in sorted(axes.items()) if a not in order}}
 
 
+def _unranked(view: RunView, replicate: Reason | None) -> RunView:
+    """An unranked run's view, saying why: ineligible, or a replicate of its implementation's row."""
+    return view if replicate is None else replace(view, ineligible_reasons=(replicate,))
+
+
 def cohorts_from(data: OperationData) -> list[RankedCohort]:
     """The read model's cohorts (ranked by its code) in the resolver's shape."""
     views = _run_views(data)
@@ -75,8 +81,8 @@ def cohorts_from(data: OperationData) -> list[RankedCohort]:
     for key, cohort in cohorts_of(data).items():
         ranked = tuple((views[e.item.id], e.rank, e.label, e.within_noise, e.vs_first) for e in cohort.ranked)
         ranked_ids = {e.item.id for e in cohort.ranked}
-        excluded = tuple(sorted((views[r.digest] for r in cohort.runs if r.digest not in ranked_ids),
-                                key=lambda v: v.run_id))
+        excluded = tuple(sorted((_unranked(views[r.digest], cohort.replicate_reason(r.digest))
+                                 for r in cohort.runs if r.digest not in ranked_ids), key=lambda v: v.run_id))
         sample = views[cohort.runs[0].digest]
         out.append(RankedCohort(key, sample, ranked, excluded, order_key(sample, key, registry.priority_gpus())))
     return out

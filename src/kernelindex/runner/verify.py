@@ -323,7 +323,7 @@ def _finish(ctx: Context, workload: WorkloadCase, case: CaseOutcome, o: ImplOutc
             o.status = "suspected_reward_hack"
         elif below == "measured":
             timing["raw"]["exceeds_measured_ceiling"] = (
-                "median under the floor from the read-only/write-only bandwidths measured on this device")
+                "median under the floor from the best bandwidth (copy, read-only, write-only) measured here")
     correctness = records.correctness_json(o.check, o.error, o.region)
     if o.error and o.check is not None:
         correctness["detail"] = f"{correctness.get('detail', '')}; {o.error}".strip("; ")

@@ -151,9 +151,23 @@ class ExportMapper:
             1 for r in runs if r["id"] in used["benchmark_runs"] and r["status"] != "passed")
         return mapped
 
+    def _one_operation(self, impl_row: dict, op_id: str) -> None:
+        """A run's implementation and workload must belong to one operation; otherwise the run would be
+        filed under one operation while measuring another's workload (FlashInfer-Bench's
+        torch_matmul_254647, written for gemm_n4096_k14336, ran on gemm_n4096_k4096 workloads)."""
+        written_for = impl_row.get("operationId")
+        if written_for and written_for != op_id:
+            def name(op: str) -> str:
+                return str(self.operations.get(op, {}).get("slug") or op)
+            raise RowSkipped(
+                f"cross-operation mismatch: implementation {impl_row.get('title') or impl_row.get('slug')!s} is "
+                f"written for operation {name(written_for)} but the run measured a workload of {name(op_id)}; "
+                "refused, since the run cannot be filed under either operation")
+
     def _run(self, run: dict, slug: str, title: str, used: dict[str, set[str]]) -> list[Manifest]:
         workload_row = self.workloads[run["workloadId"]]
         op_id = workload_row["operationId"]
+        self._one_operation(self.implementations[run["implementationId"]], op_id)
         operation = self.memo.get(("op", op_id), lambda: map_operation(
             self.operations[op_id], self.aliases.get(op_id, []), title))
         kind = workload_row["manifest"]["kind"]

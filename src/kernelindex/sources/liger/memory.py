@@ -8,8 +8,9 @@ from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 __all__ = ["PEAK_MEMORY_LABEL", "memory_protocol"]
 
 
-def memory_protocol(harness: str, mode: str) -> BenchmarkProtocol:
-    """How the scripts measure memory: not a timer, a peak of torch's allocator over the call."""
+def memory_protocol(harness: str, mode: str, variant: str | None = None) -> BenchmarkProtocol:
+    """How the scripts measure memory: not a timer, a peak of torch's allocator over the call
+    (``variant``: what the call also does beyond the region, as for the latency protocol)."""
     return build(
         "BenchmarkProtocol",
         {
@@ -26,10 +27,12 @@ def memory_protocol(harness: str, mode: str) -> BenchmarkProtocol:
             "quantiles": [0.2, 0.5, 0.8],
             "correctness": {"policy": "not_asserted"},
             "native": True,
+            **({"variant": variant} if variant else {}),
         },
         {
-            "name": f"liger-benchmark-scripts-peak-memory-{mode.replace('+', '-')}",
-            "title": f"Liger-Kernel benchmark scripts · peak memory · {mode}",
+            "name": f"liger-benchmark-scripts-peak-memory-{mode.replace('+', '-')}"
+            + (f"-{variant.split(':')[0].replace(' ', '-')}" if variant else ""),
+            "title": f"Liger-Kernel benchmark scripts · peak memory · {mode}" + (f" ({variant})" if variant else ""),
             "description": "The peak includes every tensor alive in the process (inputs, the module, "
             "autograd state), not only what the kernel allocates.",
         },

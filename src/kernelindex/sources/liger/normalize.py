@@ -98,10 +98,11 @@ class Normalizer:
             spec["source_url"] = f"{project.spec.repository}/tree/v{version}"
         return build("ImplementationRevision", spec, {"name": line, "title": entry["title"]})
 
-    def protocol(self, mode: str) -> BenchmarkProtocol:
+    def protocol(self, mode: str, variant: str | None = None) -> BenchmarkProtocol:
+        """``variant``: what the script's call also does beyond the region (a labelled variant, its own cohort)."""
         src = self.mapping["source"]
         return self._once(
-            ("protocol", mode),
+            ("protocol", mode, variant),
             lambda: build(
                 "BenchmarkProtocol",
                 {
@@ -117,19 +118,22 @@ class Normalizer:
                     "quantiles": [0.2, 0.5, 0.8],
                     "correctness": {"policy": "not_asserted"},
                     "native": True,
+                    **({"variant": variant} if variant else {}),
                 },
                 {
-                    "name": f"liger-benchmark-scripts-{mode.replace('+', '-')}",
-                    "title": f"Liger-Kernel benchmark scripts · {mode}",
+                    "name": f"liger-benchmark-scripts-{mode.replace('+', '-')}"
+                    + (f"-{variant.split(':')[0].replace(' ', '-')}" if variant else ""),
+                    "title": f"Liger-Kernel benchmark scripts · {mode}" + (f" ({variant})" if variant else ""),
                     "description": "Repetition count is set per script (do_bench rep) and not recorded in the CSV."
-                    + (NO_GRAD_WORDS if mode == "forward-no-grad" else ""),
+                    + (NO_GRAD_WORDS if mode == "forward-no-grad" else "")
+                    + (f" Variant: {variant}; never ranked with the plain {mode} runs." if variant else ""),
                 },
             ),
         )
 
-    def memory_protocol(self, mode: str) -> BenchmarkProtocol:
+    def memory_protocol(self, mode: str, variant: str | None = None) -> BenchmarkProtocol:
         src = self.mapping["source"]
-        return self._once(("memory-protocol", mode), lambda: memory_protocol(src["harness"], mode))
+        return self._once(("memory-protocol", mode, variant), lambda: memory_protocol(src["harness"], mode, variant))
 
     def environment(self, gpu_name: str) -> ExecutionEnvironment:
         gpu = registry.gpu_for_product(gpu_name)
@@ -196,7 +200,8 @@ class Normalizer:
         implementation = self.implementation(line, kernel["operation"], row.liger_version)
         mode = (kernel.get("modes") or {}).get(row.mode, row.mode)
         memory = row.metric == "peak_memory"
-        protocol = self.memory_protocol(mode) if memory else self.protocol(mode)
+        variant = (kernel.get("variants") or {}).get(row.mode)
+        protocol = self.memory_protocol(mode, variant) if memory else self.protocol(mode, variant)
         run = build(
             "BenchmarkRun",
             {

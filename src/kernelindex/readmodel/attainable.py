@@ -1,0 +1,71 @@
+"""The attainable bandwidth of each GPU (DESIGN §5): the best it has been seen to sustain — the highest
+of the ceilings a KernelIndex runner measured on it (copy, read-only, write-only) and of the rate every
+verified run on it moved its compulsory bytes at. The attainable floor divides by it, so no verified
+run is ever under that floor; the physical floor (the datasheet's) stands beside it."""
+
+from __future__ import annotations
+
+import orjson
+from sqlalchemy import select
+
+from kernelindex import registry
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
+from kernelindex.policy.floor import Attainable, compulsory_traffic
+from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.loading import OperationData, load_operation
+from kernelindex.readmodel.ranking_notes import BACKWARD_WORK_NOTE, forward_work_note
+
+VERIFIED = ("verified", "replicated")
+CEILINGS = (("copy_bandwidth_bytes_per_s", "copy"), ("read_bandwidth_bytes_per_s", "read-only"),
+            ("write_bandwidth_bytes_per_s", "write-only"))
+
+
+def attainable_bandwidths(catalog: Catalog, version: int) -> dict[str, Attainable]:
+    """Per GPU slug, the best bandwidth seen sustained on it and what sustained it (GPUs no runner
+    measured and no verified run ran on are absent: they have the physical floor only)."""
+    return READ_CACHE.get(catalog, ("attainable-bandwidths",), lambda: _compute(catalog, version), version=version)
+
+
+def _compute(catalog: Catalog, version: int) -> dict[str, Attainable]:
+    with catalog.engine.connect() as conn:
+        environments = conn.execute(
+            select(ObjectRow.body).where(ObjectRow.kind == "ExecutionEnvironment")).scalars().all()
+        verified_operations = conn.execute(
+            select(ObjectRow.name).join(RunRow, RunRow.operation == ObjectRow.digest)
+            .join(AttestationRow, AttestationRow.run == RunRow.digest).distinct()).scalars().all()
+    best: dict[str, Attainable] = {}
+    for body in environments:
+        _offer_ceilings(best, orjson.loads(body)["spec"])
+    for slug in sorted(s for s in verified_operations if s):
+        _offer_runs(best, load_operation(catalog, slug, version=version))
+    return best
+
+
+def _offer(best: dict[str, Attainable], gpu: str, rate: float, source: str) -> None:
+    if rate > 0 and (gpu not in best or rate > best[gpu].bandwidth_bytes_per_s):
+        best[gpu] = Attainable(rate, source)
+
+
+def _offer_ceilings(best: dict[str, Attainable], spec: dict) -> None:
+    gpu = registry.gpu_for_product(spec["hardware"]["product"])
+    if gpu is None:
+        return
+    for field, kind in CEILINGS:
+        if value := spec.get(field):
+            _offer(best, gpu.slug, float(value),
+                   f"the {kind} ceiling a KernelIndex runner measured on {gpu.short} (the best it has sustained)")
+
+
+def _offer_runs(best: dict[str, Attainable], data: OperationData) -> None:
+    for run in data.runs:
+        gpu = data.gpu_of(run.environment)
+        if gpu is None or not run.eligible or run.evidence not in VERIFIED or not run.median_ns:
+            continue
+        if forward_work_note(data, run) == BACKWARD_WORK_NOTE:  # skips traffic its region's floor counts
+            continue
+        region = data.protocols[run.protocol].spec.timed_region
+        moved = sum(t.bytes for t in compulsory_traffic(*data.specs_json(run.workload), region, data.slug))
+        _offer(best, gpu.slug, moved / (run.median_ns * 1e-9),
+               f"verified run {run.run_id} ({data.slug}, {region}) moved its compulsory bytes at this rate on "
+               f"{gpu.short}, the best seen sustained there")
