@@ -53,14 +53,18 @@ def test_no_cohort_ranks_one_implementation_twice_and_no_margin_is_below_one(cat
 
 
 def test_geglu_mlp_h200_backward_names_the_fastest_of_its_tie(catalog: Catalog) -> None:
-    """The audit: Transformers at 28.19 ms headed the cohort while torch.compile at 26.82 ms shared "1="."""
+    """The audit: Transformers at 28.19 ms headed the cohort while torch.compile at 26.82 ms shared "1=".
+    Both runs stopped at 20 of 100 samples, so since issue 19 neither is ranked; where such a tie is
+    ranked, the fastest median heads it (every tie in the catalog: the test above)."""
     data = load_all_operations(catalog)["geglu-mlp"]
-    for cohort in cohorts_of(data).values():
-        leader = cohort.leader
-        if leader is not None and leader.median_ns in (26_818_896, 28_186_048):
-            assert leader.median_ns == 26_818_896
-            return
-    raise AssertionError("the audit's geglu-mlp H200 backward cohort is not in the shipped data")
+    audit = {r.median_ns: r for r in data.runs if r.median_ns in (26_818_896, 28_186_048)}
+    assert len(audit) == 2
+    cohort = cohorts_of(data)[audit[26_818_896].cohort_key]
+    ranked = [cohort.run(e.item.id).median_ns for e in cohort.ranked]
+    if all(r.eligible for r in audit.values()):
+        assert ranked[0] == 26_818_896
+    else:
+        assert 28_186_048 not in ranked[:1] and ranked == sorted(ranked)
 
 
 def test_megatron_full_rows_are_a_labelled_variant_of_forward_backward(catalog: Catalog) -> None:

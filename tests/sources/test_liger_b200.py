@@ -128,3 +128,24 @@ def test_search_reaches_the_no_grad_region_apart_from_forward(catalog: Catalog, 
     assert {c.mode for c in forward.exact} == {"forward"}
     assert not {c.key for c in no_grad.exact} & {c.key for c in forward.exact}
     assert {"cute-dsl", "cutile", "triton"} <= {row.run.implementation.language for row in no_grad.exact[0].rows}
+
+
+def test_each_run_is_attributed_to_the_file_and_commit_it_came_from(catalog: Catalog, now: datetime) -> None:
+    """Issue 20 item 7: the B200 rows of the cuTile and CuTe DSL files credited all_benchmark_data.csv
+    (commit 2120862b); each run now names its own file and that file's upstream commit."""
+    from kernelindex.readmodel.runs import run_dossier
+
+    expected = {"all_benchmark_data.csv": "2120862b", "all_benchmark_data_cutile.csv": "7a12e092",
+                "all_benchmark_data_cutedsl.csv": "4d899a0b"}
+    seen: dict[str, str] = {}
+    for slug in ("cross-entropy", "fused-add-rms-norm", "rope"):
+        for run in load_operation(catalog, slug).runs:
+            external = run.spec.source.external_id or ""
+            file = next((f for f in expected if external.startswith(f"{f}:")), None)
+            if run.source == "liger-kernel-benchmarks" and (file or "all_benchmark_data.csv") not in seen:
+                seen[file or "all_benchmark_data.csv"] = run.run_id
+    assert set(seen) == set(expected)
+    for file, run_id in seen.items():
+        attribution = run_dossier(catalog, run_id, now=now).source_notice.attribution or ""
+        assert f"benchmark/data/{file} " in attribution and expected[file] in attribution
+        assert all(other not in attribution for other in expected.values() if other != expected[file])

@@ -93,9 +93,9 @@ def test_operation_page_asked_for_an_unmeasured_gpu_says_so_first(tab: Any, base
     banner = tab.locator(".asked-gpu").inner_text()
     assert text.index("Not measured on H100 for this workload") < text.index("Fastest")  # above the headline
     assert "Floor estimate on H100: 25.7 µs" in banner and "3,350 GB/s" in banner
-    assert "Nearest measured GPU: A100" in banner
-    assert "Shown below, the nearest measured GPU: NVIDIA A100 80GB" in banner
-    assert "NVIDIA A100 80GB · forward" in tab.locator(".slot").first.inner_text()
+    assert "Nearest measured GPU: H200" in banner  # same architecture (sm_90), verified, newer: issue 20 item 9
+    assert "Shown below, the nearest measured GPU: NVIDIA H200" in banner
+    assert "NVIDIA H200 SXM 141GB · forward" in tab.locator(".slot").first.inner_text()
     assert text.count("Not measured on H100 for this workload (forward)") == 1  # not repeated in the GPU lines
     assert "gpu=h100-sxm" in str(tab.get_by_role("link", name="JSON", exact=True).first.get_attribute("href"))
 
@@ -104,7 +104,7 @@ def test_asked_b200_shows_the_nearest_measured_gpu_below(tab: Any, base_url: str
                                                          rope_keys: dict[str, str]) -> None:
     tab.goto(base_url + f"/operations/rope?gpu=b200&workload={rope_keys['workload']}")
     banner = tab.locator(".asked-gpu").inner_text()
-    assert "Not measured on B200" in banner and "Nearest measured GPU: H200" in banner  # 4,800 is closest to 8,000
+    assert "Not measured on B200" in banner and "Nearest measured GPU: H200" in banner  # verified over reported
     assert "NVIDIA H200" in tab.locator(".slot").first.inner_text()
 
 

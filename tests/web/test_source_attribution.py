@@ -16,7 +16,9 @@ def test_home_operation_and_run_pages_carry_license_and_attribution(client, rope
     source = next(s for s in api["sources"] if s["name"] == "liger-kernel-benchmarks")
     assert source["attribution"] == attribution and source["license_name"].startswith("BSD 2-Clause")
     run = client.get(f"/api/v1/runs/{rope_keys['leader']}").json()
-    assert run["source_notice"]["license"] == "BSD-2-Clause" and run["source_notice"]["attribution"] == attribution
+    # a run names the file it came from (the rope rows: the main file, commit 2120862b)
+    assert run["source_notice"]["license"] == "BSD-2-Clause"
+    assert "all_benchmark_data.csv (upstream commit 2120862b)" in run["source_notice"]["attribution"]
     assert "Attribution" in client.get(f"/runs/{rope_keys['leader']}").text
 
 

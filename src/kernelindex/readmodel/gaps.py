@@ -1,14 +1,17 @@
 """'Not measured on H100 for this workload', said near the top of an operation page: for each
 priority GPU without a run of the selected workload, the floor-v1 estimate on that GPU (its
-datasheet bandwidth) and the nearest measured GPU — the one with runs of this workload and timed
-region whose datasheet bandwidth is closest (ties: the newer architecture)."""
+datasheet bandwidth) and the nearest measured GPU among those with runs of this workload and timed
+region: the same architecture first, then the better evidence (verified over reported), then the
+fresher evidence, then the closer datasheet bandwidth — and the page says why that GPU was chosen."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from kernelindex import registry
+from kernelindex.policy.evidence import LEVEL_ORDER
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.errors import BadParameter
@@ -25,6 +28,16 @@ class NearestMeasured(JsonModel):
     leader_ns: int | None
     url: str
     cohort: str = ""  # its fastest cohort of the workload and region (short key, as in ?cohort=)
+    why: str = ""  # why this GPU was chosen (architecture, evidence, freshness, bandwidth)
+
+
+@dataclass(frozen=True)
+class MeasuredGpu:
+    """What the nearest-GPU rule weighs about one GPU with runs of the workload and region."""
+
+    slug: str
+    evidence: str  # the best evidence level of its eligible runs there
+    observed_at: datetime  # its newest eligible run there
 
 
 @dataclass
@@ -73,6 +86,7 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
             ns = c.leader.median_ns or 0
             if gpu.slug not in measured or ns < best_ns[gpu.slug]:
                 measured[gpu.slug], best_ns[gpu.slug] = c, ns
+    facts = measured_gpus(data, [c for c in same_workload if data.protocols[c.protocol].spec.timed_region == region])
     known = registry.gpus()
     out = []
     for slug in registry.priority_gpus() if gpus is None else gpus:
@@ -81,29 +95,53 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
         spec = known[slug]
         floor = floor_estimate(*data.specs_json(selected.workload), spec)
         out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
-                               _nearest(data, spec, measured)))
+                               _nearest(data, spec, measured, facts)))
     return out
 
 
-def nearest_gpu(asked: registry.GpuSpec, measured: Iterable[str]) -> registry.GpuSpec | None:
-    """The measured GPU whose datasheet bandwidth is closest to the asked one's; ties → the newer
-    architecture (then the slug). The one rule for the page's banner and ``ki use``."""
+def measured_gpus(data: OperationData, cohorts: Iterable[Cohort]) -> list[MeasuredGpu]:
+    """Per GPU of these cohorts: the best evidence and the newest observation of its eligible runs."""
+    runs: dict[str, list] = {}
+    for cohort in cohorts:
+        if (gpu := data.gpu_of(cohort.environment)) is not None:
+            runs.setdefault(gpu.slug, []).extend(cohort.eligible)
+    return [MeasuredGpu(slug, min((r.evidence for r in found), key=lambda e: LEVEL_ORDER.get(e, 99)),
+                        max(r.observed_at for r in found)) for slug, found in sorted(runs.items()) if found]
+
+
+def nearest_gpu(asked: registry.GpuSpec, measured: Iterable[MeasuredGpu]) -> tuple[registry.GpuSpec, str] | None:
+    """The measured GPU nearest the asked one, and why: the same architecture first, then the better
+    evidence (verified over reported), then the newer observation, then the closer datasheet bandwidth
+    (then the slug). The one rule for the page's banner and ``ki use``."""
     gpus = registry.gpus()
-    candidates = [gpus[s] for s in measured if s in gpus and s != asked.slug]
+    candidates = [m for m in measured if m.slug in gpus and m.slug != asked.slug]
     if not candidates:
         return None
-    return min(candidates, key=lambda g: (abs(g.bandwidth_gbps - asked.bandwidth_gbps),
-                                          -_arch_number(g.architecture), g.slug))
+
+    def key(m: MeasuredGpu) -> tuple:
+        gpu = gpus[m.slug]
+        return (gpu.architecture != asked.architecture, LEVEL_ORDER.get(m.evidence, 99), -m.observed_at.timestamp(),
+                abs(gpu.bandwidth_gbps - asked.bandwidth_gbps), m.slug)
+
+    chosen = min(candidates, key=key)
+    gpu = gpus[chosen.slug]
+    same = "the same architecture" if gpu.architecture == asked.architecture else "no GPU of its architecture"
+    why = (f"{same} as {asked.short} ({asked.architecture}{'' if same.startswith('the') else ' has runs'}), "
+           f"{chosen.evidence} evidence observed {chosen.observed_at.date().isoformat()}, datasheet bandwidth "
+           f"{gpu.bandwidth_gbps:,.0f} GB/s against {asked.bandwidth_gbps:,.0f} GB/s — chosen by architecture, "
+           "then evidence, then freshness, then bandwidth among the GPUs with runs of this workload and region")
+    return gpu, why
 
 
-def _nearest(data: OperationData, asked: registry.GpuSpec, measured: dict[str, Cohort]) -> NearestMeasured | None:
+def _nearest(data: OperationData, asked: registry.GpuSpec, measured: dict[str, Cohort],
+             facts: list[MeasuredGpu]) -> NearestMeasured | None:
     gpus = registry.gpus()
-    nearest = nearest_gpu(asked, measured)
+    nearest = nearest_gpu(asked, facts)
     if nearest is None:
         return None
-    slug = nearest.slug
+    slug, why = nearest[0].slug, nearest[1]
     cohort = measured[slug]
     url = (f"/operations/{data.slug}?workload={workload_key(cohort.workload)}"
            f"&cohort={cohort_key_short(cohort.key)}")
     return NearestMeasured(slug, gpus[slug].short, gpus[slug].bandwidth_gbps,
-                           cohort.leader.median_ns if cohort.leader else None, url, cohort_key_short(cohort.key))
+                           cohort.leader.median_ns if cohort.leader else None, url, cohort_key_short(cohort.key), why)

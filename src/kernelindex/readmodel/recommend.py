@@ -4,8 +4,9 @@
 On the asked GPU: the fastest usable implementation in its verified cohort when one exists, else in
 its default cohort (DESIGN §4); when both exist, both answers, each labelled with its cohort. Runs are
 never compared across cohorts. When the GPU has no run of the workload in the timed region, the answer
-says so, gives the same answers on the nearest measured GPU (datasheet bandwidth closest to the asked
-one's; ties → the newer architecture) and the asked GPU's floor estimate.
+says so, gives the same answers on the nearest measured GPU (the same architecture first, then better
+evidence, then fresher evidence, then the closer datasheet bandwidth; readmodel.gaps.nearest_gpu, with
+why) and the asked GPU's floor estimate.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kernelindex.policy.ratios import ratio
 from kernelindex.policy.selection import CohortChoice, default_cohort
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
 from kernelindex.readmodel.errors import NotFound
-from kernelindex.readmodel.gaps import nearest_gpu
+from kernelindex.readmodel.gaps import measured_gpus, nearest_gpu
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, workload_key, workload_label
 from kernelindex.readmodel.loading import OperationData, Run, load_operation
@@ -218,11 +219,10 @@ def _evidence_line(data: OperationData, run: Run, row: RankedRow) -> str:
 
 
 def _nearest(data: OperationData, cohorts: list[Cohort], asked: GpuSpec, now: datetime) -> NearestGpu | None:
-    best = nearest_gpu(asked, {slug for c in cohorts if (slug := _gpu_slug(data, c))})
-    if best is None:
+    nearest = nearest_gpu(asked, measured_gpus(data, cohorts))
+    if nearest is None:
         return None
-    why = (f"datasheet bandwidth {best.bandwidth_gbps:,.0f} GB/s is the closest to {asked.short}'s "
-           f"{asked.bandwidth_gbps:,.0f} GB/s among the GPUs with runs for this workload")
+    best, why = nearest
     return NearestGpu(best.slug, best.short, best.bandwidth_gbps, why, _answers_on(data, cohorts, best.slug, now))
 
 

@@ -192,7 +192,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         cohort_label=cohort_label(data.environments[run.environment], data.protocols[run.protocol]),
         correctness=stored["correctness"],
         source=stored["source"],
-        source_notice=source_notice(run.source, data.sources.get(run.source)),
+        source_notice=source_notice(run.source, data.sources.get(run.source), external_id=run.spec.source.external_id),
         runner=stored.get("runner"),
         observed_at=run.observed_at,
         stale=is_stale(run.observed_at, now),

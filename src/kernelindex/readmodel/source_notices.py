@@ -23,11 +23,13 @@ class SourceNotice(JsonModel):
     attribution: str | None
 
 
-def source_notice(name: str, manifest: Source | None = None) -> SourceNotice:
+def source_notice(name: str, manifest: Source | None = None, *, external_id: str | None = None) -> SourceNotice:
+    """``external_id``: one run's, whose attribution names the file (and commit) it came from."""
     policy = registry.source_policy(name)
     if policy is not None:
+        attribution = policy.attribution if external_id is None else policy.file_attribution(external_id)
         return SourceNotice(name, policy.title, policy.url, policy.license, policy.license_name,
-                            policy.license_url, policy.attribution)
+                            policy.license_url, attribution)
     if manifest is None:
         return SourceNotice(name, name, None, None, None, None, None)
     spec = manifest.spec

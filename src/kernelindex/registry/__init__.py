@@ -223,10 +223,20 @@ class SourcePolicy:
     attribution: str
     decision: str
     reason: str
+    # Per file of a source that ships several: file name → the attribution of the rows from that file
+    # (its upstream commit). A run names its file in its external id ("FILE:…"); one naming none
+    # came from the first file listed.
+    files: tuple[tuple[str, str], ...] = ()
 
     @property
     def refused(self) -> bool:
         return self.decision == "refuse"
+
+    def file_attribution(self, external_id: str) -> str:
+        """The attribution of the file a run came from (the source's sentence when it lists no files)."""
+        if not self.files:
+            return self.attribution
+        return next((text for name, text in self.files if external_id.startswith(f"{name}:")), self.files[0][1])
 
     def to_json(self) -> dict[str, str]:
         return {
@@ -239,7 +249,7 @@ class SourcePolicy:
 def _source_policy(entry: dict[str, Any]) -> SourcePolicy:
     where = f"registry/sources.yaml: source {entry.get('name')!r}"
     fields = set(SourcePolicy.__dataclass_fields__)
-    if missing := sorted(fields - set(entry)):
+    if missing := sorted(fields - set(entry) - {"files"}):
         raise RegistryError(f"{where} lacks {', '.join(missing)}")
     if unknown := sorted(set(entry) - fields):
         raise RegistryError(f"{where} has unknown field(s) {', '.join(unknown)}")
@@ -249,7 +259,8 @@ def _source_policy(entry: dict[str, Any]) -> SourcePolicy:
         raise RegistryError(f"{where}: a refused source needs its reason")
     if not (entry["license"].startswith("LicenseRef-") or entry["license"][:1].isalnum()):
         raise RegistryError(f"{where}: license must be an SPDX identifier or a LicenseRef-…")
-    return SourcePolicy(**{k: str(v) for k, v in entry.items()})
+    files = tuple((str(name), str(text)) for name, text in (entry.get("files") or {}).items())
+    return SourcePolicy(**{k: str(v) for k, v in entry.items() if k != "files"}, files=files)
 
 
 @cache

@@ -190,6 +190,11 @@ class Normalizer:
             raise RowProblem(f"unknown kernel {row.kernel!r} (no curated operation spec)")
         return kernel
 
+    def _file_prefix(self) -> str:
+        """Rows of the sibling files name their file (the attribution names its commit); the main
+        file's rows keep the external ids they always had."""
+        return "" if self.file_name == "all_benchmark_data.csv" else f"{self.file_name}:"
+
     def run(self, row: LigerRow) -> list[Manifest]:
         kernel = self.kernel(row)
         line = kernel["providers"].get(row.provider)
@@ -213,7 +218,8 @@ class Normalizer:
                 **(_memory_figures(row) if memory else _latency_figures(row)),
                 "correctness": {"checked": False, "detail": "The Liger-Kernel benchmark scripts do not check outputs."},
                 "observed_at": row.timestamp.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z"),
-                "source": {"name": SOURCE, "external_id": _external_id(row), "time_zone_recorded": False},
+                "source": {"name": SOURCE, "external_id": self._file_prefix() + _external_id(row),
+                           "time_zone_recorded": False},
             },
         )
         project = self.project(self.mapping["implementations"][line]["project"])
