@@ -137,3 +137,23 @@ def test_files_over_the_limit_or_not_regular_are_refused_unread(tmp_path: Path, 
     result, seconds = _import(tmp_path, Path("/dev/zero"), kind)
     _refused(result, "/dev/zero is not a regular file")
     assert seconds < 10 and _peak(FileTransport(Path("/dev/zero"), limit).fetch) < 2**20
+
+
+def test_jsonl_refuses_a_device_a_huge_file_and_endless_newlines(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelindex.catalog import export
+
+    db = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    zero = runner.invoke(ki, ["import", "jsonl", "/dev/zero", "--dry-run", "--database", db])
+    _refused(zero, "/dev/zero is not a regular file")  # it used to loop forever over one endless line
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as handle:
+        handle.truncate(export.MAX_JSONL_BYTES + 1)
+    _refused(runner.invoke(ki, ["import", "jsonl", str(huge), "--dry-run", "--database", db]),
+             f"over the {export.MAX_JSONL_BYTES:,}-byte limit")
+    monkeypatch.setattr(export, "MAX_JSONL_LINES", 1000)  # the cap, at a size a test sends quickly
+    newlines = tmp_path / "newlines.jsonl"
+    newlines.write_bytes(b"\n" * 5000)
+    _refused(runner.invoke(ki, ["import", "jsonl", str(newlines), "--dry-run", "--database", db],
+                           env={"COLUMNS": "500"}),
+             "newlines.jsonl:1001: more than 1,000 lines")

@@ -4,6 +4,7 @@ Re-importing the export into an empty catalog reproduces the same digests."""
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,9 @@ from kernelindex.catalog.publish import PublishReport, publish_manifests
 from kernelindex.domain.canonical import MAX_DOCUMENT_BYTES
 from kernelindex.domain.manifests import MAX_PROBLEMS, ManifestError, parse_manifest_text
 from kernelindex.policy.source_policy import PolicySplit, split_refused
+
+MAX_JSONL_BYTES = 1024 * 1024 * 1024  # a whole catalog's `ki export` is tens of MB
+MAX_JSONL_LINES = 5_000_000  # blank ones too: a file of newlines must not loop for hours
 
 KIND_ORDER = (
     "Source",
@@ -84,6 +88,20 @@ def _bounded_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
         yield number, None
 
 
+def _check_file(path: Path) -> None:
+    """Refuse, from its directory entry, what is not a regular file (``/dev/zero`` never ends) or is larger
+    than MAX_JSONL_BYTES."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise JsonlError(f"{path}: cannot read it ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise JsonlError(f"{path} is not a regular file (a device, pipe or directory); give a `ki export` file")
+    if info.st_size > MAX_JSONL_BYTES:
+        raise JsonlError(f"{path} is {info.st_size:,} bytes, over the {MAX_JSONL_BYTES:,}-byte limit of `ki import "
+                         "jsonl`; split it into files under the limit")
+
+
 @dataclass
 class JsonlReport:
     """What a JSON Lines import stored, and what the source policy refused (never stored)."""
@@ -115,11 +133,14 @@ def import_jsonl(
     number). The first MAX_PROBLEMS problems are listed, the rest counted. Runs of a source the
     policy refuses (``refused``: name → reason; ``listed``: every source the policy names) are
     counted and never stored, with the objects only they used (policy.source_policy.split_refused)."""
+    _check_file(path)
     manifests = []
     problems: list[str] = []
     count = 0
     with path.open("rb") as handle:
         for number, raw in _bounded_lines(handle):
+            if number > MAX_JSONL_LINES:
+                raise JsonlError(f"{path}:{number}: more than {MAX_JSONL_LINES:,} lines; split it into smaller files")
             if raw is not None and not raw.strip():
                 continue
             try:
