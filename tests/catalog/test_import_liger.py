@@ -131,3 +131,40 @@ def test_duplicate_key_in_config_json_is_rejected(empty_catalog: Catalog, tmp_pa
 def test_missing_or_extra_column_is_a_clear_error(empty_catalog: Catalog, tmp_path: Path, header: str) -> None:
     with pytest.raises(HeaderError, match="15 columns"):
         import_liger(empty_catalog, _csv(tmp_path, [ROPE_ROW], header=header), dry_run=True, actor="test")
+
+
+CE_ROW = next(line for line in GOOD if line.startswith("cross_entropy,liger,forward,speed"))
+
+
+@pytest.mark.parametrize(("column", "value"), [
+    ("extra_benchmark_config_str", '{"B": -8, "T": 2048}'),
+    ("extra_benchmark_config_str", '{"B": 0, "T": 2048}'),
+    ("x_value", "-8192"),
+])
+def test_non_positive_sizes_are_refused_at_import(empty_catalog: Catalog, tmp_path: Path, column: str,
+                                                  value: str) -> None:
+    """Issue 23 item 11: a row with B = -8 became the shape [-16384, 5000] with floor 0 and ranked #1."""
+    report = import_liger(empty_catalog, _csv(tmp_path, [_replace(CE_ROW, column, value), ROPE_ROW]), dry_run=False,
+                          actor="test")
+    assert report.accepted == 1 and report.skipped_total == 1
+    ((found, rows),) = report.skipped.items()
+    assert rows == [2] and ("non-positive size" in found or "not a positive integer" in found), found
+    assert count(empty_catalog) == 1
+
+
+def test_a_time_under_the_physical_floor_is_flagged_and_never_ranked(empty_catalog: Catalog, tmp_path: Path) -> None:
+    """Issue 23 item 11: a 1 ns cross-entropy row ranked #1 at 2.5e-6 of its physical floor."""
+    from datetime import UTC
+
+    from kernelindex.readmodel.loading import load_operation
+    from kernelindex.readmodel.operations import operation_page
+
+    fast = _replace(_replace(_replace(CE_ROW, "y_value_50", "0.000001"), "y_value_20", "0.000001"),
+                    "y_value_80", "0.000001")
+    slow = CE_ROW
+    import_liger(empty_catalog, _csv(tmp_path, [fast, slow]), dry_run=False, actor="test")
+    data = load_operation(empty_catalog, "cross-entropy")
+    flagged = next(r for r in data.runs if r.median_ns == 1)
+    assert not flagged.eligible and [r.code for r in flagged.eligibility.reasons] == ["UNDER_PHYSICAL_FLOOR"]
+    page = operation_page(empty_catalog, "cross-entropy", now=datetime(2026, 11, 29, tzinfo=UTC))
+    assert [r.median_ns for r in page.ranked] and 1 not in [r.median_ns for r in page.ranked]

@@ -36,6 +36,9 @@ class EligibilityFacts:
     # Why the stored run's values cannot be used (``stored_latency_problems`` and what validating
     # the stored manifest refused); empty when they are sound.
     invalid_stored: tuple[str, ...] = ()
+    # The physical floor (datasheet peaks) of the run's region on its GPU, where one is known: no
+    # correct run beats it, so a median under it is implausible (a 1 ns cross-entropy row).
+    physical_floor_ns: float | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,12 @@ def eligibility(facts: EligibilityFacts) -> Eligibility:
         reasons.append(Reason("NON_POSITIVE_MEDIAN", sentence))
     if facts.samples is not None and facts.samples.under_sampled:
         reasons.append(under_sampled_reason(facts.samples))
+    if facts.median_ns is not None and facts.median_ns > 0 and facts.physical_floor_ns is not None \
+            and facts.median_ns < facts.physical_floor_ns:
+        reasons.append(Reason("UNDER_PHYSICAL_FLOOR", f"The median ({facts.median_ns:,} ns) is under the physical "
+                              f"floor ({facts.physical_floor_ns:,.0f} ns: the compulsory bytes and FLOPs at the "
+                              "datasheet's peaks), which no correct run beats: implausible, so flagged and never "
+                              "ranked."))
     return Eligibility(eligible=not reasons, reasons=tuple(reasons))
 
 

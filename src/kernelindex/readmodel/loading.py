@@ -42,6 +42,7 @@ from kernelindex.policy.usability import usability
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.operation_data import OperationData, RetractionFact, Run, SupersessionFact
+from kernelindex.readmodel.physical_floors import PhysicalFloors
 from kernelindex.readmodel.replication import ReplicationPeer, replication_of
 from kernelindex.readmodel.stored_runs import UnreadableRun, stored_spec
 
@@ -323,6 +324,7 @@ def sample_count(run: Run, data: OperationData) -> SampleCount:
 
 def _derive_policy(data: OperationData) -> None:
     facts = []
+    floors = PhysicalFloors(data)
     for run in data.runs:
         run.eligibility = eligibility(
             EligibilityFacts(
@@ -333,6 +335,7 @@ def _derive_policy(data: OperationData) -> None:
                 median_ns=run.median_ns,
                 samples=sample_count(run, data),
                 invalid_stored=run.invalid_stored,
+                physical_floor_ns=floors.get(run),
             )
         )
         usable = data.usability.get(run.implementation)

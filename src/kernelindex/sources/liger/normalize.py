@@ -320,6 +320,9 @@ def _bind(row: LigerRow, kernel: dict, operation: OperationSpec) -> tuple[dict, 
     if x_axis is None:
         raise RowProblem(f"x_name {row.x_name!r} of kernel {row.kernel!r} is not in the curated mapping")
     axes.update(_x_binding(row, kernel, x_axis))
+    if bad := sorted(f"{name} = {value}" for name, value in axes.items() if value <= 0):
+        raise RowProblem(f"non-positive size ({', '.join(bad)}): no tensor has that shape, so the row is implausible "
+                         "data and is not imported")
     spec = operation.spec
     wanted = {n for n, a in spec.axes.items() if a.role != "derived"}
     if missing := sorted(wanted - set(axes)):

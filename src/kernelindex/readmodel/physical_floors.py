@@ -1,0 +1,30 @@
+"""The physical floor of each run's region on its GPU, as eligibility needs it (issue 23 item 11: a time
+under the physical floor is flagged and never ranked), computed once per workload, region and GPU."""
+
+from __future__ import annotations
+
+from kernelindex.policy.floor import floor_estimate
+from kernelindex.readmodel.operation_data import OperationData, Run
+
+
+class PhysicalFloors:
+    def __init__(self, data: OperationData) -> None:
+        self.data = data
+        self.known: dict[tuple[str, str, str], float | None] = {}
+
+    def get(self, run: Run) -> float | None:
+        """The physical floor in ns of the run's workload and timed region on its GPU (None: no
+        datasheet entry, a suite, or a spec the floor cannot read)."""
+        data = self.data
+        gpu = data.gpu_of(run.environment)
+        if gpu is None or run.workload not in data.workloads or run.median_ns is None:
+            return None
+        region = data.protocols[run.protocol].spec.timed_region
+        key = (run.workload, region, gpu.slug)
+        if key not in self.known:
+            try:
+                self.known[key] = floor_estimate(*data.specs_json(run.workload), gpu, region=region,
+                                                 operation=data.slug).floor_ns
+            except (KeyError, ValueError, TypeError):  # a foreign spec the floor model cannot read
+                self.known[key] = None
+        return self.known[key]
