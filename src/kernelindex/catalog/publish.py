@@ -52,6 +52,12 @@ class PublishReport:
     new: Counter = field(default_factory=Counter)
     existing: Counter = field(default_factory=Counter)
     digests: list[str] = field(default_factory=list)
+    attested: int = 0  # attestations recorded by this publication
+
+    @property
+    def wrote(self) -> bool:
+        """Whether this publication changed the catalog (a concurrent twin that lost the race did not)."""
+        return bool(self.new) or self.attested > 0
 
     def to_json(self) -> dict[str, object]:
         return {"new": dict(self.new), "existing": dict(self.existing)}
@@ -259,7 +265,7 @@ def publish_manifests(
         _insert(conn, RunRow, [_run_row(i, bodies, now, environment_keys) for i in fresh_runs])
         for table, rows in _fact_rows(fresh_facts).items():
             _insert(conn, table, rows)
-        attested = _insert_attestations(conn, attestations or {}, now)
+        attested = report.attested = _insert_attestations(conn, attestations or {}, now)
         if fresh or attested:
             _record_publication(conn, report, source, snapshot_digest, locator, actor, now)
         if dry_run:

@@ -65,6 +65,13 @@ def serve(
         None, "--database-url", help="Catalog URL; default: $KERNELINDEX_DATABASE_URL or the local SQLite file."
     ),
     log_level: str = typer.Option("info", help="uvicorn log level."),
+    trusted_proxies: str = typer.Option(
+        "", "--trusted-proxies", envvar="KERNELINDEX_TRUSTED_PROXIES",
+        help="Comma-separated addresses or networks of reverse proxies whose X-Forwarded-For / -Proto headers "
+             "are believed (default: none, so a client's address is the connection's)."),
+    base_url: str = typer.Option(
+        "", "--base-url", envvar="KERNELINDEX_BASE_URL",
+        help="The site's public URL, e.g. https://kernelindex.example (absolute links in the Atom feed)."),
 ) -> None:
     """Serve the website and the JSON API."""
     import uvicorn
@@ -74,8 +81,19 @@ def serve(
     if workers > 1 and url.startswith("sqlite"):
         typer.echo("Note: several workers on SQLite serialise writes; PostgreSQL is recommended in production.")
     typer.echo(f"Serving on http://{host}:{port}/ with {workers} worker(s)")
+    if base_url:
+        os.environ["KERNELINDEX_BASE_URL"] = base_url  # read by every worker
     uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, workers=workers, log_level=log_level,
-                log_config=log_config(log_level), proxy_headers=True, access_log=False)
+                log_config=log_config(log_level), access_log=False, **proxy_settings(trusted_proxies))
+
+
+def proxy_settings(trusted_proxies: str) -> dict[str, Any]:
+    """uvicorn's forwarding settings: X-Forwarded-For is believed only from the configured proxies (it
+    names the client for the anonymous ask limit and the audit log); with none configured, never."""
+    proxies = [p.strip() for p in trusted_proxies.split(",") if p.strip()]
+    if not proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(proxies)}
 
 
 def register(app: typer.Typer) -> None:

@@ -44,9 +44,11 @@ class UploadResult:
     new: dict[str, int]
 
     def to_json(self) -> dict[str, Any]:
-        """The answer to the uploader: the same for the first upload and for every replay."""
+        """The answer to the uploader: the same for the first upload and for every replay, but for
+        ``status`` (``published``, or ``already_published`` when this upload wrote nothing)."""
         return {"bundle": self.bundle, "runner": self.runner, "key_id": self.key_id, "runs": self.runs,
-                "run_urls": [f"/runs/{r}" for r in self.runs], "status": "published"}
+                "run_urls": [f"/runs/{r}" for r in self.runs],
+                "status": "already_published" if self.replayed else "published"}
 
 
 def pack_bundle(path: Path) -> bytes:
@@ -89,7 +91,8 @@ def _receive(catalog: Catalog, data: bytes, scratch: Path, actor: str) -> Upload
     if bundle_attested(catalog, bundle.digest):
         return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, True, {})
     report = _publish_with_retry(catalog, path, actor, f"upload {bundle.digest}")
-    return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, False, dict(report.new))
+    # a concurrent upload of the same bundle may have published it while this one waited for the lock
+    return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, not report.wrote, dict(report.new))
 
 
 def _without_scratch(exc: Exception, scratch: str) -> Exception:

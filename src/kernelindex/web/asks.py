@@ -134,11 +134,24 @@ def feed(request: Request) -> Response:
 
     changes = latest_changes(request.app.state.catalog, FEED_SIZE, now=request.app.state.clock())
     updated = max((c.at for c in changes), default=datetime(2024, 1, 1, tzinfo=UTC)).isoformat()
-    base = str(request.base_url).rstrip("/")
+    base = configured_base_url(request)  # never the Host header: the answer is cached and shared
     from kernelindex.web.render import environment
 
-    body = environment().get_template("feed.atom.xml").render(changes=changes, updated=updated, base=base)
+    body = environment().get_template("feed.atom.xml").render(changes=changes, updated=updated, base=base,
+                                                              feed_id=f"{base}/feed.atom" if base else FEED_TAG)
     return Response(body, media_type="application/atom+xml; charset=utf-8")
+
+
+FEED_TAG = "tag:kernelindex,2026:feed"
+
+
+def configured_base_url(request: Request) -> str:
+    """The site's public base URL (``app.state.base_url`` or $KERNELINDEX_BASE_URL, e.g.
+    ``https://kernelindex.example``), or "" when none is configured: links are then relative."""
+    import os
+
+    base = getattr(request.app.state, "base_url", None) or os.environ.get("KERNELINDEX_BASE_URL") or ""
+    return str(base).rstrip("/")
 
 
 _CHALLENGES_KEY = ("html", "challenges+requests")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Depends, Request
@@ -12,6 +13,7 @@ from fastapi.security import HTTPBearer
 
 from kernelindex.catalog import audit
 from kernelindex.trust.api_keys import ApiKey, ApiKeyError, authenticate
+from kernelindex.web.api.failed_auth import FailedAuthLog
 from kernelindex.web.api.problems import ApiProblem
 
 
@@ -31,6 +33,15 @@ def client_address(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
+def failed_auth_log(request: Request) -> FailedAuthLog:
+    """This app's aggregate of failed authentications (made on first use)."""
+    state = request.app.state
+    if getattr(state, "failed_auth", None) is None:
+        state.failed_auth = FailedAuthLog()
+    log: FailedAuthLog = state.failed_auth
+    return log
+
+
 def require_scope(request: Request, scope: str, action: str) -> Writer:
     """The writer behind this request, when its key holds ``scope``; else a 401/403 problem (audited)."""
     header = request.headers.get("authorization", "")
@@ -42,8 +53,7 @@ def require_scope(request: Request, scope: str, action: str) -> Writer:
     try:
         key = authenticate(catalog, token)
     except ApiKeyError as exc:
-        audit.record(catalog, actor="unauthenticated", action=action, outcome="refused: unauthorized",
-                     client=client_address(request), detail={"reason": str(exc)})
+        failed_auth_log(request).failed(catalog, client_address(request), f"{action}: {exc}", datetime.now(UTC))
         raise ApiProblem("unauthorized", f"{exc}.") from None
     writer = Writer(key, scope, client_address(request))
     if not key.allows(scope):

@@ -7,6 +7,7 @@ bodies, 415 non-JSON bodies, 422 well-formed bodies that do not validate.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -59,11 +60,13 @@ STATUS = {
 
 
 class ApiProblem(Exception):
-    def __init__(self, code: str, detail: str, errors: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, code: str, detail: str, errors: list[dict[str, Any]] | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.code = code
         self.detail = detail
         self.errors = errors or []
+        self.headers = headers or {}
 
     @property
     def status(self) -> int:
@@ -88,7 +91,7 @@ def problem_body(problem: ApiProblem, instance: str | None = None) -> dict[str, 
 
 def problem_response(problem: ApiProblem, instance: str | None = None) -> JSONResponse:
     return JSONResponse(problem_body(problem, instance), status_code=problem.status,
-                        media_type="application/problem+json")
+                        media_type="application/problem+json", headers=problem.headers or None)
 
 
 def _validation_problem(exc: RequestValidationError) -> ApiProblem:
@@ -137,6 +140,27 @@ async def _check_body(request: Request, rule: BodyRule) -> None:
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media not in rule.media_types:
         raise ApiProblem("unsupported_media_type", f"Send the request body as {' or '.join(rule.media_types)}.")
+    if media == "application/json":
+        _refuse_duplicate_keys(request._body)
+
+
+def _refuse_duplicate_keys(body: bytes) -> None:
+    """A JSON object that names a key twice is ambiguous (parsers keep the first, the last, or fail):
+    refused, naming the key. Anything else that is not JSON is left to the body's validation."""
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                raise ApiProblem("invalid_json", f"The body names the key {key[:64]!r} twice in one object; each "
+                                 "key may appear once.",
+                                 [{"field": key[:64], "in": "body", "message": "duplicate key"}])
+            seen.add(key)
+        return dict(items)
+
+    try:
+        json.loads(body, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return
 
 
 _HTTP_CODES = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",

@@ -4,7 +4,7 @@ log, and the changes feed. Every write needs an API key with the route's scope a
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Annotated, Any
 
@@ -37,6 +37,8 @@ from kernelindex.web.api.write_schemas import (
 
 router = APIRouter(prefix="/api/v1", route_class=ProblemRoute, tags=["v1 write path"])
 DEFAULT_LEASE_SECONDS = 120.0
+DEFAULT_REQUESTS_PER_KEY = 60  # per KEY_WINDOW; $KERNELINDEX_REQUESTS_PER_KEY or app.state.requests_per_key
+KEY_WINDOW = timedelta(minutes=10)
 
 
 def _lease(request: Request) -> float:
@@ -102,16 +104,35 @@ def _refused(request: Request, writer: Any, code: str, exc: Exception) -> ApiPro
 
 @router.post("/requests", summary="Ask for a measurement", dependencies=BEARER_DEPENDENCY,
              description="Validated against the operation spec: an impossible shape is a 422 naming the axis. An "
-                         "identical open request is merged (its `askers` count goes up). Needs scope requests:write.",
+                         "identical open request is merged (its `askers` count goes up). At most 60 requests per "
+                         "API key in any 10 minutes (429 with Retry-After past it). Needs scope requests:write.",
              responses=_answers("The request (201 new, 200 merged into an identical open one)",
-                                MeasurementRequestOut, 401, 403, 413, 415, 422, status=201))
+                                MeasurementRequestOut, 401, 403, 413, 415, 422, 429, status=201))
 @scoped("requests:write", "request.create")
 def post_request(request: Request, writer: Annotated[Writer, WRITER],
                  body: Annotated[MeasurementRequestIn, Body()]) -> JSONResponse:
+    _within_key_limit(request, writer)
     answer, status, merged = submit_request(request, body.model_dump(exclude_none=True))
     writer.record(request, "request.create", "merged" if merged else "created", answer["digest"],
                   {"request": answer["id"]})
     return JSONResponse(answer, status_code=status)
+
+
+def _within_key_limit(request: Request, writer: Writer) -> None:
+    """At most ``requests_per_key`` requests filed per API key in any ``KEY_WINDOW`` (counted in the shared
+    audit log, so the limit holds across workers); past it a 429 with Retry-After."""
+    limit = int(getattr(request.app.state, "requests_per_key", None)
+                or os.environ.get("KERNELINDEX_REQUESTS_PER_KEY") or DEFAULT_REQUESTS_PER_KEY)
+    now = datetime.now(UTC)
+    filed = audit.accepted_for_key_since(_catalog(request), api_key=writer.key.key_id, action="request.create",
+                                         since=now - KEY_WINDOW)
+    if len(filed) < limit:
+        return
+    wait = max(1, int((filed[len(filed) - limit] + KEY_WINDOW - now).total_seconds()) + 1)
+    writer.record(request, "request.create", "refused: rate_limited")
+    raise ApiProblem("rate_limited", f"API key {writer.key.key_id} filed {limit} requests in the last "
+                     f"{KEY_WINDOW.seconds // 60} minutes; try again in {wait} seconds.",
+                     headers={"retry-after": str(wait)})
 
 
 def submit_request(request: Request, body: dict[str, Any]) -> tuple[dict[str, Any], int, bool]:

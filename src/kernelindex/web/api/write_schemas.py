@@ -3,7 +3,7 @@ built by the catalog and the read model; Schemathesis checks every answer agains
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,7 +18,9 @@ class BundleOut(_Out):
     key_id: str
     runs: list[str]
     run_urls: list[str]
-    status: str
+    status: Literal["published", "already_published"] = Field(
+        description="published: this upload wrote it (201); already_published: it was already in the catalog, "
+                    "from an earlier or a concurrent upload, and this one wrote nothing (200)")
 
 
 class ReplicaOut(_Out):
