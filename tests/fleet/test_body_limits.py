@@ -110,3 +110,10 @@ def test_a_real_server_refuses_declared_and_chunked_bodies(live_server: str, fle
                b"Transfer-Encoding: chunked\r\n\r\n" + piece * 3)
     assert _raw(live_server, chunked).startswith(b"HTTP/1.1 413 ")
     assert fleet_catalog.version() == 1
+
+
+def test_a_form_with_too_many_fields_is_a_400_not_a_crash(client: TestClient, fleet_catalog: Catalog) -> None:
+    answer = client.post("/requests", content="&".join(f"f{i}=1" for i in range(25)),
+                         headers={"content-type": "application/x-www-form-urlencoded"})
+    assert answer.status_code == 400 and "more than 20 fields" in answer.text  # it was a 500 with a traceback
+    assert fleet_catalog.version() == 1

@@ -34,6 +34,7 @@ CSRF_COOKIE = "ki_csrf"
 ASKS_PER_WINDOW = 5
 WINDOW_SECONDS = 600.0
 MAX_FORM_BYTES = 4096
+MAX_FORM_FIELDS = 20
 
 
 def bad_request(detail: str, problems: list[dict[str, str]] | None = None) -> PageError:
@@ -77,7 +78,10 @@ async def ask_submit(request: Request) -> Response:
     raw = await request.body()
     if len(raw) > MAX_FORM_BYTES:
         raise bad_request(f"The form is at most {MAX_FORM_BYTES} bytes.")
-    form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=20).items()}
+    try:
+        form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=MAX_FORM_FIELDS).items()}
+    except ValueError:  # parse_qs refuses more fields than its maximum
+        raise bad_request(f"The form has more than {MAX_FORM_FIELDS} fields; use the form on this site.") from None
     _check_csrf(request, form.get("csrf", ""))
     client = client_address(request) or "unknown"
     now = request.app.state.clock()
