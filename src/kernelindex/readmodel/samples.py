@@ -14,6 +14,8 @@ from importlib import resources
 from typing import Any
 
 HISTOGRAM_BINS = 24
+UNRELIABLE_ZERO = ("not measured: this runner recorded 0 bytes before it counted the result tensors a call returns "
+                   "from memory allocated earlier (a gradient its forward computed), so 0 is not a fact here")
 
 # Secondary figures a runner records beside the median: a human name and what to keep in mind.
 SECONDARY_NAMES: dict[str, tuple[str, str]] = {
@@ -32,10 +34,23 @@ SECONDARY_NAMES: dict[str, tuple[str, str]] = {
 def run_secondary(timing: dict[str, Any]) -> list[dict[str, Any]]:
     """A run's secondary figures, with the call's peak memory the runner records beside them."""
     secondary = dict(timing.get("secondary", {}))
-    peak = timing.get("raw", {}).get("call_peak_memory_bytes")
+    raw = timing.get("raw", {})
+    peak = raw.get("call_peak_memory_bytes")
     if peak is not None and peak.isdigit():
         secondary["peak_memory_bytes"] = int(peak)
-    return secondary_figures(secondary)
+    figures = secondary_figures(secondary)
+    if peak == "0" and "call_peak_memory_method" not in raw:
+        # Measured before the runner counted results kept from before the call (issue 20 item 8):
+        # a 0 there may be a gradient the forward computed and the call returned, so it is no fact.
+        for figure in figures:
+            if figure["key"] == "peak_memory_bytes":
+                figure["value"] = None
+                figure["note"] = UNRELIABLE_ZERO
+    elif raw.get("call_peak_memory_note"):
+        for figure in figures:
+            if figure["key"] == "peak_memory_bytes":
+                figure["note"] = raw["call_peak_memory_note"]
+    return figures
 
 
 @cache

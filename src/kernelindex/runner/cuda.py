@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
 
 from kernelindex.runner.cupti import CuptiSampler, graph_difference_ns, host_cost_ns
+from kernelindex.runner.memory import peak_with_kept_results, result_storage_bytes
 from kernelindex.runner.timing import Call, Sampler, sampler_with_fallback
 
 FLUSH_BYTES = 256 * 1024 * 1024
@@ -142,16 +143,21 @@ class CudaDevice:
             on_failure=torch.cuda.synchronize,
         )
 
-    def peak_memory_bytes(self, call: Call) -> int:
+    def peak_memory_bytes(self, call: Call, inputs: Iterable[object] = ()) -> int:
         """Peak memory of the call: bytes allocated above what was allocated before it
-        (``torch.cuda.max_memory_allocated`` after a reset)."""
+        (``torch.cuda.max_memory_allocated`` after a reset), plus the result tensors the call hands
+        back that were allocated before it and kept (a fused loss's backward returns the gradient its
+        forward computed: 0 new bytes, though the call writes it). Tensors of ``inputs`` (what an
+        in-place kernel writes into) are not counted: such a call still says 0."""
         torch.cuda.synchronize()
         before = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
         result = call()
         torch.cuda.synchronize()
+        grown = torch.cuda.memory_allocated() - before
+        held = result_storage_bytes(result, inputs)
         del result
-        return int(torch.cuda.max_memory_allocated() - before)
+        return peak_with_kept_results(int(torch.cuda.max_memory_allocated() - before), int(grown), held)
 
     def host_times_ns(self, call: Call, calls: int) -> list[float]:
         times = []

@@ -33,6 +33,8 @@ from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import CheckResult, check
 from kernelindex.runner.device_timing import CrossCheckResult, v3_fields
 from kernelindex.runner.inputs import make_inputs
+from kernelindex.runner.memory import IN_PLACE_NOTE
+from kernelindex.runner.memory import METHOD as PEAK_METHOD
 from kernelindex.runner.ops import OperationDef
 from kernelindex.runner.regions import needs_gradients, prepare_inputs, region_call
 from kernelindex.runner.timing import Device, Measurement, Sampler, TimingPolicy, measure_interleaved
@@ -150,7 +152,7 @@ def _setup(ctx: Context, workload: WorkloadCase, o: ImplOutcome) -> tuple[Callab
     o.first_call_ns = float(ctx.device.wall_ns() - start)
     peak = getattr(ctx.device, "peak_memory_bytes", None)
     if peak is not None:
-        o.peak_bytes = peak(call)
+        o.peak_bytes = peak(call, list(inputs.values()))
     return call, ctx.device.sampler(call)
 
 
@@ -286,6 +288,9 @@ def _timing_json(o: ImplOutcome, blob: bytes, min_samples: int) -> dict[str, Any
         timing["secondary"] = secondary
     if o.peak_bytes is not None:
         timing["raw"]["call_peak_memory_bytes"] = str(o.peak_bytes)
+        timing["raw"]["call_peak_memory_method"] = PEAK_METHOD
+        if o.peak_bytes == 0:
+            timing["raw"]["call_peak_memory_note"] = IN_PLACE_NOTE
     if o.region == "backward":
         timing["raw"]["backward"] = (
             "torch.autograd.grad(retain_graph=True) from one untimed forward; that forward built with "
