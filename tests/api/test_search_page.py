@@ -60,8 +60,10 @@ def test_gap_and_mismatch_on_the_page(site: TestClient) -> None:
     assert "Not measured on B200" in text and "asked b200" in text
 
 
-def test_unknown_parameter_is_a_400(site: TestClient) -> None:
-    assert site.get("/search", params={"q": "rope", "page": "2"}).status_code == 400
+def test_unknown_parameter_is_ignored_by_the_page_and_refused_by_the_api(site: TestClient) -> None:
+    page = site.get("/search", params={"q": "rope", "page": "2"})
+    assert page.status_code == 200 and page.headers["link"] == '</search?q=rope>; rel="canonical"'
+    assert site.get("/api/v1/search", params={"q": "rope", "page": "2"}).status_code == 400
 
 
 @pytest.mark.parametrize("q", ["rope seq=2048 hidden=8192 gpu:a100", "rope seq=3000 hidden=8192 a100",

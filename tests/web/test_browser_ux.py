@@ -243,3 +243,13 @@ def test_axe_is_clean_in_the_light_theme(browser: Any, base_url: str, path: str,
 
 
 assert CHROMIUM
+
+
+def test_links_shared_with_tracking_parameters_open(tab: Any, base_url: str) -> None:  # noqa: F811
+    """Issue 22 item 1: five pages reached as a newsletter or chat shares them."""
+    run = _verified_run(tab, base_url)
+    for path in ("/?utm_source=x", "/operations/rope?utm_source=twitter", f"{run}?fbclid=abc",
+                 "/search?q=rope&utm_campaign=x", "/records?utm_source=x&fbclid=y"):
+        response = tab.goto(base_url + path)
+        assert response is not None and response.status == 200, path
+        assert "Bad request" not in _text(tab), path

@@ -21,7 +21,9 @@ def test_unknown_path_is_a_helpful_404(client: TestClient) -> None:
     assert "text/html" in response.headers["content-type"]
 
 
-def test_unknown_parameter_is_a_clear_400(client: TestClient) -> None:
-    response = client.get("/docs?colour=red")
+def test_unknown_parameter_is_ignored_by_pages_and_refused_by_the_api(client: TestClient) -> None:
+    page = client.get("/docs?colour=red")
+    assert page.status_code == 200 and page.headers["link"] == '</docs>; rel="canonical"'
+    response = client.get("/api/v1/records?colour=red")
     assert response.status_code == 400
     assert "colour" in response.text

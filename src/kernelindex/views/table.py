@@ -51,6 +51,12 @@ class View:
             args[self.subject.name] = check_subject(self.subject, subject or "")
         return args
 
+    def known(self, query: Mapping[str, Sequence[str]]) -> dict[str, Sequence[str]]:
+        """The parameters this page takes, the rest dropped: a page reached through a shared link
+        (``?utm_source=…``, ``?fbclid=…``) answers as its canonical URL; the API stays strict."""
+        names = {p.name for p in self.query} | ({self.repeated.param.name} if self.repeated else set())
+        return {name: values for name, values in query.items() if name in names}
+
     def cache_key(self, now: datetime, args: Mapping[str, Any]) -> tuple[Any, ...]:
         """Pages depend on the day (staleness moves by days) and on their arguments."""
         values = tuple(tuple(v) if isinstance(v, list) else v for _, v in sorted(args.items()))

@@ -15,7 +15,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import HTMLResponse
 
-from kernelindex.web.pages import no_parameters
+from kernelindex.web.pages import canonical_link
 from kernelindex.web.render import render
 
 ASSETS_PACKAGE = "fastapi_offline"  # its ``static/`` folder: swagger-ui-bundle.js, swagger-ui.css
@@ -39,10 +39,11 @@ def mount_assets(app: FastAPI) -> None:
 
 @router.get("/api/docs", response_class=HTMLResponse)
 def api_docs_page(request: Request) -> HTMLResponse:
-    no_parameters(request)
     version = assets_version()
     assets = None if version is None else {
         "js": f"{ASSETS_PATH}/swagger-ui-bundle.js?v={version}",
         "css": f"{ASSETS_PATH}/swagger-ui.css?v={version}",
     }
-    return render("api_docs.html", nav="docs", openapi_url=request.app.openapi_url, assets=assets)
+    response = render("api_docs.html", nav="docs", openapi_url=request.app.openapi_url, assets=assets)
+    response.headers.update(canonical_link(request, {}))
+    return response

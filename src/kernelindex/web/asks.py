@@ -174,14 +174,12 @@ def challenges_with_requests(request: Request) -> Response:
     ages tick."""
     from kernelindex.readmodel.requests import requests_listing
     from kernelindex.views.table import VIEW
-    from kernelindex.web.pages import catalog_of, now_of, page_errors, query_of
+    from kernelindex.web.pages import canonical_link, catalog_of, now_of, page_errors, query_of
 
-    unknown = sorted(set(request.query_params) - {"asked", "page"})
-    if unknown:
-        raise bad_request(f"This page takes only 'page' and 'asked', not {', '.join(map(repr, unknown))}.")
     view, now, catalog = VIEW["challenges"], now_of(request), catalog_of(request)
+    kept = {k: v for k, v in query_of(request).items() if k in ("page", "asked")}
     with page_errors(request):
-        args = view.arguments(None, {k: v for k, v in query_of(request).items() if k == "page"})
+        args = view.arguments(None, view.known(kept))
     asked = request.query_params.get("asked", "")
     asked_id = int(asked) if asked.isdigit() and len(asked) < 10 else None
     listing = requests_listing(catalog, now)
@@ -207,4 +205,4 @@ def challenges_with_requests(request: Request) -> Response:
         kept_for, body = READ_CACHE.get(catalog, key, lambda: (rendered_for, build()))
     if kept_for != rendered_for:  # another request re-filled the slot for other arguments meanwhile
         body = build()
-    return HTMLResponse(body, headers={"cache-control": "no-store"})
+    return HTMLResponse(body, headers={"cache-control": "no-store", **canonical_link(request, kept)})

@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from difflib import get_close_matches
 from functools import cache
 from importlib import resources
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from markdown_it import MarkdownIt
@@ -22,7 +23,6 @@ from starlette.responses import HTMLResponse, Response
 from kernelindex import registry
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.pages_gpus import gpus_index
-from kernelindex.views.params import read_query
 from kernelindex.views.problems import READ_ERRORS, problem_of
 from kernelindex.views.table import VIEW, View
 from kernelindex.web.charts import ChartError, render_scaling_svg
@@ -45,15 +45,21 @@ def query_of(request: Request) -> dict[str, list[str]]:
     return {name: request.query_params.getlist(name) for name in request.query_params}
 
 
-def no_parameters(request: Request) -> None:
-    """Pages outside the page table take no query parameters either."""
-    with page_errors(request):
-        read_query((), None, query_of(request))
+def canonical_link(request: Request, kept: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """A ``Link: rel=canonical`` header naming the page without the parameters it ignored (none when
+    it ignored nothing). Pages take links shared with tracking parameters; the URL they stand for is this."""
+    if set(request.query_params) <= set(kept):
+        return {}
+    pairs = [(name, value) for name, values in kept.items() for value in values]
+    url = request.url.path + (f"?{urlencode(pairs)}" if pairs else "")
+    return {"link": f'<{url}>; rel="canonical"'}
 
 
-def json_twin(request: Request, path: str) -> str:
-    query = request.url.query
-    return f"{path}?{query}" if query else path
+def json_twin(request: Request, path: str, takes: Iterable[str]) -> str:
+    """The JSON twin's URL with the page's own parameters (those it ignored would be a 400 there)."""
+    names = set(takes)
+    pairs = [(name, value) for name, value in request.query_params.multi_items() if name in names]
+    return f"{path}?{urlencode(pairs)}" if pairs else path
 
 
 def suggestions_for_path(request: Request) -> list[dict[str, str]]:
@@ -83,17 +89,18 @@ def view_data(request: Request, view: View) -> tuple[dict[str, Any], dict[str, A
     """The view's checked arguments and its JSON, as its API twin computes them."""
     subject = request.path_params.get(view.subject.name) if view.subject else None
     with page_errors(request):
-        args = view.arguments(subject, query_of(request))
+        args = view.arguments(subject, view.known(query_of(request)))
         return args, view.data(catalog_of(request), now_of(request), args)
 
 
-def html_with_etag(request: Request, build: Callable[[], HTMLResponse]) -> Response:
+def html_with_etag(request: Request, build: Callable[[], HTMLResponse],
+                   headers: Mapping[str, str] | None = None) -> Response:
     """A rendered page with a content ETag, or a 304 when the client already holds it. Rendering once per
     catalog version and day is the answer cache's work (web/answer_cache.py keeps the finished answer)."""
     body, status, etag = _body(build())
     if status == 200 and etag in _if_none_match(request):
-        return Response(status_code=304, headers={"etag": etag})
-    return HTMLResponse(body, status_code=status, headers={"etag": etag} if status == 200 else None)
+        return Response(status_code=304, headers={"etag": etag, **(headers or {})})
+    return HTMLResponse(body, status_code=status, headers={"etag": etag, **(headers or {})} if status == 200 else None)
 
 
 def _if_none_match(request: Request) -> set[str]:
@@ -110,18 +117,21 @@ def page_route(view: View, renderer: Renderer) -> None:
     """Mount ``view``'s HTML route: arguments checked by the view, JSON from the view, HTML cached."""
 
     def endpoint(request: Request) -> Response:
+        kept = view.known(query_of(request))
         with page_errors(request):
             subject = request.path_params.get(view.subject.name) if view.subject else None
-            args = view.arguments(subject, query_of(request))
+            args = view.arguments(subject, kept)
         if view.repeated is not None and len(args[view.repeated.param.name]) < view.repeated.least:
-            return renderer(request, args, {})  # not enough to compute: the page's empty form
+            empty_form = renderer(request, args, {})  # not enough to compute: the page's empty form
+            empty_form.headers.update(canonical_link(request, kept))
+            return empty_form
 
         def build() -> HTMLResponse:
             with page_errors(request):
                 data = view.data(catalog_of(request), now_of(request), args)
             return renderer(request, args, data)
 
-        return html_with_etag(request, build)
+        return html_with_etag(request, build, canonical_link(request, kept))
 
     endpoint.__name__ = f"{view.name}_page"
     router.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
@@ -172,7 +182,7 @@ def _compare(request: Request, args: dict[str, Any], data: dict[str, Any]) -> HT
 def _twin(view: View, **context: Any) -> Renderer:
     """A renderer that passes the page JSON as ``page`` and links its JSON twin."""
     return lambda request, args, data: render(
-        view.template, page=data, json_url=json_twin(request, view.api_path.format(**args)), **context)
+        view.template, page=data, json_url=json_twin(request, view.api_path.format(**args), args), **context)
 
 
 page_route(VIEW["home"], lambda request, args, data: render("home.html", page=data))
@@ -188,10 +198,11 @@ page_route(VIEW["compare"], _compare)
 
 @router.get("/gpus", response_class=HTMLResponse)
 def gpus_route(request: Request) -> Response:
-    no_parameters(request)
     entries = READ_CACHE.get(catalog_of(request), ("gpus-index",),
                              lambda: [e.to_json() for e in gpus_index(catalog_of(request))])
-    return render("gpus.html", entries=entries, json_url="/api/v1/gpus")
+    response = render("gpus.html", entries=entries, json_url="/api/v1/gpus")
+    response.headers.update(canonical_link(request, {}))
+    return response
 
 
 # --- methodology ----------------------------------------------------------------------------------
@@ -212,8 +223,9 @@ def runner_doc_html() -> str:
 
 @router.get("/docs", response_class=HTMLResponse)
 def docs_page(request: Request) -> Response:
-    no_parameters(request)
     from kernelindex import registry
 
-    return render("docs.html", nav="docs", runner_doc=Markup(runner_doc_html()),
-                  source_policies=list(registry.source_policies().values()))
+    response = render("docs.html", nav="docs", runner_doc=Markup(runner_doc_html()),
+                      source_policies=list(registry.source_policies().values()))
+    response.headers.update(canonical_link(request, {}))
+    return response

@@ -6,15 +6,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from kernelindex.readmodel.runs import run_samples
-from kernelindex.views.params import RUN_ID, check_subject
-from kernelindex.web.pages import catalog_of, no_parameters, page_errors
+from kernelindex.views.params import RUN_ID, check_subject, read_query
+from kernelindex.web.pages import catalog_of, page_errors, query_of
 
 router = APIRouter(include_in_schema=False)
 
 
 @router.get("/runs/{run_id}/samples.json")
 def samples_route(request: Request, run_id: str) -> JSONResponse:
-    no_parameters(request)
-    with page_errors(request):
+    with page_errors(request):  # a data download, strict like the API: it takes no parameters
+        read_query((), None, query_of(request))
         data = run_samples(catalog_of(request), check_subject(RUN_ID, run_id))
     return JSONResponse(data, headers={"Content-Disposition": f'inline; filename="{run_id}-samples.json"'})

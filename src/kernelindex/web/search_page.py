@@ -14,7 +14,7 @@ from starlette.responses import HTMLResponse, Response
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operations import operations_index
 from kernelindex.views.table import VIEW
-from kernelindex.web.pages import catalog_of, page_errors, query_of, view_data
+from kernelindex.web.pages import canonical_link, catalog_of, page_errors, query_of, view_data
 from kernelindex.web.render import render
 
 router = APIRouter(include_in_schema=False)
@@ -47,12 +47,17 @@ def _families(request: Request) -> list[tuple[str, list[dict[str, Any]]]]:
 @router.get("/search", response_class=HTMLResponse)
 def search_page(request: Request) -> Response:
     view = VIEW["search"]
+    kept = view.known(query_of(request))
     with page_errors(request):
-        q = view.arguments(None, query_of(request))["q"] or ""
+        q = view.arguments(None, kept)["q"] or ""
     json_url = "/api/v1/search" + (f"?{urlencode({'q': q})}" if q else "")
     if not q.strip():
-        return render("search/search.html", nav="search", search_query="", json_url=json_url, q="",
-                      families=_families(request), result=None, issues=[])
-    _, result = view_data(request, view)
-    return render("search/search.html", nav="search", search_query=q, json_url=json_url, q=q, families=None,
-                  result=result, issues=_fixes(q, result["query"]["issues"]), search_url=_search_url)
+        response = render("search/search.html", nav="search", search_query="", json_url=json_url, q="",
+                          families=_families(request), result=None, issues=[])
+    else:
+        _, result = view_data(request, view)
+        response = render("search/search.html", nav="search", search_query=q, json_url=json_url, q=q,
+                          families=None, result=result, issues=_fixes(q, result["query"]["issues"]),
+                          search_url=_search_url)
+    response.headers.update(canonical_link(request, kept))
+    return response
