@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernelindex import registry
-from kernelindex.policy.floor import Attainable, Ceilings, floor_estimate, gradient_inputs
+from kernelindex.policy.floor import Attainable, Ceilings, expected_distinct_rows, floor_estimate, gradient_inputs
 
 H200 = registry.gpus()["h200"]
 MIB16 = 2048 * 4096 * 2  # one bf16 [2048, 4096] tensor
@@ -69,7 +69,21 @@ def test_embedding_backward_writes_the_whole_table_gradient() -> None:
     assert backward == {"upstream gradient of y": ("read", 32 * 512 * 768 * 4), "input_ids": ("read", 32 * 512 * 8),
                         "gradient of weight": ("write", 131072 * 768 * 4)}
     both = _bytes(floor_estimate(op, wl, H200, region="forward+backward", operation="embedding"))
-    assert both["weight"] == ("read", 16384 * 768 * 4)  # the gather bound still holds for the read
+    # the read counts the rows 16,384 uniformly random ids name on average: 15,401 of 131,072 (issue 20 item 2)
+    assert both["weight"] == ("read", int(expected_distinct_rows(131072, 16384) * 768 * 4))
+    assert expected_distinct_rows(131072, 16384) < 16384
+
+
+def test_embedding_counts_the_expected_distinct_rows_labelled_as_an_expectation() -> None:
+    """Issue 20 item 2: 16,384 ids over 16,384 rows name only ~63% of them; the floor said 100%."""
+    wl = {"axes": {"batch": 8, "seq": 2048, "vocab": 16384, "hidden": 4096}, "dtypes": {"T": "fp32"},
+          "tensors": [_tensor("input_ids", "int64", [8, 2048]), _tensor("weight", "fp32", [16384, 4096]),
+                      _tensor("y", "fp32", [8, 2048, 4096])]}
+    floor = floor_estimate(_spec("embedding"), wl, H200, region="forward", operation="embedding")
+    weight = next(t for t in floor.tensors if t.name == "weight")
+    assert weight.bytes == int(16384 * (1 - (1 - 1 / 16384) ** 16384) * 4096 * 4)
+    assert 0.63 < weight.bytes / (16384 * 4096 * 4) < 0.64
+    assert "an expectation" in (weight.note or "") and "V·(1 − (1 − 1/V)^N)" in (weight.note or "")
 
 
 def test_mlp_compute_floor_scales_with_the_region() -> None:

@@ -36,7 +36,7 @@ separate lanes (on an H200 that implies ~8 TB/s from a 4.8 TB/s part).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
+from math import expm1, log1p, prod
 
 from kernelindex.domain.dtypes import dtype_size
 from kernelindex.domain.expressions import evaluate
@@ -59,6 +59,9 @@ BACKWARD_READS: dict[str, tuple[str, ...]] = {
     "fused-add-rms-norm": ("x", "weight"),
     "poly-norm": ("x", "weight"),  # the bias's gradient is the upstream gradient's sum
 }
+# Gathered tables whose ids are uniformly random in the sources' workloads (Liger's embedding benchmark
+# draws them with torch.randint): their floor counts the expected distinct rows, labelled as such.
+UNIFORM_IDS: dict[str, str] = {"embedding": "weight"}
 # The gradients a backward must write, where that is less than every floating-point, non-constant input.
 GRADIENTS: dict[str, tuple[str, ...]] = {
     "fused-add-rms-norm": ("x", "weight"),  # the residual's gradient equals x's and may share its buffer
@@ -199,13 +202,27 @@ def resolved_axes(operation_spec: dict, workload_spec: dict) -> dict[str, int]:
     return axes
 
 
-def _tensor_bytes(decl: dict, tensor: dict, axes: dict[str, int], direction: str) -> tuple[int, str | None]:
+def expected_distinct_rows(rows: int, ids: int) -> float:
+    """The expected number of distinct rows ``ids`` uniformly random ids name among ``rows``:
+    V·(1 − (1 − 1/V)^N). With 16,384 ids over 16,384 rows only ~63% are distinct."""
+    return rows * -expm1(ids * log1p(-1 / rows)) if rows > 1 else float(min(rows, ids))
+
+
+def _tensor_bytes(decl: dict, tensor: dict, axes: dict[str, int], direction: str,
+                  uniform_ids: bool = False) -> tuple[int, str | None]:
     size = dtype_size(tensor["dtype"])
     elements = prod(tensor["shape"])
     gather = decl.get("gather_rows")
     if gather and direction == "read" and tensor["shape"]:
-        rows = min(tensor["shape"][0], evaluate(gather, axes))
-        note = f"gather: at most {gather} = {rows:,} of {tensor['shape'][0]:,} rows"
+        table = tensor["shape"][0]
+        rows: float = min(table, evaluate(gather, axes))
+        note = f"gather: at most {gather} = {int(rows):,} of {table:,} rows"
+        if uniform_ids:
+            ids = evaluate(gather.removeprefix("min(").removesuffix(")").split(",")[-1].strip(), axes) \
+                if gather.startswith("min(") else int(rows)
+            rows = min(rows, expected_distinct_rows(table, ids))
+            note = (f"gather: {ids:,} uniformly random ids name {rows:,.0f} distinct rows of {table:,} on average "
+                    "(V·(1 − (1 − 1/V)^N): an expectation, not a count)")
         return int(rows * prod(tensor["shape"][1:]) * size), note
     return int(elements * size), None
 
@@ -255,7 +272,7 @@ def compulsory_traffic(
     for label, name, direction in _region_plan(operation_spec, workload_spec, region, operation):
         gather_ok = direction == "read" and label == name  # the gather bound holds for the input itself
         decl = decls[name] if gather_ok else {k: v for k, v in decls[name].items() if k != "gather_rows"}
-        size, note = _tensor_bytes(decl, concrete[name], axes, direction)
+        size, note = _tensor_bytes(decl, concrete[name], axes, direction, name == UNIFORM_IDS.get(operation))
         traffic.append(TensorTraffic(label, direction, size, note))
     return traffic
 
