@@ -160,10 +160,6 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
     run = next(r for r in [*data.runs, *data.memory_runs, *data.score_runs] if r.digest == digest)
     cohort = cohorts_of(data).get(run.cohort_key)
     entry = next((e for e in cohort.ranked if e.item.id == digest), None) if cohort else None
-    suite = data.suites.get(run.workload)
-    floors = None if suite else floor_for(data, run.workload, run.environment, run.protocol)
-    floor_ns = floors[0].floor_ns if floors else None
-    attainable_ns = floors[1].floor_ns if floors and floors[1] else None
     samples = load_samples(run.spec.timing.samples_digest)
     stored = stored_form(run.spec)  # the spec's parts exactly as the catalog stores them
     return RunDossier(
@@ -196,10 +192,6 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         runner=stored.get("runner"),
         observed_at=run.observed_at,
         stale=is_stale(run.observed_at, now),
-        floor_ns=floor_ns,
-        floor_ratio=_floor_ratio(data, run, floor_ns),
-        attainable_floor_ns=attainable_ns,
-        attainable_floor_ratio=_floor_ratio(data, run, attainable_ns),
         retraction=dict(run.retracted) if run.retracted is not None else None,
         superseded_by=_run_id(catalog, run.superseded_by["new"]) if run.superseded_by else None,
         supersedes=[_run_id(catalog, d) for d in run.supersedes],
@@ -210,7 +202,17 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         histogram=histogram(samples.get("device_ns", [])) if samples else [],
         secondary=run_secondary(stored["timing"]),
         **_measurement_notes(run, data),
+        **_floor_facts(data, run),
     )
+
+
+def _floor_facts(data: OperationData, run: Run) -> dict[str, Any]:
+    """The physical and attainable floors of the run's workload on its GPU, and the run's ratio to each."""
+    floors = None if data.suites.get(run.workload) else floor_for(data, run.workload, run.environment, run.protocol)
+    floor_ns = floors[0].floor_ns if floors else None
+    attainable_ns = floors[1].floor_ns if floors and floors[1] else None
+    return {"floor_ns": floor_ns, "floor_ratio": _floor_ratio(data, run, floor_ns),
+            "attainable_floor_ns": attainable_ns, "attainable_floor_ratio": _floor_ratio(data, run, attainable_ns)}
 
 
 def run_samples(catalog: Catalog, run_ref: str) -> dict:
