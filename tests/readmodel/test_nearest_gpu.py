@@ -24,7 +24,7 @@ def test_then_evidence_then_freshness_then_bandwidth() -> None:
     verified_old = MeasuredGpu("a100-80gb", "verified", OLD)
     reported_new = MeasuredGpu("h200", "reported", NEW)
     assert nearest_gpu(b200, [verified_old, reported_new])[0].slug == "a100-80gb"  # evidence before freshness
-    assert "no GPU of its architecture" in nearest_gpu(b200, [verified_old, reported_new])[1]
+    assert "no GPU of B200's architecture (sm_100) has runs" in nearest_gpu(b200, [verified_old, reported_new])[1]
     fresh = MeasuredGpu("a100-80gb", "reported", NEW)
     stale = MeasuredGpu("h200", "reported", OLD)
     assert nearest_gpu(b200, [fresh, stale])[0].slug == "a100-80gb"  # freshness before bandwidth

@@ -125,9 +125,9 @@ def nearest_gpu(asked: registry.GpuSpec, measured: Iterable[MeasuredGpu]) -> tup
 
     chosen = min(candidates, key=key)
     gpu = gpus[chosen.slug]
-    same = "the same architecture" if gpu.architecture == asked.architecture else "no GPU of its architecture"
-    why = (f"{same} as {asked.short} ({asked.architecture}{'' if same.startswith('the') else ' has runs'}), "
-           f"{chosen.evidence} evidence observed {chosen.observed_at.date().isoformat()}, datasheet bandwidth "
+    same = (f"the same architecture as {asked.short} ({asked.architecture})" if gpu.architecture == asked.architecture
+            else f"no GPU of {asked.short}'s architecture ({asked.architecture}) has runs")
+    why = (f"{same}, {chosen.evidence} evidence observed {chosen.observed_at.date().isoformat()}, datasheet bandwidth "
            f"{gpu.bandwidth_gbps:,.0f} GB/s against {asked.bandwidth_gbps:,.0f} GB/s — chosen by architecture, "
            "then evidence, then freshness, then bandwidth among the GPUs with runs of this workload and region")
     return gpu, why
