@@ -28,7 +28,7 @@ COMMANDS: dict[str, CommandEntry] = {
     "resolve": CommandEntry(("query_cmds",), "Resolve an exact workload: exact cohorts, compatible runs."),
     "serve": CommandEntry(("serve_cmd",), "Serve the website and the JSON API."),
     "mcp": CommandEntry(("use_cmd",), "Serve the MCP tools over stdio (for coding agents)."),
-    "import": CommandEntry(("catalog_cmds", "export_import_cmd"), "Import a source into the catalog.", True),
+    "import": CommandEntry(("catalog_cmds", "export_import_cmd", "aiter_cmd"), "Import a source into the catalog.", True),
     "export": CommandEntry(("catalog_cmds",), "Write the whole catalog as JSON Lines.", True),
     "manifest": CommandEntry(("catalog_cmds",), "Validate manifests and compute their identity.", True),
     "retract": CommandEntry(("catalog_cmds",), "Retract a run.", True),

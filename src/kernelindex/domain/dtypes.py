@@ -24,6 +24,18 @@ DTYPE_BYTES: dict[str, float] = {
     # One 4-bit element: half a byte (the scales travel as their own tensors).
     "nvfp4": 0.5,
     "mxfp4": 0.5,
+    "int4": 0.5,  # one 4-bit integer element (aiter's torch.int4 weights)
+}
+
+# The datasheet rate a dtype's math runs at (GPU peaks are keyed by these classes).
+PEAK_CLASS = {
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "fp8_e4m3fnuz": "fp8",
+    "fp8_e5m2fnuz": "fp8",
+    "float4_e2m1fn_x2": "fp4",
+    "nvfp4": "fp4",
+    "mxfp4": "fp4",
 }
 
 DTYPE_ALIASES = {
@@ -45,6 +57,12 @@ DTYPE_ALIASES = {
     "torch.long": "int64",
     "int": "int32",
     "torch.int32": "int32",
+    "torch.int8": "int8",
+    "torch.int4": "int4",
+    "torch.float8_e4m3fn": "fp8_e4m3",
+    "torch.float8_e4m3fnuz": "fp8_e4m3fnuz",
+    "torch.float8_e5m2": "fp8_e5m2",
+    "torch.float4_e2m1fn_x2": "float4_e2m1fn_x2",
 }
 
 
@@ -54,6 +72,11 @@ def canonical_dtype(name: str) -> str | None:
     if key in DTYPE_BYTES:
         return key
     return DTYPE_ALIASES.get(key)
+
+
+def peak_class(name: str) -> str:
+    """The key of the GPU peak a dtype's math runs at: 'fp8_e4m3fnuz' → 'fp8', 'bf16' → 'bf16'."""
+    return PEAK_CLASS.get(name, name)
 
 
 def dtype_size(name: str) -> float:

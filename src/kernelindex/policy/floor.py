@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import expm1, log1p, prod
 
-from kernelindex.domain.dtypes import dtype_size
+from kernelindex.domain.dtypes import dtype_size, peak_class
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.policy.ratios import ratio
@@ -298,7 +298,7 @@ def _peak(gpu: GpuSpec, workload_spec: dict) -> float | None:
         # scales ...): the rate the math runs at is not declared, so take the GPU's fastest dense
         # rate — the floor stays a lower bound whatever the kernel computes in.
         return max(gpu.peaks_tflops.values()) * 1e12
-    peaks = [gpu.peaks_tflops.get(d) for d in dtypes]
+    peaks = [gpu.peaks_tflops.get(peak_class(d)) for d in dtypes]
     known = [p for p in peaks if p]
     return max(known) * 1e12 if known else None
 

@@ -303,3 +303,15 @@ def flop_rule(family: str, slug: str, axes: set[str]) -> FlopRule | None:
         if set(rule["axes"]) <= axes and rule.get("slug_contains", "") in slug:
             return FlopRule(rule["flops"], rule["why"])
     return None
+
+
+def device_product(isa: str | None, cu: int | None) -> str:
+    """The product name a run records for a device known by ISA and compute units only
+    (gpus.yaml ``devices``): a datasheet entry's match name when the pair proves the product, else
+    a label of what is known, which has no datasheet entry and so no floor."""
+    for entry in _load_yaml("gpus.yaml")["devices"]:
+        if entry["isa"] in ("*", isa) and entry["cu"] in ("*", cu):
+            if "gpu" in entry:
+                return gpus()[entry["gpu"]].match[0]
+            return str(entry["label"]).format(isa=isa or "not recorded", cu=cu if cu is not None else "?")
+    raise RegistryError(f"registry/gpus.yaml: no devices entry for ISA {isa!r} with {cu!r} CUs")

@@ -1,0 +1,75 @@
+"""``ki import aiter``: AMD aiter's tuned kernel tables (shipped with the package, or a folder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from kernelindex.catalog.publish import PublishError
+from kernelindex.cli.catalog_cmds import _mode, _progress, import_app
+from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
+
+
+@import_app.command("aiter")
+def import_aiter_cmd(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the report; write nothing."),
+    publish: bool = typer.Option(False, "--publish", help="Publish in one transaction."),
+    path: Path = typer.Option(None, "--path", exists=True,
+                              help="A folder of aiter tables (aiter/configs of a checkout) or an archive "
+                                   "with its PROVENANCE.json beside it (default: the shipped tables)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable report."),
+    database: str = DatabaseOption,
+) -> None:
+    """Import AMD aiter's tuned tables: GEMM (bf16, a8w8 per-token, block-scale a8w8/a4w4,
+    pre-shuffled, batched), fused MoE and Gated DeltaNet. One run per row, timed by aiter's tuner
+    (mean of 101, profiler device time: metric latency:mean:ns, never ranked with medians)."""
+    from kernelindex.sources.aiter import import_aiter
+    from kernelindex.sources.aiter.archive import ArchiveError
+
+    dry = _mode(dry_run, publish)
+    catalog = open_for_cli(database)
+    try:
+        with _progress(as_json) as bar:
+            task = bar.add_task("tables", total=None)
+            report = import_aiter(catalog, path, dry_run=dry, actor=actor(),
+                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
+    except (ArchiveError, OSError) as exc:
+        fail(str(exc))
+    except PublishError as exc:
+        fail(f"nothing was published: {exc}")
+    if as_json:
+        print_json(report.to_json())
+        return
+    _print(report.to_json())
+
+
+def _print(report: dict) -> None:
+    verb = "published" if report["published"] else "dry run — nothing written"
+    console.print(f"[bold]AMD aiter tuned tables[/] ({verb})\nsnapshot {report['snapshot_digest']}\n"
+                  f"{escape(str(report['locator']))}")
+    console.print(f"files {report['files']} · rows read {report['rows_read']:,} · accepted {report['accepted']:,} "
+                  f"· skipped {report['skipped_total']:,}")
+    families = Table("family", "rows imported", box=None)
+    for family, rows in report["accepted_by_family"].items():
+        families.add_row(family, f"{rows:,}")
+    console.print(families)
+    gpus = Table("GPU (as the rows prove it)", "rows", box=None)
+    for gpu, rows in report["gpus"].items():
+        gpus.add_row(escape(gpu), f"{rows:,}")
+    console.print(gpus)
+    if report["skipped"]:
+        skipped = Table("skipped because", "rows", "first rows", box=None)
+        for reason, entry in report["skipped"].items():
+            skipped.add_row(escape(reason), f"{entry['rows']:,}", escape(", ".join(entry["first"][:3])))
+        console.print(skipped)
+    kinds = Table("kind", "new", "existing", box=None)
+    for kind in sorted(set(report["new"]) | set(report["existing"])):
+        kinds.add_row(kind, f"{report['new'].get(kind, 0):,}", f"{report['existing'].get(kind, 0):,}")
+    console.print(kinds)
+
+
+def register(app: typer.Typer) -> None:
+    """The command hangs off ``ki import``, which catalog_cmds registers; importing this module adds it."""
