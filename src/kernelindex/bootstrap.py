@@ -25,6 +25,8 @@ from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.canonical import ManifestSyntaxError, strict_json_loads
 from kernelindex.domain.manifests import ManifestError, Supersession, build, digest_of
 from kernelindex.readmodel.objects import attested_bundles, has_runs, runs_present, supersession_digests
+from kernelindex.sources.aiter import import_aiter
+from kernelindex.sources.aiter.normalize import SOURCE as AITER_SOURCE
 from kernelindex.sources.base import FileTransport
 from kernelindex.sources.kernelindex_export import bundled_export_path, import_export
 from kernelindex.sources.liger import import_liger_files
@@ -38,9 +40,9 @@ EXPORT_SOURCES = ("flashinfer-bench", "gpumode-kernelbot")
 
 
 def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = None) -> list[str]:
-    """Publish the bundled Liger files, the publishable part of the KernelIndex catalog export
-    (and the bundled verified runner bundles) if the catalog has none of it yet. ``say`` receives
-    progress lines. Returns what was imported."""
+    """Publish the bundled Liger files, the publishable part of the KernelIndex catalog export, AMD
+    aiter's tuned tables (and the bundled verified runner bundles) if the catalog has none of it
+    yet. ``say`` receives progress lines. Returns what was imported."""
     say = say or log.info
     done: list[str] = []
     if not has_runs(catalog, SOURCE):
@@ -49,6 +51,7 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
             done.append(f"{SOURCE} {report.locator.rsplit('/', 1)[-1]}: {report.new.get('BenchmarkRun', 0)} runs")
             say(f"  {done[-1]}")
     done.extend(_bundled_export(catalog, say))
+    done.extend(_bundled_aiter(catalog, say))
     done.extend(_bundled_verified(catalog))
     done.extend(apply_shipped_supersessions(catalog))
     return done
@@ -69,6 +72,16 @@ def _bundled_export(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
     report = import_export(catalog, FileTransport(bundled_export_path()), dry_run=False, actor=BOOTSTRAP_ACTOR,
                            progress=progress)
     line = f"kernelindex-export: {report.new.get('BenchmarkRun', 0)} runs"
+    say(f"  {line}")
+    return [line]
+
+
+def _bundled_aiter(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
+    if has_runs(catalog, AITER_SOURCE):
+        return []
+    say("Importing AMD aiter's tuned kernel tables (GEMM, fused MoE, Gated DeltaNet)…")
+    report = import_aiter(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
+    line = f"{AITER_SOURCE}: {report.new.get('BenchmarkRun', 0)} runs"
     say(f"  {line}")
     return [line]
 

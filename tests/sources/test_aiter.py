@@ -179,3 +179,15 @@ def test_implementation_slugs_are_valid_and_distinct() -> None:
     assert implementation_slug("ck", "a8w8_rowwise_256") == "aiter-ck-a8w8_rowwise_256"
     assert len(implementation_slug("ck", long)) <= 100
     assert implementation_slug("asm", "_ZN5aiterAE") != implementation_slug("asm", "_ZN5aiteraE")
+
+
+def test_assembled_manifests_equal_built_ones(tables: Path) -> None:
+    """The importer's fast path (build_assembled) gives the manifests ``build`` gives."""
+    from kernelindex.domain.manifests import build, digest_of, manifest_json
+    from kernelindex.sources.aiter.importer import AiterReport, normalize_files, read_folder
+
+    made = normalize_files(read_folder(tables), AiterReport("aiter-tuned-configs", "fixture", "sha256:0"))
+    for manifest in [m for m in made if m.kind in ("BenchmarkRun", "WorkloadCase")][:6]:
+        data = manifest_json(manifest)
+        rebuilt = build(data["kind"], data["spec"], data.get("metadata"))
+        assert digest_of(rebuilt) == digest_of(manifest) and manifest_json(rebuilt) == data

@@ -305,11 +305,17 @@ def flop_rule(family: str, slug: str, axes: set[str]) -> FlopRule | None:
     return None
 
 
+@cache
+def _devices() -> tuple[dict[str, Any], ...]:
+    return tuple(_load_yaml("gpus.yaml")["devices"])
+
+
+@cache
 def device_product(isa: str | None, cu: int | None) -> str:
     """The product name a run records for a device known by ISA and compute units only
     (gpus.yaml ``devices``): a datasheet entry's match name when the pair proves the product, else
     a label of what is known, which has no datasheet entry and so no floor."""
-    for entry in _load_yaml("gpus.yaml")["devices"]:
+    for entry in _devices():
         if entry["isa"] in ("*", isa) and entry["cu"] in ("*", cu):
             if "gpu" in entry:
                 return gpus()[entry["gpu"]].match[0]

@@ -19,6 +19,7 @@ LIBRARIES = {"asm": "asm", "ck": "ck", "cktile": "ck-tile", "hipblaslt": "hipBLA
 LANGUAGES = {"asm": "other", "ck": "cpp", "ck-tile": "cpp", "hipBLASLt": "other", "triton": "triton",
              "FlyDSL": "other", "opus": "other", "torch": "python", "skinny": "cpp"}
 TRUE = {"true", "1"}
+MAX_SIZE = 2**31  # one shape size (a tensor's element count is checked against 2^53 where it is built)
 FALSE = {"false", "0"}
 
 
@@ -105,8 +106,8 @@ def _number(row: Row, column: str) -> int:
         number = int(value) if value is not None else 0
     except ValueError:
         number = 0
-    if number < 1:
-        raise RowProblem(f"column {column} is {value!r}, not a positive integer")
+    if not 1 <= number <= MAX_SIZE:
+        raise RowProblem(f"column {column} is {value!r}, not a positive integer up to {MAX_SIZE:,}")
     return number
 
 

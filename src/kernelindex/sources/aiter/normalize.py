@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
+from datetime import datetime
+from math import prod
 from typing import Any, TypeVar, cast
 
 from kernelindex import registry
@@ -19,6 +21,7 @@ from kernelindex.domain.manifests import (
     Source,
     WorkloadCase,
     build,
+    build_assembled,
     digest_of,
     manifest_json,
 )
@@ -34,6 +37,7 @@ from kernelindex.sources.base import source_manifest
 SOURCE = "aiter-tuned-configs"
 PROJECT = "aiter"
 M = TypeVar("M", bound=Manifest)
+OBSERVED = datetime.fromisoformat(UPSTREAM_DATE)
 
 
 class Normalizer:
@@ -100,13 +104,13 @@ class Normalizer:
             operation, workload, entry, library, kernel, raw = self._gdn(row)
         implementation = self.implementation(operation, entry, library, kernel)
         environment, protocol = self.environment(row), self.protocol()
-        run = build("BenchmarkRun", {
+        run = build_assembled("BenchmarkRun", {
             "implementation": digest_of(implementation), "workload": digest_of(workload),
             "protocol": digest_of(protocol), "environment": digest_of(environment), "status": "passed",
             "timing": {"mean_ns": round(row.us * 1000), "samples": 101, "method": STATISTIC,
                        "raw": {"us": row.values["us"], **raw}},
             "correctness": _correctness(raw),
-            "observed_at": UPSTREAM_DATE,
+            "observed_at": OBSERVED,
             "source": {"name": SOURCE, "external_id": f"{row.file}:{row.line}"},
         })
         return [self.source(), self.project(), operation, implementation, workload, protocol, environment, run]
@@ -197,10 +201,13 @@ def _workload(operation: OperationSpec, axes: dict[str, int], dtypes: dict[str, 
             shape = [evaluate(d, bound) for d in decl["shape"]]
         except ExpressionError as exc:
             raise kinds.RowProblem(str(exc)) from None
+        if prod(shape) > 2**53:
+            raise kinds.RowProblem(f"tensor {decl['name']} has {prod(shape):,} elements, beyond exact JSON integers")
         tensors.append({"name": decl["name"], "dtype": dtypes.get(decl["dtype"], decl["dtype"]), "shape": shape,
                         "strides": _strides(shape)})
     variables = [name for name, axis in spec["axes"].items() if axis["role"] == "variable"]
     label = " · ".join(f"{name} = {axes[name]}" for name in variables) + " · " + " · ".join(
         f"{v}" for v in sorted(set(dtypes.values())))
-    return build("WorkloadCase", {"operation": digest_of(operation), "axes": axes, "dtypes": dtypes,
-                                  "tensors": tensors, "params": {}}, {"title": label})
+    return cast(WorkloadCase, build_assembled("WorkloadCase", {
+        "operation": digest_of(operation), "axes": axes, "dtypes": dtypes, "tensors": tensors, "params": {}},
+        {"title": label}))
