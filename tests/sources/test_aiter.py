@@ -191,3 +191,17 @@ def test_assembled_manifests_equal_built_ones(tables: Path) -> None:
         data = manifest_json(manifest)
         rebuilt = build(data["kind"], data["spec"], data.get("metadata"))
         assert digest_of(rebuilt) == digest_of(manifest) and manifest_json(rebuilt) == data
+
+
+def test_keys_that_differ_only_outside_the_tensors_are_distinct_operations() -> None:
+    """doweight_stage1 and is_varlen change no tensor: the semantics say them, so the digests differ
+    (else two slugs would share one stored operation and their workloads would merge)."""
+    from dataclasses import replace
+
+    from kernelindex.domain.manifests import digest_of
+    from kernelindex.sources.aiter.moe_gdn import GdnKey, MoeKey, gdn_operation, moe_operation
+
+    moe = MoeKey("silu", "no", "bf16", "bf16", "bf16", True, False, 4096, 384, 128, 8)
+    assert digest_of(moe_operation(moe)) != digest_of(moe_operation(replace(moe, weight_in_stage1=True)))
+    gdn = GdnKey(128, 128, 64, 32, 16, False, True, False, True, False)
+    assert digest_of(gdn_operation(gdn)) != digest_of(gdn_operation(replace(gdn, varlen=True)))

@@ -49,7 +49,8 @@ def moe_operation(key: MoeKey) -> OperationSpec:
         "family": "moe",
         "semantics": (f"y = Σ over the top-{key.topk} routed experts of weight · w2·{key.activation}(w1·x) "
                       f"({'gate and up in w1' if key.gate_up else 'w1 without a gate'}); activations "
-                      f"quantized to {key.q_a} ({key.quant}), expert weights in {key.q_w}"),
+                      f"quantized to {key.q_a} ({key.quant}), expert weights in {key.q_w}; the routing weight "
+                      f"applied {'before the down projection (stage 1)' if key.weight_in_stage1 else 'to its output'}"),
         "axes": {"token": {"role": "variable"},
                  **{name: {"role": "constant", "expression": str(value)} for name, value in (
                      ("model_dim", key.model_dim), ("inter_dim", key.inter_dim), ("experts", key.experts),
@@ -115,7 +116,8 @@ def gdn_operation(key: GdnKey) -> OperationSpec:
         "family": "gated-deltanet",
         "semantics": ("Gated DeltaNet chunked forward, state pass: walks each sequence in chunks of bt "
                       "tokens and writes the recurrent state h at every chunk and the corrected values "
-                      "v_new (fla's chunk_gated_delta_rule_fwd_h, as aiter's chunk_gdn_h_opt computes it)"),
+                      "v_new (fla's chunk_gated_delta_rule_fwd_h, as aiter's chunk_gdn_h_opt computes it); "
+                      + ("variable-length sequences packed along t" if key.varlen else "sequences of equal length")),
         "axes": {"t": {"role": "variable"}, "n": {"role": "variable"}, "total_chunks": {"role": "variable"},
                  **{name: {"role": "constant", "expression": str(value)} for name, value in constants}},
         "dtype_variables": {"T": ["bf16"]},
