@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from importlib import resources
 from pathlib import Path
 
@@ -39,21 +39,30 @@ BOOTSTRAP_ACTOR = "kernelindex-bootstrap"
 EXPORT_SOURCES = ("flashinfer-bench", "gpumode-kernelbot")
 
 
-def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = None) -> list[str]:
+BUNDLED_PARTS = ("liger", "export", "aiter", "verified")
+
+
+def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = None, *,
+                        parts: Collection[str] = BUNDLED_PARTS) -> list[str]:
     """Publish the bundled Liger files, the publishable part of the KernelIndex catalog export, AMD
-    aiter's tuned tables (and the bundled verified runner bundles) if the catalog has none of it
-    yet. ``say`` receives progress lines. Returns what was imported."""
+    aiter's tuned tables and the bundled verified runner bundles (with the shipped supersessions) if
+    the catalog has none of each yet. ``parts`` names which (all by default: what a fresh install
+    imports; tests of one part leave out the ~60,000 imported runs they do not need). ``say``
+    receives progress lines. Returns what was imported."""
     say = say or log.info
     done: list[str] = []
-    if not has_runs(catalog, SOURCE):
+    if "liger" in parts and not has_runs(catalog, SOURCE):
         say("Importing Liger-Kernel's benchmark files…")
         for report in import_liger_files(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR):
             done.append(f"{SOURCE} {report.locator.rsplit('/', 1)[-1]}: {report.new.get('BenchmarkRun', 0)} runs")
             say(f"  {done[-1]}")
-    done.extend(_bundled_export(catalog, say))
-    done.extend(_bundled_aiter(catalog, say))
-    done.extend(_bundled_verified(catalog))
-    done.extend(apply_shipped_supersessions(catalog))
+    if "export" in parts:
+        done.extend(_bundled_export(catalog, say))
+    if "aiter" in parts:
+        done.extend(_bundled_aiter(catalog, say))
+    if "verified" in parts:
+        done.extend(_bundled_verified(catalog))
+        done.extend(apply_shipped_supersessions(catalog))
     return done
 
 

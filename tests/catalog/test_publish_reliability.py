@@ -21,6 +21,8 @@ from kernelindex.sources.liger import import_liger
 from kernelindex.trust.bundles import bundled_bundles, publish_bundle
 from kernelindex.trust.keys import bundled_runner_keys
 
+RUNNER_PARTS = ("liger", "verified")  # what these tests are about; the imported sources add ~60,000 runs
+
 runner = CliRunner()
 SHIPPED_KEY = Path(__file__).resolve().parents[2] / "src" / "kernelindex" / "data" / "runners"
 
@@ -50,10 +52,10 @@ def test_trusting_a_key_twice_says_so(empty_catalog: Catalog) -> None:
 def test_bootstrap_after_trusting_the_shipped_key_by_hand(empty_catalog: Catalog) -> None:
     trusted = runner.invoke(app, ["runner", "trust", str(_shipped_pub()), "--database", empty_catalog.url])
     assert trusted.exit_code == 0, trusted.output
-    done = ensure_bundled_data(empty_catalog)
+    done = ensure_bundled_data(empty_catalog, parts=RUNNER_PARTS)
     assert any("verified bundle" in line for line in done)
     assert _count(empty_catalog, TrustedRunnerRow) == len(list(SHIPPED_KEY.glob("*.pub")))  # each key once
-    assert ensure_bundled_data(empty_catalog) == []  # every later start: nothing to do
+    assert ensure_bundled_data(empty_catalog, parts=RUNNER_PARTS) == []  # every later start: nothing to do
 
 
 def test_bootstrap_publishes_a_shipped_bundle_the_catalog_lacks(liger_catalog: Catalog) -> None:
@@ -62,7 +64,7 @@ def test_bootstrap_publishes_a_shipped_bundle_the_catalog_lacks(liger_catalog: C
     bundled_runner_keys(liger_catalog)
     publish_bundle(liger_catalog, first)  # an older release shipped only this one
     runs_before = _count(liger_catalog, RunRow)
-    done = ensure_bundled_data(liger_catalog)
+    done = ensure_bundled_data(liger_catalog, parts=RUNNER_PARTS)
     published = [line.split(":")[0] for line in done if line.startswith("verified bundle")]
     assert published == [f"verified bundle {p.name}" for p in others]
     assert attested_bundles(liger_catalog) == {bundle_digest(p) for p in bundled_bundles()}
@@ -70,7 +72,7 @@ def test_bootstrap_publishes_a_shipped_bundle_the_catalog_lacks(liger_catalog: C
 
 
 def test_a_publication_that_adds_nothing_writes_nothing(liger_catalog: Catalog) -> None:
-    ensure_bundled_data(liger_catalog)
+    ensure_bundled_data(liger_catalog, parts=RUNNER_PARTS)
     version, publications = liger_catalog.version(), _count(liger_catalog, PublicationRow)
     for path in bundled_bundles():
         report = publish_bundle(liger_catalog, path)
@@ -81,7 +83,7 @@ def test_a_publication_that_adds_nothing_writes_nothing(liger_catalog: Catalog) 
 
 
 def test_attestations_alone_are_a_publication(liger_catalog: Catalog) -> None:
-    ensure_bundled_data(liger_catalog)
+    ensure_bundled_data(liger_catalog, parts=RUNNER_PARTS)
     path = bundled_bundles()[0]
     with liger_catalog.engine.begin() as conn:
         conn.execute(delete(AttestationRow).where(AttestationRow.bundle_digest == bundle_digest(path)))
