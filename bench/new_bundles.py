@@ -1,0 +1,120 @@
+"""New signed bundles for ``bench/load.py``'s publishing loop: each one holds runs the catalog has
+never seen, so each upload is a real publication (rows written, the catalog version bumped, caches
+invalidated), not a no-op re-publication.
+
+    .venv/bin/python bench/new_bundles.py prepare --database URL --count 30 --out DIR
+    .venv/bin/python bench/new_bundles.py upload --server http://127.0.0.1:PORT --every 10 --until EPOCH DIR
+
+``prepare`` makes a bench runner key, trusts it in the catalog (``ki runner trust`` does the same),
+makes an API key with scope ``bundles:write`` (``ki keys create``), and writes ``--count`` bundles:
+the runs of the shipped runner bundles, one operation per bundle in turn, each run re-signed by the
+bench key with its observed time moved by the bundle's number (so every bundle's runs are new
+digests). Everything costly (signing, hashing) happens here, before the timed window.
+
+``upload`` posts one bundle every ``--every`` seconds to ``POST /api/v1/bundles`` (as ``ki publish
+--server`` and ``ki runner work`` do: the server verifies and publishes it) until ``--until`` (Unix
+time) or the bundles run out, then prints ``published N refused M`` and each upload's seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from kernelindex.catalog.db import open_catalog
+from kernelindex.catalog.publish import publish_manifests
+from kernelindex.domain.manifests import manifest_json, parse_manifest
+from kernelindex.trust import api_keys
+from kernelindex.trust import keys as runner_keys
+from kernelindex.trust.bundles import SAMPLES_DIR, bundled_bundles, verify_bundle, write_bundle
+from kernelindex.trust.uploads import pack_bundle
+
+RUNNER = "bench-load-runner"
+TOKEN_FILE = "api-token"
+
+
+def prepare(database: str, count: int, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    private, _, key = runner_keys.generate(RUNNER, out / "key", overwrite=True)
+    catalog = open_catalog(database, migrate_schema=False)
+    publish_manifests(catalog, [key.trusted_runner_manifest(trusted_by="bench/load.py")], actor="bench/load.py",
+                      source="ki runner trust")
+    _, token = api_keys.create_key(catalog, name=f"bench-load-{int(time.time())}", scope="bundles:write",
+                                   created_by="bench/load.py")
+    catalog.dispose()
+    (out / TOKEN_FILE).write_text(token)
+    shipped = sorted(p for p in bundled_bundles() if not p.name.endswith("independent-check"))
+    signer = runner_keys.load_private_key(private)
+    stamp = int(time.time())
+    for number in range(count):
+        _resigned(shipped[number % len(shipped)], out / f"bundle-{number:03d}", signer, stamp + number)
+
+
+def _resigned(source: Path, out: Path, signer: Ed25519PrivateKey, shift: int) -> None:
+    """The runs of a shipped bundle signed by the bench key, observed ``shift`` seconds later: new digests."""
+    bundle = verify_bundle(source)
+    key_id = runner_keys.key_id_of(runner_keys.public_key_hex(signer))
+    manifests = []
+    for manifest in bundle.manifests:
+        data = manifest_json(manifest)
+        if data["kind"] == "BenchmarkRun":
+            observed = datetime.fromisoformat(data["spec"]["observed_at"].replace("Z", "+00:00"))
+            moved = (observed + timedelta(seconds=shift % 10_000_000)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            data = {**data, "spec": {**data["spec"], "runner": {"name": RUNNER, "key_id": key_id},
+                                     "observed_at": moved}}
+        manifests.append(parse_manifest(data, "bench"))
+    samples = [p.read_bytes() for p in sorted((source / SAMPLES_DIR).iterdir())] if (source / SAMPLES_DIR).is_dir() \
+        else []
+    write_bundle(out, manifests, samples, key=signer, runner_name=RUNNER)
+
+
+def upload(server: str, every: float, until: float, folder: Path) -> None:
+    token = (folder / TOKEN_FILE).read_text().strip()
+    bundles = sorted(p for p in folder.glob("bundle-*") if p.is_dir())
+    published, refused, seconds = 0, 0, []
+    headers = {"authorization": f"Bearer {token}", "content-type": "application/gzip"}
+    next_at = time.time()
+    with httpx.Client(base_url=server, timeout=120) as client:
+        for bundle in bundles:
+            if next_at >= until:
+                break
+            time.sleep(max(0.0, next_at - time.time()))
+            started = time.perf_counter()
+            response = client.post("/api/v1/bundles", content=pack_bundle(bundle), headers=headers)
+            seconds.append(round(time.perf_counter() - started, 2))
+            if response.status_code == 201:
+                published += 1
+            else:
+                refused += 1
+                print(f"refused {bundle.name}: {response.status_code} {response.text[:300]}", flush=True)
+            next_at += every
+    print(f"published {published} refused {refused} upload_s {json.dumps(seconds)}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    make = sub.add_parser("prepare")
+    make.add_argument("--database", required=True)
+    make.add_argument("--count", type=int, default=30)
+    make.add_argument("--out", type=Path, required=True)
+    send = sub.add_parser("upload")
+    send.add_argument("--server", required=True)
+    send.add_argument("--every", type=float, default=10.0)
+    send.add_argument("--until", type=float, required=True)
+    send.add_argument("folder", type=Path)
+    args = parser.parse_args()
+    if args.command == "prepare":
+        prepare(args.database, args.count, args.out)
+    else:
+        upload(args.server, args.every, args.until, args.folder)
+
+
+if __name__ == "__main__":
+    main()
