@@ -88,6 +88,7 @@ def upload(server: str, every: float, until: float, folder: Path) -> None:
             started = time.perf_counter()
             response = client.post("/api/v1/bundles", content=pack_bundle(bundle), headers=headers)
             seconds.append(round(time.perf_counter() - started, 2))
+            bundle.rename(bundle.with_name(f"sent-{bundle.name}"))  # a later row uploads the next ones
             if response.status_code == 201:
                 published += 1
             else:

@@ -76,3 +76,16 @@ def test_discard_drops_only_the_matching_entries(empty_catalog: Catalog) -> None
     cache.discard(lambda key: key[:1] == ("api",))
     assert cache.get(empty_catalog, ("api", "search", "rope"), lambda: "recomputed", version=1) == "recomputed"
     assert cache.get(empty_catalog, ("resolver", "cohorts", "rope"), lambda: "reloaded", version=1) == "loaded"
+
+
+def test_a_newer_version_of_one_scope_keeps_the_others(empty_catalog: Catalog) -> None:
+    """Operation-scoped entries move with their operation's version only (readmodel/versions.py)."""
+    cache = VersionedCache()
+    cache.get(empty_catalog, "data", lambda: "rope@1", version=1, scope="rope")
+    cache.get(empty_catalog, "data", lambda: "softmax@1", version=1, scope="softmax")
+    cache.get(empty_catalog, "home", lambda: "home@1", version=1)
+    cache.get(empty_catalog, "data", lambda: "rope@5", version=5, scope="rope")
+    cache.get(empty_catalog, "home", lambda: "home@5", version=5)
+    assert cache.peek(empty_catalog, "data", 1, scope="rope") is None  # dropped: rope moved on
+    assert cache.peek(empty_catalog, "data", 1, scope="softmax") == "softmax@1"  # kept: softmax did not change
+    assert cache.peek(empty_catalog, "home", 1) is None

@@ -95,7 +95,7 @@ def test_only_plain_successful_answers_are_kept(status: int, headers: list[tuple
         await recorder.send({"type": "http.response.start", "status": status, "headers": headers})
         await recorder.send({"type": "http.response.body", "body": b"abc", "more_body": True})
         await recorder.send({"type": "http.response.body", "body": b"def"})
-        return recorder.answer()
+        return recorder.answer(("", 1))
 
     result = asyncio.run(answer())
     assert len(sent) == 3  # passed through whatever is kept
@@ -119,7 +119,7 @@ def test_the_cache_keeps_within_its_byte_budget(empty_catalog: Catalog) -> None:
     cache = VersionedCache(size=100, max_bytes=10_000)
     version = empty_catalog.version()
     for n in range(5):
-        cache.put(empty_catalog, ("answer", n), KeptAnswer(200, (), b"x" * 3_000, b'W/"x"'), version=version)
+        cache.put(empty_catalog, ("answer", n), KeptAnswer(200, (), b"x" * 3_000, b'W/"x"', ("", version)), version=version)
     kept = [n for n in range(5) if cache.peek(empty_catalog, ("answer", n), version) is not None]
     assert kept == [2, 3, 4]  # the oldest went first; 9,000 of 10,000 bytes
     cache.put(empty_catalog, "small", {"model": 1}, version=version)  # no size: counts as an entry only

@@ -102,6 +102,7 @@ def drop_everything(catalog: Catalog) -> None:
     """Test helper for PostgreSQL databases that are reused between tests."""
     with catalog.engine.begin() as conn:
         for table in (
+            "catalog_changes",
             "claim_nonces",
             "request_replicas",
             "measurement_requests",

@@ -110,6 +110,16 @@ class CatalogStateRow(Base):
     version: Mapped[int] = mapped_column(BigInteger)
 
 
+class CatalogChangeRow(Base):
+    """One operation a catalog version changed (``operation`` NULL: every operation). Written by the
+    publication that bumps the version; readers reload only what changed (``readmodel/versions.py``)."""
+
+    __tablename__ = "catalog_changes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    version: Mapped[int] = mapped_column(BigInteger, index=True)
+    operation: Mapped[str | None] = mapped_column(DIGEST)
+
+
 Index("ix_runs_operation_cohort", RunRow.operation, RunRow.cohort_key)
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, insert, select, update
 
+from kernelindex.catalog.changes import record_changes, touched_operations
 from kernelindex.catalog.db import SQLITE_BUSY_TIMEOUT_MS, Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
@@ -268,6 +269,8 @@ def publish_manifests(
         attested = report.attested = _insert_attestations(conn, attestations or {}, now)
         if fresh or attested:
             _record_publication(conn, report, source, snapshot_digest, locator, actor, now)
+            record_changes(conn, touched_operations(conn, [(i.kind, i.digest, i.data) for i in fresh], bodies,
+                                                    attestations or {}))
         if dry_run:
             conn.rollback()
     return report

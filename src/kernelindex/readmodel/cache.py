@@ -1,7 +1,9 @@
 """The read model's one cache. Every answer is a pure function of the catalog (and of the day, for
-staleness), so values are kept per (catalog, catalog version, key): any write bumps the version and
-makes every older entry unreachable. Loaded operations, the resolver's cohorts, page models and
-rendered pages all live here."""
+staleness), so values are kept per (catalog, scope, version, key). The scope is an operation's slug
+for what depends on that operation alone (its loaded data and what is derived from it), kept by the
+operation's own version (``readmodel.versions``); the empty scope is the whole catalog, kept by the
+catalog version. A newer version of a scope makes that scope's older entries unreachable, and they
+are dropped; other scopes are untouched, so publishing rope never reloads softmax."""
 
 from __future__ import annotations
 
@@ -16,32 +18,36 @@ from kernelindex.catalog.db import Catalog
 T = TypeVar("T")
 
 
+SITE = ""  # the scope of what depends on the whole catalog
+Full = tuple[str, str, int, Hashable]  # (catalog URL, scope, version, key)
+
+
 class VersionedCache:
-    """A bounded LRU keyed on (catalog URL, catalog version, key): at most ``size`` entries, and at most
+    """A bounded LRU keyed on (catalog URL, scope, version, key): at most ``size`` entries, and at most
     ``max_bytes`` in the entries that say their size (an ``nbytes`` attribute: whole answers).
 
     Concurrent requests for the same missing entry wait for the one computation in flight instead
-    of repeating it; a failed computation is not kept. Entries of an older version of a catalog are
-    dropped when a newer version is stored.
+    of repeating it; a failed computation is not kept. Entries of an older version of a scope are
+    dropped when a newer version of that scope is stored.
     """
 
     def __init__(self, size: int = 4096, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.size = size
         self.max_bytes = max_bytes
         self._bytes = 0
-        self._items: OrderedDict[tuple[str, int, Hashable], Any] = OrderedDict()
-        self._inflight: dict[tuple[str, int, Hashable], threading.Event] = {}
-        self._latest: dict[str, int] = {}
+        self._items: OrderedDict[Full, Any] = OrderedDict()
+        self._inflight: dict[Full, threading.Event] = {}
+        self._latest: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
     def get(self, catalog: Catalog, key: Hashable, compute: Callable[[], T], *, version: int | None = None,
-            long_lived: bool = False) -> T:
-        """The value for ``key`` at ``version`` (the catalog's current one when not given).
+            long_lived: bool = False, scope: str = SITE) -> T:
+        """The value for ``key`` at ``version`` of ``scope`` (the catalog's current version when not given).
 
         ``long_lived``: the value is large and lives as long as the catalog version (a loaded
         operation), so everything alive is moved out of the garbage collector's way once it is kept.
         """
-        full = (catalog.url, catalog.version() if version is None else version, key)
+        full = (catalog.url, scope, catalog.version() if version is None else version, key)
         with self._lock:
             if full in self._items:
                 self._items.move_to_end(full)
@@ -65,21 +71,21 @@ class VersionedCache:
             with self._lock:
                 self._inflight.pop(full).set()
 
-    def peek(self, catalog: Catalog, key: Hashable, version: int) -> Any | None:
-        """The value kept for ``key`` at ``version``, or None; computes nothing."""
+    def peek(self, catalog: Catalog, key: Hashable, version: int, *, scope: str = SITE) -> Any | None:
+        """The value kept for ``key`` at ``version`` of ``scope``, or None; computes nothing."""
         with self._lock:
-            return self._items.get((catalog.url, version, key))
+            return self._items.get((catalog.url, scope, version, key))
 
-    def put(self, catalog: Catalog, key: Hashable, value: Any, *, version: int) -> None:
-        """Keep ``value`` for ``key`` at ``version`` (unless a newer version of the catalog is kept)."""
-        self._keep((catalog.url, version, key), value)
+    def put(self, catalog: Catalog, key: Hashable, value: Any, *, version: int, scope: str = SITE) -> None:
+        """Keep ``value`` for ``key`` at ``version`` of ``scope``."""
+        self._keep((catalog.url, scope, version, key), value)
 
-    def _keep(self, full: tuple[str, int, Hashable], value: Any) -> None:
-        url, version, _ = full
+    def _keep(self, full: Full, value: Any) -> None:
+        url, scope, version, _ = full
         with self._lock:
-            if version > self._latest.get(url, -1):
-                self._latest[url] = version
-                for old in [k for k in self._items if k[0] == url and k[1] < version]:
+            if version > self._latest.get((url, scope), -1):
+                self._latest[(url, scope)] = version
+                for old in [k for k in self._items if k[0] == url and k[1] == scope and k[2] < version]:
                     self._drop(old)
             if full in self._items:
                 self._drop(full)
@@ -88,14 +94,14 @@ class VersionedCache:
             while len(self._items) > self.size or self._bytes > self.max_bytes:
                 self._drop(next(iter(self._items)))
 
-    def _drop(self, full: tuple[str, int, Hashable]) -> None:
+    def _drop(self, full: Full) -> None:
         self._bytes -= _nbytes(self._items.pop(full))
 
     def discard(self, where: Callable[[Hashable], bool]) -> None:
         """Drop the entries whose key satisfies ``where`` (a benchmark empties the answers and keeps the
         loaded operations)."""
         with self._lock:
-            for full in [k for k in self._items if where(k[2])]:
+            for full in [k for k in self._items if where(k[3])]:
                 self._drop(full)
 
     def clear(self) -> None:

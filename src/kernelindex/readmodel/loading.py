@@ -45,9 +45,11 @@ from kernelindex.readmodel.operation_data import OperationData, RetractionFact, 
 from kernelindex.readmodel.physical_floors import PhysicalFloors
 from kernelindex.readmodel.replication import ReplicationPeer, replication_of
 from kernelindex.readmodel.stored_runs import UnreadableRun, stored_spec
+from kernelindex.readmodel.versions import VERSIONS, Versions
 
 log = logging.getLogger("kernelindex.readmodel")
 ALL_KEY = ("operation-data-all",)
+ONE_BY_ONE = 8  # more operations to load than this: one pass over every table instead
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -69,25 +71,34 @@ def _gc_paused(load: Callable[P, T]) -> Callable[P, T]:
     return paused
 
 
-def load_operation(catalog: Catalog, slug: str, *, version: int | None = None) -> OperationData:
-    """Everything one operation's answers need, loaded once per catalog version (taken from the
-    one-pass load of every operation when that is in the cache)."""
-    version = catalog.version() if version is None else version
-
-    def compute() -> OperationData:
-        everything = READ_CACHE.peek(catalog, ALL_KEY, version)
-        if everything is not None and slug in everything:
-            return everything[slug]
-        return _load(catalog, slug, version)
-
-    return READ_CACHE.get(catalog, ("operation-data", slug), compute, version=version, long_lived=True)
+def load_operation(catalog: Catalog, slug: str) -> OperationData:
+    """Everything one operation's answers need, loaded once per version of that operation (the last
+    catalog version that changed it: ``readmodel.versions``)."""
+    return _operation_at(catalog, slug, VERSIONS.current(catalog).of(slug))
 
 
-def load_all_operations(catalog: Catalog, *, version: int | None = None) -> dict[str, OperationData]:
-    """Every operation, by slug (sorted), loaded in one pass of a few whole-table queries instead of
-    a dozen queries per operation; each is also what ``load_operation`` answers for its slug."""
-    version = catalog.version() if version is None else version
-    return READ_CACHE.get(catalog, ALL_KEY, lambda: _load_all(catalog, version), version=version, long_lived=True)
+def _operation_at(catalog: Catalog, slug: str, version: int) -> OperationData:
+    return READ_CACHE.get(catalog, ("operation-data", slug), lambda: _load(catalog, slug, version), version=version,
+                          scope=slug, long_lived=True)
+
+
+def load_all_operations(catalog: Catalog) -> dict[str, OperationData]:
+    """Every operation, by slug (sorted), kept per catalog version. Each is the object ``load_operation``
+    answers for its slug: after a publication only the operations it changed are loaded again (one by
+    one when they are few, else in one pass of a few whole-table queries)."""
+    versions = VERSIONS.current(catalog)
+    return READ_CACHE.get(catalog, ALL_KEY, lambda: _all_at(catalog, versions), version=versions.catalog,
+                          long_lived=True)
+
+
+def _all_at(catalog: Catalog, versions: Versions) -> dict[str, OperationData]:
+    with catalog.engine.connect() as conn:
+        names = conn.execute(select(ObjectRow.name).where(ObjectRow.kind == "OperationSpec")).scalars()
+        slugs = sorted(name for name in names if name is not None)
+    missing = [s for s in slugs if READ_CACHE.peek(catalog, ("operation-data", s), versions.of(s), scope=s) is None]
+    if len(missing) > ONE_BY_ONE:
+        return _load_all(catalog, versions)
+    return {slug: _operation_at(catalog, slug, versions.of(slug)) for slug in slugs}
 
 
 def operation_slug_of(conn: Connection, digest: str) -> str:
@@ -173,7 +184,7 @@ def _facts_of_runs(conn: Connection, run_digests: list[str] | None) -> _Facts:
 
 
 @_gc_paused
-def _load_all(catalog: Catalog, version: int) -> dict[str, OperationData]:
+def _load_all(catalog: Catalog, versions: Versions) -> dict[str, OperationData]:
     with catalog.engine.connect() as conn:
         operations = conn.execute(
             select(ObjectRow.name, ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "OperationSpec")
@@ -200,9 +211,10 @@ def _load_all(catalog: Catalog, version: int) -> dict[str, OperationData]:
         bodies = {d: every[d] for d in _refs(op_rows) if d in every}
         bodies.update({d: every[d] for d in workloads_of.get(digest, [])})
         projects = {d: every[d] for d in sorted(_project_refs(bodies)) if d in every}
-        assemble = partial(_assemble, catalog, version, slug, OperationSpec.model_validate_json(body), digest, op_rows,
-                           bodies, projects, facts)
-        loaded[slug] = READ_CACHE.get(catalog, ("operation-data", slug), assemble, version=version)
+        assemble = partial(_assemble, catalog, versions.of(slug), slug, OperationSpec.model_validate_json(body), digest,
+                           op_rows, bodies, projects, facts)
+        loaded[slug] = READ_CACHE.get(catalog, ("operation-data", slug), assemble, version=versions.of(slug),
+                                      scope=slug)
     return loaded
 
 

@@ -122,14 +122,14 @@ def _event_view(event: RecordEvent, ref) -> EventView:  # noqa: ANN001 - local c
 
 def cohort_summaries(data: OperationData, now: datetime) -> list[CohortSummary]:
     """Every cohort of one loaded operation, summarised. Home, records, GPU and challenge pages all
-    need them, so they are cached per catalog version and day (staleness moves by days)."""
+    need them, so they are cached per version of the operation and day (staleness moves by days)."""
 
     def compute() -> list[CohortSummary]:
         summaries = [_summary(data, cohort, now) for cohort in cohorts_of(data).values()]
         return sorted(summaries, key=lambda c: (c.operation, labels.natural_key(c.workload_label), c.label))
 
     return READ_CACHE.get(data.catalog, ("cohort-summaries", data.slug, now.date().isoformat()), compute,
-                          version=data.version)
+                          version=data.version, scope=data.slug)
 
 
 def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummary:

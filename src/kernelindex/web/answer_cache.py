@@ -1,10 +1,18 @@
 """Whole answers of the catalog's pure reads, kept in the read model's cache.
 
-Every page and JSON twin in ``CACHED_ROUTES`` is a function of the catalog version, the day and the
-URL alone (their models are already cached on exactly that, ``views.table.View.cache_key``). Their
-finished answers (status 200, headers, body) are kept per (catalog version, day, path, query), so a
-repeated read costs one version query and a copy, not routing, parameter checks, a thread hop,
-template rendering or JSON encoding (bench/RESULTS.md, "Load under concurrency").
+Every page and JSON twin in ``CACHED_ROUTES`` is a function of the catalog, the day and the URL
+alone. Their finished answers (status 200, headers, body) are kept per (day, path, query) with the
+version they were computed at, so a repeated read costs one version query and a copy, not routing,
+parameter checks, a thread hop, template rendering or JSON encoding (bench/RESULTS.md).
+
+Which version an answer is checked against (``answer_scope``): an answer that depends on one
+operation alone (its page, its runs' and implementations' pages, their twins) against that
+operation's own version, which moves only when a publication changes that operation — so a
+publication or retraction shows there on the very next request, and publications of other
+operations leave it kept. Every other answer (home, records, search, GPUs, indexes, compare) against
+the catalog version: when that moved, the previous answer is still served for at most
+``STALE_FOR_S`` seconds after this worker first saw the newer version, while one background task
+computes the new one (stale-while-revalidate); past that it is computed on the request.
 
 An answer that sets a cookie or says ``no-store`` is never kept; ``/challenges`` is not listed (it
 shows the live measurement requests, which change without a catalog version). A kept answer has an
@@ -13,14 +21,20 @@ ETag, so a client revalidating with ``If-None-Match`` gets a 304.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.cache import READ_CACHE, SITE
+from kernelindex.readmodel.versions import VERSIONS, Versions
 from kernelindex.views.table import VIEWS
+from kernelindex.web.answer_scope import operation_scope
 from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("kernelindex.web")
 
 CACHED_ROUTES: frozenset[str] = frozenset(
     {path for view in VIEWS if view.name != "challenges" for path in (view.path, view.api_path)}
@@ -29,6 +43,9 @@ CACHED_ROUTES: frozenset[str] = frozenset(
 )
 _CACHED_PATH = re.compile("|".join(re.sub(r"\{\w+\}", "[^/]+", path) for path in sorted(CACHED_ROUTES)))
 MAX_KEPT_BYTES = 8 * 1024 * 1024  # one answer; bigger ones (none today) are answered but not kept
+STALE_FOR_S = 10.0  # the longest a site-wide answer is served after a newer catalog version was seen
+ANSWERS = "answers"  # their scope in the read model's cache: one entry per key, replaced when recomputed
+Stamp = tuple[str, int]  # (operation slug, its version) or (SITE, catalog version)
 
 
 @dataclass(frozen=True)
@@ -37,6 +54,7 @@ class KeptAnswer:
     headers: tuple[tuple[bytes, bytes], ...]
     body: bytes
     etag: bytes
+    stamp: Stamp
 
     @property
     def nbytes(self) -> int:
@@ -50,6 +68,9 @@ class AnswerCache:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._refreshing: set[tuple[str, Any]] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self._slots = asyncio.Semaphore(1)  # one background computation at a time per worker
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "GET" or not _CACHED_PATH.fullmatch(scope["path"]):
@@ -58,17 +79,75 @@ class AnswerCache:
         state = scope["app"].state
         # The version read is one indexed row over a kept connection (~0.1–0.2 ms): cheaper inline on
         # the event loop than a hop to the thread pool and back.
-        catalog, version = state.catalog, state.catalog.version()
+        catalog = state.catalog
         key = ("answer", state.clock().date().isoformat(), scope["path"], scope.get("query_string", b""))
-        kept = READ_CACHE.peek(catalog, key, version)
-        if isinstance(kept, KeptAnswer):
+        stamp = _stamp(VERSIONS.current(catalog), operation_scope(catalog, scope["path"]))
+        kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
+        if isinstance(kept, KeptAnswer) and (kept.stamp == stamp or self._may_serve_stale(state, kept)):
             await _send_kept(kept, scope, send)
+            if kept.stamp != stamp:
+                self._refresh_later(scope, key)
             return
+        await self._answer_and_keep(scope, receive, send, key, stamp)
+
+    async def _answer_and_keep(self, scope: Scope, receive: Receive, send: Send, key: Any, stamp: Stamp) -> None:
         recorder = _Recorder(send)
         await self.app(scope, receive, recorder.send)
         route = scope.get("route")
-        if getattr(route, "path", None) in CACHED_ROUTES and (answer := recorder.answer()) is not None:
-            READ_CACHE.put(catalog, key, answer, version=version)
+        if getattr(route, "path", None) in CACHED_ROUTES and (answer := recorder.answer(stamp)) is not None:
+            READ_CACHE.put(scope["app"].state.catalog, key, answer, version=0, scope=ANSWERS)
+
+    @staticmethod
+    def _may_serve_stale(state: Any, kept: KeptAnswer) -> bool:
+        """A site-wide answer of an older catalog version, superseded less than STALE_FOR_S ago."""
+        if kept.stamp[0] != SITE:
+            return False
+        superseded = VERSIONS.superseded_for(state.catalog, kept.stamp[1])
+        return superseded is not None and superseded <= state.stale_for_s
+
+    def _refresh_later(self, scope: Scope, key: Any) -> None:
+        """Compute the answer for the current version in the background (once per key at a time)."""
+        marker = (scope["app"].state.catalog.url, key)
+        if marker in self._refreshing:
+            return
+        self._refreshing.add(marker)
+        headers = [(k, v) for k, v in scope.get("headers", []) if k != b"if-none-match"]
+        task = asyncio.get_running_loop().create_task(self._refresh({**scope, "headers": headers}, key, marker))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _refresh(self, scope: Scope, key: Any, marker: tuple[str, Any]) -> None:
+        try:
+            async with self._slots:
+                catalog = scope["app"].state.catalog
+                stamp = _stamp(VERSIONS.current(catalog), operation_scope(catalog, scope["path"]))
+                await self._answer_and_keep(scope, _no_body(), _discard, key, stamp)
+        except Exception:  # the next request computes it instead
+            log.warning("computing %s in the background failed", scope["path"], exc_info=True)
+        finally:
+            self._refreshing.discard(marker)
+
+
+def _stamp(versions: Versions, operation: str | None) -> Stamp:
+    return (operation, versions.of(operation)) if operation is not None else (SITE, versions.catalog)
+
+
+def _no_body() -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # nobody disconnects from a background computation
+        return {"type": "http.disconnect"}
+
+    return receive
+
+
+async def _discard(message: Message) -> None:
+    return None
 
 
 class _Recorder:
@@ -91,7 +170,7 @@ class _Recorder:
             self._body.append(message.get("body", b""))
         await self._send(message)
 
-    def answer(self) -> KeptAnswer | None:
+    def answer(self, stamp: Stamp) -> KeptAnswer | None:
         if self._start is None or not self._keepable:
             return None
         body = b"".join(self._body)
@@ -100,7 +179,7 @@ class _Recorder:
         if etag is None:
             etag = b'W/"' + hashlib.sha256(body).hexdigest()[:20].encode() + b'"'
             headers.append((b"etag", etag))
-        return KeptAnswer(200, tuple(headers), body, etag)
+        return KeptAnswer(200, tuple(headers), body, etag, stamp)
 
 
 def _forbids_keeping(headers: Any) -> bool:

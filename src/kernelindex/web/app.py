@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 
 from kernelindex.web import api, api_docs, asks, pages, samples_route, search_page
-from kernelindex.web.answer_cache import AnswerCache
+from kernelindex.web.answer_cache import STALE_FOR_S, AnswerCache
 from kernelindex.web.body_limits import BodyLimit
 from kernelindex.web.head import HeadAsGet
 from kernelindex.web.render import ErrorPage, PageError, error_response
@@ -121,11 +121,13 @@ def _lifespan(warm: bool) -> Callable[[FastAPI], Any]:
 
 
 def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | None = None,
-               warm: bool = False) -> FastAPI:
+               warm: bool = False, stale_for_s: float = 0.0) -> FastAPI:
     """Build the app over ``catalog`` (opened from the configured URL when not given).
 
     ``clock`` is the injectable "now" for staleness and "last observed" (tests pin it); ``warm``
-    loads the read models in a background thread at startup (``ki serve`` workers do).
+    loads the read models in a background thread at startup (``ki serve`` workers do);
+    ``stale_for_s``: how long a site-wide answer may be served after a newer catalog version was seen,
+    while the new one is computed in the background (web/answer_cache.py; ``ki serve``: STALE_FOR_S).
     """
     if catalog is None:
         from kernelindex.catalog.db import open_catalog
@@ -146,6 +148,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     )
     app.state.catalog = catalog
     app.state.clock = clock or _utc_now
+    app.state.stale_for_s = stale_for_s
     app.add_middleware(AnswerCache)  # innermost of the three: HEAD arrives as GET, headers are added outside
     app.add_middleware(HeadAsGet)
     app.add_middleware(BodyLimit, routes_of=app)  # before any body is buffered; its 413 gets the headers
@@ -175,4 +178,4 @@ def create_app_from_environment() -> FastAPI:
     """
     from kernelindex.catalog.db import open_catalog
 
-    return create_app(open_catalog(migrate_schema=False), warm=True)
+    return create_app(open_catalog(migrate_schema=False), warm=True, stale_for_s=STALE_FOR_S)

@@ -1,0 +1,79 @@
+"""Which operations a publication changes, recorded with the catalog version it makes, so a reader
+reloads only those operations (``readmodel/versions.py``) instead of everything.
+
+Objects are content-addressed and never change, so a new object matters to an operation only when
+something of that operation names it: a run, its implementation, its workload, or a correction or
+attestation of one of its runs. Protocols and environments are named only by runs (a publication
+refuses a run whose references are missing), so they touch nothing by themselves. A trusted
+runner key or a source's manifest changes how every operation's runs read: every operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from kernelindex.catalog.models import CatalogChangeRow, CatalogStateRow, ObjectRow, RunRow
+
+OF_ITS_OPERATION = frozenset({"WorkloadCase", "WorkloadSuite", "ImplementationRevision"})
+NAMED_BY_RUNS = frozenset({"BenchmarkProtocol", "ExecutionEnvironment"})
+NO_OPERATION = ""  # a version that changed no operation (a protocol alone); NULL: every operation
+
+
+def touched_operations(conn: Connection, fresh: Iterable[tuple[str, str, dict]], bodies: Mapping[str, dict],
+                       attested_runs: Iterable[str]) -> set[str] | None:
+    """The digests of the operations these new items (kind, digest, manifest JSON) change; None: every
+    operation. ``bodies``: the manifests the new runs name, by digest."""
+    touched: set[str] = set()
+    runs: set[str] = set(attested_runs)
+    for kind, digest, data in fresh:
+        spec = data["spec"]
+        if kind == "BenchmarkRun":
+            touched.add(bodies[spec["implementation"]]["spec"]["operation"])
+        elif kind == "OperationSpec":
+            touched.add(digest)
+        elif kind in OF_ITS_OPERATION:
+            touched.add(spec["operation"])
+        elif kind == "Retraction":
+            runs.add(spec["run"])
+        elif kind == "Supersession":
+            runs.update((spec["new"], spec["old"]))
+        elif kind not in NAMED_BY_RUNS:
+            return None
+    return touched | _operations_of_runs(conn, runs)
+
+
+def _operations_of_runs(conn: Connection, runs: set[str]) -> set[str]:
+    ordered = sorted(runs)
+    found: set[str] = set()
+    for start in range(0, len(ordered), 500):
+        found.update(conn.execute(select(RunRow.operation).where(RunRow.digest.in_(ordered[start:start + 500])))
+                     .scalars())
+    return found
+
+
+def record_changes(conn: Connection, touched: set[str] | None) -> None:
+    """Record what the version this transaction made changed (call after bumping it)."""
+    version = conn.execute(select(CatalogStateRow.version).where(CatalogStateRow.id == 1)).scalar_one()
+    names: list[Any] = [None] if touched is None else sorted(touched) or [NO_OPERATION]
+    conn.execute(insert(CatalogChangeRow), [{"version": version, "operation": name} for name in names])
+
+
+def changes_between(conn: Connection, after: int, upto: int) -> list[tuple[int, str | None]]:
+    """(version, operation slug or None for every operation) for the versions in (after, upto]. A
+    version no row names (written by something that did not say) counts as every operation; an
+    operation the catalog cannot name counts as every operation too."""
+    rows = conn.execute(
+        select(CatalogChangeRow.version, CatalogChangeRow.operation, ObjectRow.name)
+        .outerjoin(ObjectRow, ObjectRow.digest == CatalogChangeRow.operation)
+        .where(CatalogChangeRow.version > after, CatalogChangeRow.version <= upto)
+    ).all()
+    changes: list[tuple[int, str | None]] = []
+    for version, operation, name in rows:
+        if operation != NO_OPERATION:
+            changes.append((version, name if operation is not None else None))
+    said = {version for version, _, _ in rows}
+    changes.extend((version, None) for version in range(after + 1, upto + 1) if version not in said)
+    return changes

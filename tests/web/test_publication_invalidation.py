@@ -1,0 +1,90 @@
+"""A publication invalidates only what it changes (issue 23, item 6): per-operation data and answers
+are kept by that operation's own version, so retracting a rope run reloads rope alone and shows on
+rope's pages on the very next request; site-wide answers are served from the previous version for at
+most ``stale_for_s`` while the new one is computed in the background."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select, update
+from web_helpers import FIXED_NOW
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.lifecycle import retract
+from kernelindex.catalog.models import CatalogChangeRow, CatalogStateRow, ObjectRow
+from kernelindex.readmodel.loading import load_all_operations, load_operation
+from kernelindex.readmodel.operations import operation_page
+from kernelindex.web.app import create_app
+
+
+def _rope_leader(catalog: Catalog) -> str:
+    return operation_page(catalog, "rope", now=FIXED_NOW).ranked[0].run_id
+
+
+def test_a_retraction_reloads_only_its_operation(liger_catalog: Catalog) -> None:
+    before = load_all_operations(liger_catalog)
+    leader = _rope_leader(liger_catalog)
+    retract(liger_catalog, leader, reason="bench rig misconfigured", actor="pytest")
+    after = load_all_operations(liger_catalog)
+    assert after["rope"] is not before["rope"]
+    assert next(r for r in after["rope"].runs if r.run_id == leader).retracted is not None
+    others = [slug for slug in before if slug != "rope"]
+    assert others and all(after[slug] is before[slug] for slug in others)  # not reloaded
+    with liger_catalog.engine.connect() as conn:
+        version = conn.execute(select(CatalogStateRow.version)).scalar_one()
+        recorded = conn.execute(
+            select(ObjectRow.name).join(CatalogChangeRow, CatalogChangeRow.operation == ObjectRow.digest)
+            .where(CatalogChangeRow.version == version)).scalars().all()
+    assert recorded == ["rope"]
+
+
+def test_a_write_that_records_nothing_reloads_everything(liger_catalog: Catalog) -> None:
+    before = load_all_operations(liger_catalog)
+    with liger_catalog.engine.begin() as conn:  # a hand edit: the version moves, no change is recorded
+        conn.execute(update(CatalogStateRow).values(version=CatalogStateRow.version + 1))
+    after = load_all_operations(liger_catalog)
+    assert all(after[slug] is not before[slug] for slug in before)
+
+
+def test_a_retraction_shows_on_its_operation_pages_on_the_next_request(liger_catalog: Catalog) -> None:
+    leader = _rope_leader(liger_catalog)
+    app = create_app(liger_catalog, clock=lambda: FIXED_NOW, stale_for_s=60.0)
+    with TestClient(app) as client:
+        rope_page = client.get("/api/v1/operations/rope").json()
+        index = client.get("/api/v1/operations").json()
+        assert client.get(f"/api/v1/runs/{leader}").json()["retraction"] is None
+        assert leader in {row["run_id"] for row in rope_page["ranked"]}
+        retract(liger_catalog, leader, reason="bench rig misconfigured", actor="pytest")
+        # its own operation's pages: the next request (no window)
+        assert client.get(f"/api/v1/runs/{leader}").json()["retraction"] is not None
+        assert leader not in {row["run_id"] for row in client.get("/api/v1/operations/rope").json()["ranked"]}
+        assert f"/runs/{leader}" not in client.get("/operations/rope").text.split("not ranked")[0]
+        # a site-wide answer: the previous one at once, the new one once computed in the background
+        assert client.get("/api/v1/operations").json() == index
+        deadline = time.monotonic() + 30
+        while client.get("/api/v1/operations").json() == index:
+            assert time.monotonic() < deadline, "the site-wide answer was not refreshed in the background"
+            time.sleep(0.05)
+    rope = lambda items: next(op for op in items if op["slug"] == "rope")["eligible_runs"]  # noqa: E731
+    assert rope(client.get("/api/v1/operations").json()["items"]) == rope(index["items"]) - 1
+
+
+def test_no_site_wide_answer_is_served_past_its_window(liger_catalog: Catalog) -> None:
+    app = create_app(liger_catalog, clock=lambda: FIXED_NOW, stale_for_s=0.0)
+    leader = _rope_leader(liger_catalog)
+    with TestClient(app) as client:
+        index = client.get("/api/v1/operations").json()
+        retract(liger_catalog, leader, reason="bench rig misconfigured", actor="pytest")
+        time.sleep(0.01)
+        assert client.get("/api/v1/operations").json() != index  # past the window: computed on the request
+
+
+def test_publishing_another_operation_keeps_rope_loaded(liger_catalog: Catalog) -> None:
+    rope = load_operation(liger_catalog, "rope")
+    other = next(slug for slug in load_all_operations(liger_catalog) if slug != "rope")
+    run = next(r for r in load_operation(liger_catalog, other).runs if r.retracted is None)
+    retract(liger_catalog, run.run_id, reason="bench rig misconfigured", actor="pytest")
+    assert load_operation(liger_catalog, "rope") is rope
+    assert load_operation(liger_catalog, other).version > rope.version
