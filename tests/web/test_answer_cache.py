@@ -119,7 +119,8 @@ def test_the_cache_keeps_within_its_byte_budget(empty_catalog: Catalog) -> None:
     cache = VersionedCache(size=100, max_bytes=10_000)
     version = empty_catalog.version()
     for n in range(5):
-        cache.put(empty_catalog, ("answer", n), KeptAnswer(200, (), b"x" * 3_000, b'W/"x"', ("", version)), version=version)
+        answer = KeptAnswer(200, (), b"x" * 3_000, b'W/"x"', ("", version))
+        cache.put(empty_catalog, ("answer", n), answer, version=version)
     kept = [n for n in range(5) if cache.peek(empty_catalog, ("answer", n), version) is not None]
     assert kept == [2, 3, 4]  # the oldest went first; 9,000 of 10,000 bytes
     cache.put(empty_catalog, "small", {"model": 1}, version=version)  # no size: counts as an entry only
