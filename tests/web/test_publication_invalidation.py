@@ -88,3 +88,13 @@ def test_publishing_another_operation_keeps_rope_loaded(liger_catalog: Catalog) 
     retract(liger_catalog, run.run_id, reason="bench rig misconfigured", actor="pytest")
     assert load_operation(liger_catalog, "rope") is rope
     assert load_operation(liger_catalog, other).version > rope.version
+
+
+def test_verified_runs_change_every_operation(liger_catalog: Catalog) -> None:
+    """An attested run may raise a GPU's attainable bandwidth, which every attainable floor divides by."""
+    from kernelindex.catalog.changes import touched_operations
+
+    with liger_catalog.engine.connect() as conn:
+        assert touched_operations(conn, [], {}, ["sha256:" + "0" * 64]) is None
+        assert touched_operations(conn, [("BenchmarkProtocol", "sha256:" + "1" * 64, {"spec": {}})], {}, []) == set()
+        assert touched_operations(conn, [("TrustedRunner", "sha256:" + "2" * 64, {"spec": {}})], {}, []) is None

@@ -2,10 +2,12 @@
 reloads only those operations (``readmodel/versions.py``) instead of everything.
 
 Objects are content-addressed and never change, so a new object matters to an operation only when
-something of that operation names it: a run, its implementation, its workload, or a correction or
-attestation of one of its runs. Protocols and environments are named only by runs (a publication
-refuses a run whose references are missing), so they touch nothing by themselves. A trusted
-runner key or a source's manifest changes how every operation's runs read: every operation.
+something of that operation names it: a run, its implementation, its workload, or a correction of
+one of its runs. A protocol is named only by runs (a publication refuses a run whose references are
+missing), so it touches nothing by itself. Every operation changes with: a trusted runner key or a
+source's manifest (they change how every run reads), and anything that can move a GPU's attainable
+bandwidth, which every operation's attainable floor divides by (``readmodel/attainable.py``): an
+environment (its measured ceilings), an attested run, or a correction of an attested run.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from kernelindex.catalog.models import CatalogChangeRow, CatalogStateRow, ObjectRow, RunRow
+from kernelindex.catalog.models import AttestationRow, CatalogChangeRow, CatalogStateRow, ObjectRow, RunRow
 
 OF_ITS_OPERATION = frozenset({"WorkloadCase", "WorkloadSuite", "ImplementationRevision"})
-NAMED_BY_RUNS = frozenset({"BenchmarkProtocol", "ExecutionEnvironment"})
+NAMED_BY_RUNS = frozenset({"BenchmarkProtocol"})
 NO_OPERATION = ""  # a version that changed no operation (a protocol alone); NULL: every operation
 
 
@@ -27,7 +29,9 @@ def touched_operations(conn: Connection, fresh: Iterable[tuple[str, str, dict]],
     """The digests of the operations these new items (kind, digest, manifest JSON) change; None: every
     operation. ``bodies``: the manifests the new runs name, by digest."""
     touched: set[str] = set()
-    runs: set[str] = set(attested_runs)
+    runs: set[str] = set()
+    if any(True for _ in attested_runs):  # verified runs may raise a GPU's attainable bandwidth
+        return None
     for kind, digest, data in fresh:
         spec = data["spec"]
         if kind == "BenchmarkRun":
@@ -42,7 +46,15 @@ def touched_operations(conn: Connection, fresh: Iterable[tuple[str, str, dict]],
             runs.update((spec["new"], spec["old"]))
         elif kind not in NAMED_BY_RUNS:
             return None
+    if _any_attested(conn, runs):  # correcting a verified run may lower it
+        return None
     return touched | _operations_of_runs(conn, runs)
+
+
+def _any_attested(conn: Connection, runs: set[str]) -> bool:
+    ordered = sorted(runs)
+    return any(conn.execute(select(AttestationRow.run).where(AttestationRow.run.in_(ordered[start:start + 500]))
+                            .limit(1)).first() for start in range(0, len(ordered), 500))
 
 
 def _operations_of_runs(conn: Connection, runs: set[str]) -> set[str]:

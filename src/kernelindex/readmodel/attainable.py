@@ -24,7 +24,8 @@ CEILINGS = (("copy_bandwidth_bytes_per_s", "copy"), ("read_bandwidth_bytes_per_s
 def attainable_bandwidths(catalog: Catalog, version: int) -> dict[str, Attainable]:
     """Per GPU slug, the best bandwidth seen sustained on it and what sustained it (GPUs no runner
     measured and no verified run ran on are absent: they have the physical floor only)."""
-    return READ_CACHE.get(catalog, ("attainable-bandwidths",), lambda: _compute(catalog, version), version=version)
+    return READ_CACHE.get(catalog, ("attainable-bandwidths",), lambda: _compute(catalog, version), version=version,
+                          scope="attainable-bandwidths")
 
 
 def _compute(catalog: Catalog, version: int) -> dict[str, Attainable]:
@@ -38,7 +39,7 @@ def _compute(catalog: Catalog, version: int) -> dict[str, Attainable]:
     for body in environments:
         _offer_ceilings(best, orjson.loads(body)["spec"])
     for slug in sorted(s for s in verified_operations if s):
-        _offer_runs(best, load_operation(catalog, slug, version=version))
+        _offer_runs(best, load_operation(catalog, slug))
     return best
 
 

@@ -23,6 +23,7 @@ from kernelindex.readmodel.labels import (
 from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
 from kernelindex.readmodel.ranking_notes import BACKWARD_WORK_NOTE, forward_work_note, host_bound_label
+from kernelindex.readmodel.versions import VERSIONS
 
 
 def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
@@ -57,7 +58,8 @@ def floor_for(
     op_spec, wl_spec = data.specs_json(workload)
     region = data.protocols[protocol].spec.timed_region if protocol else "forward"
     physical = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
-    seen = attainable_bandwidths(data.catalog, data.version).get(gpu.slug)
+    # It moves only with a change to every operation (catalog/changes.py), so the last such version keys it.
+    seen = attainable_bandwidths(data.catalog, VERSIONS.current(data.catalog).everything).get(gpu.slug)
     attainable = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug,
                                 attainable=seen) if seen else None
     return physical, attainable
