@@ -89,7 +89,7 @@ def test_records_and_compare(catalog: Catalog) -> None:
     assert records["cohorts"] and all(c["operation"] == "rope" for c in records["cohorts"])
     found = _json(_ki(catalog, "search", "rope seq=2048 hidden=8192 a100 mode:forward", "--json"))
     rows = found["exact"][0]["rows"]
-    out = _ki(catalog, "compare", rows[0]["run_id"], rows[2]["run_id"]).stdout
+    out = _ki(catalog, "compare", rows[0]["run_id"], rows[1]["run_id"]).stdout  # Liger vs the baseline
     assert "faster" in out and "8.77×" in out
 
 
