@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import stat
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from kernelindex import registry
 from kernelindex.domain.canonical import bytes_digest
-from kernelindex.domain.manifests import Source, build
+from kernelindex.domain.manifests import Manifest, Source, build
 from kernelindex.policy.source_policy import REFUSED_BY_POLICY, refusal_of
 
 __all__ = ["REFUSED_BY_POLICY", "InputFileError", "SourceRefused", "publishable_policy", "source_manifest"]
@@ -139,3 +140,19 @@ def combined_json(reports: list[ImportReport]) -> dict[str, object]:
         "published": all(r.published for r in reports),
         "files": [r.to_json() for r in reports],
     }
+
+
+M = TypeVar("M", bound=Manifest)
+
+
+class SharedManifests:
+    """A normalizer's memo of the objects many rows share (source, projects, operations, workloads …):
+    each key's manifest is built once. Keys start with the manifest's kind, so a kept value is an M."""
+
+    shared: dict[tuple[Any, ...], Manifest]
+
+    def _once(self, key: tuple[Any, ...], make: Callable[[], M]) -> M:
+        made = self.shared.get(key)
+        if made is None:
+            made = self.shared[key] = make()
+        return cast(M, made)

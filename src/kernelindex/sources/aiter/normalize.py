@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 from math import prod
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from kernelindex import registry
 from kernelindex.domain.expressions import ExpressionError, evaluate
@@ -32,25 +32,18 @@ from kernelindex.sources.aiter.moe_gdn import gdn_operation, moe_operation
 from kernelindex.sources.aiter.operations import gemm_operation, gemm_slug
 from kernelindex.sources.aiter.protocol import STATISTIC, tuner_protocol
 from kernelindex.sources.aiter.rows import Row
-from kernelindex.sources.base import source_manifest
+from kernelindex.sources.base import SharedManifests, source_manifest
 
 SOURCE = "aiter-tuned-configs"
 PROJECT = "aiter"
-M = TypeVar("M", bound=Manifest)
 OBSERVED = datetime.fromisoformat(UPSTREAM_DATE)
 
 
-class Normalizer:
+class Normalizer(SharedManifests):
     """Builds manifests, reusing shared objects (operations, implementations, workloads …) by key."""
 
     def __init__(self) -> None:
         self.shared: dict[tuple[Any, ...], Manifest] = {}
-
-    def _once(self, key: tuple[Any, ...], make: Callable[[], M]) -> M:
-        made = self.shared.get(key)
-        if made is None:
-            made = self.shared[key] = make()
-        return cast(M, made)  # a key's first element names its kind, so the kept one is an M
 
     def source(self) -> Source:
         return self._once(("source",), lambda: source_manifest(SOURCE, notice_text()))

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from kernelindex import registry
 from kernelindex.domain.dtypes import canonical_dtype
@@ -24,7 +23,7 @@ from kernelindex.domain.manifests import (
 )
 from kernelindex.domain.units import ms_to_ns
 from kernelindex.policy.floor import resolved_axes
-from kernelindex.sources.base import source_manifest
+from kernelindex.sources.base import SharedManifests, source_manifest
 from kernelindex.sources.liger.memory import PEAK_MEMORY_LABEL, memory_protocol
 from kernelindex.sources.liger.parse import LigerRow
 
@@ -32,7 +31,6 @@ SOURCE = "liger-kernel-benchmarks"
 NO_GRAD_WORDS = (" The source's 'no-grad-forward' mode: the forward call timed inside torch.no_grad(), so no "
                  "autograd graph is recorded and a fused loss may skip the gradient work it does in 'forward'; "
                  "never ranked with forward runs.")
-M = TypeVar("M", bound=Manifest)
 
 
 class RowProblem(ValueError):
@@ -40,7 +38,7 @@ class RowProblem(ValueError):
 
 
 @dataclass
-class Normalizer:
+class Normalizer(SharedManifests):
     """Builds manifests, reusing shared objects (operations, projects, protocols, ...) by key."""
 
     mapping: dict[str, Any]
@@ -48,12 +46,6 @@ class Normalizer:
 
     def __post_init__(self) -> None:
         self.shared: dict[tuple[Any, ...], Manifest] = {}
-
-    def _once(self, key: tuple[Any, ...], make: Callable[[], M]) -> M:
-        made = self.shared.get(key)
-        if made is None:
-            made = self.shared[key] = make()
-        return cast(M, made)  # a key's first element names its kind, so the kept one is an M
 
     # --- shared objects ---------------------------------------------------------------------
 
