@@ -56,6 +56,9 @@ class GpuPage(JsonModel):
     coverage: list[Coverage] = field(default_factory=list)
     records: list[CohortSummary] = field(default_factory=list)  # one page of the cohorts measured here
     records_paging: Paging | None = None
+    # Products whose runs may be this one, or this one's runs may be theirs (a source that did not record
+    # the variant): search and the records filter count them for this GPU, labelled; they rank apart.
+    may_be: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -80,7 +83,8 @@ def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datet
         known = ", ".join(sorted(registry.gpus()))
         raise NotFound(f"no GPU {slug!r} in the datasheet table; known: {known}")
     clock = now
-    model = GpuPage(_facts(spec))
+    model = GpuPage(_facts(spec), may_be=[{"slug": g, "name": registry.gpus()[g].name, "url": f"/gpus/{g}"}
+                                          for g in registry.gpus_answering(slug) if g != slug])
     for data in all_operations(catalog):
         envs = {d for d in data.environments if (gpu := data.gpu_of(d)) is not None and gpu.slug == slug}
         for digest in sorted(envs):

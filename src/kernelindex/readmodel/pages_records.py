@@ -45,6 +45,7 @@ class RecordsPage(JsonModel):
     events_truncated: bool = False
     cohort: CohortSummary | None = None
     total_cohorts: int = 0
+    gpu_reading: str | None = None  # how a GPU name that more than one product answers was read
 
 
 def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | None = None,
@@ -53,13 +54,14 @@ def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | N
     clock = now
     summaries = [s for data in all_operations(catalog) for s in cohort_summaries(data, clock) if s.leader]
     options = _options(summaries)
+    reading = registry.gpu_reading(gpu) if gpu else None
     gpu = registry.gpu_slug(gpu) or gpu if gpu else gpu
     check_choice("operation", operation, [o["value"] for o in options["operation"]])
-    check_choice("gpu", gpu, [o["value"] for o in options["gpu"]])
+    check_choice("gpu", gpu, [o["value"] for o in options["gpu"]] + _answered_gpus(options))
     check_choice("evidence", evidence, list(LEVELS))
     view = check_choice("view", view, VIEWS) or "current"
     filters = {"operation": operation, "gpu": gpu, "evidence": evidence, "view": view, "cohort": cohort}
-    page = RecordsPage(view=view, filters=filters, options=options, total_cohorts=len(summaries))
+    page = RecordsPage(view=view, filters=filters, options=options, total_cohorts=len(summaries), gpu_reading=reading)
     if cohort is not None:
         page.cohort = next((s for s in summaries if s.key == cohort or s.cohort_key == cohort), None)
         if page.cohort is None:
@@ -77,7 +79,7 @@ def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | N
 
 
 def _matches(s: CohortSummary, operation: str | None, gpu: str | None, evidence: str | None) -> bool:
-    return ((operation is None or s.operation == operation) and (gpu is None or s.gpu == gpu)
+    return ((operation is None or s.operation == operation) and (gpu is None or registry.gpu_may_be(gpu, s.gpu))
             and (evidence is None or (s.leader is not None and s.leader.evidence == evidence)))
 
 
@@ -89,6 +91,12 @@ def _history(chosen: list[CohortSummary]) -> tuple[list[LedgerEvent], bool]:
     ]
     events.sort(key=lambda le: (le.event.at, le.operation, le.cohort), reverse=True)
     return events[:HISTORY_LIMIT], len(events) > HISTORY_LIMIT
+
+
+def _answered_gpus(options: dict[str, list[dict[str, str]]]) -> list[str]:
+    """GPUs with no records of their own whose request the listed GPUs answer (``gpu_may_be``)."""
+    listed = [o["value"] for o in options["gpu"]]
+    return [g for g in registry.gpus() if any(registry.gpu_may_be(g, seen) for seen in listed)]
 
 
 def _options(summaries: list[CohortSummary]) -> dict[str, list[dict[str, str]]]:

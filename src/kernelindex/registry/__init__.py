@@ -136,6 +136,26 @@ def gpu_slug(word: str) -> str | None:
     return gpu_aliases().get(_gpu_key(word))
 
 
+def gpus_answering(slug: str) -> tuple[str, ...]:
+    """The GPU slugs whose runs answer a request for ``slug`` (``gpu_may_be``): the product itself and
+    the products a source named without their variant that may be it."""
+    return tuple(g for g in gpus() if gpu_may_be(slug, g))
+
+
+def gpu_reading(word: str) -> str | None:
+    """How a request for GPU ``word`` is read, in words, when more than one product answers it (the
+    rule search uses: "H100" is the SXM part, and runs whose variant the source did not record may be
+    it, so they are included, labelled). None when ``word`` names exactly one product's runs."""
+    slug = gpu_slug(word)
+    if slug is None:
+        return None
+    others = [gpus()[g].name for g in gpus_answering(slug) if g != slug]
+    if not others:
+        return None
+    return (f"{word!r} is read as {gpus()[slug].name} (/gpus/{slug}); runs on {', '.join(others)} may be it, so they "
+            f"are included and labelled as such.")
+
+
 @cache
 def gpu_for_product(product: str) -> GpuSpec | None:
     """Map a device name as reported (``NVIDIA A100-SXM4-80GB``) to its datasheet entry."""

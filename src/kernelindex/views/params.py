@@ -17,6 +17,8 @@ from kernelindex.readmodel.pages_records import VIEWS as RECORD_VIEWS
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,119}$"
 KEY_PATTERN = r"^[A-Za-z0-9:._=,+-]{1,200}$"
 RUN_ID_PATTERN = r"^[0-9a-f]{6,64}$"
+# A GPU by slug or by name, as search takes it: "h200", "H200", "H100 SXM", "NVIDIA A100-SXM4-80GB".
+GPU_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,119}$"
 QUERY_PATTERN = r"^[^\x00]*$"
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"  # the API's opaque pagination cursors
 PAGE_PATTERN = r"^[1-9][0-9]{0,3}$"  # a numbered page of a long list on a page (?page=2)
@@ -104,7 +106,9 @@ RUN_ID = Param("run_id", RUN_ID_PATTERN, "Run id: hex digits (16 on every page).
 WORKLOAD = Param("workload", KEY_PATTERN, "Workload key (12 hex digits).", "a workload key")
 COHORT = Param("cohort", KEY_PATTERN, "Cohort key (12 hex digits).", "a cohort key")
 OPERATION = Param("operation", SLUG_PATTERN, "Operation slug.", "an operation slug", 120)
-GPU = Param("gpu", SLUG_PATTERN, "GPU slug.", "a GPU slug", 120)
+GPU = Param("gpu", GPU_NAME_PATTERN, "GPU: a slug or a name (h200, H200, H100 SXM, NVIDIA A100-SXM4-80GB).",
+            "a GPU slug or name", 120)
+GPU_SUBJECT = Param("slug", GPU_NAME_PATTERN, GPU.description, GPU.what, 120)
 EVIDENCE = Param("evidence", SLUG_PATTERN, "Evidence level.", "an evidence level", 120, LEVELS)
 VIEW = Param("view", SLUG_PATTERN, "current, recently-broken or history.", "a view name", 120, tuple(RECORD_VIEWS))
 RUN = Param("run", RUN_ID_PATTERN, "Run ids (repeat the parameter).", "a run id (hex digits)", 64)

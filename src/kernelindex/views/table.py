@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operations import operation_page
@@ -39,6 +40,7 @@ class View:
     query: tuple[Param, ...] = ()
     repeated: Repeated | None = None
     twin: str | None = None
+    canonical: Callable[[str], str] | None = None  # a subject's canonical spelling (a GPU name → its slug)
 
     @property
     def api_path(self) -> str:
@@ -48,8 +50,11 @@ class View:
         """Checked arguments for the builder (NotFound / BadParameter name what is wrong)."""
         args: dict[str, Any] = dict(read_query(self.query, self.repeated, query))
         if self.subject is not None:
-            args[self.subject.name] = check_subject(self.subject, subject or "")
+            args[self.subject.name] = self.canonical_subject(check_subject(self.subject, subject or ""))
         return args
+
+    def canonical_subject(self, subject: str) -> str:
+        return self.canonical(subject) if self.canonical is not None else subject
 
     def known(self, query: Mapping[str, Sequence[str]]) -> dict[str, Sequence[str]]:
         """The parameters this page takes, the rest dropped: a page reached through a shared link
@@ -78,6 +83,11 @@ def _search(catalog: Catalog, *, now: datetime, q: str | None) -> Any:
     return search(catalog, q or "", now=now)
 
 
+def _gpu_slug(name: str) -> str:
+    """``H200``, ``h200`` and ``NVIDIA H200`` all stand for ``/gpus/h200`` (search's alias table)."""
+    return registry.gpu_slug(name) or name
+
+
 COMPARE_RUNS = Repeated(p.RUN, 2, 8)
 QUERY = Param("q", p.QUERY_PATTERN, "The query text; empty lists operations.", "a query", MAX_QUERY_CHARS)
 VIEWS: tuple[View, ...] = (
@@ -88,7 +98,7 @@ VIEWS: tuple[View, ...] = (
     View("run", "/runs/{run_id}", run_dossier, "run.html", subject=p.RUN_ID),
     View("records", "/records", records_page, "records.html",
          query=(p.OPERATION, p.GPU, p.EVIDENCE, p.VIEW, p.COHORT)),
-    View("gpu", "/gpus/{slug}", gpu_page, "gpu.html", subject=p.SLUG, query=(p.PAGE,)),
+    View("gpu", "/gpus/{slug}", gpu_page, "gpu.html", subject=p.GPU_SUBJECT, query=(p.PAGE,), canonical=_gpu_slug),
     View("challenges", "/challenges", challenges_page, "challenges.html", query=(p.PAGE,)),
     View("compare", "/compare", compare_page, "compare.html", repeated=COMPARE_RUNS),
     View("search", "/search", _search, "search/search.html", query=(QUERY,)),

@@ -13,7 +13,7 @@ from difflib import get_close_matches
 from functools import cache
 from importlib import resources
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
 from markdown_it import MarkdownIt
@@ -121,6 +121,8 @@ def page_route(view: View, renderer: Renderer) -> None:
         with page_errors(request):
             subject = request.path_params.get(view.subject.name) if view.subject else None
             args = view.arguments(subject, kept)
+        if view.subject is not None and args[view.subject.name] != subject:
+            return alias_redirect(request, args[view.subject.name], kept)
         if view.repeated is not None and len(args[view.repeated.param.name]) < view.repeated.least:
             empty_form = renderer(request, args, {})  # not enough to compute: the page's empty form
             empty_form.headers.update(canonical_link(request, kept))
@@ -135,6 +137,14 @@ def page_route(view: View, renderer: Renderer) -> None:
 
     endpoint.__name__ = f"{view.name}_page"
     router.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
+
+
+def alias_redirect(request: Request, canonical: str, kept: Mapping[str, Sequence[str]]) -> Response:
+    """A page reached by another name for its subject (``/gpus/H200``) moves to its canonical URL,
+    relative, keeping the page's own parameters (308: the same request, permanently elsewhere)."""
+    path = request.url.path.rsplit("/", 1)[0] + "/" + quote(canonical, safe="")
+    pairs = [(name, value) for name, values in kept.items() for value in values]
+    return Response(status_code=308, headers={"location": path + (f"?{urlencode(pairs)}" if pairs else "")})
 
 
 def warm(app: Any) -> None:

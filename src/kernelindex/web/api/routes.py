@@ -280,9 +280,12 @@ def list_gpus(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = N
             description="The GPU page's model. Its cohorts (`records`) come a numbered page at a time, as on the "
                         "page: `records_paging` gives `page`, `pages`, `total`, `previous` and `next`.",
             responses=_page("The GPU page's model", "gpu", 404))
-def get_gpu(request: Request, slug: Slug,
+def get_gpu(request: Request, slug: Annotated[str, _path(params.GPU_SUBJECT)],
             page: Annotated[str | None, _query(params.PAGE)] = None) -> JSONResponse:
-    return _view(request, "gpu", slug, page=page)
+    response = _view(request, "gpu", slug, page=page)
+    if (canonical := VIEW["gpu"].canonical_subject(slug)) != slug:  # a GPU name answers as its slug's resource
+        response.headers["content-location"] = f"/api/v1/gpus/{canonical}"
+    return response
 
 
 @router.get("/challenges", summary="Open challenges",

@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError
 from kernelindex.readmodel.changes import MAX_CHANGES
 from kernelindex.resolve.batch import MAX_BATCH
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
-from kernelindex.views.params import RUN_ID_PATTERN, SLUG_PATTERN
+from kernelindex.views.params import GPU_NAME_PATTERN, RUN_ID_PATTERN, SLUG_PATTERN
 from kernelindex.web.api.problems import ApiProblem, problem_body
 from kernelindex.web.mcp.resources import policy_text
 from kernelindex.web.mcp.summaries import summary
@@ -39,6 +39,8 @@ Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS,
 Slug = Annotated[str, Field(pattern=SLUG_PATTERN, description="A slug, e.g. 'rope'.")]
 Key = Annotated[str | None, Field(pattern=r"^[A-Za-z0-9:._-]{1,80}$", description="A 12-hex-digit key.")]
 Filter = Annotated[str | None, Field(pattern=SLUG_PATTERN)]
+GpuFilter = Annotated[str | None, Field(pattern=GPU_NAME_PATTERN, description=(
+    "A GPU slug or name, as search takes it: h200, H200, H100 SXM, NVIDIA A100-SXM4-80GB."))]
 Queries = Annotated[list[str | dict[str, Any]], Field(min_length=1, max_length=MAX_BATCH, description=(
     "1–50 queries, each a text query or a structured request."))]
 RunId = Annotated[str, Field(pattern=RUN_ID_PATTERN, description="A run id (hex), e.g. from a ranked row.")]
@@ -154,7 +156,7 @@ def _register_catalog_tools(server: MCPServer, tools: CatalogTools) -> None:
         return _result(lambda: tools.compare_runs(run_ids), "compare_runs")
 
     @tool(DESCRIPTIONS["list_records"])
-    def list_records(operation: Filter = None, gpu: Filter = None, evidence: Filter = None,
+    def list_records(operation: Filter = None, gpu: GpuFilter = None, evidence: Filter = None,
                      view: Annotated[str | None, Field(pattern=r"^(current|recently-broken|history)$")] = None,
                      cohort: Key = None) -> CallToolResult:
         return _result(lambda: tools.list_records(operation, gpu, evidence, view, cohort), "list_records")
