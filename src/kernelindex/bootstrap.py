@@ -28,6 +28,8 @@ from kernelindex.readmodel.objects import attested_bundles, has_runs, runs_prese
 from kernelindex.sources.aiter import import_aiter
 from kernelindex.sources.aiter.normalize import SOURCE as AITER_SOURCE
 from kernelindex.sources.base import FileTransport
+from kernelindex.sources.kernelbench import import_kernelbench
+from kernelindex.sources.kernelbench.runs import SOURCE as KERNELBENCH
 from kernelindex.sources.kernelindex_export import bundled_export_path, import_export
 from kernelindex.sources.liger import import_liger_files
 from kernelindex.sources.liger.normalize import SOURCE
@@ -39,13 +41,13 @@ BOOTSTRAP_ACTOR = "kernelindex-bootstrap"
 EXPORT_SOURCES = ("flashinfer-bench", "gpumode-kernelbot")
 
 
-BUNDLED_PARTS = ("liger", "export", "aiter", "verified")
+BUNDLED_PARTS = ("liger", "export", "aiter", "kernelbench", "verified")
 
 
 def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = None, *,
                         parts: Collection[str] = BUNDLED_PARTS) -> list[str]:
     """Publish the bundled Liger files, the publishable part of the KernelIndex catalog export, AMD
-    aiter's tuned tables and the bundled verified runner bundles (with the shipped supersessions) if
+    aiter's tuned tables, KernelBench and the bundled verified runner bundles (with the shipped supersessions) if
     the catalog has none of each yet. ``parts`` names which (all by default: what a fresh install
     imports; tests of one part leave out the ~60,000 imported runs they do not need). ``say``
     receives progress lines. Returns what was imported."""
@@ -60,6 +62,8 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
         done.extend(_bundled_export(catalog, say))
     if "aiter" in parts:
         done.extend(_bundled_aiter(catalog, say))
+    if "kernelbench" in parts:
+        done.extend(_bundled_kernelbench(catalog, say))
     if "verified" in parts:
         done.extend(_bundled_verified(catalog))
         done.extend(apply_shipped_supersessions(catalog))
@@ -91,6 +95,18 @@ def _bundled_aiter(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
     say("Importing AMD aiter's tuned kernel tables (GEMM, fused MoE, Gated DeltaNet)…")
     report = import_aiter(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
     line = f"{AITER_SOURCE}: {report.new.get('BenchmarkRun', 0)} runs"
+    say(f"  {line}")
+    return [line]
+
+
+def _bundled_kernelbench(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
+    if has_runs(catalog, KERNELBENCH):
+        return []
+    say("Importing KernelBench's problems and baseline timings…")
+    report = import_kernelbench(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
+    refused = sum(report.mapped.refused.values())
+    line = (f"{KERNELBENCH}: {report.new.get('BenchmarkRun', 0)} runs ({report.mapped.timed} timed, "
+            f"{report.mapped.failed} failed; {refused} entries refused with their reasons)")
     say(f"  {line}")
     return [line]
 

@@ -1,0 +1,142 @@
+"""The generic problem-module adapter on CPU: a correct problem passes against its float64
+execution and is timed through the runner's timing interface; a problem whose float32 output is
+wrong is incorrect_numerical and never timed; the file must be the digest asked for; the process
+has no network and a time limit; torch.rand_mix exists for the older problem sets."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import torch
+
+from kernelindex.runner.problem_module import (
+    FP64_TOLERANCE,
+    Case,
+    ProblemLoadError,
+    check,
+    install_rand_mix,
+    load_problem,
+    prepare,
+)
+from kernelindex.runner.problem_process import run_isolated
+
+CORRECT = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.linear = nn.Linear(features, features)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) * 2
+
+batch_size = 8
+features = 16
+
+def get_inputs():
+    return [torch.rand_mix(batch_size, features)]
+
+def get_init_inputs():
+    return [features]
+'''
+# A kernel that is right in float64 and wrong in float32: the reference cannot see the bug by itself.
+WRONG = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * (2.0 if x.dtype == torch.float64 else 2.01)
+
+def get_inputs():
+    return [torch.randn(64)]
+
+def get_init_inputs():
+    return []
+'''
+NETWORK = '''import socket
+import torch
+import torch.nn as nn
+
+socket.create_connection(("127.0.0.1", 9))
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+def get_inputs():
+    return [torch.randn(4)]
+
+def get_init_inputs():
+    return []
+'''
+SLOW = '''import time
+import torch
+import torch.nn as nn
+
+time.sleep(60)
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+def get_inputs():
+    return [torch.randn(4)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _digest(source: str) -> str:
+    return "sha256:" + hashlib.sha256(source.encode()).hexdigest()
+
+
+def test_correct_problem_passes_against_float64() -> None:
+    case = Case(load_problem(CORRECT, _digest(CORRECT)), "cpu")
+    verdict = check(case, lambda xs: case.model(*xs))
+    assert verdict.status == "passed", verdict.detail
+    assert verdict.reference == "float64 on the CPU" and verdict.tolerance == FP64_TOLERANCE
+    assert verdict.checks == 2 and verdict.relative_error is not None and verdict.relative_error < 1e-6
+
+
+def test_wrong_output_is_incorrect_numerical() -> None:
+    case = Case(load_problem(WRONG, _digest(WRONG)), "cpu")
+    prepared = prepare(case, "eager")
+    assert prepared.verdict.status == "incorrect_numerical"
+    assert "over the tolerance" in prepared.verdict.detail
+
+
+def test_the_file_must_be_the_digest_asked_for() -> None:
+    with pytest.raises(ProblemLoadError, match="not the problem asked for"):
+        load_problem(CORRECT, _digest(WRONG))
+
+
+def test_rand_mix_draws_the_shape_asked() -> None:
+    install_rand_mix()
+    torch.manual_seed(0)
+    assert torch.rand_mix(3, 5).shape == (3, 5)  # type: ignore[attr-defined]
+    assert torch.rand_mix_like(torch.zeros(2, 2)).shape == (2, 2)  # type: ignore[attr-defined]
+
+
+def test_isolated_process_times_passed_implementations_only() -> None:
+    request = {"source": CORRECT, "digest": _digest(CORRECT), "device": "cpu", "product": "CPU test",
+               "implementations": ["eager"], "policy": {"min_samples": 20, "max_samples": 20,
+                                                         "warmup_calls": 1, "warmup_time_ns": 0}}
+    result = run_isolated(request, time_limit_s=120)
+    assert result["status"] == "done", result
+    eager = result["implementations"]["eager"]
+    assert eager["verdict"]["status"] == "passed" and eager["timing"]["samples"] >= 20
+    assert result["backend_flags"]["torch.backends.cudnn.allow_tf32"] == "True"  # PyTorch's default, recorded
+    wrong = run_isolated({**request, "source": WRONG, "digest": _digest(WRONG)}, time_limit_s=120)
+    assert wrong["implementations"]["eager"]["verdict"]["status"] == "incorrect_numerical"
+    assert "timing" not in wrong["implementations"]["eager"]
+
+
+def test_isolated_process_has_no_network_and_a_time_limit() -> None:
+    request = {"source": NETWORK, "digest": _digest(NETWORK), "device": "cpu", "implementations": ["eager"]}
+    refused = run_isolated(request, time_limit_s=120)
+    assert refused["status"] == "runtime_error" and "network disabled" in refused["detail"]
+    slow = run_isolated({**request, "source": SLOW, "digest": _digest(SLOW)}, time_limit_s=5)
+    assert slow["status"] == "timeout"
