@@ -7,7 +7,7 @@ enlarged 2025 shapes cost nothing on a CPU); a problem the meta device cannot ru
 control flow) is run for real on the CPU when its inputs are small, otherwise recorded as not
 counted, with the reason. Writes src/kernelindex/registry/sources/kernelbench/problems.json.
 
-    .venv/bin/python bench/kernelbench_floors.py [--jobs 2]
+    .venv/bin/python bench/kernelbench_floors.py [--jobs 2] [--all]
 """
 
 from __future__ import annotations
@@ -127,11 +127,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--batches", type=int, default=8)
+    parser.add_argument("--all", action="store_true", help="recount every problem, not only the missing ones")
     args = parser.parse_args()
     sources = problems()
-    digests = sorted(sources)
+    kept: dict[str, dict] = {}
+    if OUT.exists() and not args.all:  # recount only what is missing or was not counted
+        kept = {d: r for d, r in json.loads(OUT.read_text(encoding="utf-8"))["problems"].items()
+                if d in sources and "error" not in r}
+    digests = sorted(set(sources) - set(kept))
     batches = [{d: sources[d] for d in digests[i::args.batches]} for i in range(args.batches)]
-    results: dict[str, dict] = {}
+    results: dict[str, dict] = dict(kept)
     with ThreadPoolExecutor(args.jobs) as pool:
         for found in pool.map(count, batches):
             results.update(found)

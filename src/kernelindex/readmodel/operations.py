@@ -142,7 +142,7 @@ def _json_url(slug: str, workload: str | None, cohort: Cohort | None, gpu: str |
 
 def _semantics(data: OperationData) -> dict:
     spec = stored_json(data.operation)["spec"]  # inputs, outputs, axes exactly as stored
-    return {
+    return {**_provenance(data), 
         "semantics": spec["semantics"],
         "inputs": spec["inputs"],
         "outputs": spec["outputs"],
@@ -155,6 +155,21 @@ def _semantics(data: OperationData) -> dict:
         "tolerance": spec.get("tolerance", {}),
         "flops": spec.get("flops"),
     }
+
+
+def _provenance(data: OperationData) -> dict:
+    """Where the semantics text comes from, when a source wrote it (its attribution and license), and
+    the operation's reviewed links; absent for the registry's own operations."""
+    metadata = data.operation.metadata
+    policy = registry.source_policy(metadata.labels.get("imported_from", ""))
+    out: dict = {}
+    if policy is not None:
+        out["notice"] = {"attribution": policy.attribution, "license": policy.license_name,
+                         "license_url": policy.license_url}
+    related = {label: url for label, url in metadata.links.items() if url.startswith("/operations/")}
+    if related:
+        out["related"] = related
+    return out
 
 
 def _workload_summaries(

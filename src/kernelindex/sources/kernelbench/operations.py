@@ -61,6 +61,28 @@ def title_of(problem: ProblemFile) -> str:
     return f"KernelBench {problem.ref} {problem.words}"
 
 
+# Words of problem names that name no operation by themselves.
+_NOT_NAMES = {"with", "for", "over", "and", "the", "input", "kernel", "square", "asymmetric", "standard",
+              "dimension", "model", "irregular", "shapes", "large", "small", "new"}
+
+
+def search_names(problem: ProblemFile) -> set[str]:
+    """What search matches: "kernelbench 1/19", "kernelbench level 1 problem 19", "level 1" (each
+    further word narrows), the file's name, its words and each word of it ("ConvTranspose2d" also
+    as "ConvTranspose", so "level 2 conv transpose" finds the level-2 problems that hold one)."""
+    names = {f"kernelbench {problem.ref}", f"kb {problem.ref}", f"kernelbench level {problem.level} problem "
+             f"{problem.number}", f"{problem.number}_{problem.name}", problem.words, "kernelbench",
+             f"kernelbench level {problem.level}", f"level {problem.level}"}
+    for word in problem.words.split():
+        if len(word) < 3 or word.isdigit() or word.lower() in _NOT_NAMES:
+            continue
+        names.add(word)
+        bare = re.sub(r"\d+d$", "", word, flags=re.IGNORECASE)
+        if len(bare) >= 3 and bare != word:
+            names.add(bare)
+    return names
+
+
 def _parameter_groups(found: dict[str, Any]) -> list[dict[str, Any]]:
     """Parameters and buffers as one tensor per dtype: the bytes they cost, whatever their count."""
     groups: dict[str, int] = {}
@@ -99,8 +121,7 @@ def operation_manifest(problem: ProblemFile, source: str, slug: str, links: dict
         "flops": FLOPS_AXIS,
         "constraints": [FLOOR_NOTE] + ([TF32_NOTE] if _uses_conv(found, source) else []),
     }
-    aliases = {f"kernelbench {problem.ref}", f"kb {problem.ref}", f"kernelbench level {problem.level} problem "
-               f"{problem.number}", f"{problem.number}_{problem.name}", problem.words}
+    aliases = search_names(problem)
     metadata = {
         "name": slug,
         "title": title_of(problem),
