@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> None:
                                    "policy": {"time_budget_ns": int(args.case_seconds * 1e9)}}
         began = time.monotonic()
         result = run_isolated(request, time_limit_s=args.time_limit)
-        result.update({"file": case["file"], "workload": case["workload"], "wall_s": round(time.monotonic() - began, 1)})
+        result.update({"file": case["file"], "workload": case["workload"],
+                       "wall_s": round(time.monotonic() - began, 1)})
         target.write_text(json.dumps(result, indent=1) + "\n")
         print(f"{case['file']}: {result.get('status')} {result['wall_s']} s", flush=True)
 
