@@ -56,6 +56,8 @@ def floor_for(
     if gpu is None:
         return None
     op_spec, wl_spec = data.specs_json(workload)
+    if not op_spec["inputs"] and not op_spec["outputs"]:
+        return None  # an operation that declares no tensors (their shapes not known): no floor to estimate
     region = data.protocols[protocol].spec.timed_region if protocol else "forward"
     physical = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
     # It moves only with a change to every operation (catalog/changes.py), so the last such version keys it.

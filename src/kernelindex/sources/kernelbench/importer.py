@@ -59,7 +59,8 @@ def _timed(mapper: Mapper, placed: list[Placed]) -> list[Timed]:
             try:
                 refs = mapper.refs(p)
                 op = mapper.operation(p.problem).model_dump(mode="json")["spec"]
-                floors[key] = floor_estimate(op, refs["workload"].model_dump(mode="json")["spec"], gpu).floor_ns
+                floors[key] = floor_estimate(op, refs["workload"].model_dump(mode="json")["spec"], gpu).floor_ns \
+                    if op["outputs"] else None  # tensors not counted: no floor
             except ProblemNotMapped:
                 floors[key] = None
         timing = p.entry.timing

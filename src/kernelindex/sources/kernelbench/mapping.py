@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from kernelindex.sources.kernelbench.operations import (
     ProblemNotMapped,
     operation_manifest,
     problem_tensors,
+    signature,
     slug_of,
     workload_manifest,
 )
@@ -94,6 +96,7 @@ class Mapper:
         self.result = MappedKernelBench()
         self._problems: dict[tuple[str, str], ProblemFile] = {}
         self._built: dict[tuple[str, ...], Manifest] = {}
+        self._signatures: dict[str, set[Any]] = defaultdict(set)
         self._slugs = self._operation_slugs()
         self.project = project_manifest()
         self.result.manifests += [source_manifest(SOURCE, license_text()), self.project]
@@ -119,6 +122,11 @@ class Mapper:
                 known = by_problem[(problem.level, problem.number)].get(problem.semantics)
                 by_problem[(problem.level, problem.number)][problem.semantics] = (
                     tree == newest or bool(known and known[0]), problem)
+        for tree, problem_set in sorted(self.data.sets.items()):
+            for file in sorted(problem_set.files):
+                with suppress(ProblemFileError, ProblemNotMapped):
+                    problem = self.problem(tree, file)
+                    self._signatures[problem.semantics].add(signature(problem_tensors(problem, self.counted)))
         slugs: dict[str, str] = {}
         for variants in by_problem.values():
             plain = next((s for s, (is_newest, _) in variants.items() if is_newest), None) \
@@ -127,6 +135,12 @@ class Mapper:
                 base = slug_of(problem)
                 slugs[semantics] = base if semantics == plain else f"{base[:110]}-v{semantics[:8]}"
         return slugs
+
+    def _shared_tensors(self, problem: ProblemFile) -> dict[str, Any]:
+        found = problem_tensors(problem, self.counted)
+        if len(self._signatures[problem.semantics]) == 1 or "error" in found:
+            return found
+        return {**found, "error": "its versions' tensors were not all counted, or differ in structure"}
 
     def _once(self, key: tuple[str, ...], make: Any) -> Manifest:
         if key not in self._built:
@@ -143,7 +157,7 @@ class Mapper:
         slug = self._slugs[problem.semantics]
         source = self.data.problems[problem.digest]
         built = self._once(("op", problem.semantics), lambda: operation_manifest(
-            problem, source, slug, reviewed_links().get(slug, {}), problem_tensors(problem, self.counted)))
+            problem, source, slug, reviewed_links().get(slug, {}), self._shared_tensors(problem)))
         assert isinstance(built, OperationSpec)
         return built
 

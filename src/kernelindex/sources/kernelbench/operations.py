@@ -47,8 +47,8 @@ def problem_tensors(problem: ProblemFile, table: dict[str, dict[str, Any]] | Non
     if found is None:
         raise ProblemNotMapped(f"{problem.file}: not in registry/sources/kernelbench/problems.json (run "
                                "bench/kernelbench_floors.py)")
-    if "error" in found:
-        raise ProblemNotMapped(f"{problem.file}: its tensors could not be counted ({found['error']})")
+    if "error" in found:  # counted nothing: the operation and workload say so and carry no floor
+        return {"inputs": [], "parameters": [], "outputs": [], "flops": None, "scalars": {}, **found}
     return found
 
 
@@ -106,11 +106,23 @@ def _uses_conv(found: dict[str, Any], source: str) -> bool:
     return "conv" in source.lower() and any(t["dtype"] == "fp32" for t in found["inputs"])
 
 
+def signature(found: dict[str, Any]) -> tuple[tuple[str, str, int], ...] | None:
+    """The structure of a problem's tensors (names, dtypes, ranks); None where they were not counted.
+    The workloads of one operation must share it for the operation to declare its tensors."""
+    if "error" in found:
+        return None
+    tensors = found["inputs"] + _parameter_groups(found) + found["outputs"]
+    return tuple((t["name"], t["dtype"], len(t["shape"])) for t in tensors)
+
+
 def operation_manifest(problem: ProblemFile, source: str, slug: str, links: dict[str, str],
                        found: dict[str, Any]) -> OperationSpec:
-    axes = {name: {"role": "variable"} for name in sorted(problem.axes)}
-    axes[FLOPS_AXIS] = {"role": "variable", "description": "forward FLOPs as FlopCounterMode counts them"}
-    body = {
+    """``found``: the counted tensors every workload of the operation shares, or an "error" saying why
+    there are none (then the operation declares no tensors and has no floor)."""
+    axes: dict[str, Any] = {name: {"role": "variable"} for name in sorted(problem.axes)}
+    if "error" not in found:
+        axes[FLOPS_AXIS] = {"role": "variable", "description": "forward FLOPs as FlopCounterMode counts them"}
+    body: dict[str, Any] = {
         "family": problem.family,
         "semantics": source,
         "axes": axes,
@@ -121,6 +133,9 @@ def operation_manifest(problem: ProblemFile, source: str, slug: str, links: dict
         "flops": FLOPS_AXIS,
         "constraints": [FLOOR_NOTE] + ([TF32_NOTE] if _uses_conv(found, source) else []),
     }
+    if "error" in found:
+        body.update(inputs=[], outputs=[], flops=None, constraints=[
+            f"no floor: the problem's tensors and FLOPs were not counted ({found['error']})"])
     aliases = search_names(problem)
     metadata = {
         "name": slug,
@@ -145,6 +160,12 @@ def _concrete(tensor: dict[str, Any]) -> dict[str, Any]:
 
 
 def workload_manifest(problem: ProblemFile, operation: OperationSpec, found: dict[str, Any]) -> Manifest:
+    if "error" in found:
+        return build("WorkloadCase", {"operation": digest_of(operation), "axes": dict(problem.axes), "dtypes": {},
+                                      "tensors": [], "params": {**problem.params,
+                                                                "inputs drawn by": problem.input_recipe}},
+                     {"title": " · ".join(f"{k} = {v}" for k, v in problem.axes.items()) or "no shape constants",
+                      "labels": {"kernelbench_file_digest": problem.digest}})
     tensors = [_concrete(t) for t in found["inputs"] + _parameter_groups(found) + found["outputs"]]
     dtypes = {t["name"]: t["dtype"] for t in found["inputs"]}
     if _uses_conv(found, operation.spec.semantics):
