@@ -102,10 +102,10 @@ class Mapper:
         self.result.manifests += [source_manifest(SOURCE, license_text()), self.project]
 
     def problem(self, tree: str, file: str) -> ProblemFile:
-        key = (tree, file)
+        """Parsed once per (path, content): most files are identical across the problem sets."""
+        key = (file, self.data.sets[tree].files[file])
         if key not in self._problems:
-            digest = self.data.sets[tree].files[file]
-            self._problems[key] = read_problem(file, self.data.problems[digest])
+            self._problems[key] = read_problem(file, self.data.problems[key[1]])
         return self._problems[key]
 
     def _operation_slugs(self) -> dict[str, str]:
