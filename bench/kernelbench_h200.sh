@@ -7,7 +7,7 @@
 # Run from the repository root with the package importable (PYTHONPATH=src, torch with CUDA).
 # Usage: bench/kernelbench_h200.sh SECONDS STEP...
 #   LEVELS:IMPLS   e.g. 1:eager,torch-compile  2:eager,torch-compile  1:max-autotune-no-cudagraphs  3:eager,torch-compile
-# The case list is bench/kernelbench-cases.json (bench/kernelbench_campaign.py prepare, on the CPU side).
+# The case list is bench/kernelbench-cases.json (bench/kernelbench_campaign.py prepare; made here when missing).
 set -u
 budget=$1; shift; start=$(date +%s); work=/tmp/ki-kb
 left() { echo $(( budget - ($(date +%s) - start) )); }
@@ -16,6 +16,8 @@ say() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$log"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
   --format=csv >> "$log" 2>&1
 ship() { tar czf "$OUT/results.tgz" -C "$work" results 2>/dev/null; }
+[ -f bench/kernelbench-cases.json ] || python3 bench/kernelbench_campaign.py prepare --out bench/kernelbench-cases.json \
+  >> "$log" 2>&1
 for step in "$@"; do
   if grep -qxF "$step" "$work/done"; then say "skip $step (done in an earlier call)"; continue; fi
   t=$(( $(left) - 20 ))

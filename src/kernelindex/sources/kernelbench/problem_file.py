@@ -147,7 +147,10 @@ def read_problem(file: str, source: str) -> ProblemFile:
     recipe = next((ast.unparse(s) for s in rest if isinstance(s, ast.FunctionDef) and s.name == "get_inputs"), "")
     model = [s for s in rest if not (isinstance(s, ast.FunctionDef) and s.name == "get_inputs")]
     shape_free = ast.dump(ast.Module(body=model, type_ignores=[]), annotate_fields=False)
-    semantics = hashlib.sha256((" ".join(sorted(constants)) + "\n" + shape_free).encode()).hexdigest()
+    # The problem's place is part of it: two problems of identical code (1/2 and 1/8 are both a matmul
+    # module) stay two operations, each reachable as the problem it is.
+    place = f"{folder}/{match['number']}"
+    semantics = hashlib.sha256((place + "\n" + " ".join(sorted(constants)) + "\n" + shape_free).encode()).hexdigest()
     axes, params = _split(constants)
     return ProblemFile(
         level=int(folder[5:]), number=int(match["number"]), name=match["name"], file=file,
