@@ -112,7 +112,14 @@ def signature(found: dict[str, Any]) -> tuple[tuple[str, str, int], ...] | None:
     if "error" in found:
         return None
     tensors = found["inputs"] + _parameter_groups(found) + found["outputs"]
-    return tuple((t["name"], t["dtype"], len(t["shape"])) for t in tensors)
+    shapes = tuple((t["name"], t["dtype"], len(t["shape"])) for t in tensors)
+    return (*shapes, ("counts FLOPs", "", int(counts_flops(found))))
+
+
+def counts_flops(found: dict[str, Any]) -> bool:
+    """FlopCounterMode counted work (matmuls, convolutions, attention); elementwise-only problems count
+    none: their floor is the bandwidth floor, and they carry no FLOP axis."""
+    return "error" not in found and bool(found.get("flops"))
 
 
 def operation_manifest(problem: ProblemFile, source: str, slug: str, links: dict[str, str],
@@ -120,7 +127,7 @@ def operation_manifest(problem: ProblemFile, source: str, slug: str, links: dict
     """``found``: the counted tensors every workload of the operation shares, or an "error" saying why
     there are none (then the operation declares no tensors and has no floor)."""
     axes: dict[str, Any] = {name: {"role": "variable"} for name in sorted(problem.axes)}
-    if "error" not in found:
+    if counts_flops(found):
         axes[FLOPS_AXIS] = {"role": "variable", "description": "forward FLOPs as FlopCounterMode counts them"}
     body: dict[str, Any] = {
         "family": problem.family,
@@ -130,7 +137,7 @@ def operation_manifest(problem: ProblemFile, source: str, slug: str, links: dict
         "outputs": _decls(found["outputs"]),
         "reference": f"KernelBench {problem.file}: Model(*get_init_inputs())(*get_inputs()) in PyTorch "
                      "(KernelBench (ScalingIntelligence/KernelBench), MIT)",
-        "flops": FLOPS_AXIS,
+        "flops": FLOPS_AXIS if counts_flops(found) else None,
         "constraints": [FLOOR_NOTE] + ([TF32_NOTE] if _uses_conv(found, source) else []),
     }
     if "error" in found:
@@ -176,7 +183,8 @@ def workload_manifest(problem: ProblemFile, operation: OperationSpec, found: dic
     label = " · ".join(f"{k} = {v}" for k, v in problem.axes.items()) or "no shape constants"
     return build(
         "WorkloadCase",
-        {"operation": digest_of(operation), "axes": {**problem.axes, FLOPS_AXIS: int(found["flops"])},
+        {"operation": digest_of(operation),
+         "axes": {**problem.axes, **({FLOPS_AXIS: int(found["flops"])} if counts_flops(found) else {})},
          "dtypes": dtypes, "tensors": tensors, "params": params},
         {"title": label, "description": f"the shapes and inputs of KernelBench {problem.file}",
          "labels": {"kernelbench_file_digest": problem.digest}},

@@ -118,7 +118,8 @@ def _constants(tree: ast.Module) -> tuple[dict[str, Any], list[ast.stmt]]:
 
 
 def _split(constants: dict[str, Any]) -> tuple[dict[str, int], dict[str, int | float | str | bool]]:
-    axes = {k: v for k, v in constants.items() if isinstance(v, int) and not isinstance(v, bool)}
+    # Axes are sizes (at least 1, as every axis of the catalog): a zero padding or a negative dim is a parameter.
+    axes = {k: v for k, v in constants.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1}
     params: dict[str, int | float | str | bool] = {}
     for name, value in constants.items():
         if name in axes:
