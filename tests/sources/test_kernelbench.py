@@ -65,7 +65,7 @@ def _counted(sources: list[str]) -> dict[str, dict[str, Any]]:
     for source in sources:
         problem = read_problem("level1/1_M.py" if "matmul" in source else "level2/1_S.py", source)
         if "matmul" in source:
-            n = problem.axes["N"]
+            n = problem.axes["n"]
             square = {"dtype": "fp32", "shape": [n, n]}
             table[problem.digest] = {"inputs": [{"name": "A", **square}, {"name": "B", **square}], "parameters": [],
                                      "outputs": [{"name": "output", **square}], "flops": 2 * n ** 3, "scalars": {}}
@@ -132,8 +132,8 @@ def test_changed_shapes_are_two_workloads_and_changed_semantics_two_operations(
     mapped = map_kernelbench(data, counted)
     ops = {m.metadata.name: m for m in mapped.manifests if m.kind == "OperationSpec"}
     workloads = [m for m in mapped.manifests if m.kind == "WorkloadCase"]
-    matmuls = [w for w in workloads if w.spec.axes.get("N")]
-    assert sorted(w.spec.axes["N"] for w in matmuls) == [4096, 8192]
+    matmuls = [w for w in workloads if w.spec.axes.get("n")]
+    assert sorted(w.spec.axes["n"] for w in matmuls) == [4096, 8192]
     assert len({w.spec.operation for w in matmuls}) == 1  # one operation: only N and the draw changed
     # x * 2 and x * 3 under one name are two operations, never merged; the newest set's keeps the plain slug.
     scale = sorted(name for name in ops if name.startswith("kernelbench-2-1-scale"))

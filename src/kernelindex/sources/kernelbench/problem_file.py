@@ -22,6 +22,7 @@ from typing import Any
 _BINARY: dict[type, Any] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                             ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv, ast.Pow: operator.pow,
                             ast.Mod: operator.mod}
+_AXIS_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 FILE_NAME = re.compile(r"^(?P<number>\d+)_(?P<name>.+)\.py$")
 
 # Level 1 families by the words of the problem's name, first match wins (level 2 problems are fused
@@ -118,11 +119,15 @@ def _constants(tree: ast.Module) -> tuple[dict[str, Any], list[ast.stmt]]:
 
 
 def _split(constants: dict[str, Any]) -> tuple[dict[str, int], dict[str, int | float | str | bool]]:
-    # Axes are sizes (at least 1, as every axis of the catalog): a zero padding or a negative dim is a parameter.
-    axes = {k: v for k, v in constants.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1}
+    # Axes are sizes (at least 1) named as every axis of the catalog (lower case: "N" is axis "n"); a zero
+    # padding, a negative dim or a name that would collide is a parameter under its own name.
+    sizes = {k: v for k, v in constants.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1}
+    lowered = [k.lower() for k in sizes]
+    axes = {k.lower(): v for k, v in sizes.items() if _AXIS_NAME.match(k.lower()) and lowered.count(k.lower()) == 1}
+    named = {k for k in sizes if k.lower() in axes}
     params: dict[str, int | float | str | bool] = {}
     for name, value in constants.items():
-        if name in axes:
+        if name in named:
             continue
         if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
             params[name] = value  # e.g. "scale = 2.0": kept a float, as the file writes it
