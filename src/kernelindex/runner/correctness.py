@@ -9,8 +9,9 @@ implementation's in-place declaration and the operation's ``may_alias``.
 
 The inputs in the operation's ``grad_inputs`` require grad and the call runs with autograd
 recording (as the forward region times it). With ``gradients``, autograd then gives the
-implementation's gradient of each of them for a fixed random upstream gradient, float64 autograd
-through the reference gives the expected one, and each gradient is compared like an output. A
+implementation's gradient of each of them for the region's upstream gradient (1.0 for a loss, a fixed
+random one otherwise: ``upstream_gradients``), float64 autograd through the reference gives the
+expected one, and each gradient is compared like an output. A
 missing or wrong gradient fails the gradient verdict (``gradient_passed``), which the backward
 regions need; the forward verdict (``passed``) stands on the outputs.
 """
@@ -113,13 +114,19 @@ def compare(name: str, out: object, ref: torch.Tensor, shape: tuple[int, ...], d
 
 
 def upstream_gradients(outputs: Tensors, names: list[str], seed: int) -> Tensors:
-    """A fixed random upstream gradient for every floating-point output (what backward starts from)."""
+    """The upstream gradient of every floating-point output (what backward starts from): 1.0 for a
+    zero-dimensional output (a loss: what ``loss.backward()`` sends in training, and the value some
+    implementations special-case), a fixed random tensor drawn from ``seed`` for any other output."""
     gen = torch.Generator(device=next(iter(outputs.values())).device)
     gen.manual_seed(seed)
     found = {}
     for name in names:
         out = outputs[name]
-        if out.is_floating_point():
+        if not out.is_floating_point():
+            continue
+        if out.dim() == 0:
+            found[name] = torch.ones((), device=out.device, dtype=out.dtype)
+        else:
             found[name] = torch.randn(out.shape, generator=gen, device=out.device, dtype=torch.float32).to(out.dtype)
     return found
 

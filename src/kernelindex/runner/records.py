@@ -69,6 +69,37 @@ REGION_WORDS = {
     ),
     "forward+backward": "the forward call and autograd's gradients of its gradient inputs, in one timed call",
 }
+# The one rule for the upstream gradient (correctness.upstream_gradients draws it). The loss wording
+# makes a new protocol for the gradient regions of loss operations: the v3 runs shipped before it
+# used a random scalar, a different call (Liger's losses skip their scaling for 1.0), never mixed.
+UPSTREAM_LOSS = (
+    "upstream gradient 1.0: the operation's output is one number (a loss), and 1.0 is what loss.backward() "
+    "sends in training; the correctness reference's float64 autograd uses the same 1.0"
+)
+
+
+def scalar_output(operation: OperationSpec) -> bool:
+    """Every output of the operation is one number (a loss): its backward starts from 1.0."""
+    return bool(operation.spec.outputs) and all(out.shape == [] for out in operation.spec.outputs)
+
+
+def loss_upstream(operation: OperationSpec, region: str) -> bool:
+    """A gradient region of a loss: its backward starts from 1.0 (else from a fixed random gradient)."""
+    return region in ("backward", "forward+backward") and scalar_output(operation)
+
+
+def region_words(operation: OperationSpec, region: str) -> str:
+    if not loss_upstream(operation, region):
+        return REGION_WORDS[region]  # word for word as v3 shipped it: those protocols keep their identity
+    words = REGION_WORDS[region].replace("a fixed random upstream gradient", "upstream gradient 1.0")
+    return words if region == "backward" else f"{words}, from upstream gradient 1.0"
+
+
+def _input_regeneration(operation: OperationSpec, region: str) -> str:
+    words = ("fresh random inputs for each of 3 correctness checks; timing uses one further fresh input set "
+             "per implementation and region (in-place implementations keep transforming it)")
+    # Only a loss's gradient regions say it in the spec: a new protocol (and cohort) for them alone.
+    return f"{words}; {UPSTREAM_LOSS}" if loss_upstream(operation, region) else words
 
 
 def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_sample: int,
@@ -91,10 +122,7 @@ def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_
             "flushed before every timed call by reading a 256 MiB buffer (a reduction into 8 KiB), launched "
             "outside the call, so never in its device time"
         ),
-        "input_regeneration": (
-            "fresh random inputs for each of 3 correctness checks; timing uses one further fresh input set "
-            "per implementation and region (in-place implementations keep transforming it)"
-        ),
+        "input_regeneration": _input_regeneration(operation, region),
         "statistic": "median",
         "quantiles": [0.2, 0.5, 0.8],
         "correctness": {
@@ -112,11 +140,12 @@ def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_
         "native": False,
     }
     slug = operation.metadata.name
+    upstream_sentence = f" The {UPSTREAM_LOSS}." if loss_upstream(operation, region) else ""
     return build("BenchmarkProtocol", spec, {
         "name": f"{HARNESS}-v{HARNESS_VERSION}-{slug}-{region.replace('+', '-')}",
         "title": f"KernelIndex runner v{HARNESS_VERSION} · {region}",
         "description": (
-            f"Timed: {REGION_WORDS[region]}. Warm-up: {policy.warmup_calls} calls and "
+            f"Timed: {region_words(operation, region)}.{upstream_sentence} Warm-up: {policy.warmup_calls} calls and "
             f"{policy.warmup_time_ns / 1e6:.0f} ms; at least {policy.min_samples} samples, then stop at relative "
             f"standard error {policy.target_rse:.1%}, {policy.max_samples} samples or "
             f"{policy.time_budget_ns / 1e9:g} s per case and region (a run stopped by the hard limit, "

@@ -3,9 +3,11 @@
 - ``forward``: the implementation's call. Inputs in ``grad_inputs`` require grad and autograd
   records the call, as the Liger benchmarks time a forward (what a training step runs).
 - ``backward``: autograd's gradients of ``grad_inputs`` from one forward output computed before
-  timing, for a fixed random upstream gradient (``torch.autograd.grad`` with ``retain_graph``, so
-  every timed call runs the same backward; gradients are returned, never accumulated into
-  ``.grad``). The forward is not timed.
+  timing, for the upstream gradient ``upstream_gradients`` gives: 1.0 where the output is one number
+  (a loss: what ``loss.backward()`` sends in training, and Liger's losses skip their scaling for it),
+  a fixed random tensor otherwise (``torch.autograd.grad`` with ``retain_graph``, so every timed call
+  runs the same backward; gradients are returned, never accumulated into ``.grad``). The forward is
+  not timed.
 - ``forward+backward``: the call and those gradients, in one timed call.
 """
 
