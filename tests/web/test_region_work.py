@@ -15,7 +15,7 @@ from kernelindex.policy.capture import capture_failure_sentence
 from kernelindex.readmodel.labels import implementation_slug
 from kernelindex.readmodel.loading import load_operation
 from kernelindex.readmodel.operations import build_operation_page
-from kernelindex.readmodel.ranking_notes import BACKWARD_WORK_NOTE, FORWARD_WORK_NOTE, forward_work_note
+from kernelindex.readmodel.region_work import BACKWARD_WORK_NOTE, FORWARD_WORK_NOTE, forward_work_note
 from kernelindex.trust.bundles import bundled_bundles, publish_bundle
 from kernelindex.trust.keys import bundled_runner_keys
 
@@ -114,3 +114,29 @@ def test_a_failed_capture_is_said_in_words_and_kept_verbatim(empty_catalog: Cata
     assert said in timing_line and "includes the host's launch of the call" in timing_line
     assert "cudaError" not in timing_line and "Error" not in timing_line
     assert "capture_failure=AcceleratorError: CUDA error" in html  # the raw text, under "As the source wrote it"
+
+
+def test_no_floor_ratio_for_a_backward_that_only_scales_on_the_headline_card_and_the_floor_panel(
+        liger_catalog: Catalog) -> None:
+    """Liger's GRPO loss leads its verified backward cohort because its backward only scales the
+    gradient its forward computed: the "Fastest verified" card (seen from Liger's own benchmark cohort of
+    the workload) shows no ratio to the backward floor, and the floor panel's record is the fastest row
+    the floor bounds (as on the rows and the run page: ranking_notes.skips_floor_traffic)."""
+    from kernelindex.readmodel.cohorts import cohorts_of
+    from kernelindex.readmodel.headline import floor_view, headline_slots
+    from kernelindex.readmodel.rows import ranked_rows
+
+    _publish(liger_catalog, "h200-fused-linear-grpo-loss-token-20261201")
+    data = load_operation(liger_catalog, "fused-linear-grpo-loss-token")
+    cohorts = cohorts_of(data)
+    backward = [c for c in cohorts.values() if c.leader and data.protocols[c.protocol].spec.timed_region == "backward"]
+    verified = next(c for c in backward if c.leader.evidence == "verified"
+                    and implementation_slug(data.implementations[c.leader.implementation]).startswith("liger-kernel-"))
+    rows = ranked_rows(data, verified, FIXED_NOW)
+    assert rows[0].region_note == BACKWARD_WORK_NOTE and rows[0].floor_ratio is None
+    panel = floor_view(data, verified, rows)
+    assert panel is not None and panel.record_ratio == rows[1].floor_ratio and panel.record_ratio > 1
+    native = next(c for c in backward if c.workload == verified.workload and c.key != verified.key)
+    card = next(s for s in headline_slots(data, native, ranked_rows(data, native, FIXED_NOW), cohorts, FIXED_NOW)
+                if s.kind == "fastest_verified")
+    assert card.row.run_id == rows[0].run_id and card.floor_ratio is None

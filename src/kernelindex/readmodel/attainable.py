@@ -14,7 +14,7 @@ from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
 from kernelindex.policy.floor import Attainable, compulsory_traffic
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.loading import OperationData, load_operation
-from kernelindex.readmodel.ranking_notes import BACKWARD_WORK_NOTE, forward_work_note
+from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 
 VERIFIED = ("verified", "replicated")
 CEILINGS = (("copy_bandwidth_bytes_per_s", "copy"), ("read_bandwidth_bytes_per_s", "read-only"),
@@ -63,7 +63,7 @@ def _offer_runs(best: dict[str, Attainable], data: OperationData) -> None:
         gpu = data.gpu_of(run.environment)
         if gpu is None or not run.eligible or run.evidence not in VERIFIED or not run.median_ns:
             continue
-        if forward_work_note(data, run) == BACKWARD_WORK_NOTE:  # skips traffic its region's floor counts
+        if skips_floor_traffic(forward_work_note(data, run)):
             continue
         region = data.protocols[run.protocol].spec.timed_region
         moved = sum(t.bytes for t in compulsory_traffic(*data.specs_json(run.workload), region, data.slug))

@@ -15,6 +15,7 @@ from kernelindex.readmodel.labels import (
 )
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.operation_views import FloorView, HeadlineSlot, LanguageLeader, RankedRow
+from kernelindex.readmodel.region_work import skips_floor_traffic
 from kernelindex.readmodel.rows import floor_for, ranked_rows
 
 REGION_FLOOR_WORDS = {
@@ -97,7 +98,7 @@ def _fastest_verified(
     label = cohort_label(data.environments[best.environment], data.protocols[best.protocol])
     slot = _slot("fastest_verified", f"Fastest verified · {_where(data, best)}", rows[0], None, best, label)
     floors = floor_for(data, best.workload, best.environment, best.protocol)
-    if floors:
+    if floors and not skips_floor_traffic(rows[0].region_note):
         slot.floor_ratio = floors[0].ratio(rows[0].median_ns)
     return slot
 
@@ -118,7 +119,8 @@ def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> Fl
     if floors is None or not rows:
         return None
     physical, attainable = floors
-    record = min(r.median_ns for r in rows)
+    # The record is the fastest row the floor bounds: a backward that only scales is not held to it.
+    record = min((r.median_ns for r in rows if not skips_floor_traffic(r.region_note)), default=None)
     bound = (
         "no arithmetic formula for this family: bandwidth floor only"
         if not data.operation.spec.flops

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.readmodel.operation_data import OperationData, Run
+from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 
 
 class PhysicalFloors:
@@ -14,10 +15,13 @@ class PhysicalFloors:
 
     def get(self, run: Run) -> float | None:
         """The physical floor in ns of the run's workload and timed region on its GPU (None: no
-        datasheet entry, a suite, or a spec the floor cannot read)."""
+        datasheet entry, a suite, a spec the floor cannot read, or a backward that only scales a gradient
+        its forward computed: it skips the traffic the floor counts, so the floor does not bound it)."""
         data = self.data
         gpu = data.gpu_of(run.environment)
         if gpu is None or run.workload not in data.workloads or run.median_ns is None:
+            return None
+        if skips_floor_traffic(forward_work_note(data, run)):
             return None
         region = data.protocols[run.protocol].spec.timed_region
         key = (run.workload, region, gpu.slug)

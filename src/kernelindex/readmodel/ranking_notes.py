@@ -4,53 +4,23 @@ measured it, and rows whose forward also does the backward's work (``registry.fo
 
 from __future__ import annotations
 
-from kernelindex import registry
 from kernelindex.policy.device_time import host_bound_words
 from kernelindex.readmodel.cohorts import Cohort
-from kernelindex.readmodel.labels import cohort_key_short, implementation_slug, workload_key
+from kernelindex.readmodel.labels import cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.operation_views import RankedRow, RankingNote
+from kernelindex.readmodel.region_work import forward_work
 
 FORWARD_BACKWARD = "forward+backward"
 DEVICE_TIME = "cupti-device-time"  # runner v3's timing.method: the median is the call's device time
 
 
-FORWARD_WORK_NOTE = "This forward also computes the gradient; compare forward+backward."
-BACKWARD_WORK_NOTE = "This backward only scales the gradient its forward computed; compare forward+backward."
-SHIFTED = {"forward": FORWARD_WORK_NOTE, "backward": BACKWARD_WORK_NOTE}
 _RANKING_WORDS = {
     "forward": ("also {verb} the gradient inside the forward: the time includes work the other rows do in their "
                 "backward", ("computes", "compute")),
     "backward": ("only {verb} a gradient computed in the forward: the time leaves out work the other rows do "
                  "here", ("scales", "scale")),
 }
-
-
-def forward_work(data: OperationData, run: Run) -> str | None:
-    """How the run's implementation computes the gradient inside its forward, when it declares it and
-    the run timed the forward or the backward (the regions it shifts work between); None otherwise. A
-    revision the runner recorded with the adapter's declaration (runner v3) is held to it; older
-    revisions and imported ones (Liger's own benchmark rows) to the registry's entry for their line,
-    the same entry the adapters read."""
-    if data.protocols[run.protocol].spec.timed_region not in SHIFTED:
-        return None
-    implementation = data.implementations[run.implementation]
-    declared = implementation.spec.forward_computes_gradient
-    how = registry.forward_computes_gradient().get(implementation_slug(implementation))
-    if declared is False:
-        return None
-    return how or ("its forward computes the gradients, as its adapter declares" if declared else None)
-
-
-def forward_work_note(data: OperationData, run: Run, *, how: bool = False) -> str | None:
-    """The row's note (this forward also computes the gradient / this backward only scales it; compare
-    forward+backward), with how the implementation does it when ``how``; None when the run's region
-    does only its own work."""
-    done = forward_work(data, run)
-    if not done:
-        return None
-    note = SHIFTED[data.protocols[run.protocol].spec.timed_region]
-    return f"{note.removesuffix('; compare forward+backward.')} ({done}); compare forward+backward." if how else note
 
 
 def ranking_notes(data: OperationData, cohort: Cohort | None, rows: list[RankedRow],

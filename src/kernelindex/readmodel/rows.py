@@ -22,7 +22,8 @@ from kernelindex.readmodel.labels import (
 )
 from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
-from kernelindex.readmodel.ranking_notes import BACKWARD_WORK_NOTE, forward_work_note, host_bound_label
+from kernelindex.readmodel.ranking_notes import host_bound_label
+from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 from kernelindex.readmodel.versions import VERSIONS
 
 
@@ -86,9 +87,7 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
             row.rationale.append(f"One row per implementation: this run has the middle median of {len(others) + 1} "
                                  f"measurements of it in this cohort (the others: {medians}).")
     if floors:  # latency cohorts; a memory metric would have no floor ratio or throughput
-        # A backward that only scales a gradient its forward computed skips the traffic the region's
-        # floor counts: a ratio to that floor (or a throughput over its bytes) would be meaningless.
-        for row in (r for r in rows if r.region_note != BACKWARD_WORK_NOTE):
+        for row in (r for r in rows if not skips_floor_traffic(r.region_note)):
             row.floor_ratio = floors[0].ratio(row.median_ns)
             rate = floors[0].throughput(row.median_ns)
             row.throughput, row.throughput_unit = rate if rate else (None, None)

@@ -26,7 +26,8 @@ from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
 from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of, sample_count
 from kernelindex.readmodel.operation_views import ImplementationRef
-from kernelindex.readmodel.ranking_notes import BACKWARD_WORK_NOTE, forward_work_note, host_bound_label
+from kernelindex.readmodel.ranking_notes import host_bound_label
+from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 from kernelindex.readmodel.rows import floor_for, implementation_ref
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
@@ -131,7 +132,7 @@ def _operation_url(data: OperationData, run: Run, cohort: Cohort | None) -> str:
 def _floor_ratio(data: OperationData, run: Run, floor_ns: float | None) -> float | None:
     """The run's median over its region's floor; none for a backward that only scales a gradient its
     forward computed (it skips the traffic the floor counts, as on the ranked rows)."""
-    if forward_work_note(data, run) == BACKWARD_WORK_NOTE:
+    if skips_floor_traffic(forward_work_note(data, run)):
         return None
     return ratio(run.median_ns, floor_ns)
 
