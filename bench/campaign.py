@@ -106,6 +106,26 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
     return plan, outs
 
 
+def plan_only(args: argparse.Namespace) -> int:
+    """What ``run`` would measure, without a device or a measurement: one line per operation (its cases
+    and case-regions). Exit 1 when a step names no case or an unknown region (a campaign's dry run)."""
+    from kernelindex.runner.ops import REGIONS
+
+    unknown = sorted(set(filter(None, args.regions.split(","))) - set(REGIONS))
+    if unknown:
+        print(f"unknown region(s) {', '.join(unknown)}; one of {', '.join(REGIONS)}")
+        return 1
+    plan, outs = _plan(args)
+    found = {op.metadata.name for op, *_ in plan}
+    for (op, cases, _, regions), out in zip(plan, outs, strict=True):
+        pairs = sum(len(regions[digest_of(w)]) for w in cases)
+        print(f"plan {op.metadata.name}: {len(cases)} cases, {pairs} case-regions -> {out.name}")
+    missing = [s for s in args.operations.split(",") if s not in found]
+    for slug in missing:
+        print(f"plan {slug}: no case left (skip {args.skip_cases}, max {args.max_cases}, regions {args.regions!r})")
+    return 1 if missing or any(not sum(len(r[digest_of(w)]) for w in c) for _, c, _, r in plan) else 0
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from rich.console import Console
 
@@ -192,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--do-bench", action="store_true", help="also record triton's do_bench median")
     r.add_argument("--no-bundle", action="store_true", help="measure only (re-verification, order checks)")
     r.add_argument("--progress", action="store_true")
+    r.add_argument("--plan-only", action="store_true", help="print the cases and case-regions, measure nothing")
     r.add_argument("--test-device-product", default="",
                    help="CPU smoke: real adapters on CPU tensors, nominal times (e.g. 'NVIDIA H200')")
     args = parser.parse_args(argv)
@@ -201,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "prepare":
         print(prepare(args.export, args.out))
         return 0
+    if args.plan_only:
+        return plan_only(args)
     run(args)
     return 0
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runner protocol v3 campaign, second part (issue 19): a loss's backward starts from upstream gradient 1.0.
+# A queue of steps run in order within SECONDS; each step's results go to $OUT as soon as it ends (a call
+# cut by its limit keeps them). Steps done on this machine are recorded in /tmp/ki-v6/done and skipped, so
+# a later call on the still-warm machine continues the queue where the earlier one stopped (a fresh machine
+# starts it again: list only the steps not yet shipped).
+# Run from the carried folder (src/, bench/, cases/, keys/, whl/ installed into /tmp/site, PYTHONPATH set).
+# Usage: bench/h200_v6.sh SECONDS STEP...
+#   OP[:SKIP:MAX[:SUFFIX[:REGIONS[:LIMIT]]]]  campaign of one operation: its cases SKIP+1 … SKIP+MAX (MAX 0: all),
+#                        only REGIONS (comma-separated; empty: every region the case had), at most LIMIT s
+#                        (default 300); its bundle is h200-OP-DATE-v3SUFFIX
+#   reverify             10% of the cases measured so far, in a fresh process, no bundle
+# KI_REHEARSAL=--test-device-product=H200: a CPU rehearsal. KI_DRY_RUN=1: each step only prints its plan
+# (bench/campaign.py run --plan-only: cases parse, regions exist, the step is not empty) and is marked
+# done, so a second dry run shows the resume.
+set -u
+budget=$1; shift; start=$(date +%s); work=${KI_WORK:-/tmp/ki-v6}
+left() { echo $(( budget - ($(date +%s) - start) )); }
+mkdir -p "$work/c" "$OUT"; touch "$work/done"; log="$OUT/run.log"
+say() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$log"; }
+[ -n "${KI_DRY_RUN:-}" ] || nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,\
+temperature.gpu,power.draw --format=csv >> "$log" 2>&1
+ship() {  # everything so far, re-packed after every step (at most 8 files come back)
+  tar czf "$OUT/bundles.tgz" -C "$work/c" bundles 2>/dev/null
+  tar czf "$OUT/summaries.tgz" -C "$work/c" $(cd "$work/c" && ls summary-*.json sample.json 2>/dev/null) 2>/dev/null
+}
+common=(--cases cases --key keys/runner.key --time-budget 0.5 --hard-limit 40 --host-calls 20 --out "$work/c")
+for step in "$@"; do
+  if grep -qxF "$step" "$work/done"; then say "skip $step (done in an earlier call)"; continue; fi
+  t=$(( $(left) - 20 ))
+  if [ "$t" -lt 40 ]; then say "stop before $step: $t s left"; break; fi
+  case "$step" in
+    reverify)
+      if [ -n "${KI_DRY_RUN:-}" ]; then say "plan reverify: 10% of the cases measured so far"; rc=0; else
+      python3 bench/fidelity.py select --summaries "$work"/c/summary-*.json --every 10 --out "$work/c/sample.json" \
+        && timeout "$t" python3 bench/campaign.py run "${common[@]}" --label reverify --no-bundle \
+          --only-cases "$work/c/sample.json" ${KI_REHEARSAL:-} \
+          --operations "$(python3 -c 'import json,sys; print(",".join(sorted({o for o,_ in json.load(open(sys.argv[1]))})))' "$work/c/sample.json")" \
+          >> "$OUT/reverify.log" 2>&1
+      rc=$?; fi;;
+    *)
+      IFS=: read -r op skip max suffix regions limit <<< "$step"
+      limit=${limit:-300}
+      args=("${common[@]}" --label "${op}${suffix:-}" --operations "$op" --skip-cases "${skip:-0}"
+            --max-cases "${max:-0}" --regions "${regions:-}" --bundle-suffix="-v3${suffix:-}")
+      if [ -n "${KI_DRY_RUN:-}" ]; then
+        python3 bench/campaign.py run "${args[@]}" --plan-only 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}
+      else
+        timeout $(( t < limit ? t : limit )) python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
+          >> "$OUT/campaign.log" 2>&1
+        rc=$?
+      fi;;
+  esac
+  say "$step rc=$rc"
+  [ "$rc" -eq 0 ] && echo "$step" >> "$work/done"
+  ship
+done
+say "end, $(left) s of the script's budget left"
