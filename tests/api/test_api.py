@@ -170,3 +170,12 @@ def test_records_ledger_is_paginated(api: TestClient) -> None:
     assert {c["key"] for c in first["cohorts"]}.isdisjoint({c["key"] for c in second["cohorts"]})
     foreign = api.get(f"/api/v1/records?operation=rope&cursor={first['pagination']['next_cursor']}")
     assert foreign.status_code == 400 and foreign.json()["code"] == "bad_cursor"
+
+
+def test_malformed_json_reports_its_position_not_a_field(api: TestClient) -> None:
+    """FastAPI puts the decoder's character offset where a field goes: it was reported as "field": "13"."""
+    body = api.post("/api/v1/resolve", content=b'{"operation": rope}',
+                    headers={"content-type": "application/json"}).json()
+    assert body["code"] == "invalid_json"
+    assert body["errors"] == [{"in": "body", "position": 14, "message": "Expecting value"}]
+    assert "at character 14: Expecting value" in body["detail"]

@@ -94,7 +94,19 @@ def problem_response(problem: ApiProblem, instance: str | None = None) -> JSONRe
                         media_type="application/problem+json", headers=problem.headers or None)
 
 
+def _json_problem(err: Any) -> ApiProblem:
+    """A body that is not JSON: FastAPI puts the decoder's character offset where a field would be, so
+    it is reported as the position it is, with the decoder's reason, and no field."""
+    position = (err.get("loc") or ("body", None))[-1]
+    reason = (err.get("ctx") or {}).get("error") or err.get("msg", "")
+    where = f" at character {position}" if isinstance(position, int) else ""
+    error = {"in": "body", "position": position if isinstance(position, int) else None, "message": str(reason)}
+    return ApiProblem("invalid_json", f"The body is not valid JSON{where}: {reason}. Send a JSON object.", [error])
+
+
 def _validation_problem(exc: RequestValidationError) -> ApiProblem:
+    if bad := next((err for err in exc.errors() if err.get("type") == "json_invalid"), None):
+        return _json_problem(bad)
     errors = []
     in_body = False
     for err in exc.errors():
@@ -103,8 +115,6 @@ def _validation_problem(exc: RequestValidationError) -> ApiProblem:
         errors.append({"field": ".".join(loc[1:]) or loc[0] if loc else "request", "in": loc[0] if loc else "request",
                        "message": err.get("msg", "")})
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-    if any(err.get("type") == "json_invalid" for err in exc.errors()):
-        return ApiProblem("invalid_json", "The body is not valid JSON: " + detail, errors)
     return ApiProblem("invalid_request" if in_body else "bad_request", detail, errors)
 
 
