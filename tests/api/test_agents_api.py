@@ -84,7 +84,8 @@ def test_use_on_h100_says_not_measured_with_nearest_evidence_and_floor(api: Test
     rec = data["recommendation"]
     assert data["status"] == rec["status"] == "not_measured_on_gpu" and rec["answers"] == []
     assert "Not measured on H100" in data["message"]
-    assert rec["nearest"]["gpu"] == "a100-80gb" and rec["nearest"]["answers"][0]["median_ns"] == 58880
+    # Issue 20 item 9: the nearest measured GPU is the same architecture (H200, sm_90) before a nearer bandwidth
+    assert rec["nearest"]["gpu"] == "h200" and rec["nearest"]["answers"][0]["median_ns"] == 25472
     assert rec["floor"]["gpu"] == "h100-sxm" and rec["floor"]["estimate"] is True
     assert 25_000 < rec["floor"]["floor_ns"] < 26_500
 
