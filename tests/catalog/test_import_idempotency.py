@@ -20,7 +20,10 @@ HEADER, *ROWS = bundled_csv_path().read_bytes().splitlines(keepends=True)
 
 
 def _import(catalog: Catalog, rows: list[bytes], folder: Path, name: str) -> ImportReport:
-    path = folder / f"{name}.csv"
+    """Import ``rows`` as Liger's file (runs are attributed to the file they came from, issue 20 item 7, so
+    every copy keeps the file's name, in its own folder)."""
+    path = folder / name / bundled_csv_path().name
+    path.parent.mkdir()
     path.write_bytes(HEADER + b"".join(rows))
     return import_liger(catalog, FileTransport(path), dry_run=False, actor="property-test")
 
