@@ -5,13 +5,17 @@ license notice."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import cache
+from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from kernelindex import registry
-from kernelindex.catalog.db import Catalog
+from kernelindex.bootstrap import ensure_bundled_data
+from kernelindex.catalog.db import Catalog, open_catalog
 from kernelindex.resolve.service import search
 from kernelindex.resolve.source import CatalogCohortSource
 from kernelindex.sources.kernelbench import map_kernelbench, read_kernelbench, shipped_path
@@ -21,6 +25,16 @@ from kernelindex.sources.kernelbench.problem_file import read_problem
 from kernelindex.web.app import create_app
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
+    """Liger and KernelBench as `ki import kernelbench --publish` adds it (not in the default bundle yet)."""
+    path: Path = tmp_path_factory.mktemp("kernelbench") / "catalog.sqlite"
+    catalog = open_catalog(f"sqlite:///{path}")
+    ensure_bundled_data(catalog, parts=("liger", "kernelbench"))
+    yield catalog
+    catalog.dispose()
 
 
 @cache
