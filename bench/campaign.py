@@ -109,7 +109,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
 def plan_only(args: argparse.Namespace) -> int:
     """What ``run`` would measure, without a device or a measurement: one line per operation (its cases
     and case-regions). Exit 1 when a step names no case or an unknown region (a campaign's dry run)."""
-    from kernelindex.runner.ops import REGIONS
+    from kernelindex.runner.definitions import REGIONS
 
     unknown = sorted(set(filter(None, args.regions.split(","))) - set(REGIONS))
     if unknown:

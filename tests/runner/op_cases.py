@@ -15,7 +15,8 @@ from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.manifests import build, digest_of
 from kernelindex.policy.floor import resolved_axes
 from kernelindex.runner.correctness import relative_error, tolerance_for
-from kernelindex.runner.ops import OperationDef, operations
+from kernelindex.runner.definitions import OperationDef
+from kernelindex.runner.ops import operations
 from kernelindex.runner.ops._common import DTYPES, PARAM_PREFIX
 
 

@@ -12,8 +12,9 @@ from op_cases import small_workload  # noqa: E402
 
 from kernelindex import registry  # noqa: E402
 from kernelindex.runner.correctness import check  # noqa: E402
+from kernelindex.runner.definitions import REGIONS  # noqa: E402
 from kernelindex.runner.inputs import make_inputs  # noqa: E402
-from kernelindex.runner.ops import REGIONS, operations  # noqa: E402
+from kernelindex.runner.ops import operations  # noqa: E402
 
 OPS = operations()
 SMALL = {

@@ -13,8 +13,8 @@ torch = pytest.importorskip("torch")
 from op_cases import assert_baseline_matches_reference, case, fresh_inputs, op, tensor_inputs  # noqa: E402
 
 from kernelindex import registry  # noqa: E402
-from kernelindex.runner.adapters import Adapter  # noqa: E402
 from kernelindex.runner.correctness import relative_error, tolerance_for  # noqa: E402
+from kernelindex.runner.definitions import Adapter  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

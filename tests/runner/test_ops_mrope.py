@@ -13,7 +13,7 @@ from op_cases import ROPE_ORDER, assert_inputs_honour_case, fresh_inputs, op, sm
 
 from kernelindex import registry  # noqa: E402
 from kernelindex.runner.correctness import check  # noqa: E402
-from kernelindex.runner.ops import REGIONS  # noqa: E402
+from kernelindex.runner.definitions import REGIONS  # noqa: E402
 
 MROPE = {"seq": 8, "hidden": 64, "q_heads": 4, "kv_heads": 2}  # head_dim 16: sections [2, 3, 3]
 

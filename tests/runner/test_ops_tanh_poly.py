@@ -19,7 +19,7 @@ from op_cases import (  # noqa: E402
 
 from kernelindex import registry  # noqa: E402
 from kernelindex.runner.correctness import check  # noqa: E402
-from kernelindex.runner.ops import REGIONS  # noqa: E402
+from kernelindex.runner.definitions import REGIONS  # noqa: E402
 
 ROWS = {"rows": 6, "hidden": 32}
 LINES = {

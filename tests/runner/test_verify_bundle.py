@@ -14,8 +14,8 @@ from runner_fakes import FakeDevice  # noqa: E402
 from kernelindex import registry  # noqa: E402
 from kernelindex.domain.canonical import bytes_digest  # noqa: E402
 from kernelindex.domain.manifests import build  # noqa: E402
-from kernelindex.runner.adapters import Adapter  # noqa: E402
 from kernelindex.runner.campaign import outcome_rows, verify_operation, write_result_bundle  # noqa: E402
+from kernelindex.runner.definitions import Adapter  # noqa: E402
 from kernelindex.runner.reference import rotate_half  # noqa: E402
 from kernelindex.runner.timing import TimingPolicy  # noqa: E402
 from kernelindex.trust import keys  # noqa: E402

@@ -9,17 +9,14 @@ picks one; otherwise the chooser says which constants tell them apart."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from kernelindex import registry
 from kernelindex.policy.reasons import Reason
+from kernelindex.resolve.cohorts import CohortSource
 from kernelindex.resolve.interpret import canonical_query
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.results import Choice, Resolution
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
-
-if TYPE_CHECKING:
-    from kernelindex.resolve.resolver import CohortSource
 
 
 def _fits(op: OperationEntry | None, axes: dict[str, int]) -> bool:

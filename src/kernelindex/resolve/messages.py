@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kernelindex import registry
 from kernelindex.policy.reasons import Reason
+from kernelindex.resolve.cohorts import LeaderboardScores, RankedCohort
 from kernelindex.resolve.interpret import interpretation
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.results import CohortResult, Mismatch, Nearest
 from kernelindex.resolve.vocabulary import Vocabulary
-
-if TYPE_CHECKING:
-    from kernelindex.resolve.resolver import RankedCohort
-
-
-@dataclass(frozen=True)
-class LeaderboardScores:
-    """An operation's suite-scoped leaderboard score runs on one GPU: they rank the problem's whole
-    benchmark suite, so they are in no workload's cohort (the operation page ranks them apart)."""
-
-    gpu: str | None
-    gpu_label: str
-    runs: int
 
 
 def without_cohorts(req: ResolveRequest, scores: Sequence[LeaderboardScores]) -> tuple[str, str]:

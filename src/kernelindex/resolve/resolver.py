@@ -13,18 +13,17 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Protocol
 
 from kernelindex import registry
 from kernelindex.domain.expressions import ExpressionError, evaluate
 from kernelindex.policy.evidence import LEVEL_ORDER
 from kernelindex.policy.reasons import Reason
-from kernelindex.policy.selection import MODE_ORDER
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.requests import ask_url
 from kernelindex.resolve.chooser import choose, narrow_candidates
+from kernelindex.resolve.cohorts import CohortSource, RankedCohort, order_key
 from kernelindex.resolve.interpret import canonical_query, interpretation
-from kernelindex.resolve.messages import LeaderboardScores, filter_notes, status_of, variant_notes, without_cohorts
+from kernelindex.resolve.messages import filter_notes, status_of, variant_notes, without_cohorts
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.results import (
     CohortResult,
@@ -42,47 +41,6 @@ from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
 MAX_COMPATIBLE = 12
 CHALLENGES_URL = "/challenges#unmeasured"
 MAX_LISTED = 24  # exact and other-protocol cohorts listed in full; the totals are always reported
-
-
-class CohortSource(Protocol):
-    """Where runs come from: the catalog's read model (see :mod:`kernelindex.resolve.source`)."""
-
-    def version(self) -> int: ...
-
-    def vocabulary(self) -> Vocabulary: ...
-
-    def priority_gpus(self) -> Sequence[str]: ...
-
-    def cohorts(self, operation: str) -> Sequence[RankedCohort]: ...
-
-    def operations(self) -> list[str]: ...
-
-    def eligible_count(self, operation: str) -> int: ...
-
-    def leaderboard_scores(self, operation: str) -> Sequence[LeaderboardScores]: ...
-
-
-@dataclass(frozen=True)
-class RankedCohort:
-    """One cohort with its ranking computed over all eligible runs (filter-independent)."""
-
-    key: str
-    sample: RunView
-    ranked: tuple[tuple[RunView, int, str, bool, float | None], ...]  # run, rank, label, within_noise, vs_first
-    excluded: tuple[RunView, ...]
-    order: tuple = ()  # display order: mode, priority GPU, GPU, axes, native first (see order_key)
-
-    @property
-    def eligible_runs(self) -> int:
-        return len(self.ranked)
-
-
-def order_key(sample: RunView, key: str, priority_gpus: Sequence[str]) -> tuple:
-    """Forward before backward, priority GPUs first, then the workload: computed once per cohort."""
-    priority = list(priority_gpus)
-    gpu_rank = priority.index(sample.gpu) if sample.gpu is not None and sample.gpu in priority else len(priority)
-    return (MODE_ORDER.get(sample.mode, 9), gpu_rank, sample.gpu_label, tuple(sorted(sample.axes.items())),
-            0 if sample.native else 1, key)
 
 
 # ---- matching -------------------------------------------------------------------------------

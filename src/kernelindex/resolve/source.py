@@ -23,8 +23,7 @@ from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.objects import operation_manifests
 from kernelindex.readmodel.operations import load_operation_runs
 from kernelindex.readmodel.rows import implementation_ref
-from kernelindex.resolve.messages import LeaderboardScores
-from kernelindex.resolve.resolver import RankedCohort, order_key
+from kernelindex.resolve.cohorts import LeaderboardScores, RankedCohort, order_key
 from kernelindex.resolve.views import ImplementationView, RunView
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary, build_vocabulary, registry_vocabulary
 
@@ -111,7 +110,7 @@ def _entry(slug: str, manifest: OperationSpec) -> OperationEntry:
 
 
 class CatalogCohortSource:
-    """A :class:`~kernelindex.resolve.resolver.CohortSource` over one version of a catalog: every read
+    """A :class:`~kernelindex.resolve.cohorts.CohortSource` over one version of a catalog: every read
     of one resolution sees the same version, and what it derives is kept in the read model's cache."""
 
     def __init__(self, catalog: Catalog) -> None:

@@ -12,68 +12,12 @@ adapters live in its module under ``kernelindex.runner.ops``.
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
-import importlib.util
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from kernelindex.runner.correctness import Bound, Tensors
-
-if TYPE_CHECKING:
-    from kernelindex.runner.ops import OperationDef
-
-
-@dataclass
-class Adapter:
-    key: str  # baseline | liger | torch-compile
-    operation: str  # operation slug
-    line: str  # implementation line slug (matches the catalog's lines where one exists)
-    title: str
-    project: str  # registry project slug
-    language: str
-    module: str
-    symbol: str
-    packages: tuple[str, ...]  # pip distributions the call needs, the primary one first
-    modules: tuple[str, ...]  # modules that must import
-    binder: Callable[[Adapter, Tensors], Bound]
-    in_place: bool = False
-    role: str = "candidate"
-    forward_computes_gradient: bool = False  # its forward does the backward's work (ImplementationRevision)
-    description: str = ""  # shown on the implementation page (e.g. who wrote a baseline)
-    state: dict[str, Any] = field(default_factory=dict)
-
-    def missing(self) -> str | None:
-        """Why this adapter cannot run here, or None."""
-        for dist in self.packages:
-            try:
-                importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                return f"{self.title}: package {dist!r} is not installed (pip install {dist})"
-        for module in self.modules:
-            try:
-                importlib.import_module(module)
-            except Exception as exc:  # noqa: BLE001 - report any import failure as unavailability
-                return f"{self.title}: cannot import {module} ({type(exc).__name__}: {exc})"
-        return None
-
-    def versions(self) -> dict[str, str]:
-        return {dist: importlib.metadata.version(dist) for dist in self.packages}
-
-    @property
-    def version(self) -> str:
-        return importlib.metadata.version(self.packages[0])
-
-    def start_case(self) -> None:
-        """Forget per-case state (compiled functions) before a new workload case."""
-        self.state.clear()
-
-    def bind(self, inputs: Tensors) -> Bound:
-        """The call on these inputs. Autograd mode is the caller's: the timed regions decide it."""
-        return self.binder(self, inputs)
+from kernelindex.runner.definitions import Adapter, Bound, OperationDef, Tensors
 
 
 def compiled(adapter: Adapter, make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:

@@ -18,8 +18,9 @@ from kernelindex.domain.manifests import (
 )
 from kernelindex.policy.floor import Ceilings
 from kernelindex.runner import records
-from kernelindex.runner.adapters import Adapter, select
-from kernelindex.runner.ops import OperationDef, operations
+from kernelindex.runner.adapters import select
+from kernelindex.runner.definitions import Adapter, OperationDef
+from kernelindex.runner.ops import operations
 from kernelindex.runner.timing import TimingPolicy
 from kernelindex.runner.verify import CaseOutcome, Context, Event, RunnerDevice, case_label, verify_case
 from kernelindex.trust.bundles import VerifiedBundle, write_bundle

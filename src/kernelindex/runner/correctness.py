@@ -20,20 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
 from kernelindex.domain.manifests import OperationSpec, WorkloadCase
 from kernelindex.domain.specs import ConcreteTensor
+from kernelindex.runner.definitions import Binder, OperationDef, Tensors
 from kernelindex.runner.inputs import make_inputs, output_names, output_nbytes, tensor_decls, torch_dtype
 
-if TYPE_CHECKING:
-    from kernelindex.runner.ops import OperationDef
-
-Tensors = dict[str, torch.Tensor]
-Bound = Callable[[], Tensors]
-Binder = Callable[[Tensors], Bound]
 TRIVIAL_NORM_RATIO = 1e-3
 UPSTREAM_SEED = 424_242
 # A gradient sums over what its input fed (rows of a gather, a reduction axis): the order of that

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 from kernelindex.domain.manifests import OperationSpec, WorkloadCase
 from kernelindex.domain.specs import ConcreteTensor
+from kernelindex.runner.definitions import OperationDef, Tensors
 
-if TYPE_CHECKING:
-    from kernelindex.runner.ops import OperationDef
-
-Tensors = dict[str, torch.Tensor]
 TORCH_DTYPES = {
     "fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
     "int64": torch.int64, "int32": torch.int32,

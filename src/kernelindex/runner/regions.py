@@ -18,8 +18,8 @@ from collections.abc import Callable
 import torch
 import torch._functorch.config
 
-from kernelindex.runner.correctness import Bound, Tensors, gradients, upstream_gradients
-from kernelindex.runner.ops import REGIONS
+from kernelindex.runner.correctness import gradients, upstream_gradients
+from kernelindex.runner.definitions import REGIONS, Bound, Tensors
 
 GRADIENT_REGIONS = ("backward", "forward+backward")
 TIMING_UPSTREAM_SEED = 2_000_003

@@ -29,13 +29,12 @@ from kernelindex.domain.manifests import (
 )
 from kernelindex.policy.floor import Ceilings, floor_estimate
 from kernelindex.runner import records
-from kernelindex.runner.adapters import Adapter
 from kernelindex.runner.correctness import CheckResult, check
+from kernelindex.runner.definitions import Adapter, OperationDef
 from kernelindex.runner.device_timing import CrossCheckResult, v3_fields
 from kernelindex.runner.inputs import make_inputs
 from kernelindex.runner.memory import IN_PLACE_NOTE
 from kernelindex.runner.memory import METHOD as PEAK_METHOD
-from kernelindex.runner.ops import OperationDef
 from kernelindex.runner.regions import needs_gradients, prepare_inputs, region_call
 from kernelindex.runner.timing import Device, Measurement, Sampler, TimingPolicy, measure_interleaved
 

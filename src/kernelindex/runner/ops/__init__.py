@@ -28,40 +28,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
-from kernelindex.domain.manifests import WorkloadCase
-
-if TYPE_CHECKING:
-    import torch
-    
-    from kernelindex.runner.adapters import Adapter
-
-    Tensors = dict[str, torch.Tensor]
-    InputMaker = Callable[[WorkloadCase, torch.Generator, torch.device], Tensors]
-    Reference = Callable[[Tensors], Tensors]
-
-REGIONS = ("forward", "backward", "forward+backward")
-
-
-@dataclass(frozen=True)
-class OperationDef:
-    slug: str
-    make_inputs: InputMaker
-    reference: Reference
-    adapters: Callable[[], list[Adapter]]
-    grad_inputs: tuple[str, ...] = ()
-    regions: tuple[str, ...] = ("forward",)
-    unavailable: str | None = None
-    overwrites: tuple[str, ...] = ()
-    optional_inputs: tuple[str, ...] = ()
-
-    def grads_of(self, inputs: Tensors) -> tuple[str, ...]:
-        """The gradient inputs of this input set: ``grad_inputs`` less the optional ones it does not carry
-        (a required one missing still fails where it is looked up)."""
-        return tuple(n for n in self.grad_inputs if n in inputs or n not in self.optional_inputs)
+from kernelindex.runner.definitions import OperationDef
 
 
 def operations() -> dict[str, OperationDef]:

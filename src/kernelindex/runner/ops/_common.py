@@ -13,9 +13,9 @@ import torch
 from kernelindex import registry
 from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.domain.specs import ConcreteTensor
-from kernelindex.runner.adapters import Adapter, ours
 from kernelindex.runner.adapters import compiled as compiled  # re-exported for the operation modules
-from kernelindex.runner.correctness import Bound, Tensors
+from kernelindex.runner.adapters import ours
+from kernelindex.runner.definitions import Adapter, Bound, Tensors
 from kernelindex.runner.inputs import TORCH_DTYPES
 
 DTYPES = {**TORCH_DTYPES, "bool": torch.bool, "int8": torch.int8}

@@ -8,10 +8,9 @@ from typing import Any
 import torch
 
 from kernelindex.domain.manifests import WorkloadCase
-from kernelindex.runner.adapters import Adapter, compiled, ours
-from kernelindex.runner.correctness import Bound, Tensors
+from kernelindex.runner.adapters import compiled, ours
+from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.inputs import randn, tensor_decls
-from kernelindex.runner.ops import REGIONS, OperationDef
 
 LIGER = ("liger-kernel", "torch", "triton")
 

@@ -20,9 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from kernelindex.domain.manifests import WorkloadCase
-from kernelindex.runner.adapters import Adapter
-from kernelindex.runner.correctness import Bound, Tensors
-from kernelindex.runner.ops import REGIONS, OperationDef
+from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.ops._common import (
     at_least_fp32,
     chunked_sum,

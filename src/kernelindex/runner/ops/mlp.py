@@ -10,10 +10,9 @@ from typing import Any
 import torch
 
 from kernelindex.domain.manifests import WorkloadCase
-from kernelindex.runner.adapters import Adapter, compiled, module_call
-from kernelindex.runner.correctness import Bound, Tensors
+from kernelindex.runner.adapters import compiled, module_call
+from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.inputs import place, randn, tensor_decls
-from kernelindex.runner.ops import REGIONS, OperationDef
 
 LIGER = ("liger-kernel", "torch", "triton")
 HF_LLAMA = "transformers.models.llama.modeling_llama"

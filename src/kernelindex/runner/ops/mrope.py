@@ -19,10 +19,8 @@ from typing import Any
 import torch
 
 from kernelindex.domain.manifests import WorkloadCase
-from kernelindex.runner.adapters import Adapter
-from kernelindex.runner.correctness import Bound, Tensors
+from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.inputs import place, tensor_decls
-from kernelindex.runner.ops import REGIONS, OperationDef
 from kernelindex.runner.ops._common import LIGER, compiled
 from kernelindex.runner.ops.rope import rotary_table, rotate_half
 

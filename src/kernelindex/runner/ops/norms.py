@@ -13,10 +13,9 @@ from typing import Any
 import torch
 
 from kernelindex.domain.manifests import WorkloadCase
-from kernelindex.runner.adapters import Adapter, compiled, module_call, ours
-from kernelindex.runner.correctness import Bound, Tensors
+from kernelindex.runner.adapters import compiled, module_call, ours
+from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.inputs import randn, tensor_decls
-from kernelindex.runner.ops import REGIONS, OperationDef
 
 EPS = 1e-6
 Binder = Callable[[Adapter, Tensors], Bound]

@@ -9,10 +9,9 @@ from typing import Any
 import torch
 
 from kernelindex.domain.manifests import WorkloadCase
-from kernelindex.runner.adapters import Adapter, compiled
-from kernelindex.runner.correctness import Bound, Tensors
+from kernelindex.runner.adapters import compiled
+from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.inputs import place, tensor_decls
-from kernelindex.runner.ops import REGIONS, OperationDef
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:

@@ -14,9 +14,8 @@ from collections.abc import Callable
 import torch
 
 from kernelindex.domain.manifests import WorkloadCase
-from kernelindex.runner.adapters import Adapter, module_call
-from kernelindex.runner.correctness import Bound, Tensors
-from kernelindex.runner.ops import REGIONS, OperationDef
+from kernelindex.runner.adapters import module_call
+from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.ops._common import (
     Binder,
     compiled,

@@ -1,0 +1,65 @@
+"""The resolver's view of ranked cohorts and where they come from, shared by the resolver, its
+chooser and its messages (and filled by :mod:`kernelindex.resolve.source`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kernelindex.policy.selection import MODE_ORDER
+from kernelindex.resolve.views import RunView
+from kernelindex.resolve.vocabulary import Vocabulary
+
+
+@dataclass(frozen=True)
+class LeaderboardScores:
+    """An operation's suite-scoped leaderboard score runs on one GPU: they rank the problem's whole
+    benchmark suite, so they are in no workload's cohort (the operation page ranks them apart)."""
+
+    gpu: str | None
+    gpu_label: str
+    runs: int
+
+
+class CohortSource(Protocol):
+    """Where runs come from: the catalog's read model (see :mod:`kernelindex.resolve.source`)."""
+
+    def version(self) -> int: ...
+
+    def vocabulary(self) -> Vocabulary: ...
+
+    def priority_gpus(self) -> Sequence[str]: ...
+
+    def cohorts(self, operation: str) -> Sequence[RankedCohort]: ...
+
+    def operations(self) -> list[str]: ...
+
+    def eligible_count(self, operation: str) -> int: ...
+
+    def leaderboard_scores(self, operation: str) -> Sequence[LeaderboardScores]: ...
+
+
+@dataclass(frozen=True)
+class RankedCohort:
+    """One cohort with its ranking computed over all eligible runs (filter-independent)."""
+
+    key: str
+    sample: RunView
+    ranked: tuple[tuple[RunView, int, str, bool, float | None], ...]  # run, rank, label, within_noise, vs_first
+    excluded: tuple[RunView, ...]
+    order: tuple = ()  # display order: mode, priority GPU, GPU, axes, native first (see order_key)
+
+    @property
+    def eligible_runs(self) -> int:
+        return len(self.ranked)
+
+
+def order_key(sample: RunView, key: str, priority_gpus: Sequence[str]) -> tuple:
+    """Forward before backward, priority GPUs first, then the workload: computed once per cohort."""
+    priority = list(priority_gpus)
+    gpu_rank = priority.index(sample.gpu) if sample.gpu is not None and sample.gpu in priority else len(priority)
+    return (MODE_ORDER.get(sample.mode, 9), gpu_rank, sample.gpu_label, tuple(sorted(sample.axes.items())),
+            0 if sample.native else 1, key)
+
+
