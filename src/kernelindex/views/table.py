@@ -41,6 +41,7 @@ class View:
     repeated: Repeated | None = None
     twin: str | None = None
     canonical: Callable[[str], str] | None = None  # a subject's canonical spelling (a GPU name → its slug)
+    keeps_answers: bool = True  # its answers are a function of the catalog, the day and the URL alone
 
     @property
     def api_path(self) -> str:
@@ -99,7 +100,8 @@ VIEWS: tuple[View, ...] = (
     View("records", "/records", records_page, "records.html",
          query=(p.OPERATION, p.GPU, p.EVIDENCE, p.VIEW, p.COHORT)),
     View("gpu", "/gpus/{slug}", gpu_page, "gpu.html", subject=p.GPU_SUBJECT, query=(p.PAGE,), canonical=_gpu_slug),
-    View("challenges", "/challenges", challenges_page, "challenges.html", query=(p.PAGE,)),
+    # /challenges also shows the live measurement requests, which change without a catalog version
+    View("challenges", "/challenges", challenges_page, "challenges.html", query=(p.PAGE,), keeps_answers=False),
     View("compare", "/compare", compare_page, "compare.html", repeated=COMPARE_RUNS),
     View("search", "/search", _search, "search/search.html", query=(QUERY,)),
 )

@@ -1,9 +1,11 @@
 """Whole answers of the catalog's pure reads, kept in the read model's cache.
 
-Every page and JSON twin in ``CACHED_ROUTES`` is a function of the catalog, the day and the URL
-alone. Their finished answers (status 200, headers, body) are kept per (day, path, query) with the
-version they were computed at, so a repeated read costs one version query and a copy, not routing,
-parameter checks, a thread hop, template rendering or JSON encoding (bench/RESULTS.md).
+A route whose endpoint is declared with ``keeps_answers`` (every page view and JSON twin the view
+table mounts, unless the view says otherwise, and the few indexes beside them) is a function of the
+catalog, the day and the URL alone. Their finished answers (status 200, headers, body) are kept per
+(day, path, query) with the version they were computed at, so a repeated read costs one version query
+and a copy, not routing, parameter checks, a thread hop, template rendering or JSON encoding
+(bench/RESULTS.md).
 
 Which version an answer is checked against (``answer_scope``): an answer that depends on one
 operation alone (its page, its runs' and implementations' pages, their twins) against that
@@ -14,7 +16,7 @@ the catalog version: when that moved, the previous answer is still served for at
 ``STALE_FOR_S`` seconds after this worker first saw the newer version, while one background task
 computes the new one (stale-while-revalidate); past that it is computed on the request.
 
-An answer that sets a cookie or says ``no-store`` is never kept; ``/challenges`` is not listed (it
+An answer that sets a cookie or says ``no-store`` is never kept; ``/challenges`` is not declared (it
 shows the live measurement requests, which change without a catalog version). A kept answer has an
 ETag, so a client revalidating with ``If-None-Match`` gets a 304.
 """
@@ -25,23 +27,48 @@ import asyncio
 import hashlib
 import logging
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kernelindex.readmodel.cache import READ_CACHE, SITE
 from kernelindex.readmodel.versions import VERSIONS, Versions
-from kernelindex.views.table import VIEWS
 from kernelindex.web.answer_scope import operation_scope
 from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("kernelindex.web")
 
-CACHED_ROUTES: frozenset[str] = frozenset(
-    {path for view in VIEWS if view.name != "challenges" for path in (view.path, view.api_path)}
-    | {"/gpus", "/api/v1/gpus", "/api/v1/operations", "/api/v1/operations/{slug}/workloads", "/api/v1/workloads",
-       "/api/v1/implementations", "/docs", "/runs/{run_id}/samples.json"}
-)
-_CACHED_PATH = re.compile("|".join(re.sub(r"\{\w+\}", "[^/]+", path) for path in sorted(CACHED_ROUTES)))
+_KEEPS = "keeps_answers"  # the mark ``keeps_answers`` leaves on an endpoint
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+
+
+def keeps_answers(endpoint: Endpoint) -> Endpoint:
+    """Declare that a route's answers are a function of the catalog, the day and the URL alone, so this
+    cache may keep them (the route says so where it is mounted: there is no list to keep in step)."""
+    setattr(endpoint, _KEEPS, True)
+    return endpoint
+
+
+def kept_route(route: Any) -> bool:
+    """Whether ``route`` (a mounted route, or None) was declared with ``keeps_answers``."""
+    return getattr(getattr(route, "endpoint", None), _KEEPS, False) is True
+
+
+def kept_paths(routes: Iterable[Any], prefix: str = "") -> frozenset[str]:
+    """The path patterns of the app's routes whose answers may be kept (included routers walked)."""
+    found: set[str] = set()
+    for route in routes:
+        if (included := getattr(route, "original_router", None)) is not None:  # FastAPI ≥ 0.120 nests them
+            found |= kept_paths(included.routes, prefix + getattr(route.include_context, "prefix", ""))
+        elif kept_route(route):
+            found.add(prefix + route.path)
+    return frozenset(found)
+
+
+def _path_pattern(routes: Iterable[Any]) -> re.Pattern[str]:
+    return re.compile("|".join(re.sub(r"\{\w+\}", "[^/]+", path) for path in sorted(kept_paths(routes))))
+
+
 MAX_KEPT_BYTES = 8 * 1024 * 1024  # one answer; bigger ones (none today) are answered but not kept
 STALE_FOR_S = 10.0  # the longest a site-wide answer is served after a newer catalog version was seen
 ANSWERS = "answers"  # their scope in the read model's cache: one entry per key, replaced when recomputed
@@ -71,9 +98,12 @@ class AnswerCache:
         self._refreshing: set[tuple[str, Any]] = set()
         self._tasks: set[asyncio.Task] = set()
         self._slots = asyncio.Semaphore(1)  # one background computation at a time per worker
+        self._kept_path: re.Pattern[str] | None = None  # read from the app's routes on the first request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "GET" or not _CACHED_PATH.fullmatch(scope["path"]):
+        if self._kept_path is None and scope["type"] == "http":
+            self._kept_path = _path_pattern(scope["app"].routes)
+        if scope["type"] != "http" or scope.get("method") != "GET" or not self._may_keep(scope["path"]):
             await self.app(scope, receive, send)
             return
         state = scope["app"].state
@@ -94,8 +124,11 @@ class AnswerCache:
         recorder = _Recorder(send)
         await self.app(scope, receive, recorder.send)
         route = scope.get("route")
-        if getattr(route, "path", None) in CACHED_ROUTES and (answer := recorder.answer(stamp)) is not None:
+        if kept_route(route) and (answer := recorder.answer(stamp)) is not None:
             READ_CACHE.put(scope["app"].state.catalog, key, answer, version=0, scope=ANSWERS)
+
+    def _may_keep(self, path: str) -> bool:
+        return self._kept_path is not None and self._kept_path.fullmatch(path) is not None
 
     @staticmethod
     def _may_serve_stale(state: Any, kept: KeptAnswer) -> bool:

@@ -25,6 +25,7 @@ from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.pages_gpus import gpus_index
 from kernelindex.views.problems import READ_ERRORS, problem_of
 from kernelindex.views.table import VIEW, View
+from kernelindex.web.answer_cache import keeps_answers
 from kernelindex.web.charts import ChartError, render_scaling_svg
 from kernelindex.web.render import ErrorPage, PageError, render
 from kernelindex.web.use_box import use_box
@@ -136,6 +137,8 @@ def page_route(view: View, renderer: Renderer) -> None:
         return html_with_etag(request, build, canonical_link(request, kept))
 
     endpoint.__name__ = f"{view.name}_page"
+    if view.keeps_answers:
+        keeps_answers(endpoint)
     router.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
 
 
@@ -206,6 +209,7 @@ page_route(VIEW["challenges"], _twin(VIEW["challenges"], nav="challenges"))
 page_route(VIEW["compare"], _compare)
 
 
+@keeps_answers
 @router.get("/gpus", response_class=HTMLResponse)
 def gpus_route(request: Request) -> Response:
     entries = READ_CACHE.get(catalog_of(request), ("gpus-index",),
@@ -231,6 +235,7 @@ def runner_doc_html() -> str:
     return html.replace("<pre>", '<pre tabindex="0">')
 
 
+@keeps_answers
 @router.get("/docs", response_class=HTMLResponse)
 def docs_page(request: Request) -> Response:
     from kernelindex import registry

@@ -14,6 +14,7 @@ from starlette.responses import HTMLResponse, Response
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operations import operations_index
 from kernelindex.views.table import VIEW
+from kernelindex.web.answer_cache import keeps_answers
 from kernelindex.web.pages import canonical_link, catalog_of, page_errors, query_of, view_data
 from kernelindex.web.render import render
 
@@ -44,6 +45,7 @@ def _families(request: Request) -> list[tuple[str, list[dict[str, Any]]]]:
     return sorted(grouped.items())
 
 
+@keeps_answers
 @router.get("/search", response_class=HTMLResponse)
 def search_page(request: Request) -> Response:
     view = VIEW["search"]

@@ -24,6 +24,7 @@ from kernelindex.views import params
 from kernelindex.views.params import Param, Repeated
 from kernelindex.views.problems import READ_ERRORS, problem_of
 from kernelindex.views.table import COMPARE_RUNS, QUERY, VIEW
+from kernelindex.web.answer_cache import keeps_answers
 from kernelindex.web.api.agent_routes import register as register_agent_routes
 from kernelindex.web.api.csv_views import (
     CSV_CONTENT,
@@ -388,5 +389,8 @@ class _Fallback:
         await _fallback(Request(scope, receive))(scope, receive, send)
 
 
+for _kept in (get_home, list_operations, get_operation, list_operation_workloads, list_workloads, list_implementations,
+              get_implementation, get_run, get_records, list_gpus, get_gpu, get_compare, get_search):
+    keeps_answers(_kept)
 register_agent_routes(router)  # before the fallback, which takes every path left over
 router.routes.append(Route("/api/v1/{path:path}", _Fallback(), include_in_schema=False))
