@@ -24,11 +24,14 @@ ALLOWED: dict[str, set[str]] = {
     "resolve": {"readmodel", "catalog"} | _CORE,
     "trust": {"readmodel", "catalog"} | _CORE,
     "views": {"resolve", "readmodel", "catalog"} | _CORE,
-    # web verifies uploaded bundles and API keys (trust/); trust never imports web.
-    "web": {"views", "resolve", "readmodel", "trust", "catalog"} | _CORE,
+    # the hall between the front doors: one function per question or command, an answer or a Problem
+    "services": {"views", "resolve", "readmodel", "trust", "catalog"} | _CORE,
+    # web verifies API keys (trust/); trust never imports web.
+    "web": {"services", "views", "resolve", "readmodel", "trust", "catalog"} | _CORE,
     "runner": {"trust", "readmodel", "catalog"} | _CORE,
     "bootstrap": {"sources", "trust", "readmodel", "catalog"} | _CORE,
-    "cli": {"bootstrap", "runner", "trust", "web", "views", "resolve", "readmodel", "sources", "catalog"} | _CORE,
+    "cli": {"bootstrap", "runner", "trust", "services", "web", "views", "resolve", "readmodel", "sources",
+            "catalog"} | _CORE,
 }
 
 

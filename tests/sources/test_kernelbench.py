@@ -17,7 +17,7 @@ from kernelindex.sources.base import FileTransport
 from kernelindex.sources.kernelbench import import_kernelbench, map_kernelbench
 from kernelindex.sources.kernelbench.importer import SUSPECT
 from kernelindex.sources.kernelbench.mapping import NOT_STAGED
-from kernelindex.sources.kernelbench.problem_file import read_problem
+from kernelindex.sources.kernelbench.problem_file import problem_of
 from kernelindex.sources.kernelbench.read import KernelBenchData, ProblemSet, TimingFile, write_kernelbench
 from kernelindex.sources.kernelbench.runs import NO_HARDWARE
 
@@ -63,7 +63,7 @@ def _counted(sources: list[str]) -> dict[str, dict[str, Any]]:
     """What bench/kernelbench_floors.py would count, written by hand for the fixture's files."""
     table = {}
     for source in sources:
-        problem = read_problem("level1/1_M.py" if "matmul" in source else "level2/1_S.py", source)
+        problem = problem_of("level1/1_M.py" if "matmul" in source else "level2/1_S.py", source)
         if "matmul" in source:
             n = problem.axes["n"]
             square = {"dtype": "fp32", "shape": [n, n]}

@@ -21,7 +21,7 @@ from kernelindex.resolve.source import CatalogCohortSource
 from kernelindex.sources.kernelbench import map_kernelbench, read_kernelbench, shipped_path
 from kernelindex.sources.kernelbench.mapping import MappedKernelBench
 from kernelindex.sources.kernelbench.operations import slug_of
-from kernelindex.sources.kernelbench.problem_file import read_problem
+from kernelindex.sources.kernelbench.problem_file import problem_of
 from kernelindex.web.app import create_app
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -60,7 +60,7 @@ def test_newest_problems_are_reachable_from_search(catalog: Catalog) -> None:
     source = CatalogCohortSource(catalog)
     unreachable = []
     for file, digest in data.sets[newest].files.items():  # type: ignore[attr-defined]
-        problem = read_problem(file, data.problems[digest])  # type: ignore[attr-defined]
+        problem = problem_of(file, data.problems[digest])  # type: ignore[attr-defined]
         answer = search(catalog, f"kernelbench {problem.ref}", now=NOW, source=source).to_json()
         found = {(answer.get("operation") or {}).get("slug"), *answer["query"]["operation_candidates"]}
         if slug_of(problem) not in found:

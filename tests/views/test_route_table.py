@@ -65,7 +65,7 @@ def test_read_errors_are_translated_in_one_place() -> None:
                 caught = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
                 if caught & READ_ERROR_NAMES:
                     handlers.append(name)
-    assert handlers == [], "catch READ_ERRORS and translate with views.problems.problem_of"
+    assert handlers == [], "catch READ_ERRORS and translate with services.problems.read_refusal"
     translators = {name for name, tree in _modules() for node in ast.walk(tree)
-                   if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "problem_of"}
-    assert translators == {"web/pages.py", "web/api/routes.py", "cli/backends.py"}
+                   if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "read_refusal"}
+    assert translators == {"web/pages.py", "services/reads.py"}

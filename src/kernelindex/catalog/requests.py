@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import AttestationRow, MeasurementRequestRow, RequestReplicaRow
+from kernelindex.catalog.models import AttestationRow, MeasurementRequestRow, ObjectRow, RequestReplicaRow, RunRow
 from kernelindex.domain.instants import as_utc
 
 OPEN, CLAIMED, DONE, FAILED = "open", "claimed", "done", "failed"
@@ -302,3 +302,19 @@ def completions(catalog: Catalog) -> list[tuple[MeasurementRequest, Replica]]:
     """Every finished replica, for the changes feed."""
     done = [(r, rep) for r in list_requests(catalog, limit=100_000) for rep in r.replicas if rep.finished_at]
     return sorted(done, key=lambda pair: (pair[1].finished_at or datetime.min.replace(tzinfo=UTC), pair[0].id))
+
+
+def measured_workload(catalog: Catalog, operation: str, axes: dict[str, int], dtypes: dict[str, str]
+                      ) -> dict[str, Any] | None:
+    """The WorkloadCase (JSON) of ``operation`` (a digest) with these bindings that runs were measured on,
+    if the catalog holds one: a request for it is measured on that exact case (same strides)."""
+    with catalog.engine.connect() as conn:
+        measured = select(RunRow.workload).where(RunRow.operation == operation).distinct()
+        bodies = conn.execute(
+            select(ObjectRow.body).where(ObjectRow.kind == "WorkloadCase", ObjectRow.operation == operation,
+                                         ObjectRow.digest.in_(measured)).order_by(ObjectRow.digest)
+        ).scalars().all()
+    for body in map(json.loads, bodies):
+        if body["spec"]["axes"] == axes and body["spec"].get("dtypes", {}) == dtypes:
+            return dict(body)
+    return None

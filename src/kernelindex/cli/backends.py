@@ -4,7 +4,7 @@ the page table, the manifest models) are imported only by LocalBackend: ``--api`
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -35,41 +35,41 @@ class LocalBackend:
         return _local_get(self.catalog, path, params, self.clock())
 
     def post_resolve(self, body: dict[str, Any]) -> Any:
-        from pydantic import ValidationError
+        from kernelindex.services import reads
 
-        from kernelindex.resolve.request import ResolveRequest
-        from kernelindex.resolve.service import RequestProblems, resolve_structured
+        return answer_of(reads.resolution(self.catalog, self.clock(), body))
 
-        try:
-            request = ResolveRequest.model_validate(body)
-            return resolve_structured(self.catalog, request, now=self.clock()).to_json()
-        except ValidationError as exc:
-            raise CommandError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()), 2) \
-                from None
-        except RequestProblems as exc:
-            raise CommandError(_problems_text([p.to_json() for p in exc.problems]), 2) from None
+    def use(self, text: str) -> Any:
+        from kernelindex.services import reads
+
+        return answer_of(reads.use(self.catalog, self.clock(), text))
 
 
-def _problems_text(problems: list[dict[str, Any]]) -> str:
+def answer_of(outcome: Any) -> Any:
+    """A service's answer, or its Problem as the command's error (with the problem's exit code)."""
+    from kernelindex.services.problems import Problem
+
+    if not isinstance(outcome, Problem):
+        return outcome
+    suggested = any("suggestion" in e for e in outcome.errors)
+    raise CommandError(_problems_text(outcome.errors) if suggested else outcome.detail, outcome.exit_code)
+
+
+def _problems_text(problems: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(f"{p['field']}: {p['message']}" + (f" (did you mean {p['suggestion']!r}?)"
                                                          if p.get("suggestion") else "") for p in problems)
 
 
 def _local_get(catalog: Any, path: str, params: dict[str, Any], now: datetime) -> Any:
-    """The page table's view for ``path``, as the API would answer it (same checks, same JSON)."""
-    from kernelindex.views.problems import READ_ERRORS, problem_of
+    """The page service for ``path``, as the API would answer it (same checks, same JSON)."""
+    from kernelindex.services import reads
     from kernelindex.views.table import view_for_path
 
     found = view_for_path(path)
     if found is None:
         raise CommandError(f"unknown path {path}", 2)
     view, subject = found
-    given = {k: v if isinstance(v, list) else [str(v)] for k, v in params.items() if v is not None}
-    try:
-        return view.data(catalog, now, view.arguments(subject, given))
-    except READ_ERRORS as exc:
-        problem = problem_of(exc)
-        raise CommandError(problem.detail, problem.exit_code) from None
+    return answer_of(reads.page(catalog, now, view.name, subject, **params))
 
 
 def http_client(base: str) -> Any:

@@ -9,7 +9,7 @@ import typer
 from rich.syntax import Syntax
 from rich.text import Text
 
-from kernelindex.cli.backends import CommandError, LocalBackend, backend_for, run_command
+from kernelindex.cli.backends import LocalBackend, backend_for, run_command
 from kernelindex.cli.common import DatabaseOption, console
 from kernelindex.cli.query_cmds import ApiOption, JsonOption
 from kernelindex.domain.units import format_duration
@@ -19,13 +19,7 @@ def use_answer(api: str | None, database: str | None, text: str) -> dict[str, An
     backend = backend_for(api, database)
     if not isinstance(backend, LocalBackend):
         return backend.get("/use", {"q": text})
-    from kernelindex.resolve.batch import QueryFailure
-    from kernelindex.resolve.use import use_text
-
-    outcome = use_text(backend.catalog, text, now=backend.clock())
-    if isinstance(outcome, QueryFailure):
-        raise CommandError(outcome.detail, 2)
-    return outcome
+    return backend.use(text)
 
 
 def render_use(data: dict[str, Any]) -> None:

@@ -1,9 +1,16 @@
-"""The two entry points every surface uses: a text query and a structured request, one resolver."""
+"""The two entry points every surface uses: a text query and a structured request, one resolver.
+
+A text query never fails (problems in the text are reported beside their tokens); a structured
+request that does not validate, or names what does not exist, is a :class:`Refusal`."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.resolve.grammar import parse_query
@@ -13,12 +20,24 @@ from kernelindex.resolve.results import Resolution
 from kernelindex.resolve.source import CatalogCohortSource
 
 
-class RequestProblems(ValueError):
-    """A structured request names things that do not exist; each problem carries a suggestion."""
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request has no answer: a sentence, and each field at fault (``field``, ``message``, and
+    for a value that names nothing, ``value`` and ``suggestion``)."""
 
-    def __init__(self, problems: list[ValueProblem]) -> None:
-        super().__init__("; ".join(f"{p.field}: {p.message}" for p in problems))
-        self.problems = problems
+    detail: str
+    errors: list[dict[str, Any]]
+
+    @classmethod
+    def of_values(cls, problems: list[ValueProblem]) -> Refusal:
+        return cls("; ".join(f"{p.field}: {p.message}" for p in problems), [dict(p.to_json()) for p in problems])
+
+    @classmethod
+    def of_validation(cls, exc: ValidationError) -> Refusal:
+        """Pydantic's errors as ``{field, message}`` pairs, fields dotted (``axes.seq``)."""
+        errors = [{"field": ".".join(str(p) for p in err.get("loc", ())) or "request", "message": err["msg"]}
+                  for err in exc.errors()]
+        return cls("; ".join(f"{e['field']}: {e['message']}" for e in errors), errors)
 
 
 def search(catalog: Catalog, text: str, *, now: datetime,
@@ -40,11 +59,19 @@ def search(catalog: Catalog, text: str, *, now: datetime,
     return replace(resolution, ignored=tuple((i.token, i.message) for i in parsed.issues))
 
 
-def resolve_structured(catalog: Catalog, request: ResolveRequest, *, now: datetime,
-                       source: CatalogCohortSource | None = None) -> Resolution:
-    """Resolve a structured request; raises :class:`RequestProblems` when a value names nothing."""
-    source = source or CatalogCohortSource(catalog)
+def validated(body: Mapping[str, Any] | ResolveRequest, source: CatalogCohortSource) -> ResolveRequest | Refusal:
+    """A structured request checked and normalised (``rotary`` → ``rope``, ``A100`` → ``a100``)."""
+    try:
+        request = body if isinstance(body, ResolveRequest) else ResolveRequest.model_validate(body)
+    except ValidationError as exc:
+        return Refusal.of_validation(exc)
     normalised, problems = normalise_request(request, source.vocabulary())
-    if problems:
-        raise RequestProblems(problems)
-    return resolve(normalised, source, now=now)
+    return Refusal.of_values(problems) if problems else normalised
+
+
+def resolve_structured(catalog: Catalog, body: Mapping[str, Any] | ResolveRequest, *, now: datetime,
+                       source: CatalogCohortSource | None = None) -> Resolution | Refusal:
+    """Resolve a structured request (a JSON object, or one already parsed)."""
+    source = source or CatalogCohortSource(catalog)
+    request = validated(body, source)
+    return request if isinstance(request, Refusal) else resolve(request, source, now=now)

@@ -11,44 +11,28 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.recommend import recommend
-from kernelindex.resolve.batch import QueryFailure, validation_errors
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS, parse_query
 from kernelindex.resolve.interpret import canonical_query
-from kernelindex.resolve.request import ResolveRequest, normalise_request
+from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.resolver import resolve
 from kernelindex.resolve.results import CohortResult, Resolution
+from kernelindex.resolve.service import Refusal
 from kernelindex.resolve.source import CatalogCohortSource
 
 
-def use_text(catalog: Catalog, text: str, *, now: datetime) -> dict[str, Any] | QueryFailure:
+def use_text(catalog: Catalog, text: str, *, now: datetime) -> dict[str, Any] | Refusal:
     if len(text) > MAX_QUERY_CHARS:
-        return QueryFailure("invalid_request", f"The query is {len(text)} characters long; queries are at most "
+        return Refusal(f"The query is {len(text)} characters long; queries are at most "
                             f"{MAX_QUERY_CHARS}.", [{"field": "q", "message": "too long"}])
     source = CatalogCohortSource(catalog)
     parsed = parse_query(text, source.vocabulary())
     return use_request(catalog, parsed.request, parsed=parsed.to_json(), now=now)
 
 
-def use_structured(catalog: Catalog, body: dict[str, Any], *, now: datetime
-                   ) -> dict[str, Any] | QueryFailure:
-    try:
-        request = ResolveRequest.model_validate(body)
-    except ValidationError as exc:
-        errors = validation_errors(exc)
-        return QueryFailure("invalid_request", "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors)
-    normalised, problems = normalise_request(request, CatalogCohortSource(catalog).vocabulary())
-    if problems:
-        return QueryFailure("invalid_request", "; ".join(f"{p.field}: {p.message}" for p in problems),
-                            [p.to_json() for p in problems])
-    return use_request(catalog, normalised, now=now)
-
-
 def use_request(catalog: Catalog, request: ResolveRequest, *, parsed: dict[str, Any] | None = None,
-                now: datetime) -> dict[str, Any] | QueryFailure:
+                now: datetime) -> dict[str, Any] | Refusal:
     """The recommendation for a normalised request, or why there is none for exactly one workload."""
     if not request.operation:
         return _missing("operation", "Name an operation (rope, embedding, rms norm …): `ki use` answers for one "
@@ -100,7 +84,7 @@ def _nearest(request: ResolveRequest, resolution: Resolution, source: CatalogCoh
                                       source.vocabulary())} for n in sides]
 
 
-def _missing(field: str, detail: str, parsed: dict[str, Any] | None) -> QueryFailure:
+def _missing(field: str, detail: str, parsed: dict[str, Any] | None) -> Refusal:
     """What is missing, plus the query's own problems (a misspelt ``gpuu:a100`` is why the GPU is missing)."""
     issues = (parsed or {}).get("issues") or []
     errors: list[dict[str, Any]] = [{"field": field, "message": "missing"}]
@@ -109,4 +93,4 @@ def _missing(field: str, detail: str, parsed: dict[str, Any] | None) -> QueryFai
                        "suggestion": issue.get("suggestion")})
     hints = [f"{i.get('token')!r}: {i.get('message')}" + (f" (try {i['suggestion']})" if i.get("suggestion") else "")
              for i in issues]
-    return QueryFailure("invalid_request", detail + (" Not understood: " + "; ".join(hints) if hints else ""), errors)
+    return Refusal(detail + (" Not understood: " + "; ".join(hints) if hints else ""), errors)

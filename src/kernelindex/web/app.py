@@ -11,14 +11,16 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Match
 
+from kernelindex.services.problems import CODE_OF_STATUS, Problem
 from kernelindex.web import api, api_docs, asks, pages, samples_route, search_page
 from kernelindex.web.answer_cache import STALE_FOR_S, AnswerCache
+from kernelindex.web.api.problems import problem_response, validation_problem
 from kernelindex.web.body_limits import BodyLimit
 from kernelindex.web.head import HeadAsGet
 from kernelindex.web.render import ErrorPage, PageError, error_response
@@ -32,16 +34,14 @@ def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
 
 
-def _problem(status: int, title: str, detail: str, code: str) -> JSONResponse:
-    body = {"type": f"https://kernelindex.dev/problems/{code}", "title": title, "status": status,
-            "detail": detail, "code": code}
-    return JSONResponse(body, status_code=status, media_type="application/problem+json")
+def _status_problem(status: int, detail: str) -> Problem:
+    return Problem(CODE_OF_STATUS.get(status, "bad_request" if status < 500 else "internal_error"), detail)
 
 
 async def _page_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, PageError)
     if _wants_json(request):
-        return _problem(exc.page.status, exc.page.title, exc.page.detail, exc.page.title.lower().replace(" ", "_"))
+        return problem_response(_status_problem(exc.page.status, exc.page.detail), request.url.path)
     return error_response(exc.page)
 
 
@@ -64,8 +64,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404 and (redirect := _slash_redirect(request)):
         return redirect
     if _wants_json(request):
-        code = "not_found" if exc.status_code == 404 else f"http_{exc.status_code}"
-        return _problem(exc.status_code, str(exc.detail), str(exc.detail), code)
+        detail = (f"Nothing lives at {request.url.path}; the API is described at /api/v1/openapi.json."
+                  if exc.status_code == 404 else str(exc.detail))
+        return problem_response(_status_problem(exc.status_code, detail), request.url.path)
     if exc.status_code == 404:
         page = ErrorPage(404, "Not found", f"Nothing lives at {request.url.path}.",
                          suggestions=pages.suggestions_for_path(request))
@@ -76,13 +77,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
+    if _wants_json(request):
+        return problem_response(validation_problem(exc), request.url.path)
     problems = [
         {"parameter": ".".join(str(p) for p in err.get("loc", ())[1:]) or "request", "message": err.get("msg", "")}
         for err in exc.errors()
     ]
-    if _wants_json(request):
-        return _problem(400, "Bad request", "; ".join(f"{p['parameter']}: {p['message']}" for p in problems),
-                        "bad_request")
     return error_response(ErrorPage(400, "Bad request", "Some query parameters could not be read.", problems))
 
 
@@ -93,7 +93,7 @@ SERVER_ERROR_DETAIL = ("The server failed while answering this request; the erro
 def _crash_response(scope: MutableMapping[str, Any]) -> Response:
     """What an error no handler caught answers: the API's problem+json, or the site's error page."""
     if str(scope.get("path", "")).startswith("/api/"):
-        return _problem(500, "Internal server error", SERVER_ERROR_DETAIL, "internal_error")
+        return problem_response(Problem("internal_error", SERVER_ERROR_DETAIL), str(scope.get("path", "")))
     return error_response(ErrorPage(500, "Server error", SERVER_ERROR_DETAIL))
 
 

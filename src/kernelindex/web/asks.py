@@ -24,9 +24,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from kernelindex.catalog import audit
 from kernelindex.catalog.audit import ANONYMOUS
 from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.services import writes
+from kernelindex.services.problems import Problem
 from kernelindex.web.api.auth import client_address
-from kernelindex.web.api.problems import ApiProblem, BodyRule, accepts_body
-from kernelindex.web.api.write_routes import submit_request
+from kernelindex.web.api.problems import BodyRule, accepts_body
 from kernelindex.web.render import ErrorPage, PageError, render
 
 router = APIRouter(include_in_schema=False)
@@ -94,16 +95,13 @@ async def ask_submit(request: Request) -> Response:
             f"{WINDOW_SECONDS / 60:.0f} minutes; try again in {_in_words(wait)}."))
         response.headers["retry-after"] = str(math.ceil(wait))
         return response
-    body = _request_body(request, form)
-    try:
-        answer, status, merged = submit_request(request, body)
-    except ApiProblem as problem:
-        raise bad_request(problem.detail, [{"parameter": e["field"], "message": e["message"]}
-                                           for e in problem.errors]) from None
+    asked = writes.ask(request.app.state.catalog, now, _request_body(request, form))
+    if isinstance(asked, Problem):  # the form offers only what the catalog holds: a 400, the form is at fault
+        raise bad_request(asked.detail, [{"parameter": e["field"], "message": e["message"]} for e in asked.errors])
     audit.record(request.app.state.catalog, actor=ANONYMOUS, action="request.create", client=client,
-                 outcome="merged" if merged else "created", object_digest=answer["digest"],
-                 detail={"request": answer["id"], "via": "site form"}, at=now)
-    return RedirectResponse(f"/challenges?asked={answer['id']}#requests", status_code=303)
+                 outcome="merged" if asked.merged else "created", object_digest=asked.request["digest"],
+                 detail={"request": asked.request["id"], "via": "site form"}, at=now)
+    return RedirectResponse(f"/challenges?asked={asked.request['id']}#requests", status_code=303)
 
 
 def _check_csrf(request: Request, token: str) -> None:

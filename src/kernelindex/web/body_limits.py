@@ -19,7 +19,8 @@ from typing import Any
 from fastapi.routing import APIRoute
 from starlette.routing import compile_path
 
-from kernelindex.web.api.problems import ApiProblem, BodyRule, problem_response
+from kernelindex.services.problems import Problem
+from kernelindex.web.api.problems import BodyRule, problem_response
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -88,7 +89,7 @@ def _chunked(scope: Scope) -> bool:
 
 def _too_large(limit: int) -> Any:
     body = f"Request bodies here are at most {limit:,} bytes." if limit else "This address takes no request body."
-    response = problem_response(ApiProblem("payload_too_large", body))
+    response = problem_response(Problem("payload_too_large", body))
     response.headers["connection"] = "close"  # or the server would go on reading (and dropping) the rest
     return response
 

@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, Response
 from kernelindex import registry
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.pages_gpus import gpus_index
-from kernelindex.views.problems import READ_ERRORS, problem_of
+from kernelindex.services.problems import READ_ERRORS, read_refusal
 from kernelindex.views.table import VIEW, View
 from kernelindex.web.answer_cache import keeps_answers
 from kernelindex.web.charts import ChartError, render_scaling_svg
@@ -74,14 +74,13 @@ def suggestions_for_path(request: Request) -> list[dict[str, str]]:
 
 @contextmanager
 def page_errors(request: Request) -> Iterator[None]:
-    """What a read refuses becomes the helpful error page (views.problems is the one translation)."""
+    """What a read refuses becomes the helpful error page (services.problems is the one translation)."""
     try:
         yield
     except READ_ERRORS as exc:
-        problem = problem_of(exc)
+        problem = read_refusal(exc)
         title = "Not found" if problem.status == 404 else "Bad request"
-        problems = [{"parameter": problem.parameter, "message": problem.message or problem.detail}] \
-            if problem.parameter else []
+        problems = [{"parameter": e["field"], "message": e["message"]} for e in problem.errors]
         suggestions = suggestions_for_path(request) if problem.status == 404 else []
         raise PageError(ErrorPage(problem.status, title, problem.detail, problems, suggestions)) from None
 

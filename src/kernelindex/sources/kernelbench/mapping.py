@@ -22,7 +22,7 @@ from kernelindex.sources.kernelbench.operations import (
     slug_of,
     workload_manifest,
 )
-from kernelindex.sources.kernelbench.problem_file import ProblemFile, ProblemFileError, read_problem
+from kernelindex.sources.kernelbench.problem_file import ProblemFile, ProblemFileError, problem_of
 from kernelindex.sources.kernelbench.read import KernelBenchData, TimingFile, license_text
 from kernelindex.sources.kernelbench.runs import (
     NO_HARDWARE,
@@ -105,7 +105,7 @@ class Mapper:
         """Parsed once per (path, content): most files are identical across the problem sets."""
         key = (file, self.data.sets[tree].files[file])
         if key not in self._problems:
-            self._problems[key] = read_problem(file, self.data.problems[key[1]])
+            self._problems[key] = problem_of(file, self.data.problems[key[1]])
         return self._problems[key]
 
     def _operation_slugs(self) -> dict[str, str]:

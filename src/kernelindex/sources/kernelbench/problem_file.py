@@ -138,7 +138,7 @@ def _split(constants: dict[str, Any]) -> tuple[dict[str, int], dict[str, int | f
     return axes, params
 
 
-def read_problem(file: str, source: str) -> ProblemFile:
+def problem_of(file: str, source: str) -> ProblemFile:
     """``file``: the path inside the problem set, e.g. ``level1/19_ReLU.py``."""
     folder, _, base = file.rpartition("/")
     match = FILE_NAME.match(base)

@@ -6,8 +6,6 @@ a query that cannot be answered carries the same problem body the single-query r
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
 from typing import Annotated, Any
 
 import orjson
@@ -15,12 +13,10 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelindex.readmodel.cache import READ_CACHE, VersionedCache
-from kernelindex.resolve.batch import MAX_BATCH, QueryFailure, answer_query
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
-from kernelindex.resolve.source import CatalogCohortSource
-from kernelindex.resolve.use import use_text
-from kernelindex.web.api.problems import ApiProblem, BodyRule, accepts_body, problem_body, problem_responses
+from kernelindex.services import reads
+from kernelindex.services.reads import MAX_BATCH
+from kernelindex.web.api.problems import BodyRule, accepts_body, answered, problem_responses
 from kernelindex.web.api.schemas import ResolutionOut
 
 USE_SCHEMA: dict[str, Any] = {
@@ -65,40 +61,6 @@ class BatchOut(BaseModel):
     answers: list[BatchAnswerOut]
 
 
-def _cache_key(query: object, now: datetime) -> tuple[str, ...]:
-    """Text answers are keyed on the text; structured ones on their canonical JSON; both on the day
-    (staleness moves by days)."""
-    day = now.date().isoformat()
-    if isinstance(query, str):
-        return ("api", "search", day, query)
-    return ("api", "resolve", day, json.dumps(query, sort_keys=True))
-
-
-def batch_answers(catalog: Any, cache: VersionedCache | None, queries: list[Any], now: datetime) -> dict[str, Any]:
-    """The batch body (also the MCP tool ``resolve_kernels``): each answer cached per catalog version and
-    day; ``now`` is the app's clock."""
-    source = CatalogCohortSource(catalog)
-    version = source.version()
-    answers = []
-    for index, query in enumerate(queries):
-        kind = "text" if isinstance(query, str) else "structured"
-
-        def compute(query: object = query) -> dict[str, Any] | QueryFailure:
-            outcome = answer_query(catalog, query, now=now, source=source)
-            return outcome if isinstance(outcome, QueryFailure) else outcome.to_json()
-
-        outcome = compute() if cache is None else cache.get(catalog, _cache_key(query, now), compute, version=version)
-        if isinstance(outcome, QueryFailure):
-            problem = ApiProblem(outcome.code, outcome.detail,
-                                 [{**e, "field": f"queries[{index}].{e['field']}"} for e in outcome.errors])
-            answers.append({"index": index, "status": problem.status, "kind": kind, "result": None,
-                            "problem": problem_body(problem, f"/api/v1/resolve/batch#queries[{index}]")})
-        else:
-            answers.append({"index": index, "status": 200, "kind": kind, "result": outcome, "problem": None})
-    failed = sum(1 for a in answers if a["problem"])
-    return {"count": len(answers), "answered": len(answers) - failed, "failed": failed, "answers": answers}
-
-
 # A schema-valid query serialises to at most ~15 KB (a structured request's ~600 characters of text and 16
 # axes, each character at most a 12-byte surrogate-pair escape), so a full batch fits in 50 × 16 KiB.
 QUERY_BODY_BYTES = 16 * 1024
@@ -106,22 +68,14 @@ QUERY_BODY_BYTES = 16 * 1024
 
 @accepts_body(BodyRule(MAX_BATCH * QUERY_BODY_BYTES))
 def post_resolve_batch(request: Request, body: Annotated[BatchRequest, Body()]) -> Response:
-    answers = batch_answers(request.app.state.catalog, READ_CACHE, list(body.queries), request.app.state.clock())
+    answers = answered(reads.batch(request.app.state.catalog, request.app.state.clock(), list(body.queries)))
     return Response(orjson.dumps(answers), media_type="application/json")  # ~1 MB for 50 answers: orjson is 5× faster
-
-
-def use_body(catalog: Any, q: str, now: datetime) -> dict[str, Any]:
-    """``GET /api/v1/use``'s body (also the MCP tool ``recommend_kernel``), or the problem it raises."""
-    outcome = READ_CACHE.get(catalog, ("api", "use", now.date().isoformat(), q), lambda: use_text(catalog, q, now=now))
-    if isinstance(outcome, QueryFailure):
-        raise ApiProblem("bad_request", outcome.detail, [{**e, "in": "query"} for e in outcome.errors])
-    return outcome
 
 
 def get_use(request: Request, q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
                                                       description="e.g. rope seq=2048 hidden=8192 bf16 h200")]
             ) -> JSONResponse:
-    return JSONResponse(use_body(request.app.state.catalog, q, request.app.state.clock()))
+    return JSONResponse(answered(reads.use(request.app.state.catalog, request.app.state.clock(), q)))
 
 
 BATCH_DESCRIPTION = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -19,92 +19,48 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-PROBLEM_BASE = "https://kernelindex.dev/problems/"
+from kernelindex.services.problems import CODE_OF_STATUS, STATUS, Problem
+
+T = TypeVar("T")
+
 MAX_BODY_BYTES = 16 * 1024
 MAX_QUERY_STRING = 2048
 
-TITLES = {
-    "bad_request": "Bad request",
-    "bad_cursor": "Bad cursor",
-    "unknown_parameter": "Unknown parameter",
-    "query_too_long": "Query string too long",
-    "not_found": "Not found",
-    "payload_too_large": "Request body too large",
-    "unsupported_media_type": "Unsupported media type",
-    "invalid_json": "Body is not valid JSON",
-    "invalid_request": "Request does not validate",
-    "bad_selection": "Bad selection",
-    "method_not_allowed": "Method not allowed",
-    "unauthorized": "API key missing or not valid",
-    "insufficient_scope": "API key lacks the scope",
-    "archive_invalid": "Archive refused",
-    "bundle_invalid": "Bundle does not verify",
-    "untrusted_runner": "Runner key not trusted",
-    "not_a_measurement": "Bundle carries more than a measurement",
-    "unpublishable": "Bundle cannot be published",
-    "lease_lost": "Lease lost",
-    "claim_not_proven": "Claim not signed by the runner",
-    "not_fulfilled": "Bundle does not fulfil the request",
-    "rate_limited": "Too many requests",
-    "internal_error": "Internal server error",
-}
-STATUS = {
-    "bad_request": 400, "bad_cursor": 400, "unknown_parameter": 400, "query_too_long": 400, "invalid_json": 400,
-    "bad_selection": 400, "not_found": 404, "payload_too_large": 413, "unsupported_media_type": 415,
-    "method_not_allowed": 405,
-    "invalid_request": 422, "internal_error": 500,
-    "unauthorized": 401, "insufficient_scope": 403, "archive_invalid": 422, "bundle_invalid": 422,
-    "untrusted_runner": 422, "not_a_measurement": 422, "unpublishable": 422, "lease_lost": 409, "rate_limited": 429,
-    "claim_not_proven": 403, "not_fulfilled": 422,
-}
-
 
 class ApiProblem(Exception):
-    def __init__(self, code: str, detail: str, errors: list[dict[str, Any]] | None = None,
+    """A :class:`Problem` raised where a route cannot return one (guards, body checks, a service's
+    problem ending the handler); :class:`ProblemRoute` answers it."""
+
+    def __init__(self, code: str | Problem, detail: str = "", errors: list[dict[str, Any]] | None = None,
                  headers: dict[str, str] | None = None) -> None:
-        super().__init__(detail)
-        self.code = code
-        self.detail = detail
-        self.errors = errors or []
-        self.headers = headers or {}
-
-    @property
-    def status(self) -> int:
-        return STATUS[self.code]
+        self.problem = code if isinstance(code, Problem) else Problem(code, detail, tuple(errors or ()), headers or {})
+        super().__init__(self.problem.detail)
 
 
-def problem_body(problem: ApiProblem, instance: str | None = None) -> dict[str, Any]:
-    """The problem+json body (also what a batch slot, an MCP tool error and the CLI carry)."""
-    body: dict[str, Any] = {
-        "type": PROBLEM_BASE + problem.code,
-        "title": TITLES[problem.code],
-        "status": problem.status,
-        "detail": problem.detail,
-        "code": problem.code,
-    }
-    if instance:
-        body["instance"] = instance
-    if problem.errors:
-        body["errors"] = problem.errors
-    return body
+def answered(outcome: T | Problem) -> T:
+    """A service's answer, or its problem raised as the route's answer."""
+    if isinstance(outcome, Problem):
+        raise ApiProblem(outcome)
+    return outcome
 
 
-def problem_response(problem: ApiProblem, instance: str | None = None) -> JSONResponse:
-    return JSONResponse(problem_body(problem, instance), status_code=problem.status,
-                        media_type="application/problem+json", headers=problem.headers or None)
+def problem_response(problem: Problem, instance: str | None = None) -> JSONResponse:
+    """The one place a Problem becomes an HTTP answer: problem+json, with its status and headers."""
+    return JSONResponse(problem.body(instance), status_code=problem.status,
+                        media_type="application/problem+json", headers=dict(problem.headers) or None)
 
 
-def _json_problem(err: Any) -> ApiProblem:
+def _json_problem(err: Any) -> Problem:
     """A body that is not JSON: FastAPI puts the decoder's character offset where a field would be, so
     it is reported as the position it is, with the decoder's reason, and no field."""
     position = (err.get("loc") or ("body", None))[-1]
     reason = (err.get("ctx") or {}).get("error") or err.get("msg", "")
     where = f" at character {position}" if isinstance(position, int) else ""
     error = {"in": "body", "position": position if isinstance(position, int) else None, "message": str(reason)}
-    return ApiProblem("invalid_json", f"The body is not valid JSON{where}: {reason}. Send a JSON object.", [error])
+    return Problem("invalid_json", f"The body is not valid JSON{where}: {reason}. Send a JSON object.", (error,))
 
 
-def _validation_problem(exc: RequestValidationError) -> ApiProblem:
+def validation_problem(exc: RequestValidationError) -> Problem:
     if bad := next((err for err in exc.errors() if err.get("type") == "json_invalid"), None):
         return _json_problem(bad)
     errors = []
@@ -115,7 +71,7 @@ def _validation_problem(exc: RequestValidationError) -> ApiProblem:
         errors.append({"field": ".".join(loc[1:]) or loc[0] if loc else "request", "in": loc[0] if loc else "request",
                        "message": err.get("msg", "")})
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-    return ApiProblem("invalid_request" if in_body else "bad_request", detail, errors)
+    return Problem("invalid_request" if in_body else "bad_request", detail, tuple(errors))
 
 
 @dataclass(frozen=True)
@@ -173,8 +129,7 @@ def _refuse_duplicate_keys(body: bytes) -> None:
         return
 
 
-_HTTP_CODES = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
-               415: "unsupported_media_type", 422: "invalid_request"}
+_HTTP_CODES = {**CODE_OF_STATUS, 400: "invalid_json"}  # a 400 the framework raises in a handler: a body it cannot read
 
 
 class ProblemRoute(APIRoute):
@@ -190,13 +145,13 @@ class ProblemRoute(APIRoute):
                     request.state.writer = authorize(request)
                 await _check_body(request, getattr(self.endpoint, "body_rule", BodyRule()))
                 return await handler(request)
-            except ApiProblem as problem:
-                return problem_response(problem, request.url.path)
+            except ApiProblem as raised:
+                return problem_response(raised.problem, request.url.path)
             except RequestValidationError as exc:
-                return problem_response(_validation_problem(exc), request.url.path)
+                return problem_response(validation_problem(exc), request.url.path)
             except HTTPException as exc:
                 code = _HTTP_CODES.get(exc.status_code, "bad_request")
-                return problem_response(ApiProblem(code, str(exc.detail)), request.url.path)
+                return problem_response(Problem(code, str(exc.detail)), request.url.path)
 
         return route
 

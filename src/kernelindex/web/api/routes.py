@@ -4,7 +4,6 @@ resolver's answer), so the API, the pages and the CLI cannot disagree."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from datetime import datetime
 from typing import Annotated, Any, Literal, get_type_hints
 
 from fastapi import APIRouter, Body, Path, Query, Request
@@ -15,14 +14,13 @@ from starlette.routing import Route
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.objects import export_lines
 from kernelindex.readmodel.operations import operations_index
-from kernelindex.readmodel.pages_gpus import gpus_index
 from kernelindex.resolve.listings import implementations_list, workloads_list
 from kernelindex.resolve.request import ResolveRequest
-from kernelindex.resolve.service import RequestProblems, resolve_structured
 from kernelindex.resolve.source import CatalogCohortSource
+from kernelindex.services import reads
+from kernelindex.services.problems import Problem
 from kernelindex.views import params
 from kernelindex.views.params import Param, Repeated
-from kernelindex.views.problems import READ_ERRORS, problem_of
 from kernelindex.views.table import COMPARE_RUNS, QUERY, VIEW
 from kernelindex.web.answer_cache import keeps_answers
 from kernelindex.web.api.agent_routes import register as register_agent_routes
@@ -37,7 +35,7 @@ from kernelindex.web.api.csv_views import (
     resolution_rows,
 )
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
-from kernelindex.web.api.problems import ApiProblem, ProblemRoute, problem_response, problem_responses
+from kernelindex.web.api.problems import ApiProblem, ProblemRoute, answered, problem_response, problem_responses
 from kernelindex.web.api.schemas import ResolutionOut
 
 router = APIRouter(prefix="/api/v1", route_class=ProblemRoute, tags=["v1"])
@@ -128,27 +126,9 @@ def _cached(request: Request, key: Hashable, compute: Callable[[], Any]) -> Any:
     return READ_CACHE.get(_catalog(request), ("api",) + (key if isinstance(key, tuple) else (key,)), compute)
 
 
-def _read(compute: Callable[[], Any]) -> Any:
-    """What a read refuses becomes a problem document (views.problems is the one translation)."""
-    try:
-        return compute()
-    except READ_ERRORS as exc:
-        problem = problem_of(exc)
-        errors = [{"field": problem.parameter, "in": "query", "message": problem.message or problem.detail}] \
-            if problem.parameter else []
-        raise ApiProblem(problem.code, problem.detail, errors) from None
-
-
-def view_json(catalog: Any, now: datetime, name: str, subject: str | None = None, **query: Any) -> dict[str, Any]:
-    """A page's JSON twin: the page table's view (also what the MCP tools answer), or its problem."""
-    view = VIEW[name]
-    given = {k: v if isinstance(v, list) else [v] for k, v in query.items() if v is not None}
-    return _read(lambda: view.data(catalog, now, view.arguments(subject, given)))
-
-
 def _view_json(request: Request, name: str, subject: str | None = None, **query: Any) -> dict[str, Any]:
-    """A page's JSON twin over the app's catalog and clock."""
-    return view_json(_catalog(request), request.app.state.clock(), name, subject, **query)
+    """A page's JSON twin over the app's catalog and clock (the page service), or its problem."""
+    return answered(reads.page(_catalog(request), request.app.state.clock(), name, subject, **query))
 
 
 def _view(request: Request, name: str, subject: str | None = None, **query: Any) -> JSONResponse:
@@ -170,8 +150,7 @@ def get_home(request: Request) -> JSONResponse:
 
 @router.get("/operations", summary="List operations", responses=_ok("Operations, by slug", LIST_SCHEMA))
 def list_operations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JSONResponse:
-    items = _cached(request, "operations",
-                    lambda: [o.to_json() for o in _read(lambda: operations_index(_catalog(request)))])
+    items = _cached(request, "operations", lambda: [o.to_json() for o in operations_index(_catalog(request))])
     return _json(paginate("operations", items, lambda o: [o["slug"]], limit, cursor))
 
 
@@ -273,7 +252,7 @@ def get_records(
 
 @router.get("/gpus", summary="GPUs in the datasheet table", responses=_ok("GPUs", LIST_SCHEMA))
 def list_gpus(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JSONResponse:
-    items = _cached(request, "gpus", lambda: [g.to_json() for g in gpus_index(_catalog(request))])
+    items = reads.gpus(_catalog(request))
     return _json(paginate("gpus", items, lambda g: [g["url"]], limit, cursor))
 
 
@@ -336,11 +315,7 @@ def get_search(
                          "suggestion.",
              responses=_resolution("The resolution (query is null: there was no text to parse)", 413, 415, 422))
 def post_resolve(request: Request, body: Annotated[ResolveRequest, Body()]) -> JSONResponse:
-    try:
-        resolution = resolve_structured(_catalog(request), body, now=request.app.state.clock())
-    except RequestProblems as exc:
-        raise ApiProblem("invalid_request", str(exc), [p.to_json() for p in exc.problems]) from None
-    return _json(resolution.to_json())
+    return _json(answered(reads.resolution(_catalog(request), request.app.state.clock(), body)))
 
 
 # ---- export ---------------------------------------------------------------------------------
@@ -372,12 +347,12 @@ def _fallback(request: Request) -> JSONResponse:
         if isinstance(route, APIRoute) and route.path_regex.match(request.url.path):
             allowed |= set(route.methods or ())
     if not allowed:
-        return problem_response(ApiProblem("not_found", f"Nothing lives at {request.url.path}; the API is described "
-                                           "at /api/v1/openapi.json."), request.url.path)
+        return problem_response(Problem("not_found", f"Nothing lives at {request.url.path}; the API is described "
+                                        "at /api/v1/openapi.json."), request.url.path)
     if "GET" in allowed:
         allowed.add("HEAD")
-    response = problem_response(ApiProblem("method_not_allowed", f"{request.method} is not allowed here; use "
-                                           f"{', '.join(sorted(allowed))}."), request.url.path)
+    response = problem_response(Problem("method_not_allowed", f"{request.method} is not allowed here; use "
+                                        f"{', '.join(sorted(allowed))}."), request.url.path)
     response.headers["allow"] = ", ".join(sorted(allowed))
     return response
 

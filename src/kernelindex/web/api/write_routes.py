@@ -12,20 +12,18 @@ from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from kernelindex import registry
 from kernelindex.catalog import audit
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.publish import PublishError
-from kernelindex.policy.measurement_requests import InvalidRequest
-from kernelindex.readmodel.changes import MAX_CHANGES, BadCursor, ChangesPage, list_changes
-from kernelindex.readmodel.requests import requests_listing, validated_request, workload_for
+from kernelindex.readmodel.changes import MAX_CHANGES, ChangesPage
+from kernelindex.services import reads, writes
 from kernelindex.trust.bundles import BundleError, NotAMeasurementError, UntrustedRunnerError
 from kernelindex.trust.claims import ClaimRefused, check_claim, check_fulfils
 from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES, ArchiveError, receive_bundle
 from kernelindex.views.params import REQUEST_STATE_PATTERN, STRICT_INTEGER
-from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, client_address, scoped, writer_of
+from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, scoped, writer_of
 from kernelindex.web.api.fleet_schemas import ClaimIn, CompleteIn, HeartbeatIn, MeasurementRequestIn
-from kernelindex.web.api.problems import ApiProblem, BodyRule, ProblemRoute, accepts_body, problem_responses
+from kernelindex.web.api.problems import ApiProblem, BodyRule, ProblemRoute, accepts_body, answered, problem_responses
 from kernelindex.web.api.write_schemas import (
     AuditOut,
     BundleOut,
@@ -112,10 +110,10 @@ def _refused(request: Request, writer: Any, code: str, exc: Exception) -> ApiPro
 def post_request(request: Request, writer: Annotated[Writer, WRITER],
                  body: Annotated[MeasurementRequestIn, Body()]) -> JSONResponse:
     _within_key_limit(request, writer)
-    answer, status, merged = submit_request(request, body.model_dump(exclude_none=True))
-    writer.record(request, "request.create", "merged" if merged else "created", answer["digest"],
-                  {"request": answer["id"]})
-    return JSONResponse(answer, status_code=status)
+    asked = answered(writes.ask(_catalog(request), request.app.state.clock(), body.model_dump(exclude_none=True)))
+    writer.record(request, "request.create", "merged" if asked.merged else "created", asked.request["digest"],
+                  {"request": asked.request["id"]})
+    return JSONResponse(asked.request, status_code=200 if asked.merged else 201)
 
 
 def _within_key_limit(request: Request, writer: Writer) -> None:
@@ -135,32 +133,16 @@ def _within_key_limit(request: Request, writer: Writer) -> None:
                      headers={"retry-after": str(wait)})
 
 
-def submit_request(request: Request, body: dict[str, Any]) -> tuple[dict[str, Any], int, bool]:
-    """Validate and store (or merge) a request; shared by the API and the site's form."""
-    try:
-        spec = validated_request(body)
-    except InvalidRequest as exc:
-        raise ApiProblem("invalid_request", str(exc), [p.to_json() for p in exc.problems]) from None
-    catalog = _catalog(request)
-    stored_request, merged = stored.submit(catalog, spec=spec.to_json(), digest=spec.digest,
-                                           workload=workload_for(catalog, spec))
-    return stored_request.to_json(request.app.state.clock()), 200 if merged else 201, merged
-
-
 @router.get("/requests", summary="Measurement requests, newest first", responses=_answers("Requests", RequestsOut, 400))
 def get_requests(request: Request, state: Annotated[str | None, Query(pattern=REQUEST_STATE_PATTERN)] = None
                  ) -> JSONResponse:
-    items = requests_listing(_catalog(request), request.app.state.clock(), state=state)
-    return JSONResponse({"items": items, "total": len(items)})
+    return JSONResponse(reads.measurement_requests(_catalog(request), request.app.state.clock(), state))
 
 
 @router.get("/requests/{request_id}", summary="One measurement request",
             responses=_answers("The request", MeasurementRequestOut, 404))
 def get_request(request: Request, request_id: RequestId) -> JSONResponse:
-    try:
-        return JSONResponse(stored.get(_catalog(request), request_id).to_json(request.app.state.clock()))
-    except stored.UnknownRequest as exc:
-        raise ApiProblem("not_found", f"{exc}; list them at /api/v1/requests") from None
+    return JSONResponse(answered(reads.measurement_request(_catalog(request), request.app.state.clock(), request_id)))
 
 
 @router.post("/claims", summary="Claim one replica of an open request (runners)",
@@ -255,19 +237,4 @@ def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62), STR
             responses=_answers("Changes and the cursor to continue from", ChangesPage, 400))
 def get_changes(request: Request, since: Annotated[str | None, Query(max_length=300)] = None,
                 limit: Annotated[int, Query(ge=1, le=MAX_CHANGES), STRICT_INTEGER] = 100) -> JSONResponse:
-    return JSONResponse(changes_body(_catalog(request), request.app.state.clock(), since, limit))
-
-
-def changes_body(catalog: Any, now: datetime, since: str | None, limit: int) -> dict[str, Any]:
-    """The body of GET /api/v1/changes (also the MCP tool ``list_changes``); a bad cursor is ``bad_cursor``."""
-    try:
-        return list_changes(catalog, now=now, since=since, limit=limit).to_json()
-    except BadCursor as exc:
-        raise ApiProblem("bad_cursor", str(exc)) from None
-
-
-def gpu_slugs() -> list[str]:
-    return sorted(registry.gpus())
-
-
-__all__ = ["router", "submit_request", "client_address", "changes_body"]
+    return JSONResponse(answered(reads.changes(_catalog(request), request.app.state.clock(), since, limit)))

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from fastapi.responses import JSONResponse
 
-from kernelindex.web.api.problems import BodyRule
+from kernelindex.services.problems import Problem
+from kernelindex.web.api.problems import BodyRule, problem_response
 from kernelindex.web.mcp.server import build_server
 
 MCP_PATH = "/mcp"
@@ -48,12 +48,6 @@ class StreamLimits:
         return limits
 
 
-def _problem(status: int, title: str, detail: str, code: str) -> JSONResponse:
-    body = {"type": f"https://kernelindex.dev/problems/{code}", "title": title, "status": status, "detail": detail,
-            "code": code}
-    return JSONResponse(body, status_code=status, media_type="application/problem+json")
-
-
 class _Endpoint:
     """An ASGI endpoint (not a function), so Starlette hands it the raw request for any method."""
 
@@ -65,8 +59,7 @@ class _Endpoint:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         manager = getattr(self.app.state, "mcp_manager", None)
         if manager is None:
-            unavailable = _problem(503, "Service unavailable", "The MCP endpoint is starting or stopping; retry.",
-                                   "unavailable")
+            unavailable = problem_response(Problem("unavailable", "The MCP endpoint is starting or stopping; retry."))
             await unavailable(scope, receive, send)
             return
         if scope.get("method") == "GET":
@@ -78,8 +71,8 @@ class _Endpoint:
         """One ``GET /mcp`` event stream, closed after ``idle_seconds`` without a message; 503 past the cap."""
         limits: StreamLimits = self.app.state.mcp_streams
         if self.open_streams >= limits.max_streams:
-            busy = _problem(503, "Service unavailable", f"{limits.max_streams} MCP event streams are open on this "
-                            "server process, its limit; retry later (tools answer over POST /mcp).", "unavailable")
+            busy = problem_response(Problem("unavailable", f"{limits.max_streams} MCP event streams are open on this "
+                                    "server process, its limit; retry later (tools answer over POST /mcp)."))
             busy.headers["retry-after"] = str(max(1, round(limits.idle_seconds)))
             await busy(scope, receive, send)
             return

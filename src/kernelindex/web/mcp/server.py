@@ -17,10 +17,10 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import Field, ValidationError
 
 from kernelindex.readmodel.changes import MAX_CHANGES
-from kernelindex.resolve.batch import MAX_BATCH
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
+from kernelindex.services.problems import Answer, Problem
+from kernelindex.services.reads import MAX_BATCH
 from kernelindex.views.params import GPU_NAME_PATTERN, RUN_ID_PATTERN, SLUG_PATTERN
-from kernelindex.web.api.problems import ApiProblem, problem_body
 from kernelindex.web.mcp.resources import policy_text
 from kernelindex.web.mcp.summaries import summary
 from kernelindex.web.mcp.tools import CatalogTools, utc_now
@@ -46,11 +46,10 @@ Queries = Annotated[list[str | dict[str, Any]], Field(min_length=1, max_length=M
 RunId = Annotated[str, Field(pattern=RUN_ID_PATTERN, description="A run id (hex), e.g. from a ranked row.")]
 
 
-def _result(compute: Callable[[], dict[str, Any]], tool: str) -> CallToolResult:
-    try:
-        data = compute()
-    except ApiProblem as problem:
-        return _problem_result(problem)
+def _result(compute: Callable[[], Answer | Problem], tool: str) -> CallToolResult:
+    data = compute()
+    if isinstance(data, Problem):
+        return _problem_result(data)
     return CallToolResult(content=[TextContent(type="text", text=summary(tool, data))], structured_content=data)
 
 
@@ -85,13 +84,13 @@ class KernelIndexServer(MCPServer):
             errors = [{"field": ".".join(str(p) for p in err["loc"]) or "arguments", "message": err["msg"]}
                       for err in exc.__cause__.errors()]
             code = "invalid_request" if name in BODY_TOOLS else "bad_request"
-            problem = ApiProblem(code, "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors)
+            problem = Problem(code, "; ".join(f"{e['field']}: {e['message']}" for e in errors), tuple(errors))
             return _problem_result(problem)
 
 
-def _problem_result(problem: ApiProblem) -> CallToolResult:
+def _problem_result(problem: Problem) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=f"{problem.code}: {problem.detail}")],
-                          structured_content=problem_body(problem), is_error=True)
+                          structured_content=problem.body(), is_error=True)
 
 
 def build_server(catalog: Any, clock: Callable[[], datetime] = utc_now) -> MCPServer:

@@ -1,0 +1,148 @@
+"""The questions: one function each, answering the JSON the API serves, or a Problem.
+
+Page questions are the page table's views (``views/table.py``): their ``data()`` is the answer the
+HTML renders, the API serves, the CLI prints and MCP returns."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from kernelindex.catalog import requests as stored
+from kernelindex.catalog.db import Catalog
+from kernelindex.domain.manifests import KINDS, MANIFEST_MODELS, ManifestError, digest_of, parse_manifest
+from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.changes import BadCursor, list_changes
+from kernelindex.readmodel.pages_gpus import gpus_index
+from kernelindex.readmodel.requests import requests_listing
+from kernelindex.resolve.grammar import MAX_QUERY_CHARS
+from kernelindex.resolve.request import ResolveRequest
+from kernelindex.resolve.service import Refusal, resolve_structured, search
+from kernelindex.resolve.source import CatalogCohortSource
+from kernelindex.resolve.use import use_text
+from kernelindex.services.problems import READ_ERRORS, Answer, Problem, field_errors, read_refusal
+from kernelindex.views.table import VIEW
+
+MAX_BATCH = 50
+
+
+def page(catalog: Catalog, now: datetime, name: str, subject: str | None = None, **query: Any) -> Answer | Problem:
+    """A page's JSON (the view ``name`` of the page table): its arguments checked, its data cached."""
+    view = VIEW[name]
+    given = {k: v if isinstance(v, list) else [str(v)] for k, v in query.items() if v is not None}
+    try:
+        return view.data(catalog, now, view.arguments(subject, given))
+    except READ_ERRORS as exc:
+        return read_refusal(exc)
+
+
+def gpus(catalog: Catalog) -> list[Answer]:
+    """Every GPU of the datasheet table, with what the catalog measured on it."""
+    items: list[Answer] = READ_CACHE.get(catalog, ("api", "gpus"), lambda: [g.to_json() for g in gpus_index(catalog)])
+    return items
+
+
+def changes(catalog: Catalog, now: datetime, since: str | None, limit: int) -> Answer | Problem:
+    """What changed since a cursor or an instant (``GET /api/v1/changes``)."""
+    try:
+        return list_changes(catalog, now=now, since=since, limit=limit).to_json()
+    except BadCursor as exc:
+        return Problem("bad_cursor", str(exc))
+
+
+def resolution(catalog: Catalog, now: datetime, body: dict[str, Any] | ResolveRequest) -> Answer | Problem:
+    """A structured request (``POST /api/v1/resolve``, MCP's ``resolve_kernel``) answered, or why it cannot be."""
+    outcome = resolve_structured(catalog, body, now=now)
+    return _refused(outcome, "invalid_request") if isinstance(outcome, Refusal) else outcome.to_json()
+
+
+def _refused(refusal: Refusal, code: str, where: str | None = None, prefix: str = "") -> Problem:
+    errors = [{**e, "field": prefix + str(e["field"])} for e in refusal.errors]
+    return Problem(code, refusal.detail, field_errors(errors, where))
+
+
+def answer(catalog: Catalog, now: datetime, query: object, source: CatalogCohortSource) -> Answer | Problem:
+    """One query of a batch: a string answers as search does, an object as a structured request."""
+    if isinstance(query, str):
+        if len(query) > MAX_QUERY_CHARS:
+            return Problem("invalid_request", f"The query is {len(query)} characters long; queries are at most "
+                           f"{MAX_QUERY_CHARS}.", ({"field": "query", "message": "too long"},))
+        return search(catalog, query, now=now, source=source).to_json()
+    if not isinstance(query, dict):
+        return Problem("invalid_request", "A query is either a text query (a string) or a structured request "
+                       "(an object with operation, axes, dtype, gpu …).",
+                       ({"field": "query", "message": f"got {type(query).__name__}"},))
+    outcome = resolve_structured(catalog, query, now=now, source=source)
+    return _refused(outcome, "invalid_request") if isinstance(outcome, Refusal) else outcome.to_json()
+
+
+def batch(catalog: Catalog, now: datetime, queries: list[Any]) -> Answer | Problem:
+    """Many queries in one call, answered in order, each cached per catalog version and day; one that
+    cannot be answered carries its problem in its own slot and does not fail the others."""
+    if not 1 <= len(queries) <= MAX_BATCH:
+        return Problem("invalid_request", f"queries: give 1–{MAX_BATCH} queries, not {len(queries)}",
+                       ({"field": "queries", "message": f"1–{MAX_BATCH} items"},))
+    source = CatalogCohortSource(catalog)
+    version = source.version()
+    answers = []
+    for index, query in enumerate(queries):
+        kind = "text" if isinstance(query, str) else "structured"
+
+        def compute(query: object = query) -> Answer | Problem:
+            return answer(catalog, now, query, source)
+
+        outcome = READ_CACHE.get(catalog, _batch_key(query, now), compute, version=version)
+        if isinstance(outcome, Problem):
+            slot = Problem(outcome.code, outcome.detail,
+                           tuple({**e, "field": f"queries[{index}].{e['field']}"} for e in outcome.errors))
+            answers.append({"index": index, "status": slot.status, "kind": kind, "result": None,
+                            "problem": slot.body(f"/api/v1/resolve/batch#queries[{index}]")})
+        else:
+            answers.append({"index": index, "status": 200, "kind": kind, "result": outcome, "problem": None})
+    failed = sum(1 for a in answers if a["problem"])
+    return {"count": len(answers), "answered": len(answers) - failed, "failed": failed, "answers": answers}
+
+
+def _batch_key(query: object, now: datetime) -> tuple[str, ...]:
+    """Text answers are keyed on the text; structured ones on their canonical JSON; both on the day
+    (staleness moves by days)."""
+    day = now.date().isoformat()
+    if isinstance(query, str):
+        return ("api", "search", day, query)
+    return ("api", "resolve", day, json.dumps(query, sort_keys=True))
+
+
+def use(catalog: Catalog, now: datetime, text: str) -> Answer | Problem:
+    """What to run for one exact workload on one GPU (``ki use``, ``GET /api/v1/use``, the use box)."""
+    outcome = READ_CACHE.get(catalog, ("api", "use", now.date().isoformat(), text),
+                             lambda: use_text(catalog, text, now=now))
+    return _refused(outcome, "bad_request", "query") if isinstance(outcome, Refusal) else outcome
+
+
+def measurement_requests(catalog: Catalog, now: datetime, state: str | None = None) -> Answer:
+    """Every measurement request (newest first) with its age and replicas."""
+    items = requests_listing(catalog, now, state=state)
+    return {"items": items, "total": len(items)}
+
+
+def measurement_request(catalog: Catalog, now: datetime, request_id: int) -> Answer | Problem:
+    try:
+        return stored.get(catalog, request_id).to_json(now)
+    except stored.UnknownRequest as exc:
+        return Problem("not_found", f"{exc}; list them at /api/v1/requests")
+
+
+def manifest_check(manifest: dict[str, Any]) -> Answer:
+    """Whether a manifest validates: its kind and digest, or every problem naming its field."""
+    try:
+        parsed = parse_manifest(manifest, "manifest")
+    except ManifestError as exc:
+        return {"valid": False, "kind": manifest.get("kind"), "problems": exc.problems, "digest": None}
+    return {"valid": True, "kind": parsed.kind, "problems": [], "digest": digest_of(parsed)}
+
+
+def manifest_schema(kind: str) -> Answer | Problem:
+    if kind not in MANIFEST_MODELS:
+        return Problem("not_found", f"no manifest kind {kind!r}; kinds are {', '.join(KINDS)}")
+    return {"kind": kind, "schema": MANIFEST_MODELS[kind].model_json_schema()}

@@ -1,0 +1,63 @@
+"""The commands: ask for a measurement, upload a bundle. Each returns its outcome or a Problem;
+who may do it (API keys, the site form's CSRF token and rate limit) and the audit line are the
+front door's, the rules are here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kernelindex import registry
+from kernelindex.catalog import requests as stored
+from kernelindex.catalog.db import Catalog
+from kernelindex.domain.manifests import build, digest_of, manifest_json
+from kernelindex.policy.measurement_requests import (
+    InvalidRequest,
+    RequestProblem,
+    RequestSpec,
+    validate_request,
+    workload_spec_for,
+)
+from kernelindex.services.problems import Answer, Problem
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A measurement request filed, or merged into an identical open one (its ``askers`` count goes up)."""
+
+    request: Answer
+    merged: bool
+
+
+def validated_request(body: dict[str, Any]) -> RequestSpec:
+    """A request body checked against the registry's operation spec and GPU table (InvalidRequest
+    names each field at fault)."""
+    try:
+        operation = registry.load_operation(str(body.get("operation", "")))
+    except registry.RegistryError as exc:
+        raise InvalidRequest([RequestProblem("operation", str(exc))]) from None
+    spec = operation.model_dump(mode="json")["spec"]
+    return validate_request(body, spec, set(registry.gpus()))
+
+
+def workload_for(catalog: Catalog, request: RequestSpec) -> dict[str, Any]:
+    """The WorkloadCase manifest (JSON) the request is measured on: the catalog's own case for a
+    binding it holds (same strides as the runs it will sit beside), else one of contiguous tensors."""
+    operation = registry.load_operation(request.operation)
+    op_digest = digest_of(operation)
+    if (measured := stored.measured_workload(catalog, op_digest, request.axes, request.dtypes)) is not None:
+        return measured
+    spec = workload_spec_for(request, op_digest, operation.model_dump(mode="json")["spec"])
+    return manifest_json(build("WorkloadCase", spec))
+
+
+def ask(catalog: Catalog, now: datetime, body: dict[str, Any]) -> Asked | Problem:
+    """File a measurement request (``POST /api/v1/requests`` and the site's "Ask for this measurement")."""
+    try:
+        spec = validated_request(body)
+    except InvalidRequest as exc:
+        return Problem("invalid_request", str(exc), tuple(p.to_json() for p in exc.problems))
+    filed, merged = stored.submit(catalog, spec=spec.to_json(), digest=spec.digest,
+                                  workload=workload_for(catalog, spec))
+    return Asked(filed.to_json(now), merged)
