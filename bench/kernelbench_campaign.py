@@ -1,53 +1,164 @@
 """The KernelBench H200 campaign (issue 24 item 5): every problem of the newest problem set, verified
-and timed by the generic problem-module adapter (kernelindex.runner.problem_module), each problem in
-its own process with a time limit and no network.
+and timed by the generic problem-module adapter (kernelindex.runner.problem_module) under runner
+protocol v3, each problem in its own process with a time limit and no network; the results become
+signed runner bundles (kernelindex.runner.problem_bundle) that `ki publish` and start-up verify like
+every other runner bundle. docs/sources-kernelbench.md, "The H200 campaign", says how it is run.
 
-Prepare here (CPU), from the shipped data and the catalog's own mapping, so each case names the
-workload digest the import gave the problem:
+Prepare here (CPU), from the shipped data and the catalog's own mapping: each case carries the
+problem file and the operation and workload manifests the import made of it (byte for byte):
 
     .venv/bin/python bench/kernelbench_campaign.py prepare --out bench/kernelbench-cases.json
 
 On the GPU machine (resumable: a problem with a result file is skipped):
 
     python bench/kernelbench_campaign.py run --cases bench/kernelbench-cases.json --out OUT \\
-        --levels 1 --impl eager,torch-compile [--skip N] [--max N] [--time-limit 300] [--budget SECONDS]
+        --levels 1 --impl eager,torch-compile [--skip N] [--max N] [--budget SECONDS] \\
+        [--test-device-product H200]   # a CPU rehearsal: real problems, nominal times
 
-Each problem writes ``OUT/results/<impl-set>/<level>-<number>.json``: the adapter's verdicts,
-compile times (never in the figure), timing summaries and backend flags. Turning these into signed
-bundles is protocol v3's bundle writer's job (see docs/sources-kernelbench.md).
+writes OUT/environments/<digest>.json (the probe, once per call, with PyTorch's backend flags) and
+OUT/results/<impl-set>/<level>-<number>.json per problem. Then, on either machine:
+
+    python bench/kernelbench_campaign.py bundle --cases bench/kernelbench-cases.json --results OUT \\
+        --impl eager,torch-compile --levels 1 --key keys/runner.key --bundle OUT/bundles/NAME
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import threading
 import time
+from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+MIN_PROBLEM_S = 30.0  # a problem is not started with less of the call's budget left
 
-def prepare(out: Path) -> dict[str, int]:
+
+def prepare(out: Path, data_path: Path | None = None, counted_path: Path | None = None) -> dict[str, int]:
     from kernelindex.domain.manifests import digest_of
     from kernelindex.sources.kernelbench import map_kernelbench, read_kernelbench, shipped_path
     from kernelindex.sources.kernelbench.problem_file import read_problem
 
-    data = read_kernelbench(shipped_path().read_bytes(), str(shipped_path()))
+    path = data_path or shipped_path()
+    data = read_kernelbench(path.read_bytes(), str(path))
+    counted = json.loads(counted_path.read_text())["problems"] if counted_path else None
     newest = max(data.timings, key=lambda t: t.commit_date).problems
-    mapped = map_kernelbench(data)
-    workloads = {m.metadata.labels.get("kernelbench_file_digest"): digest_of(m)
-                 for m in mapped.manifests if m.kind == "WorkloadCase"}
+    mapped = map_kernelbench(data, counted)
+    by_digest = {digest_of(m): m for m in mapped.manifests if m.kind in ("WorkloadCase", "OperationSpec")}
+    workloads = {m.metadata.labels.get("kernelbench_file_digest"): m for m in by_digest.values()
+                 if m.kind == "WorkloadCase"}
     cases = []
     for file, digest in sorted(data.sets[newest].files.items()):
         problem = read_problem(file, data.problems[digest])
-        cases.append({"level": problem.level, "number": problem.number, "file": file, "digest": digest,
-                      "workload": workloads.get(digest), "source": data.problems[digest]})
+        case: dict[str, Any] = {"level": problem.level, "number": problem.number, "file": file, "digest": digest,
+                                "source": data.problems[digest], "workload": None}
+        workload = workloads.get(digest)
+        if workload is not None:
+            operation = by_digest[workload.spec.operation]
+            case.update(workload=digest_of(workload), workload_manifest=_plain(workload),
+                        operation_manifest=_plain(operation))
+        cases.append(case)
     cases.sort(key=lambda c: (c["level"], c["number"]))
     out.write_text(json.dumps({"problem_set": newest, "commit": data.sets[newest].commit, "cases": cases}) + "\n")
     return {"cases": len(cases), "without_workload": sum(c["workload"] is None for c in cases)}
 
 
-def run(args: argparse.Namespace) -> None:
+def _plain(manifest: Any) -> dict[str, Any]:
+    return manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+def _environment(args: argparse.Namespace) -> dict[str, Any]:
+    """The probe of this call's device as an ExecutionEnvironment, PyTorch's backend flags in its software."""
+    from kernelindex.runner.environment import environment_manifest
+    from kernelindex.runner.problem_module import backend_flags
+
+    if args.test_device_product:
+        from kernelindex.runner.cpu_device import cpu_test_probe
+
+        found = cpu_test_probe(args.test_device_product)
+    else:
+        import torch
+
+        from kernelindex.runner.cuda import CudaDevice, copy_bandwidth, read_write_bandwidth
+        from kernelindex.runner.environment import probe
+
+        device = CudaDevice()
+        bandwidth = copy_bandwidth(device)
+        found = probe(bandwidth, *read_write_bandwidth(device))
+        del device
+        torch.cuda.empty_cache()
+    found.software.update(backend_flags())
+    return _plain(environment_manifest(found))
+
+
+def _policy(args: argparse.Namespace) -> dict[str, Any]:
+    from kernelindex.runner.timing import TimingPolicy
+
+    return asdict(TimingPolicy(min_samples=args.min_samples, time_budget_ns=int(args.case_seconds * 1e9),
+                               hard_limit_ns=int(args.hard_limit * 1e9), host_calls=args.host_calls,
+                               warmup_calls=args.warmup_calls, warmup_time_ns=int(args.warmup_ms * 1e6)))
+
+
+def _probe_once(args: argparse.Namespace) -> str:
+    """Probe the device (GPU 0 of the call) once, record it under environments/, return its digest."""
+    from kernelindex.domain.manifests import digest_of, parse_manifest
+
+    manifest = _environment(args)
+    environment = digest_of(parse_manifest(manifest))
+    (Path(args.out) / "environments").mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "environments" / f"{environment[7:]}.json").write_text(json.dumps(manifest) + "\n")
+    return environment
+
+
+class _Queue:
+    """The problems left, shared by the GPU workers; stops handing out problems once the budget is spent."""
+
+    def __init__(self, args: argparse.Namespace, cases: list[dict[str, Any]], folder: Path) -> None:
+        self.args, self.folder, self.start = args, folder, time.monotonic()
+        self.cases = [c for c in cases if not (folder / f"{c['level']}-{c['number']}.json").exists()]
+        self.lock = threading.Lock()
+        self.stopped = False
+
+    def next(self) -> tuple[dict[str, Any], float] | None:
+        with self.lock:
+            remaining = self.args.budget - (time.monotonic() - self.start) if self.args.budget else self.args.time_limit
+            if self.stopped or not self.cases:
+                return None
+            if remaining < MIN_PROBLEM_S:
+                print(f"stop before {self.cases[0]['file']}: the budget is spent", flush=True)
+                self.stopped = True
+                return None
+            return self.cases.pop(0), min(self.args.time_limit, remaining)
+
+
+def _work(queue: _Queue, gpu: int, base: dict[str, Any], extra: dict[str, Any]) -> None:
     from kernelindex.runner.problem_process import run_isolated
+
+    args = queue.args
+    while (item := queue.next()) is not None:
+        case, limit = item
+        request = {**base, "source": case["source"], "digest": case["digest"]}
+        began = time.monotonic()
+        env = {} if args.test_device_product else {"CUDA_VISIBLE_DEVICES": str(gpu)}
+        result = run_isolated(request, time_limit_s=limit, extra_env=env)
+        if result.get("status") == "timeout" and limit < args.time_limit:
+            print(f"{case['file']}: cut by the call's budget ({limit:.0f} s), not recorded: the next call redoes it",
+                  flush=True)
+            continue
+        result.update({**extra, "file": case["file"], "digest": case["digest"], "workload": case["workload"],
+                       "wall_s": round(time.monotonic() - began, 1), "gpu_index": gpu,
+                       "observed_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        (queue.folder / f"{case['level']}-{case['number']}.json").write_text(json.dumps(result, indent=1) + "\n")
+        verdicts = {k: v["verdict"]["status"] for k, v in result.get("implementations", {}).items()}
+        print(f"[gpu {gpu}] {case['file']}: {result.get('status')} {verdicts or result.get('detail', '')} "
+              f"{result['wall_s']} s", flush=True)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Each problem in its own process; ``--gpus N`` runs N at once, one per GPU (CUDA_VISIBLE_DEVICES)."""
+    from kernelindex.runner.campaign import campaign_id
 
     document = json.loads(Path(args.cases).read_text())
     levels = {int(x) for x in args.levels.split(",")}
@@ -55,24 +166,43 @@ def run(args: argparse.Namespace) -> None:
     folder = Path(args.out) / "results" / "+".join(impls)
     folder.mkdir(parents=True, exist_ok=True)
     cases = [c for c in document["cases"] if c["level"] in levels][args.skip:]
-    cases = cases[: args.max] if args.max else cases
-    start = time.monotonic()
-    for case in cases:
-        target = folder / f"{case['level']}-{case['number']}.json"
-        if target.exists():
-            continue
-        if args.budget and time.monotonic() - start > args.budget - args.time_limit:
-            print(f"stop before {case['file']}: the budget is spent", flush=True)
-            break
-        request: dict[str, Any] = {"source": case["source"], "digest": case["digest"], "device": args.device,
-                                   "implementations": impls, "checks": 2,
-                                   "policy": {"time_budget_ns": int(args.case_seconds * 1e9)}}
-        began = time.monotonic()
-        result = run_isolated(request, time_limit_s=args.time_limit)
-        result.update({"file": case["file"], "workload": case["workload"],
-                       "wall_s": round(time.monotonic() - began, 1)})
-        target.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"{case['file']}: {result.get('status')} {result['wall_s']} s", flush=True)
+    queue = _Queue(args, cases[: args.max] if args.max else cases, folder)
+    if not queue.cases:
+        return
+    policy = _policy(args)
+    base = {"implementations": impls, "checks": 2, "policy": policy,
+            "device": "cpu" if args.test_device_product else "cuda", "product": args.test_device_product}
+    extra = {"environment": _probe_once(args), "campaign": campaign_id(), "policy": policy,
+             "implementations_asked": impls}
+    workers = [threading.Thread(target=_work, args=(queue, gpu, base, extra)) for gpu in range(args.gpus)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def bundle(args: argparse.Namespace) -> dict[str, Any]:
+    from kernelindex.domain.manifests import ExecutionEnvironment, digest_of, parse_manifest
+    from kernelindex.runner.problem_bundle import problem_runs, write_problem_bundle
+    from kernelindex.runner.problem_records import ProblemCase
+    from kernelindex.trust import keys
+
+    levels = {int(x) for x in args.levels.split(",")}
+    cases = {c["digest"]: ProblemCase.from_json(c) for c in json.loads(Path(args.cases).read_text())["cases"]
+             if c["workload"] is not None and c["level"] in levels}
+    environments: dict[str, ExecutionEnvironment] = {}
+    for path in sorted((Path(args.results) / "environments").glob("*.json")):
+        manifest = parse_manifest(json.loads(path.read_text()))
+        assert isinstance(manifest, ExecutionEnvironment)
+        environments[digest_of(manifest)] = manifest
+    folder = Path(args.results) / "results" / args.impl.replace(",", "+")
+    results = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    results = [r for r in results if r["digest"] in cases]
+    runner = keys.load_public_key(args.key.with_name(keys.PUBLIC_KEY_FILE))
+    runs = problem_runs(cases, results, environments, {"name": runner.name, "key_id": runner.key_id})
+    written = write_problem_bundle(runs, args.bundle, args.key, runner.name)
+    return {"bundle": str(args.bundle), "digest": written.digest, "problems": len(results),
+            "runs": len(runs.runs()), "statuses": runs.statuses}
 
 
 def main() -> None:
@@ -80,22 +210,40 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--out", type=Path, default=Path("bench/kernelbench-cases.json"))
+    p.add_argument("--data", type=Path, help="a kernelbench.jsonl.zst (default: the shipped one)")
+    p.add_argument("--counted", type=Path, help="the problems' tensors (default: registry problems.json)")
     r = sub.add_parser("run")
     r.add_argument("--cases", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--levels", default="1")
     r.add_argument("--impl", default="eager,torch-compile")
-    r.add_argument("--device", default="cuda")
+    r.add_argument("--test-device-product", default="",
+                   help="CPU rehearsal: real problems on CPU tensors, nominal times, announcing this product")
+    r.add_argument("--gpus", type=int, default=1, help="problems run at once, one per GPU")
     r.add_argument("--skip", type=int, default=0)
     r.add_argument("--max", type=int, default=0)
     r.add_argument("--time-limit", type=float, default=300.0, help="seconds per problem (its process is killed)")
-    r.add_argument("--case-seconds", type=float, default=2.0, help="timing budget per problem, all implementations")
+    r.add_argument("--case-seconds", type=float, default=1.0, help="timing budget per problem, all implementations")
+    r.add_argument("--hard-limit", type=float, default=20.0, help="seconds per problem before min_samples stops it")
+    r.add_argument("--min-samples", type=int, default=100)
+    r.add_argument("--host-calls", type=int, default=20)
+    r.add_argument("--warmup-calls", type=int, default=10)
+    r.add_argument("--warmup-ms", type=float, default=50.0, help="warm-up time after the calls, per implementation")
     r.add_argument("--budget", type=float, default=0.0, help="stop starting problems when this many seconds are spent")
+    b = sub.add_parser("bundle")
+    b.add_argument("--cases", required=True)
+    b.add_argument("--results", required=True, help="the run's --out folder")
+    b.add_argument("--impl", default="eager,torch-compile")
+    b.add_argument("--levels", default="1,2,3")
+    b.add_argument("--key", type=Path, required=True, help="the runner's private key (runner.pub beside it)")
+    b.add_argument("--bundle", type=Path, required=True, help="a new folder for the bundle")
     args = parser.parse_args()
     if args.command == "prepare":
-        print(json.dumps(prepare(args.out)))
-    else:
+        print(json.dumps(prepare(args.out, args.data, args.counted)))
+    elif args.command == "run":
         run(args)
+    else:
+        print(json.dumps(bundle(args)))
 
 
 if __name__ == "__main__":

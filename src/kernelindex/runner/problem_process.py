@@ -11,6 +11,7 @@ words. The result carries the backend flags (TF32, cuDNN) the checks and the tim
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -52,6 +53,39 @@ def _device(request: dict[str, Any]) -> Any:
     return CpuTestDevice(request.get("product", "cpu"))
 
 
+def _timing_context(device: Any) -> contextlib.AbstractContextManager[object]:
+    context = getattr(device, "timing_context", None)
+    return context() if context is not None else contextlib.nullcontext()
+
+
+def _timing_json(m: Any, cross: tuple[str, float, str | None] | None, host: tuple[float, float] | None,
+                 peak: int | None) -> dict[str, Any]:
+    """Everything a run's timing and its samples file need (``problem_records`` writes them): the summary,
+    every sample, each sample's trace (span, syncs, device-to-host copies), the cross-check and host cost."""
+    return {**m.summary().as_ns(), "samples": len(m.samples), "method": m.method, "stop_reason": m.stop_reason,
+            "fallback_reason": m.fallback_reason, "warmup_calls": m.warmup_calls,
+            "device_ns": [round(v) for v in m.samples], "host_ns": [round(v) for v in m.host_samples],
+            "activities": [[a.span_ns, a.syncs, a.device_to_host_copies] for a in m.activities],
+            "cross_check": list(cross) if cross else None, "host_cost": list(host) if host else None,
+            "peak_bytes": peak}
+
+
+def _v3_extras(device: Any, call: Any, host_calls: int) -> tuple[Any, Any, Any, str]:
+    """The cross-check, host cost and peak memory where the device offers them (CUDA); a failure is said
+    in the result (``extras_error``), never a failed run: the figure is the device time."""
+    cross = host = peak = None
+    try:
+        if hasattr(device, "cross_check"):
+            cross = device.cross_check(call)
+        if hasattr(device, "host_cost"):
+            host = device.host_cost(call, host_calls)
+        if hasattr(device, "peak_memory_bytes"):
+            peak = device.peak_memory_bytes(call)
+    except Exception as exc:  # noqa: BLE001
+        return cross, host, peak, f"{type(exc).__name__}: {str(exc)[:300]}"
+    return cross, host, peak, ""
+
+
 def serve(request: dict[str, Any]) -> dict[str, Any]:
     """The child's work: load, prepare, time; every implementation gets a result."""
     from kernelindex.runner.problem_module import Case, backend_flags, load_problem, prepare
@@ -63,24 +97,28 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     prepared = {key: prepare(case, key, request.get("checks", 2)) for key in request["implementations"]}
     passed = {key: p for key, p in prepared.items() if p.verdict.status == "passed"}
     policy = TimingPolicy(**request.get("policy", {}))
-    measured = measure_interleaved({k: p.call for k, p in passed.items()},
-                                   {k: device.sampler(p.call) for k, p in passed.items()}, device, policy) \
-        if passed else {}
-    results = {}
-    for key, p in prepared.items():
-        entry: dict[str, Any] = {"verdict": asdict(p.verdict), "compile_ns": p.compile_ns}
-        if key in measured:
-            m = measured[key]
-            entry["timing"] = {**m.summary().as_ns(), "samples": len(m.samples), "method": m.method,
-                               "stop_reason": m.stop_reason, "fallback_reason": m.fallback_reason}
-        results[key] = entry
+    results: dict[str, Any] = {}
+    with _timing_context(device):
+        measured = measure_interleaved({k: p.call for k, p in passed.items()},
+                                       {k: device.sampler(p.call) for k, p in passed.items()}, device, policy) \
+            if passed else {}
+        for key, p in prepared.items():
+            entry: dict[str, Any] = {"verdict": asdict(p.verdict), "compile_ns": p.compile_ns}
+            if key in measured:
+                cross, host, peak, error = _v3_extras(device, p.call, policy.host_calls)
+                entry["timing"] = _timing_json(measured[key], cross, host, peak)
+                if error:
+                    entry["extras_error"] = error
+            results[key] = entry
     return {"digest": request["digest"], "device": device.name, "backend_flags": backend_flags(),
-            "implementations": results}
+            "policy": asdict(policy), "implementations": results}
 
 
-def run_isolated(request: dict[str, Any], time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> dict[str, Any]:
-    """``serve(request)`` in a child process; a status for every failure mode of the child itself."""
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+def run_isolated(request: dict[str, Any], time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+                 extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``serve(request)`` in a child process; a status for every failure mode of the child itself.
+    ``extra_env``: e.g. ``CUDA_VISIBLE_DEVICES`` for the GPU this child may use."""
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()} | (extra_env or {})
     try:
         done = subprocess.run([sys.executable, "-m", "kernelindex.runner.problem_process"], input=json.dumps(request),
                               capture_output=True, text=True, timeout=time_limit_s, env=env)

@@ -102,26 +102,33 @@ def _input_regeneration(operation: OperationSpec, region: str) -> str:
     return f"{words}; {UPSTREAM_LOSS}" if loss_upstream(operation, region) else words
 
 
+V3_L2_POLICY = ("flushed before every timed call by reading a 256 MiB buffer (a reduction into 8 KiB), launched "
+                "outside the call, so never in its device time")
+
+
+def v3_timer(calls_per_sample: int) -> str:
+    """Protocol v3's timer, in the words every v3 protocol carries (the curated operations' and the problem
+    modules')."""
+    return (
+        "CUPTI device time (PyTorch profiler's CUDA activity): per call, the union of the durations of the "
+        "kernels, memcpys and memsets the call launched (overlap on several streams counted once); the "
+        "median over calls ranks. Recorded beside it, never ranked: the span (first start to last end), a "
+        f"CUDA graph replay cross-check ({calls_per_sample} × [flush, call] minus {calls_per_sample} × [flush], "
+        "per call; per-call CUDA events where capture fails), the host syncs per call from the trace, and "
+        "the wall and host CPU time per call of back-to-back calls"
+    )
+
+
 def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_sample: int,
                       region: str = "forward") -> BenchmarkProtocol:
     spec = {
         "harness": {"name": HARNESS, "version": HARNESS_VERSION},
-        "timer": (
-            "CUPTI device time (PyTorch profiler's CUDA activity): per call, the union of the durations of the "
-            "kernels, memcpys and memsets the call launched (overlap on several streams counted once); the "
-            "median over calls ranks. Recorded beside it, never ranked: the span (first start to last end), a "
-            f"CUDA graph replay cross-check ({calls_per_sample} × [flush, call] minus {calls_per_sample} × [flush], "
-            "per call; per-call CUDA events where capture fails), the host syncs per call from the trace, and "
-            "the wall and host CPU time per call of back-to-back calls"
-        ),
+        "timer": v3_timer(calls_per_sample),
         "timed_region": region,
         "setup_excluded": True,
         "warmup": {"count": policy.warmup_calls, "time_ns": policy.warmup_time_ns},
         "repetitions": {"count": policy.min_samples, "time_ns": policy.time_budget_ns},
-        "l2_policy": (
-            "flushed before every timed call by reading a 256 MiB buffer (a reduction into 8 KiB), launched "
-            "outside the call, so never in its device time"
-        ),
+        "l2_policy": V3_L2_POLICY,
         "input_regeneration": _input_regeneration(operation, region),
         "statistic": "median",
         "quantiles": [0.2, 0.5, 0.8],

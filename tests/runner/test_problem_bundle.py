@@ -1,0 +1,130 @@
+"""Problem-module results → a signed runner bundle (runner.problem_bundle), without torch or a GPU: the
+results are what problem_process and bench/kernelbench_campaign.py write, with CUPTI-shaped timings.
+Every asked implementation becomes a run (a killed process: ``timeout`` for each); v3's fields come
+through; a median under the problem's physical floor is ``suspected_reward_hack``; the implementations
+carry the KernelBench import's names for the same configurations."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelindex.domain.manifests import ExecutionEnvironment, build, digest_of
+from kernelindex.runner.problem_bundle import problem_runs, write_problem_bundle
+from kernelindex.runner.problem_records import IMPLEMENTATIONS, ProblemCase, ProblemResultError
+from kernelindex.sources.kernelbench import map_kernelbench
+from kernelindex.sources.kernelbench.read import KernelBenchData, ProblemSet
+from kernelindex.sources.kernelbench.runs import CONFIGURATIONS
+from kernelindex.trust import keys
+from kernelindex.trust.bundles import verify_bundle
+
+MATMUL = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+N = 4096
+
+def get_inputs():
+    return [torch.rand(N, N), torch.rand(N, N)]
+
+def get_init_inputs():
+    return []
+'''
+DIGEST = "sha256:" + hashlib.sha256(MATMUL.encode()).hexdigest()
+POLICY = {"warmup_calls": 10, "warmup_time_ns": 50_000_000, "min_samples": 100, "max_samples": 2000,
+          "target_rse": 0.005, "time_budget_ns": 1_000_000_000, "host_calls": 20, "hard_limit_ns": 20_000_000_000}
+
+
+@pytest.fixture(scope="module")
+def case() -> ProblemCase:
+    data = KernelBenchData()
+    data.problems = {DIGEST: MATMUL}
+    data.sets["problems/new"] = ProblemSet("problems/new", "a" * 40, {"level1/1_Square_matmul.py": DIGEST})
+    square = {"dtype": "fp32", "shape": [4096, 4096]}
+    counted = {DIGEST: {"inputs": [{"name": "A", **square}, {"name": "B", **square}], "parameters": [],
+                        "outputs": [{"name": "output", **square}], "flops": 2 * 4096 ** 3, "scalars": {}}}
+    manifests = {m.kind: m for m in map_kernelbench(data, counted).manifests}
+    return ProblemCase(1, 1, "level1/1_Square_matmul.py", manifests["OperationSpec"], manifests["WorkloadCase"])
+
+
+@pytest.fixture(scope="module")
+def environment() -> ExecutionEnvironment:
+    spec = {"hardware": {"vendor": "NVIDIA", "product": "NVIDIA H200", "architecture": "sm_90"},
+            "software": {"torch": "2.9.1", "torch.backends.cudnn.allow_tf32": "True"}}
+    return build("ExecutionEnvironment", spec, {"title": "NVIDIA H200 · torch 2.9.1"})
+
+
+def _timing(median_ns: int, n: int = 100) -> dict[str, Any]:
+    device = [median_ns + (i % 5) for i in range(n)]
+    return {"method": "cupti-device-time", "device_ns": device, "host_ns": [median_ns * 2] * 20,
+            "activities": [[v + 500, 0, 0] for v in device], "stop_reason": "relative standard error <= 0.50%",
+            "fallback_reason": None, "warmup_calls": 12, "cross_check": ["cuda_graph_replay", median_ns * 1.01, None],
+            "host_cost": [median_ns * 1.05, 9_000.0], "peak_bytes": 67_108_864}
+
+
+def _result(environment: ExecutionEnvironment, implementations: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    passed = {"status": "passed", "relative_error": 1e-7, "tolerance": 1e-4, "reference": "float64 on the CPU",
+              "detail": "", "checks": 2}
+    return {"status": "done", "digest": DIGEST, "file": "level1/1_Square_matmul.py", "policy": POLICY,
+            "environment": digest_of(environment), "campaign": "20261202T090000Z",
+            "observed_at": "2026-12-02T09:00:00Z",
+            "implementations_asked": list(implementations),
+            "implementations": {k: {"verdict": passed, "compile_ns": 31e9 if k != "eager" else None, "timing": t}
+                                for k, t in implementations.items()}, **extra}
+
+
+def test_v3_runs_under_the_imports_names_and_a_median_under_the_floor_is_suspect(
+        case: ProblemCase, environment: ExecutionEnvironment, tmp_path: Path) -> None:
+    result = _result(environment, {"eager": _timing(2_500_000), "torch-compile": _timing(1_000)})
+    out = problem_runs({DIGEST: case}, [result], {digest_of(environment): environment},
+                       {"name": "r", "key_id": "sha256:" + "0" * 64})
+    assert out.statuses == {"passed": 1, "suspected_reward_hack": 1}  # 2·4096³ flops cannot run in 1 µs
+    implementations = {digest_of(m): m for m in out.manifests if m.kind == "ImplementationRevision"}
+    runs = {implementations[r.spec.implementation].metadata.name: r.spec for r in out.runs()}
+    slug = case.operation.slug
+    assert set(runs) == {f"{slug}-eager", f"{slug}-inductor-default"}
+    eager = runs[f"{slug}-eager"]
+    assert eager.workload == digest_of(case.workload) and eager.timing.median_ns == 2_500_002
+    assert eager.timing.cross_check is not None and eager.timing.cross_check.agrees is True
+    assert eager.timing.host is not None and not eager.timing.host.bound and eager.timing.span_median_ns == 2_500_502
+    assert eager.timing.min_samples == 100 and eager.timing.under_sampled is None
+    assert runs[f"{slug}-inductor-default"].timing.secondary == {"compile_ns": 31_000_000_000}  # never the figure
+    key, _, _ = keys.generate("problem-runner", tmp_path / "key")
+    runner = keys.load_public_key(key.with_name(keys.PUBLIC_KEY_FILE))
+    signed = problem_runs({DIGEST: case}, [result], {digest_of(environment): environment},
+                          {"name": runner.name, "key_id": runner.key_id})
+    bundle = verify_bundle(write_problem_bundle(signed, tmp_path / "bundle", key, runner.name).path)
+    assert bundle.counts()["BenchmarkRun"] == 2 and bundle.counts()["OperationSpec"] == 1
+
+
+def test_a_killed_process_is_a_timeout_run_for_every_asked_implementation(
+        case: ProblemCase, environment: ExecutionEnvironment) -> None:
+    result = {**_result(environment, {}), "status": "timeout", "implementations_asked": ["eager", "torch-compile"],
+              "detail": "the problem's process ran past its time limit (300 s) and was killed"}
+    del result["implementations"]
+    out = problem_runs({DIGEST: case}, [result], {digest_of(environment): environment},
+                       {"name": "r", "key_id": "sha256:" + "0" * 64})
+    assert [r.spec.status for r in out.runs()] == ["timeout", "timeout"]
+    assert all(not r.spec.correctness.checked and "time limit" in (r.spec.correctness.detail or "")
+               for r in out.runs())
+    assert all(r.spec.timing.median_ns is None for r in out.runs())
+
+
+def test_results_must_name_a_known_problem_and_a_recorded_environment(
+        case: ProblemCase, environment: ExecutionEnvironment) -> None:
+    result = _result(environment, {"eager": _timing(2_500_000)})
+    with pytest.raises(ProblemResultError, match="not in the case list"):
+        problem_runs({}, [result], {digest_of(environment): environment}, {"name": "r", "key_id": "k"})
+    with pytest.raises(ProblemResultError, match="was not recorded"):
+        problem_runs({DIGEST: case}, [result], {}, {"name": "r", "key_id": "k"})
+
+
+def test_implementation_titles_are_the_imports() -> None:
+    for configuration, title, _ in IMPLEMENTATIONS.values():
+        assert CONFIGURATIONS[configuration][0] == title

@@ -1,0 +1,154 @@
+"""The KernelBench campaign end to end on the CPU (issue 24 item 5's rehearsal): two tiny problem files
+as the newest problem set, with reported H100 timings; ``bench/kernelbench_campaign.py`` prepares the
+cases, runs each problem in its own process on the CPU test device announcing an H200, and bundles the
+results signed by a throwaway runner key. Published into a real catalog next to the KernelBench import,
+the runs are verified, on the problem's own operation and workload (the reported runs' workload), and
+the operation page shows them; the problem whose float32 output is wrong is an incorrect_numerical run,
+never ranked."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from pagetext import text_of
+from web_helpers import make_app
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.publish import publish_manifests
+from kernelindex.readmodel.loading import load_operation
+from kernelindex.sources.base import FileTransport
+from kernelindex.sources.kernelbench import import_kernelbench
+from kernelindex.sources.kernelbench.read import KernelBenchData, ProblemSet, TimingFile, write_kernelbench
+from kernelindex.trust import keys
+from kernelindex.trust.bundles import publish_bundle, verify_bundle
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+MATMUL = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """C = A * B"""
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+N = 32
+
+def get_inputs():
+    return [torch.rand(N, N), torch.rand(N, N)]
+
+def get_init_inputs():
+    return []
+'''
+WRONG = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * (2.0 if x.dtype == torch.float64 else 2.01)
+
+dim = 1024
+
+def get_inputs():
+    return [torch.rand(dim)]
+
+def get_init_inputs():
+    return []
+'''
+FILES = {"level1/1_Square_matrix_multiplication_.py": MATMUL, "level1/2_Scale.py": WRONG}
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _counted() -> dict[str, Any]:
+    """The problems' tensors as bench/kernelbench_floors.py counts them, by hand for the two files."""
+    square, vector = {"dtype": "fp32", "shape": [32, 32]}, {"dtype": "fp32", "shape": [1024]}
+    return {"problems": {
+        _digest(MATMUL): {"inputs": [{"name": "A", **square}, {"name": "B", **square}], "parameters": [],
+                          "outputs": [{"name": "output", **square}], "flops": 2 * 32 ** 3, "scalars": {}},
+        _digest(WRONG): {"inputs": [{"name": "x", **vector}], "parameters": [],
+                         "outputs": [{"name": "output", **vector}], "flops": 0, "scalars": {}}}}
+
+
+def _data() -> KernelBenchData:
+    data = KernelBenchData()
+    data.problems = {_digest(s): s for s in FILES.values()}
+    data.sets["problems/new"] = ProblemSet("problems/new", "a" * 40, {f: _digest(s) for f, s in FILES.items()})
+    entry = {"mean": 0.02, "std": 0.001, "min": 0.018, "max": 0.03, "num_trials": 100, "hardware": H100,
+             "device": "cuda:0"}
+    data.timings = [TimingFile("H100_a__baseline_time_torch.json", "results/timing/H100_a/baseline_time_torch.json",
+                               "c" * 40, "2026-01-14", "problems/new", "0" * 64,
+                               {"level1": {name.split("/")[1]: entry for name in FILES}})]
+    return data
+
+
+def _campaign(*args: str) -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "kernelbench_campaign.py"), *args],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """prepare → run (CPU rehearsal, H200) → bundle, as bench/kernelbench_h200.sh drives them."""
+    tmp = tmp_path_factory.mktemp("kernelbench-campaign")
+    (tmp / "kernelbench.jsonl.zst").write_bytes(write_kernelbench(_data()))
+    (tmp / "problems.json").write_text(json.dumps(_counted()))
+    _campaign("prepare", "--out", str(tmp / "cases.json"), "--data", str(tmp / "kernelbench.jsonl.zst"),
+              "--counted", str(tmp / "problems.json"))
+    _campaign("run", "--cases", str(tmp / "cases.json"), "--out", str(tmp / "out"), "--levels", "1",
+              "--impl", "eager", "--test-device-product", "H200", "--min-samples", "20", "--warmup-calls", "1",
+              "--warmup-ms", "0", "--time-limit", "300", "--gpus", "2")
+    key, _, _ = keys.generate("kernelbench-rehearsal", tmp / "key")  # a throwaway key
+    _campaign("bundle", "--cases", str(tmp / "cases.json"), "--results", str(tmp / "out"), "--impl", "eager",
+              "--levels", "1", "--key", str(key), "--bundle", str(tmp / "bundle"))
+    return {"root": tmp, "bundle": tmp / "bundle", "key": key}
+
+
+def test_the_bundle_verifies_and_carries_a_run_per_problem(campaign: dict[str, Path]) -> None:
+    bundle = verify_bundle(campaign["bundle"])
+    runs = {run.spec.source.external_id.split("/")[2]: run for run in bundle.runs()}
+    assert set(runs) == {"1-1", "1-2"}
+    assert runs["1-1"].spec.status == "passed" and runs["1-2"].spec.status == "incorrect_numerical"
+    passed = runs["1-1"].spec
+    assert passed.correctness.checked and passed.correctness.passed and passed.timing.samples >= 20
+    assert passed.timing.samples_digest is not None and passed.artifacts["samples"] == passed.timing.samples_digest
+    environment = next(m for m in bundle.manifests if m.kind == "ExecutionEnvironment")
+    assert environment.spec.software["torch.backends.cudnn.allow_tf32"] == "True"  # PyTorch's default, recorded
+    assert "nominal times, not measurements" in (environment.metadata.description or "")
+
+
+def test_published_runs_are_verified_on_the_problems_operation_page(campaign: dict[str, Path],
+                                                                   empty_catalog: Catalog) -> None:
+    import_kernelbench(empty_catalog, FileTransport(campaign["root"] / "kernelbench.jsonl.zst"), dry_run=False,
+                       actor="tests", counted=_counted()["problems"])
+    public = keys.load_public_key(campaign["key"].with_name(keys.PUBLIC_KEY_FILE))
+    publish_manifests(empty_catalog, [public.trusted_runner_manifest(trusted_by="tests")], actor="tests")
+    publish_bundle(empty_catalog, campaign["bundle"])
+    slug = "kernelbench-1-1-square-matrix-multiplication"
+    data = load_operation(empty_catalog, slug)
+    measured = [r for r in data.runs if r.spec.source.name == "kernelindex-runner"]
+    reported = [r for r in data.runs if r.spec.source.name == "kernelbench"]
+    assert len(measured) == 1 and len(reported) == 1
+    assert measured[0].evidence == "verified" and measured[0].eligible
+    assert measured[0].workload == reported[0].workload  # the problem's own workload, not a copy
+    wrong = load_operation(empty_catalog, "kernelbench-1-2-scale")
+    failed = [r for r in wrong.runs if r.spec.source.name == "kernelindex-runner"]
+    assert [r.status for r in failed] == ["incorrect_numerical"] and not failed[0].eligible
+    with TestClient(make_app(empty_catalog)) as client:
+        page = client.get(f"/operations/{slug}")
+    assert page.status_code == 200
+    text = text_of(page.text)
+    assert "Fastest verified · NVIDIA H200 SXM 141GB · forward" in text and "Verified evidence" in text
