@@ -43,6 +43,12 @@ class Cohort:
                       "for it in the ranking and this run is its replicate.")
 
     @property
+    def runner(self) -> str | None:
+        """The runner that measured the cohort's runs (None: a source reported them, or several runners did)."""
+        names = {r.runner for r in self.runs}
+        return names.pop() if len(names) == 1 else None
+
+    @property
     def leader(self) -> Run | None:
         return self.run(self.ranked[0].item.id) if self.ranked else None
 

@@ -9,9 +9,12 @@ from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.labels import (
+    Shown,
     cohort_key_short,
     cohort_label,
     gpu_label,
+    tell_apart,
+    told,
 )
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.operation_views import FloorView, HeadlineSlot, LanguageLeader, RankedRow
@@ -49,9 +52,15 @@ def headline_slots(
             slots.append(_slot("best_usable", f"Best usable · {where}", best_usable, multiple, cohort, label))
         slots.append(_slot("fastest_not_usable", f"Fastest {leader.evidence} · not usable as-is · {where}", leader,
                            None, cohort, label))
+    shown = [cohort] * len(slots)
     verified = _fastest_verified(data, cohort, all_cohorts, now)
     if verified:
-        slots.append(verified)
+        slots.append(verified[0])
+        shown.append(verified[1])
+    # Cards that would read alike (the same GPU and region measured by two runners) name what tells them apart.
+    distinctions = tell_apart([Shown(s.cohort_label, c.runner, c.protocol) for s, c in zip(slots, shown, strict=True)])
+    for slot, distinction in zip(slots, distinctions, strict=True):
+        slot.cohort_label = told(slot.cohort_label, distinction)
     return slots
 
 
@@ -79,7 +88,7 @@ def _slot(kind: str, title: str, row: RankedRow, vs_fastest: float | None, cohor
 
 def _fastest_verified(
     data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort], now: datetime
-) -> HeadlineSlot | None:
+) -> tuple[HeadlineSlot, Cohort] | None:
     region = _region(data, selected)
     candidates = [
         (leader.median_ns, c)
@@ -100,7 +109,7 @@ def _fastest_verified(
     floors = floor_for(data, best.workload, best.environment, best.protocol)
     if floors and not skips_floor_traffic(rows[0].region_note):
         slot.floor_ratio = floors[0].ratio(rows[0].median_ns)
-    return slot
+    return slot, best
 
 
 def fastest_by_language(rows: list[RankedRow]) -> list[LanguageLeader]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from kernelindex import registry
 from kernelindex.domain.canonical import short_digest
@@ -82,3 +85,39 @@ def implementation_slug(implementation: ImplementationRevision) -> str:
 
 def project_title(project: SoftwareProject) -> str:
     return project.metadata.title or project.spec.name
+
+
+class Shown(NamedTuple):
+    """One cohort or run shown beside others: what it reads as, who measured it, under what protocol."""
+
+    reads_as: str  # the label (and workload) a reader sees
+    runner: str | None  # the runner that measured it; None when a source reported it
+    protocol: str  # the protocol's digest
+
+
+def tell_apart(shown: Sequence[Shown]) -> list[str | None]:
+    """What tells apart entries shown together that would read alike: the runner that measured each
+    when their runners differ ("runner NAME"), and the protocol where one runner (or none) measured
+    alike entries under several ("protocol 1a2b3c4d5e6f"); None where nothing shown reads like it.
+    One rule for the operation page's cohorts and headline cards, search's cohorts and compare's runs."""
+    alike: dict[str, list[int]] = defaultdict(list)
+    for i, entry in enumerate(shown):
+        alike[entry.reads_as].append(i)
+    told: list[str | None] = [None] * len(shown)
+    for group in (g for g in alike.values() if len(g) > 1):
+        entries = [shown[i] for i in group]
+        named_runners = len({e.runner for e in entries}) > 1
+        protocols: dict[str | None, set[str]] = defaultdict(set)
+        for e in entries:
+            protocols[e.runner].add(e.protocol)
+        for i, e in zip(group, entries, strict=True):
+            parts = [f"runner {e.runner}"] if named_runners and e.runner else []
+            if len(protocols[e.runner]) > 1:
+                parts.append(f"protocol {short_digest(e.protocol)}")
+            told[i] = " · ".join(parts) or None
+    return told
+
+
+def told(label: str, distinction: str | None) -> str:
+    """A label with what tells it apart from a look-alike shown beside it, when there is one."""
+    return f"{label} · {distinction}" if distinction else label

@@ -79,6 +79,11 @@ class Run:
         return bool(self.eligibility and self.eligibility.eligible)
 
     @property
+    def runner(self) -> str | None:
+        """The name of the KernelIndex runner that measured it (None: a source reported it)."""
+        return self.spec.runner.name if self.spec.runner else None
+
+    @property
     def ranked_median_ns(self) -> int:
         """The median of a run that is ranked or charted (eligibility requires one)."""
         if self.median_ns is None:

@@ -57,6 +57,7 @@ class RankedRow(JsonModel):
     method_note: str | None = None  # said when it differs from the cohort's usual method
     replication: dict | None = None  # the runners that measured it too, agreeing or disagreeing
     source: str = ""  # the source's name (its license and attribution: the page's sources)
+    runner: str | None = None  # the KernelIndex runner that measured it (None: its source reported it)
     region_note: str | None = None  # "this forward also computes the gradient; compare forward+backward"
     host_bound: str | None = None  # "host-bound on this host: W µs per call wall time, S syncs per call; …"
 

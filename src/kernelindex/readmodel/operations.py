@@ -15,6 +15,7 @@ from kernelindex.readmodel.cohorts import Cohort, cohorts_of
 from kernelindex.readmodel.gaps import asked_gpu, not_measured, on_gpu
 from kernelindex.readmodel.headline import fastest_by_language, floor_view, headline_slots
 from kernelindex.readmodel.labels import (
+    Shown,
     axis_order,
     cohort_key_short,
     cohort_label,
@@ -22,6 +23,7 @@ from kernelindex.readmodel.labels import (
     implementation_slug,
     implementation_title,
     protocol_label,
+    tell_apart,
     workload_key,
     workload_label,
 )
@@ -233,17 +235,10 @@ def _cohort_summary(data: OperationData, cohort: Cohort, selected: Cohort | None
 
 
 def _distinguished(options: list[tuple[Cohort, CohortOption]]) -> list[CohortOption]:
-    """Cohorts that would read alike (same GPU, region, profile) say what tells them apart: the
-    runner that measured them when that differs, else their protocol — never an opaque "env 2"."""
-    alike: dict[tuple[str, str, bool], list[tuple[Cohort, CohortOption]]] = defaultdict(list)
-    for cohort, option in options:
-        alike[(option.gpu, option.mode, option.native)].append((cohort, option))
-    for group in (g for g in alike.values() if len(g) > 1):
-        runners = [sorted({r.spec.runner.name if r.spec.runner else "" for r in c.eligible}) for c, _ in group]
-        by_runner = all(len(names) == 1 and names[0] for names in runners) \
-            and len({names[0] for names in runners}) == len(group)
-        for (cohort, option), names in zip(group, runners, strict=True):
-            option.distinct = f"runner {names[0]}" if by_runner else f"protocol {short_digest(cohort.protocol)}"
+    """Cohorts that would read alike (same GPU, region, profile) say what tells them apart (labels.tell_apart)."""
+    shown = [Shown(f"{o.label}", c.runner, c.protocol) for c, o in options]
+    for (_, option), distinction in zip(options, tell_apart(shown), strict=True):
+        option.distinct = distinction
     return [option for _, option in options]
 
 
@@ -255,6 +250,7 @@ def _cohort_line(data: OperationData, cohort: Cohort) -> dict:
         "gpu": gpu_label(data.environments[cohort.environment]),
         "workload": workload_label(data.operation, data.workloads[cohort.workload]),
         "protocol": protocol_label(protocol),
+        "runner": cohort.runner,  # the KernelIndex runner that measured the cohort (None: its source reported it)
         "protocol_digest": cohort.protocol,
         "environment_digest": cohort.environment,
         "statistic": protocol.spec.statistic,

@@ -57,6 +57,8 @@ class ComparedRun(JsonModel):
     attainable_floor_ratio: float | None = None
     correctness: str = ""
     environment: str = ""
+    runner: str | None = None  # the KernelIndex runner that measured it (None: its source reported it)
+    protocol: str = ""  # the protocol's digest
 
 
 @dataclass
@@ -113,7 +115,7 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
         p20_ns=run.p20_ns, p80_ns=run.p80_ns, rank=ranked.label if ranked else None,
         within_noise=bool(ranked and ranked.within_noise),
         install_command=usable.install_command if usable else None, license=usable.license if usable else None,
-        url=f"/runs/{run.run_id}", revision=run.implementation,
+        url=f"/runs/{run.run_id}", revision=run.implementation, runner=run.runner, protocol=run.protocol,
         **_floor_and_checks(data, run),
     )
 
@@ -137,8 +139,16 @@ def _floor_and_checks(data: OperationData, run: Run) -> dict[str, Any]:
 
 
 # Fields shown once above the table when every run has the same value.
-SHARED_FIELDS = ("operation_title", "workload_label", "timed_region", "harness", "gpu_name", "cohort_label",
-                 "status", "license", "correctness", "environment")
+SHARED_FIELDS = ("operation_title", "workload_label", "timed_region", "harness", "gpu_name", "runner",
+                 "cohort_label", "status", "license", "correctness", "environment")
+
+
+def _told_apart(runs: list[ComparedRun]) -> list[ComparedRun]:
+    """Runs of cohorts that read alike (two runners, one GPU and region) name what tells them apart."""
+    shown = [labels.Shown(r.cohort_label, r.runner, r.protocol) for r in runs]
+    for run, distinction in zip(runs, labels.tell_apart(shown), strict=True):
+        run.cohort_label = labels.told(run.cohort_label, distinction)
+    return runs
 
 
 def _identical(runs: list[ComparedRun]) -> list[str]:
@@ -152,6 +162,7 @@ def _first_difference(runs: list[ComparedRun]) -> Difference | None:
         ("timed_region", "They time different regions", lambda r: r.timed_region),
         ("protocol", "They use different benchmark protocols", lambda r: r.harness),
         ("gpu", "They ran on different GPUs", lambda r: r.gpu_name),
+        ("runner", "Different runners measured them", lambda r: r.runner or r.run.source),
         ("environment", "They ran in different software environments", lambda r: r.cohort_label),
         ("cohort", "They belong to different cohorts", lambda r: r.cohort),
     ]
@@ -203,7 +214,7 @@ def compare_page(catalog: Catalog, run_ids: list[str], *, now: datetime) -> Comp
     if len(set(run_ids)) != len(run_ids):
         raise BadParameter("run", "the same run is listed twice")
     clock = now
-    runs = [_compared(*_locate(catalog, rid), clock) for rid in run_ids]
+    runs = _told_apart([_compared(*_locate(catalog, rid), clock) for rid in run_ids])
     same = len({r.cohort for r in runs}) == 1
     page = ComparePage(runs=runs, same_cohort=same, winner=None, verdict="", identical=_identical(runs))
     if same:

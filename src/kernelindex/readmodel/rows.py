@@ -147,6 +147,7 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         method_note=method_note(run, usual),
         replication=run.replication.to_json() if run.replication else None,
         source=run.source,
+        runner=run.runner,
         region_note=forward_work_note(data, run),
         host_bound=host_bound_label(run),
     )

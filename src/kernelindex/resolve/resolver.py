@@ -34,6 +34,7 @@ from kernelindex.resolve.results import (
     Neighbour,
     Resolution,
     Row,
+    told_apart,
 )
 from kernelindex.resolve.views import RunView
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
@@ -126,6 +127,7 @@ def _cohort_result(c: RankedCohort, req: ResolveRequest, now: datetime, mismatch
         cohort_ref=s.cohort_ref, axes=dict(s.axes), dtypes=dict(s.dtypes), gpu=s.gpu, gpu_label=s.gpu_label,
         arch=s.arch, mode=s.mode, native=s.native, eligible_runs=c.eligible_runs, rows=tuple(rows),
         hidden=tuple(hidden), excluded=excluded, mismatches=tuple(mismatches), query=query,
+        runner=s.runner, protocol_key=s.protocol_key,
     )
 
 
@@ -198,9 +200,10 @@ def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[s
                               key=lambda p: (len(p[1]), _distance(p[1]), ctx.cohort_order(p[0])))
     nearest = None if exact or other else _nearest(ctx, op, compatible)
     query = canonical_query(req, ctx.vocab)
-    exact_results = tuple(_cohort_result(c, req, ctx.now, query=query) for c in exact[:MAX_LISTED])
-    other_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c)) for c, m in other[:MAX_LISTED])
-    compat_results = tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c)) for c, m in closest)
+    exact_results = told_apart(tuple(_cohort_result(c, req, ctx.now, query=query) for c in exact[:MAX_LISTED]))
+    other_results = told_apart(tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c))
+                                     for c, m in other[:MAX_LISTED]))
+    compat_results = told_apart(tuple(_cohort_result(c, req, ctx.now, m, _query_for(ctx, c)) for c, m in closest))
     gaps = _gaps(ctx, cohorts, exact)
     notes = filter_notes(req) + variant_notes(req, exact)
     status, message = status_of(req, ctx.vocab, exact, exact_results, other_results, closest, len(compatible), nearest)
@@ -253,7 +256,8 @@ def _neighbour(ctx: _Context, axis: str, value: int | None, cohorts: dict[int, l
     req = ctx.req.model_copy(update={"axes": {**ctx.req.axes, axis: value}})
     query = canonical_query(req, ctx.vocab)
     members = sorted(cohorts[value], key=ctx.cohort_order)[:MAX_LISTED]
-    return Neighbour(value, query, tuple(_cohort_result(c, ctx.req, ctx.now, query=query) for c in members))
+    return Neighbour(value, query, told_apart(tuple(_cohort_result(c, ctx.req, ctx.now, query=query)
+                                                    for c in members)))
 
 
 def _gaps(ctx: _Context, cohorts: list[RankedCohort], exact: list[RankedCohort]) -> tuple[Gap, ...]:

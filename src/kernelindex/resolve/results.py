@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kernelindex.policy.reasons import Reason
+from kernelindex.readmodel.labels import Shown, tell_apart, told
 from kernelindex.resolve.views import RunView
 
 
@@ -47,6 +48,7 @@ class Row:
             "vs_first": None if self.vs_first is None else round(self.vs_first, 4),
             "evidence": r.evidence,
             "source": r.source,
+            "runner": r.runner,
             "observed_at": observed_at,
             "stale": self.stale,
             "url": f"/runs/{r.run_id}",
@@ -83,6 +85,9 @@ class CohortResult:
     excluded: tuple[Hidden, ...]
     mismatches: tuple[Mismatch, ...] = ()
     query: str = ""
+    runner: str | None = None  # the KernelIndex runner that measured the cohort (None: its source reported it)
+    protocol_key: str = ""
+    distinct: str | None = None  # what tells it from a look-alike listed beside it (labels.tell_apart)
 
     @property
     def leader(self) -> Row | None:
@@ -95,7 +100,12 @@ class CohortResult:
         return f"/operations/{self.operation}" + (f"?{'&'.join(params)}" if params else "")
 
     def label(self) -> str:
-        return f"{self.gpu_label} · {self.mode}" + ("" if self.native else " · KernelIndex runner")
+        return told(f"{self.gpu_label} · {self.mode}" + ("" if self.native else " · KernelIndex runner"),
+                    self.distinct)
+
+    def reads_as(self) -> str:
+        """What a reader sees of it before any distinction: its label and its workload."""
+        return f"{self.label()} · {sorted(self.axes.items())} · {sorted(self.dtypes.items())}"
 
     def to_json(self, *, rows: bool = True) -> dict[str, object]:
         out: dict[str, object] = {
@@ -106,6 +116,7 @@ class CohortResult:
             "gpu": {"slug": self.gpu, "label": self.gpu_label, "arch": self.arch},
             "mode": self.mode,
             "protocol": "source-native" if self.native else "kernelindex-runner",
+            "runner": self.runner,
             "ranking": "ranking-v1 (source-native: only equal values tie)" if self.native
             else "ranking-v1 (runner: ties when 95% CIs overlap or medians within 1%)",
             "eligible_runs": self.eligible_runs,
@@ -119,6 +130,12 @@ class CohortResult:
         if rows:
             out["rows"] = [r.to_json() for r in self.rows]
         return out
+
+
+def told_apart(cohorts: tuple[CohortResult, ...]) -> tuple[CohortResult, ...]:
+    """Cohorts listed together that read alike (one GPU and region, two runners) name what tells them apart."""
+    shown = [Shown(c.reads_as(), c.runner, c.protocol_key) for c in cohorts]
+    return tuple(replace(c, distinct=d) if d else c for c, d in zip(cohorts, tell_apart(shown), strict=True))
 
 
 @dataclass(frozen=True)

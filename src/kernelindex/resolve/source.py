@@ -56,7 +56,7 @@ def _run_views(data: OperationData) -> dict[str, RunView]:
             mode=protocol.timed_region, protocol_key=run.protocol, native=protocol.native,
             implementation=impls[run.implementation], evidence=run.evidence, eligible=run.eligible,
             median_ns=run.median_ns, p20_ns=run.p20_ns, p80_ns=run.p80_ns, observed_at=run.observed_at,
-            source=run.source,
+            source=run.source, runner=run.runner,
             ineligible_reasons=tuple(run.eligibility.reasons) if run.eligibility else (),
             workload_ref=workload_key(run.workload), cohort_ref=cohort_key_short(run.cohort_key),
         )

@@ -68,6 +68,7 @@ class RunView:
     ineligible_reasons: tuple[Reason, ...] = ()
     workload_ref: str = ""  # the value of ?workload= on the operation page
     cohort_ref: str = ""  # the value of ?cohort= on the operation page
+    runner: str | None = None  # the KernelIndex runner that measured it (None: its source reported it)
 
     @cached_property  # asked for every cohort of every query the resolver matches
     def dtype_values(self) -> frozenset[str]:

@@ -43,6 +43,8 @@ class RowOut(_Doc):
     vs_first: float | None
     evidence: str
     source: str
+    runner: str | None = Field(description="The KernelIndex runner that measured the run; null when its source "
+                                           "reported it.")
     observed_at: str
     stale: bool
     url: str
@@ -81,6 +83,9 @@ class CohortOut(_Doc):
     gpu: GpuOut
     mode: str
     protocol: str
+    runner: str | None = Field(description="The KernelIndex runner that measured the cohort; null when its source "
+                                           "reported it. Where two listed cohorts would read alike, the label ends "
+                                           "with what tells them apart (\"runner NAME\").")
     ranking: str
     eligible_runs: int
     leader: RowOut | None

@@ -1,0 +1,76 @@
+"""Issue 22 item 5: rows that would read alike because two runners measured the same thing name the
+runner that tells them apart — in compare, search and the operation page's cards and cohort line,
+HTML and JSON twin alike (rope's H200 forward cohorts: kernelindex-h200-runner-2 and the independent
+check)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from kernelindex.readmodel.labels import Shown, tell_apart
+
+RUNNERS = {"kernelindex-h200-runner-2", "independent-check-runner"}
+
+
+def _alike_cohorts(client: TestClient) -> list[dict[str, Any]]:
+    """Rope's two H200 forward runner cohorts of the default workload (they differ by runner)."""
+    page = client.get("/api/v1/operations/rope").json()
+    alike = [c for c in page["cohorts"] if c["gpu"].startswith("NVIDIA H200") and c["mode"] == "forward"
+             and not c["native"]]
+    assert len(alike) == 2 and {c["distinct"] for c in alike} == {f"runner {r}" for r in RUNNERS}
+    return alike
+
+
+def test_tell_apart_names_the_runner_then_the_protocol_and_nothing_for_a_one_off() -> None:
+    shown = [Shown("H200 · forward", "runner-a", "sha256:" + "1" * 64),
+             Shown("H200 · forward", "runner-b", "sha256:" + "2" * 64),
+             Shown("H200 · forward", "runner-b", "sha256:" + "3" * 64),
+             Shown("A100 · forward", None, "sha256:" + "4" * 64),
+             Shown("B200 · forward", None, "sha256:" + "5" * 64),
+             Shown("B200 · forward", None, "sha256:" + "5" * 64)]
+    assert tell_apart(shown) == ["runner runner-a", "runner runner-b · protocol 222222222222",
+                                 "runner runner-b · protocol 333333333333", None, None, None]
+
+
+def test_compare_says_different_runners_measured_them(client: TestClient) -> None:
+    runs = [c["best_run_id"] for c in _alike_cohorts(client)]
+    query = "&".join(f"run={r}" for r in runs)
+    page = client.get(f"/api/v1/compare?{query}").json()
+    assert page["winner"] is None and page["difference"]["field"] == "runner"
+    assert set(page["difference"]["values"]) == RUNNERS
+    assert page["verdict"].startswith("Different runners measured them; no winner")
+    assert {r["runner"] for r in page["runs"]} == RUNNERS
+    labels = [r["cohort_label"] for r in page["runs"]]
+    assert len(set(labels)) == 2 and all(label.endswith(f"runner {r['runner']}")
+                                          for label, r in zip(labels, page["runs"], strict=True))
+    html = client.get(f"/compare?{query}").text
+    assert "Different runners measured them" in html and '<th scope="row">Runner</th>' in html
+    assert all(r in html for r in RUNNERS)
+
+
+def test_search_headings_name_the_runner_of_look_alike_cohorts(client: TestClient) -> None:
+    answer = client.get("/api/v1/search", params={"q": "rope seq=2048 hidden=8192 h200"}).json()
+    forward = [c for c in answer["exact"] if c["mode"] == "forward"]
+    assert {c["runner"] for c in forward} == RUNNERS
+    assert all(c["label"].endswith(f"runner {c['runner']}") for c in forward)
+    assert all(row["runner"] == c["runner"] for c in answer["exact"] for row in c["rows"])
+    others = [c for c in answer["exact"] if c["mode"] != "forward"]
+    assert others and all("· runner" not in c["label"] for c in others)  # nothing alike: nothing added
+    compatible = [c["label"] for c in answer["compatible"]["shown"]]
+    assert any("runner independent-check-runner" in label for label in compatible)
+    html = client.get("/search", params={"q": "rope seq=2048 hidden=8192 h200"}).text
+    assert all(f"KernelIndex runner · runner {r} · seq 2048" in html for r in RUNNERS)
+
+
+def test_operation_page_cards_and_cohort_line_name_their_runner(client: TestClient) -> None:
+    cohort = _alike_cohorts(client)[0]
+    page = client.get(f"/api/v1/operations/rope?cohort={cohort['key']}").json()
+    runner = cohort["distinct"].removeprefix("runner ")
+    assert page["cohort_line"]["runner"] == runner
+    assert {row["runner"] for row in page["ranked"]} == {runner}
+    cards = [s["cohort_label"] for s in page["headline"]]
+    assert len(cards) == 2 and {c.rsplit("runner ", 1)[1] for c in cards} == RUNNERS  # fastest, fastest verified
+    html = client.get(f"/operations/rope?cohort={cohort['key']}").text
+    assert f"<dt>Runner</dt><dd>{runner}</dd>" in html and all(f"· runner {r}" in html for r in RUNNERS)
