@@ -4,7 +4,6 @@ Re-importing the export into an empty catalog reproduces the same digests."""
 from __future__ import annotations
 
 import json
-import stat
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import BinaryIO
 from sqlalchemy import select
 
 from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.files import check_regular_file
 from kernelindex.catalog.models import ObjectRow, RunRow
 from kernelindex.catalog.publish import PublishReport, publish_manifests
 from kernelindex.domain.canonical import MAX_DOCUMENT_BYTES
@@ -88,20 +88,6 @@ def _bounded_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
         yield number, None
 
 
-def _check_file(path: Path) -> None:
-    """Refuse, from its directory entry, what is not a regular file (``/dev/zero`` never ends) or is larger
-    than MAX_JSONL_BYTES."""
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise JsonlError(f"{path}: cannot read it ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise JsonlError(f"{path} is not a regular file (a device, pipe or directory); give a `ki export` file")
-    if info.st_size > MAX_JSONL_BYTES:
-        raise JsonlError(f"{path} is {info.st_size:,} bytes, over the {MAX_JSONL_BYTES:,}-byte limit of `ki import "
-                         "jsonl`; split it into files under the limit")
-
-
 @dataclass
 class JsonlReport:
     """What a JSON Lines import stored, and what the source policy refused (never stored)."""
@@ -133,7 +119,8 @@ def import_jsonl(
     number). The first MAX_PROBLEMS problems are listed, the rest counted. Runs of a source the
     policy refuses (``refused``: name → reason; ``listed``: every source the policy names) are
     counted and never stored, with the objects only they used (policy.source_policy.split_refused)."""
-    _check_file(path)
+    check_regular_file(path, MAX_JSONL_BYTES, JsonlError, give="a `ki export` file",
+                       limit_of="`ki import jsonl`; split it into files under the limit")
     manifests = []
     problems: list[str] = []
     count = 0

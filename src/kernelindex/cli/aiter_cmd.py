@@ -8,9 +8,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kernelindex.catalog.publish import PublishError
-from kernelindex.cli.catalog_cmds import _mode, _progress, import_app
-from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
+from kernelindex.cli.catalog_cmds import import_app
+from kernelindex.cli.common import DatabaseOption, actor, console
+from kernelindex.cli.import_flow import print_new_and_existing, run_import
 
 
 @import_app.command("aiter")
@@ -29,21 +29,10 @@ def import_aiter_cmd(
     from kernelindex.sources.aiter import import_aiter
     from kernelindex.sources.aiter.archive import ArchiveError
 
-    dry = _mode(dry_run, publish)
-    catalog = open_for_cli(database)
-    try:
-        with _progress(as_json) as bar:
-            task = bar.add_task("tables", total=None)
-            report = import_aiter(catalog, path, dry_run=dry, actor=actor(),
-                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
-    except (ArchiveError, OSError) as exc:
-        fail(str(exc))
-    except PublishError as exc:
-        fail(f"nothing was published: {exc}")
-    if as_json:
-        print_json(report.to_json())
-        return
-    _print(report.to_json())
+    run_import(dry_run=dry_run, publish=publish, database=database, as_json=as_json, counting="tables",
+               source_errors=(ArchiveError, OSError), print_report=_print,
+               importer=lambda catalog, dry, progress: import_aiter(catalog, path, dry_run=dry, actor=actor(),
+                                                                    progress=progress))
 
 
 def _print(report: dict) -> None:
@@ -65,10 +54,7 @@ def _print(report: dict) -> None:
         for reason, entry in report["skipped"].items():
             skipped.add_row(escape(reason), f"{entry['rows']:,}", escape(", ".join(entry["first"][:3])))
         console.print(skipped)
-    kinds = Table("kind", "new", "existing", box=None)
-    for kind in sorted(set(report["new"]) | set(report["existing"])):
-        kinds.add_row(kind, f"{report['new'].get(kind, 0):,}", f"{report['existing'].get(kind, 0):,}")
-    console.print(kinds)
+    print_new_and_existing(report["new"], report["existing"])
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import TaskID
 from rich.table import Table
 
 from kernelindex import registry
@@ -14,6 +14,7 @@ from kernelindex.catalog.export import JsonlError, import_jsonl, write_export
 from kernelindex.catalog.lifecycle import UnknownRunError, retract, supersede
 from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
+from kernelindex.cli.import_flow import dry_run_mode, print_new_and_existing, progress_bar
 from kernelindex.domain.manifests import ManifestError, digest_of, load_manifest_file
 from kernelindex.policy.source_policy import REFUSED_BY_POLICY
 from kernelindex.sources.base import FileTransport, ImportReport, InputFileError, combined_json
@@ -29,12 +30,6 @@ def register(app: typer.Typer) -> None:
     app.command("export")(export_cmd)
     app.command("retract")(retract_cmd)
     app.command("supersede")(supersede_cmd)
-
-
-def _mode(dry_run: bool, publish: bool) -> bool:
-    if dry_run == publish:
-        fail("say either --dry-run (report only, writes nothing) or --publish (write)", code=2)
-    return dry_run
 
 
 @import_app.command("liger")
@@ -55,12 +50,12 @@ def import_liger_cmd(
     """
     from kernelindex.sources.liger import bundled_csv_paths, import_liger
 
-    dry = _mode(dry_run, publish)
+    dry = dry_run_mode(dry_run, publish)
     catalog = open_for_cli(database)
     reports = []
     for path in [file] if file else bundled_csv_paths():
         try:
-            with _progress(as_json) as bar:
+            with progress_bar(as_json) as bar:
                 task = bar.add_task(path.name, total=None)
 
                 def progress(done: int, total: int, task: TaskID = task) -> None:
@@ -81,18 +76,6 @@ def import_liger_cmd(
             _print_report(report)
 
 
-def _progress(quiet: bool) -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=quiet,
-    )
-
-
 def _print_report(report: ImportReport) -> None:
     verb = "published" if report.published else "dry run — nothing written"
     console.print(f"[bold]{escape(report.source)}[/] ({verb})\nsnapshot {report.snapshot_digest}\n"
@@ -104,10 +87,7 @@ def _print_report(report: ImportReport) -> None:
             shown = ", ".join(map(str, rows[:8])) + (f", … (+{len(rows) - 8})" if len(rows) > 8 else "")
             table.add_row(escape(reason), f"{len(rows):,}", shown)
         console.print(table)
-    table = Table("kind", "new", "existing", box=None)
-    for kind in sorted(set(report.new) | set(report.existing)):
-        table.add_row(kind, f"{report.new.get(kind, 0):,}", f"{report.existing.get(kind, 0):,}")
-    console.print(table)
+    print_new_and_existing(report.new, report.existing)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
 

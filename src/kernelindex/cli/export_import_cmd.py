@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from kernelindex.catalog.publish import PublishError
-from kernelindex.cli.catalog_cmds import _mode, _progress, import_app
-from kernelindex.cli.common import DatabaseOption, actor, console, fail, markup_safe, open_for_cli, print_json
+from kernelindex.cli.catalog_cmds import import_app
+from kernelindex.cli.common import DatabaseOption, actor, console, markup_safe
+from kernelindex.cli.import_flow import print_new_and_existing, run_import
 
 
 @import_app.command("kernelindex-export")
@@ -27,22 +27,11 @@ def import_kernelindex_export_cmd(
     from kernelindex.sources.kernelindex_export import import_export
     from kernelindex.sources.kernelindex_export.read import MAX_EXPORT_FILE_BYTES, ExportFormatError
 
-    dry = _mode(dry_run, publish)
-    catalog = open_for_cli(database)
-    try:
-        with _progress(as_json) as bar:
-            task = bar.add_task("runs", total=None)
-            report = import_export(catalog, FileTransport(file, MAX_EXPORT_FILE_BYTES), dry_run=dry, actor=actor(),
-                                   only_source=source,
-                                   progress=lambda done, total: bar.update(task, completed=done, total=total))
-    except (ExportFormatError, InputFileError) as exc:
-        fail(str(exc))
-    except PublishError as exc:
-        fail(f"nothing was published: {exc}")
-    if as_json:
-        print_json(report.to_json())
-        return
-    _print(report.to_json())
+    run_import(dry_run=dry_run, publish=publish, database=database, as_json=as_json, counting="runs",
+               source_errors=(ExportFormatError, InputFileError), print_report=_print,
+               importer=lambda catalog, dry, progress: import_export(
+                   catalog, FileTransport(file, MAX_EXPORT_FILE_BYTES), dry_run=dry, actor=actor(),
+                   only_source=source, progress=progress))
 
 
 def _print(report: dict) -> None:
@@ -59,10 +48,7 @@ def _print(report: dict) -> None:
         console.print(table)
     for name, entry in report["not_imported"].items():
         console.print(f"skipped table {name}: {entry['rows']:,} rows — {entry['reason']}")
-    kinds = Table("kind", "new", "existing", box=None)
-    for kind in sorted(set(report["new"]) | set(report["existing"])):
-        kinds.add_row(kind, f"{report['new'].get(kind, 0):,}", f"{report['existing'].get(kind, 0):,}")
-    console.print(kinds)
+    print_new_and_existing(report["new"], report["existing"])
 
 
 def register(app: typer.Typer) -> None:

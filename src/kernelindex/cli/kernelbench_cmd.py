@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from kernelindex.catalog.publish import PublishError
-from kernelindex.cli.catalog_cmds import _mode, import_app
-from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
+from kernelindex.cli.catalog_cmds import import_app
+from kernelindex.cli.common import DatabaseOption, actor, console
+from kernelindex.cli.import_flow import print_new_and_existing, run_import
 
 
 @import_app.command("kernelbench")
@@ -29,18 +29,10 @@ def import_kernelbench_cmd(
     from kernelindex.sources.kernelbench import import_kernelbench
     from kernelindex.sources.kernelbench.read import KernelBenchFormatError
 
-    dry = _mode(dry_run, publish)
-    catalog = open_for_cli(database)
-    try:
-        report = import_kernelbench(catalog, FileTransport(file) if file else None, dry_run=dry, actor=actor())
-    except KernelBenchFormatError as exc:
-        fail(str(exc))
-    except PublishError as exc:
-        fail(f"nothing was published: {exc}")
-    if as_json:
-        print_json(report.to_json())
-        return
-    _print(report.to_json())
+    run_import(dry_run=dry_run, publish=publish, database=database, as_json=as_json, counting="entries",
+               source_errors=(KernelBenchFormatError,), print_report=_print,
+               importer=lambda catalog, dry, _progress: import_kernelbench(
+                   catalog, FileTransport(file) if file else None, dry_run=dry, actor=actor()))
 
 
 def _print(report: dict) -> None:
@@ -55,10 +47,7 @@ def _print(report: dict) -> None:
     console.print(refused)
     for level, why in report["suspect_pairings"].items():
         console.print(f"suspect pairing {level}: {why}")
-    kinds = Table("kind", "new", "existing", box=None)
-    for kind in sorted(set(report["new"]) | set(report["existing"])):
-        kinds.add_row(kind, f"{report['new'].get(kind, 0):,}", f"{report['existing'].get(kind, 0):,}")
-    console.print(kinds)
+    print_new_and_existing(report["new"], report["existing"])
 
 
 def register(app: typer.Typer) -> None:

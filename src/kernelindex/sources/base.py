@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import stat
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 from kernelindex import registry
+from kernelindex.catalog.files import check_regular_file
 from kernelindex.domain.canonical import bytes_digest
 from kernelindex.domain.manifests import Manifest, Source, build
 from kernelindex.policy.source_policy import REFUSED_BY_POLICY, refusal_of
@@ -59,14 +59,7 @@ class InputFileError(ValueError):
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
     """The bytes of ``path``, refused from its directory entry when it is not a regular file (``/dev/zero``,
     a pipe, a directory) or larger than ``max_bytes``, and never reading more than ``max_bytes`` + 1."""
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise InputFileError(f"{path}: cannot read it ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputFileError(f"{path} is not a regular file (a device, pipe or directory); give the path of a file")
-    if info.st_size > max_bytes:
-        raise InputFileError(f"{path} is {info.st_size:,} bytes, over the {max_bytes:,}-byte limit of this import")
+    check_regular_file(path, max_bytes, InputFileError, give="the path of a file", limit_of="this import")
     with path.open("rb") as handle:
         content = handle.read(max_bytes + 1)
     if len(content) > max_bytes:

@@ -44,7 +44,8 @@ def lm_head(workload: WorkloadCase, name: str, gen: torch.Generator, device: tor
 # --- fused-linear-cross-entropy ------------------------------------------------------------------------
 
 
-def _flce_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
+def linear_loss_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
+    """Hidden states ``x``, an LM head ``weight`` and ``target`` token ids, some of them ignored."""
     vocab = shape(workload, "weight")[0]
     values = {
         "x": hidden_states(workload, "x", gen, device),
@@ -159,7 +160,7 @@ def _fljsd_adapters() -> list[Adapter]:
 
 
 OPERATIONS = [
-    OperationDef("fused-linear-cross-entropy", _flce_inputs, flce_reference, _flce_adapters,
+    OperationDef("fused-linear-cross-entropy", linear_loss_inputs, flce_reference, _flce_adapters,
                  grad_inputs=("x", "weight"), regions=REGIONS),
     OperationDef("fused-linear-jsd", _fljsd_inputs, fljsd_reference, _fljsd_adapters,
                  grad_inputs=("student_x", "student_weight"), regions=REGIONS),

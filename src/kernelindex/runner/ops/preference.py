@@ -35,7 +35,7 @@ from kernelindex.runner.ops._common import (
     torch_compile,
     with_params,
 )
-from kernelindex.runner.ops.fused_linear import hidden_states, lm_head
+from kernelindex.runner.ops.fused_linear import hidden_states, linear_loss_inputs, lm_head
 
 MODULE = "kernelindex.runner.ops.preference"
 IGNORE_INDEX = -100
@@ -83,16 +83,6 @@ def paired_loss(logps: torch.Tensor, kept: torch.Tensor, term: Pair) -> torch.Te
     nll = -logps[:half].sum() / kept[:half].sum()
     sequences = mean_logps(logps, kept)
     return nll + term(sequences[:half], sequences[half:])
-
-
-def _paired_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
-    vocab = shape(workload, "weight")[0]
-    values = {
-        "x": hidden_states(workload, "x", gen, device),
-        "weight": lm_head(workload, "weight", gen, device),
-        "target": targets(shape(workload, "target"), vocab, gen, device, ignore_index=IGNORE_INDEX),
-    }
-    return place(values, workload, device)
 
 
 def _paired_reference(term: Pair) -> Callable[[Tensors], Tensors]:
@@ -163,7 +153,7 @@ def _paired(slug: str, name: str, fn: Callable[..., torch.Tensor], liger_binder:
             torch_compile(slug, f"{MODULE}.{fn.__name__}", _bind_compiled(fn)),
         ]
     term = {"cpo": cpo_term, "orpo": orpo_term, "simpo": simpo_term}[name]
-    return OperationDef(slug, _paired_inputs, _paired_reference(term), adapters, grad_inputs=("x", "weight"),
+    return OperationDef(slug, linear_loss_inputs, _paired_reference(term), adapters, grad_inputs=("x", "weight"),
                         regions=REGIONS)
 
 

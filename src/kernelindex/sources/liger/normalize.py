@@ -22,15 +22,13 @@ from kernelindex.domain.manifests import (
     digest_of,
 )
 from kernelindex.domain.units import ms_to_ns
+from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 from kernelindex.policy.floor import resolved_axes
 from kernelindex.sources.base import SharedManifests, source_manifest
-from kernelindex.sources.liger.memory import PEAK_MEMORY_LABEL, memory_protocol
 from kernelindex.sources.liger.parse import LigerRow
+from kernelindex.sources.liger.protocols import latency_protocol, memory_protocol
 
 SOURCE = "liger-kernel-benchmarks"
-NO_GRAD_WORDS = (" The source's 'no-grad-forward' mode: the forward call timed inside torch.no_grad(), so no "
-                 "autograd graph is recorded and a fused loss may skip the gradient work it does in 'forward'; "
-                 "never ranked with forward runs.")
 
 
 class RowProblem(ValueError):
@@ -95,32 +93,7 @@ class Normalizer(SharedManifests):
         src = self.mapping["source"]
         return self._once(
             ("protocol", mode, variant),
-            lambda: build(
-                "BenchmarkProtocol",
-                {
-                    "harness": {"name": src["harness"]},
-                    "timer": "triton.testing.do_bench: CUDA events around each call",
-                    "timed_region": mode,
-                    "setup_excluded": True,
-                    "warmup": {"time_ns": "25ms"},
-                    "repetitions": {},
-                    "l2_policy": "L2 cleared before each timed call (do_bench writes a 256 MB buffer)",
-                    "input_regeneration": "none: the same inputs for every call",
-                    "statistic": "median",
-                    "quantiles": [0.2, 0.5, 0.8],
-                    "correctness": {"policy": "not_asserted"},
-                    "native": True,
-                    **({"variant": variant} if variant else {}),
-                },
-                {
-                    "name": f"liger-benchmark-scripts-{mode.replace('+', '-')}"
-                    + (f"-{variant.split(':')[0].replace(' ', '-')}" if variant else ""),
-                    "title": f"Liger-Kernel benchmark scripts · {mode}" + (f" ({variant})" if variant else ""),
-                    "description": "Repetition count is set per script (do_bench rep) and not recorded in the CSV."
-                    + (NO_GRAD_WORDS if mode == "forward-no-grad" else "")
-                    + (f" Variant: {variant}; never ranked with the plain {mode} runs." if variant else ""),
-                },
-            ),
+            lambda: latency_protocol(src["harness"], mode, variant),
         )
 
     def memory_protocol(self, mode: str, variant: str | None = None) -> BenchmarkProtocol:
