@@ -1,0 +1,44 @@
+"""The operation specs of registry/operations/, one manifest per file, by slug."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import yaml
+
+from kernelindex.domain.manifests import ManifestError, OperationSpec, as_kind, digest_of, parse_manifest
+from kernelindex.registry.documents import ROOT, RegistryError
+
+
+@cache
+def operations() -> dict[str, OperationSpec]:
+    """slug → OperationSpec manifest, for every file in registry/operations/."""
+    found: dict[str, OperationSpec] = {}
+    for entry in sorted(ROOT.joinpath("operations").iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        try:
+            document = f"registry/operations/{entry.name}"
+            manifest = as_kind(parse_manifest(yaml.safe_load(entry.read_text(encoding="utf-8")), document),
+                               OperationSpec)
+        except ManifestError as exc:
+            raise RegistryError(str(exc)) from None
+        slug = manifest.metadata.name
+        if slug is None or slug != entry.name.removesuffix(".yaml"):
+            raise RegistryError(f"registry/operations/{entry.name}: metadata.name {slug!r} must match the file name")
+        found[slug] = manifest
+    return found
+
+
+def load_operation(slug: str) -> OperationSpec:
+    try:
+        return operations()[slug]
+    except KeyError:
+        raise RegistryError(
+            f"no operation {slug!r} in the registry; known: {', '.join(sorted(operations()))}"
+        ) from None
+
+
+@cache
+def operation_digests() -> dict[str, str]:
+    return {slug: digest_of(m) for slug, m in operations().items()}

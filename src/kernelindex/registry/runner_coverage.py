@@ -1,0 +1,32 @@
+"""What the registry says of the runner's reach: operations it cannot verify or has not yet
+(runner_coverage.yaml), and implementation lines whose forward also does the backward's work
+(region_work.yaml)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from kernelindex.registry.documents import load_yaml
+
+
+@cache
+def runner_unavailable() -> dict[str, str]:
+    """Operations the runner cannot verify → the reason (``runner_coverage.yaml``)."""
+    return dict(load_yaml("runner_coverage.yaml").get("unavailable") or {})
+
+
+@cache
+def runner_pending() -> dict[str, str]:
+    """Operations the runner can verify but that have no shipped verified runs yet → why not."""
+    return dict(load_yaml("runner_coverage.yaml").get("pending") or {})
+
+
+@cache
+def forward_computes_gradient() -> dict[str, str]:
+    """Implementation lines whose forward also computes the gradient → how, in words (``region_work.yaml``)."""
+    return dict(load_yaml("region_work.yaml").get("forward_computes_gradient") or {})
+
+
+def why_not_verified(slug: str) -> str | None:
+    """The stated reason an operation has no verified runs, when the registry states one."""
+    return runner_unavailable().get(slug) or runner_pending().get(slug)
