@@ -1,4 +1,4 @@
-"""The layout is the architecture (DESIGN §12): dependencies point inward to domain, and the web
+"""The layout is the architecture (docs/design.md §13): dependencies point inward to domain, and the web
 app never imports the runner. Every import statement counts (lazy and relative ones included), and
 every top-level module or package of ``kernelindex`` must be declared here."""
 

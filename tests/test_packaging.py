@@ -1,5 +1,5 @@
 """A non-editable install carries everything the site serves: the registry, templates, static files,
-the bundled data and the runner documentation shown under /docs#runner (DESIGN §13)."""
+the bundled data and the runner documentation shown under /docs#runner (docs/design.md §10)."""
 
 from __future__ import annotations
 

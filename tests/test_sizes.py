@@ -1,4 +1,4 @@
-"""Sizes a newcomer can read at once (DESIGN §13): no module over 400 lines, no function over 60.
+"""Sizes a newcomer can read at once (docs/design.md §13): no module over 400 lines, no function over 60.
 Split by what the code holds when one grows past them; the failure names the offender."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Importer idempotency (DESIGN §13): importing the same rows again adds nothing, and what the catalog
+"""Importer idempotency (docs/design.md §10): importing the same rows again adds nothing, and what the catalog
 holds does not depend on the order the rows arrive in. Rows are drawn from the real bundled CSV."""
 
 from __future__ import annotations

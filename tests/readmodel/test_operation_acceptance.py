@@ -1,4 +1,4 @@
-"""The reference pages' numbers, pinned (DESIGN §10, issue 2 acceptance)."""
+"""The reference pages' numbers, pinned (issue 2 acceptance)."""
 
 from datetime import UTC, datetime
 

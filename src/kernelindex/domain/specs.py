@@ -1,4 +1,4 @@
-"""Spec bodies of the manifests: the identity of every catalog object (DESIGN §2), strict pydantic
+"""Spec bodies of the manifests: the identity of every catalog object (docs/design.md §2), strict pydantic
 models that refuse unknown fields, wrong types, NaN, ambiguous durations and malformed digests."""
 
 from __future__ import annotations

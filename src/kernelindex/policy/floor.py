@@ -1,6 +1,6 @@
 """floor-v1: max(bytes / bandwidth, flops / peak) — a lower bound, an estimate, not evidence.
 
-bytes = compulsory HBM traffic of the timed region (DESIGN §5):
+bytes = compulsory HBM traffic of the timed region (docs/design.md §5):
 
 - forward: every input read once and every output written once (an in-place output still costs
   its write); a gather-like input counts only the rows that can be touched;
@@ -21,7 +21,7 @@ y = x·W is 2× its forward FLOPs (dx and dW); only matmuls whose operands get g
 (``GRADIENT_FLOPS`` gives that work where a frozen head's matmul is part of the forward formula).
 backward = the gradient work (none for a loss, above); forward+backward = forward + gradient work.
 
-Two floors, named (DESIGN §5):
+Two floors, named (docs/design.md §5):
 
 - the *physical floor* uses the datasheet's peak bandwidth and compute: no correct run beats it;
 - the *attainable floor* uses the best bandwidth the GPU has been seen to sustain (``Attainable``):

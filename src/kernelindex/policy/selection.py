@@ -1,4 +1,4 @@
-"""Defaults (DESIGN §4): which workload and which cohort an operation page selects, and the
+"""Defaults (docs/design.md §4): which workload and which cohort an operation page selects, and the
 baseline multiple."""
 
 from __future__ import annotations

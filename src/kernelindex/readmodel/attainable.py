@@ -1,4 +1,4 @@
-"""The attainable bandwidth of each GPU (DESIGN §5): the best it has been seen to sustain — the highest
+"""The attainable bandwidth of each GPU (docs/design.md §5): the best it has been seen to sustain — the highest
 of the ceilings a KernelIndex runner measured on it (copy, read-only, write-only) and of the rate every
 verified run on it moved its compulsory bytes at. The attainable floor divides by it, so no verified
 run is ever under that floor; the physical floor (the datasheet's) stands beside it."""

@@ -1,5 +1,5 @@
 """Which workload and cohort an operation page shows: the URL's ``?workload=`` / ``?cohort=`` /
-``?gpu=``, else the defaults of policy.selection (DESIGN §3 "Defaults")."""
+``?gpu=``, else the defaults of policy.selection (docs/design.md §4 "Defaults")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Compare (/compare?run=…&run=…): 2–8 runs side by side. A winner only when all share one
 cohort; otherwise the first material difference (operation, workload, protocol, environment) is
-named and no winner is declared (DESIGN §1.1: no false equivalence)."""
+named and no winner is declared (docs/design.md §1: only like is ranked with like)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 ``recommend_kernel`` and the operation page's "Use this" box all render this one answer).
 
 On the asked GPU: the fastest usable implementation in its verified cohort when one exists, else in
-its default cohort (DESIGN §4); when both exist, both answers, each labelled with its cohort. Runs are
+its default cohort (docs/design.md §4); when both exist, both answers, each labelled with its cohort. Runs are
 never compared across cohorts. When the GPU has no run of the workload in the timed region, the answer
 says so, gives the same answers on the nearest measured GPU (the same architecture first, then better
 evidence, then fresher evidence, then the closer datasheet bandwidth; readmodel.gaps.nearest_gpu, with

@@ -1,4 +1,4 @@
-"""Server-rendered, deterministic SVG for "Scaling by <axis>" (DESIGN §8).
+"""Server-rendered, deterministic SVG for "Scaling by <axis>" (docs/design.md §8).
 
 Input is the chart block of an operation page's JSON (so page, JSON twin and picture agree):
 ``{"axis": str, "series": [{"implementation": str, "points": [{"x", "median_ns", "run_id"}]}],

@@ -1,5 +1,5 @@
 """HTML routes, made from the page table (``kernelindex.views``): each page renders the very JSON its
-twin under ``/api/v1`` serves, computed once per catalog version and day (DESIGN §1.6)."""
+twin under ``/api/v1`` serves, computed once per catalog version and day (docs/design.md §6)."""
 
 from __future__ import annotations
 
