@@ -39,7 +39,7 @@ MIN_PROBLEM_S = 30.0  # a problem is not started with less of the call's budget 
 def prepare(out: Path, data_path: Path | None = None, counted_path: Path | None = None) -> dict[str, int]:
     from kernelindex.domain.manifests import digest_of
     from kernelindex.sources.kernelbench import map_kernelbench, read_kernelbench, shipped_path
-    from kernelindex.sources.kernelbench.problem_file import read_problem
+    from kernelindex.sources.kernelbench.problem_file import problem_of
 
     path = data_path or shipped_path()
     data = read_kernelbench(path.read_bytes(), str(path))
@@ -51,7 +51,7 @@ def prepare(out: Path, data_path: Path | None = None, counted_path: Path | None 
                  if m.kind == "WorkloadCase"}
     cases = []
     for file, digest in sorted(data.sets[newest].files.items()):
-        problem = read_problem(file, data.problems[digest])
+        problem = problem_of(file, data.problems[digest])
         case: dict[str, Any] = {"level": problem.level, "number": problem.number, "file": file, "digest": digest,
                                 "source": data.problems[digest], "workload": None}
         workload = workloads.get(digest)
