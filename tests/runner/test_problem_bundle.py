@@ -128,3 +128,25 @@ def test_results_must_name_a_known_problem_and_a_recorded_environment(
 def test_implementation_titles_are_the_imports() -> None:
     for configuration, title, _ in IMPLEMENTATIONS.values():
         assert CONFIGURATIONS[configuration][0] == title
+
+
+class _FakeCuda:
+    """The CUDA device's v3 extras, with a host cost that fails (a call that cannot be repeated)."""
+
+    def cross_check(self, call: Any) -> tuple[str, float, None]:
+        return "cuda_graph_replay", 101.0, None
+
+    def host_cost(self, call: Any, calls: int) -> tuple[float, float]:
+        raise RuntimeError("the call cannot run twice")
+
+    def peak_memory_bytes(self, call: Any) -> int:
+        return 4096
+
+
+def test_the_child_keeps_what_the_device_offers_and_says_what_failed() -> None:
+    from kernelindex.runner.problem_process import _v3_extras
+
+    cross, host, peak, error = _v3_extras(_FakeCuda(), lambda: None, 20)
+    assert cross == ("cuda_graph_replay", 101.0, None) and host is None and peak is None
+    assert error == "RuntimeError: the call cannot run twice"
+    assert _v3_extras(object(), lambda: None, 20) == (None, None, None, "")  # the CPU test device offers none
