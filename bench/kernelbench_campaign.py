@@ -153,7 +153,7 @@ def _work(queue: _Queue, gpu: int, base: dict[str, Any], extra: dict[str, Any]) 
         (queue.folder / f"{case['level']}-{case['number']}.json").write_text(json.dumps(result, indent=1) + "\n")
         verdicts = {k: v["verdict"]["status"] for k, v in result.get("implementations", {}).items()}
         print(f"[gpu {gpu}] {case['file']}: {result.get('status')} {verdicts or result.get('detail', '')} "
-              f"{result['wall_s']} s", flush=True)
+              f"{result['wall_s']} s {result.get('phases_s', '')}", flush=True)
 
 
 def run(args: argparse.Namespace) -> None:

@@ -128,6 +128,7 @@ def test_isolated_process_times_passed_implementations_only() -> None:
     assert result["status"] == "done", result
     eager = result["implementations"]["eager"]
     assert eager["verdict"]["status"] == "passed" and eager["timing"]["samples"] >= 20
+    assert {"build", "prepare eager", "references", "timing"} <= set(result["phases_s"])  # where the time went
     assert result["backend_flags"]["torch.backends.cudnn.allow_tf32"] == "True"  # PyTorch's default, recorded
     wrong = run_isolated({**request, "source": WRONG, "digest": _digest(WRONG)}, time_limit_s=120)
     assert wrong["implementations"]["eager"]["verdict"]["status"] == "incorrect_numerical"

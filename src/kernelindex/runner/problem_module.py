@@ -127,6 +127,7 @@ class Case:
         self.model.to(self.device)
         # The reference of each check's seed, computed once for every implementation (the draws are the same).
         self.references: dict[int, tuple[list[torch.Tensor], str]] = {}
+        self.reference_s = 0.0  # wall seconds spent computing them
 
     def inputs(self, seed: int) -> list[Any]:
         torch.manual_seed(seed)
@@ -187,7 +188,9 @@ def check(case: Case, call: Callable[[list[Any]], Any], checks: int = 2) -> Verd
         seed = case.seed + 1000 + index
         inputs = case.inputs(seed)
         if seed not in case.references:
+            start = time.perf_counter()
             case.references[seed] = _reference(case, inputs)
+            case.reference_s += time.perf_counter() - start
         want, verdict.reference = case.references[seed]
         verdict.tolerance = tolerance_for(case.device, verdict.reference)
         try:

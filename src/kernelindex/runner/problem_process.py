@@ -17,6 +17,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -91,17 +92,27 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     from kernelindex.runner.problem_module import Case, backend_flags, load_problem, prepare
     from kernelindex.runner.timing import TimingPolicy, measure_interleaved
 
+    began = time.perf_counter()
+    phases: dict[str, float] = {}  # wall seconds of each part: where a problem's time goes
     module = load_problem(request["source"], request["digest"])
     device = _device(request)
     case = Case(module, device.torch_device)
-    prepared = {key: prepare(case, key, request.get("checks", 2)) for key in request["implementations"]}
+    phases["build"] = time.perf_counter() - began
+    prepared = {}
+    for key in request["implementations"]:
+        start = time.perf_counter()
+        prepared[key] = prepare(case, key, request.get("checks", 2))
+        phases[f"prepare {key}"] = time.perf_counter() - start
+    phases["references"] = case.reference_s  # float64 references, within the prepares
     passed = {key: p for key, p in prepared.items() if p.verdict.status == "passed"}
     policy = TimingPolicy(**request.get("policy", {}))
     results: dict[str, Any] = {}
     with _timing_context(device):
+        start = time.perf_counter()
         measured = measure_interleaved({k: p.call for k, p in passed.items()},
                                        {k: device.sampler(p.call) for k, p in passed.items()}, device, policy) \
             if passed else {}
+        phases["timing"], start = time.perf_counter() - start, time.perf_counter()
         for key, p in prepared.items():
             entry: dict[str, Any] = {"verdict": asdict(p.verdict), "compile_ns": p.compile_ns}
             if key in measured:
@@ -110,8 +121,10 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
                 if error:
                     entry["extras_error"] = error
             results[key] = entry
+        phases["cross-check, host cost, peak memory"] = time.perf_counter() - start
     return {"digest": request["digest"], "device": device.name, "backend_flags": backend_flags(),
-            "policy": asdict(policy), "implementations": results}
+            "policy": asdict(policy), "implementations": results,
+            "phases_s": {k: round(v, 2) for k, v in phases.items()}}
 
 
 def run_isolated(request: dict[str, Any], time_limit_s: float = DEFAULT_TIME_LIMIT_S,
