@@ -107,8 +107,11 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
 
 
 def plan_only(args: argparse.Namespace) -> int:
-    """What ``run`` would measure, without a device or a measurement: one line per operation (its cases
-    and case-regions). Exit 1 when a step names no case or an unknown region (a campaign's dry run)."""
+    """What ``run`` would measure, without a device or a measurement: one line per operation (its cases,
+    case-regions and implementations). Exit 1 when a step names no case, an unknown region or an
+    implementation the runner does not have for the operation (a campaign's dry run)."""
+    from kernelindex.runner.adapters import select
+    from kernelindex.runner.campaign import operation_def
     from kernelindex.runner.definitions import REGIONS
 
     unknown = sorted(set(filter(None, args.regions.split(","))) - set(REGIONS))
@@ -117,9 +120,14 @@ def plan_only(args: argparse.Namespace) -> int:
         return 1
     plan, outs = _plan(args)
     found = {op.metadata.name for op, *_ in plan}
-    for (op, cases, _, regions), out in zip(plan, outs, strict=True):
+    for (op, cases, keys, regions), out in zip(plan, outs, strict=True):
         pairs = sum(len(regions[digest_of(w)]) for w in cases)
-        print(f"plan {op.metadata.name}: {len(cases)} cases, {pairs} case-regions -> {out.name}")
+        try:
+            chosen = [a.key for a in select(operation_def(op.metadata.name), keys)]
+        except ValueError as exc:
+            print(f"plan {op.metadata.name}: {exc}")
+            return 1
+        print(f"plan {op.metadata.name}: {len(cases)} cases, {pairs} case-regions, {', '.join(chosen)} -> {out.name}")
     missing = [s for s in args.operations.split(",") if s not in found]
     for slug in missing:
         print(f"plan {slug}: no case left (skip {args.skip_cases}, max {args.max_cases}, regions {args.regions!r})")

@@ -83,8 +83,12 @@ def test_challenges_list_every_operation_without_verified_runs_with_its_exact_re
     # Since the 2026-12-01 bundles (runner keys 3 and 4) every curated operation has verified runs, but these
     # four have only under-sampled ones (every run stopped below 100 samples), which are never ranked;
     # distill-jsd-loss left the list with runner 5's protocol v3 bundle (100 samples or more in every run).
-    assert set(listed) == {"fused-linear-cross-entropy", "fused-linear-cpo-loss", "fused-linear-orpo-loss",
-                           "fused-linear-simpo-loss"}
+    # FlashInfer-Bench's 16 dense GEMMs and 18 GQA attention definitions joined the registry (issue 25) with
+    # runner adapters; they stay listed until the H200 campaign's bundles ship.
+    prepared = {slug for slug in listed if slug.startswith(("gemm-n", "gqa-ragged-prefill-", "gqa-paged-decode-"))}
+    assert len(prepared) == 34 and all("campaign" in listed[slug] for slug in prepared)
+    assert set(listed) - prepared == {"fused-linear-cross-entropy", "fused-linear-cpo-loss", "fused-linear-orpo-loss",
+                                      "fused-linear-simpo-loss"}
     assert "under-sampled" in listed["fused-linear-cross-entropy"]
     # Operations come from the registry and from imported sources (the KernelIndex export brings its own).
     assert len(listed) + 14 <= client.get("/api/v1/operations").json()["total"]

@@ -20,15 +20,17 @@ import torch
 from kernelindex.runner.definitions import Adapter, Bound, OperationDef, Tensors
 
 
-def compiled(adapter: Adapter, make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
-    """``torch.compile(make(), dynamic=False)``, compiled once per (case, region) from a clean dynamo
-    state: ``start_case`` forgets it, and the first use after that resets dynamo, so no earlier case's
-    guards, recompiles or cache limits influence this one."""
+def compiled(adapter: Adapter, make: Callable[[], Callable[..., Any]],
+             options: dict[str, Any] | None = None) -> Callable[..., Any]:
+    """``torch.compile(make(), dynamic=False, options=options)``, compiled once per (case, region) from a
+    clean dynamo state: ``start_case`` forgets it, and the first use after that resets dynamo, so no earlier
+    case's guards, recompiles or cache limits influence this one. ``options``: Inductor settings of this
+    compilation only (a mode's settings, ``max_autotune_gemm_backends``), never the process's."""
     if "compiled" not in adapter.state:
         import torch._dynamo
 
         torch._dynamo.reset()
-        adapter.state["compiled"] = torch.compile(make(), dynamic=False)
+        adapter.state["compiled"] = torch.compile(make(), dynamic=False, options=options)
     return adapter.state["compiled"]
 
 

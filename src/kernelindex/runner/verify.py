@@ -282,7 +282,8 @@ def _timing_json(o: ImplOutcome, blob: bytes, min_samples: int) -> dict[str, Any
         secondary["do_bench_median_ns"] = round(o.do_bench_ns)
     if o.first_call_ns is not None:
         # Wall time of the first call after a clean dynamo state; never part of the figure.
-        secondary["compile_ns" if o.adapter.key == "torch-compile" else "first_call_ns"] = round(o.first_call_ns)
+        compiles = o.adapter.key.startswith("torch-compile")  # torch-compile, torch-compile-max-autotune, ...
+        secondary["compile_ns" if compiles else "first_call_ns"] = round(o.first_call_ns)
     if secondary:
         timing["secondary"] = secondary
     if o.peak_bytes is not None:

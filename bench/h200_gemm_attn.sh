@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# GEMM & attention campaign (issue 25): FlashInfer-Bench's 16 dense GEMM and 18 GQA attention definitions on
+# the H200, runner protocol v3. Modelled on bench/h200_v6.sh: a queue of steps run in order within SECONDS;
+# each step's bundle and summary go to $OUT as soon as it ends; steps done on this machine are recorded in
+# $KI_WORK/done and skipped, so a later call on the still-warm machine resumes the queue.
+# Run from the carried folder (src/, bench/, cases/ from bench/gemm_attn_cases.py, keys/, whl/ installed into
+# /tmp/site, PYTHONPATH set).
+# Usage: bench/h200_gemm_attn.sh SECONDS STEP...
+#   OP:SELECTION:IMPL[:SUFFIX[:LIMIT]]  one operation: the cases of cases/SELECTION.json (gemm, gemm-compile,
+#                        attention), implementations IMPL (comma-separated keys), at most LIMIT s (default 300);
+#                        its bundle is h200-OP-DATE-v3SUFFIX
+#   gemm-cublas | gemm-autotune | gemm-triton | attention   a batch: that step for every operation of its
+#                        selection (torch.matmul; torch.compile max-autotune; Triton-only templates; the three
+#                        attention implementations)
+#   reverify             10% of the cases measured so far, in a fresh process, no bundle
+# KI_REHEARSAL=--test-device-product=H200: a CPU rehearsal. KI_DRY_RUN=1: each step only prints its plan
+# (bench/campaign.py run --plan-only) and is marked done, so a second dry run shows the resume.
+set -u
+budget=$1; shift; start=$(date +%s); work=${KI_WORK:-/tmp/ki-gemm-attn}; cases=${KI_CASES:-cases}
+left() { echo $(( budget - ($(date +%s) - start) )); }
+mkdir -p "$work/c" "$OUT"; touch "$work/done"; log="$OUT/run.log"
+say() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$log"; }
+[ -n "${KI_DRY_RUN:-}" ] || nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,\
+temperature.gpu,power.draw --format=csv >> "$log" 2>&1
+ship() {  # everything so far, re-packed after every step (at most 8 files come back)
+  tar czf "$OUT/bundles.tgz" -C "$work/c" bundles 2>/dev/null
+  tar czf "$OUT/summaries.tgz" -C "$work/c" $(cd "$work/c" && ls summary-*.json sample.json 2>/dev/null) 2>/dev/null
+}
+operations_of() {  # the operations a selection names, sorted
+  python3 -c 'import json,sys; print(" ".join(sorted({o for o, _ in json.load(open(sys.argv[1]))})))' "$cases/$1.json"
+}
+expand() {  # a batch → its steps; anything else as it is
+  case "$1" in
+    gemm-cublas) for op in $(operations_of gemm); do echo "$op:gemm:baseline:-cublas"; done;;
+    gemm-autotune) for op in $(operations_of gemm-compile); do
+                     echo "$op:gemm-compile:torch-compile-max-autotune:-autotune:400"; done;;
+    gemm-triton) for op in $(operations_of gemm-compile); do echo "$op:gemm-compile:torch-compile-triton:-triton:400"; done;;
+    attention) for op in $(operations_of attention); do
+                 echo "$op:attention:baseline,flash-varlen,efficient-varlen:"; done;;
+    *) echo "$1";;
+  esac
+}
+steps=(); for arg in "$@"; do while read -r s; do steps+=("$s"); done < <(expand "$arg"); done
+common=(--cases "$cases" --key keys/runner.key --time-budget 0.5 --hard-limit 40 --host-calls 20 --out "$work/c")
+for step in "${steps[@]}"; do
+  if grep -qxF "$step" "$work/done"; then say "skip $step (done in an earlier call)"; continue; fi
+  t=$(( $(left) - 20 ))
+  if [ "$t" -lt 40 ]; then say "stop before $step: $t s left"; break; fi
+  if [ "$step" = reverify ]; then
+    if [ -n "${KI_DRY_RUN:-}" ]; then say "plan reverify: 10% of the cases measured so far"; rc=0; else
+    python3 bench/fidelity.py select --summaries "$work"/c/summary-*.json --every 10 --out "$work/c/sample.json" \
+      && timeout "$t" python3 bench/campaign.py run "${common[@]}" --label reverify --no-bundle \
+        --only-cases "$work/c/sample.json" ${KI_REHEARSAL:-} \
+        --operations "$(python3 -c 'import json,sys; print(",".join(sorted({o for o,_ in json.load(open(sys.argv[1]))})))' "$work/c/sample.json")" \
+        >> "$OUT/reverify.log" 2>&1
+    rc=$?; fi
+  else
+    IFS=: read -r op selection impl suffix limit <<< "$step"
+    limit=${limit:-300}
+    args=("${common[@]}" --label "${op}${suffix:-}" --operations "$op" --only-cases "$cases/$selection.json"
+          --impl "$impl" --bundle-suffix="-v3${suffix:-}")
+    if [ -n "${KI_DRY_RUN:-}" ]; then
+      python3 bench/campaign.py run "${args[@]}" --plan-only 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}
+    else
+      timeout $(( t < limit ? t : limit )) python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
+        >> "$OUT/campaign.log" 2>&1
+      rc=$?
+    fi
+  fi
+  say "$step rc=$rc"
+  [ "$rc" -eq 0 ] && echo "$step" >> "$work/done"
+  ship
+done
+say "end, $(left) s of the script's budget left"
