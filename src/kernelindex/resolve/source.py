@@ -25,7 +25,7 @@ from kernelindex.readmodel.operations import load_operation_runs
 from kernelindex.readmodel.rows import implementation_ref
 from kernelindex.resolve.cohorts import LeaderboardScores, RankedCohort, order_key
 from kernelindex.resolve.views import ImplementationView, RunView
-from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary, build_vocabulary, registry_vocabulary
+from kernelindex.resolve.vocabulary import Vocabulary, build_vocabulary, operation_entry, registry_vocabulary
 
 T = TypeVar("T")
 
@@ -98,17 +98,6 @@ def scores_from(data: OperationData) -> tuple[LeaderboardScores, ...]:
     return tuple(LeaderboardScores(slug, label, n) for (slug, label), n in ordered)
 
 
-def _entry(slug: str, manifest: OperationSpec) -> OperationEntry:
-    axes = manifest.spec.axes
-    return OperationEntry(
-        slug=slug, title=manifest.metadata.title or slug, family=manifest.spec.family,
-        aliases=tuple(manifest.metadata.aliases), axes=tuple(axes),
-        derived={n: a.expression for n, a in axes.items() if a.role == "derived" and a.expression is not None},
-        constants={n: int(a.expression) for n, a in axes.items()
-                   if a.role == "constant" and a.expression is not None and a.expression.isdigit()},
-    )
-
-
 class CatalogCohortSource:
     """A :class:`~kernelindex.resolve.cohorts.CohortSource` over one version of a catalog: every read
     of one resolution sees the same version, and what it derives is kept in the read model's cache."""
@@ -130,7 +119,8 @@ class CatalogCohortSource:
     def vocabulary(self) -> Vocabulary:
         def build() -> Vocabulary:
             base = registry_vocabulary()
-            extra = [_entry(slug, m) for slug, m in self._operation_manifests().items() if slug not in base.operations]
+            extra = [operation_entry(slug, m) for slug, m in self._operation_manifests().items()
+                     if slug not in base.operations]
             return build_vocabulary([*base.operations.values(), *extra], list(base.gpus.values())) if extra else base
 
         return self._cached(("vocabulary",), build)

@@ -14,6 +14,7 @@ from functools import cache
 
 from kernelindex import registry
 from kernelindex.domain.dtypes import DTYPE_ALIASES, DTYPE_BYTES
+from kernelindex.domain.manifests import OperationSpec
 
 _SEPARATORS = re.compile(r"[\s_\-./:+()]+")
 
@@ -136,23 +137,21 @@ def build_vocabulary(operations: Iterable[OperationEntry], gpus: Iterable[GpuEnt
     return Vocabulary(ops, gpu_entries, operation_names, gpu_names, axis_names, min(max_words, 5))
 
 
+def operation_entry(slug: str, manifest: OperationSpec) -> OperationEntry:
+    """The vocabulary's entry of an operation, from its spec (registry copy or catalog manifest alike)."""
+    axes = manifest.spec.axes
+    return OperationEntry(
+        slug=slug, title=manifest.metadata.title or slug, family=manifest.spec.family,
+        aliases=tuple(manifest.metadata.aliases or ()), axes=tuple(axes),
+        derived={n: a.expression for n, a in axes.items() if a.role == "derived" and a.expression is not None},
+        constants={n: int(a.expression) for n, a in axes.items()
+                   if a.role == "constant" and a.expression is not None and a.expression.isdigit()},
+    )
+
+
 @cache
 def registry_vocabulary() -> Vocabulary:
-    operations = []
-    for slug, manifest in registry.operations().items():
-        spec = manifest.spec
-        axes = tuple(spec.axes)
-        derived = {
-            name: axis.expression for name, axis in spec.axes.items() if axis.role == "derived" and axis.expression
-        }
-        operations.append(OperationEntry(
-            slug=slug,
-            title=manifest.metadata.title or slug,
-            family=spec.family,
-            aliases=tuple(manifest.metadata.aliases or ()),
-            axes=axes,
-            derived=derived,
-        ))
+    operations = [operation_entry(slug, manifest) for slug, manifest in registry.operations().items()]
     gpus = [GpuEntry(g.slug, g.short, g.name, g.architecture, tuple(g.match)) for g in registry.gpus().values()]
     return build_vocabulary(operations, gpus)
 
