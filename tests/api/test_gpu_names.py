@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.cli import app as ki
-from kernelindex.web.mcp.server import build_server
+from kernelindex.web.mcp_server.server import build_server
 
 NAMES = {"H200": "h200", "h200": "h200", "H100 SXM": "h100-sxm"}
 

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from kernelindex.catalog.db import Catalog
-from kernelindex.web.mcp.http import MAX_STREAMS_ENV, StreamLimits
+from kernelindex.web.mcp_server.http import MAX_STREAMS_ENV, StreamLimits
 
 RPC = {"accept": "application/json, text/event-stream", "content-type": "application/json",
        "mcp-protocol-version": "2025-06-18"}

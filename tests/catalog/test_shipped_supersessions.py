@@ -18,7 +18,7 @@ from kernelindex.bootstrap import (
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import SupersessionRow
 from kernelindex.domain.manifests import digest_of
-from kernelindex.trust.bundles import bundled_bundles, publish_bundle, verify_bundle
+from kernelindex.trust.bundles import bundled_bundles, publish_bundle, verify_directory
 from kernelindex.trust.keys import bundled_runner_keys
 
 AT = "2026-12-01T12:00:00Z"
@@ -28,10 +28,10 @@ def _rope_runs(catalog: Catalog) -> tuple[str, str]:
     """A runner-2 rope run and the independent runner's run of the same workload, both published."""
     bundled_runner_keys(catalog)
     bundles = {p.name: p for p in bundled_bundles()}
-    runner2, independent = (verify_bundle(bundles[name]) for name in
-                            ("h200-rope-20261130", "h200-rope-20261130-independent-check"))
-    for bundle in (runner2, independent):
-        publish_bundle(catalog, bundle.path)
+    names = ("h200-rope-20261130", "h200-rope-20261130-independent-check")
+    runner2, independent = (verify_directory(bundles[name]) for name in names)
+    for name in names:
+        publish_bundle(catalog, bundles[name])
     return digest_of(runner2.runs()[0]), digest_of(independent.runs()[0])
 
 
@@ -68,6 +68,6 @@ def test_a_malformed_line_is_named_and_applies_nothing(empty_catalog: Catalog, l
 
 
 def test_the_shipped_file_parses_and_names_only_shipped_runs() -> None:
-    shipped_runs = {digest_of(r) for p in bundled_bundles() for r in verify_bundle(p).runs()}
+    shipped_runs = {digest_of(r) for p in bundled_bundles() for r in verify_directory(p).runs()}
     for fact in shipped_supersessions():
         assert {fact.spec.new, fact.spec.old} <= shipped_runs, fact.spec

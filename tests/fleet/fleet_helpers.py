@@ -13,7 +13,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.manifests import digest_of, manifest_json, parse_manifest
 from kernelindex.trust import keys as runner_keys
-from kernelindex.trust.bundles import SAMPLES_DIR, bundled_bundles, verify_bundle, write_bundle
+from kernelindex.trust.bundles import SAMPLES_DIR, bundled_bundles, verify_directory, write_bundle
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -46,7 +46,7 @@ def resigned(source: Path, out: Path, key_path: Path, name: str, variant: int, *
     observed time so each variant is a distinct set of runs. ``workload`` keeps only the runs of that
     WorkloadCase (and drops the other cases); ``observed_at`` moves every run to that instant (plus
     ``variant`` seconds): a bundle as a runner would have made it now, without a GPU."""
-    bundle = verify_bundle(source)
+    bundle = verify_directory(source)
     key = runner_keys.load_private_key(key_path)
     key_id = runner_keys.key_id_of(runner_keys.public_key_hex(key))
     manifests: list[BaseModel] = []

@@ -17,7 +17,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.trust.uploads import MAX_ARCHIVE_BYTES
 from kernelindex.web.api.problems import MAX_BODY_BYTES
 from kernelindex.web.asks import MAX_FORM_BYTES
-from kernelindex.web.mcp.http import MCP_MAX_BODY_BYTES
+from kernelindex.web.mcp_server.http import MCP_MAX_BODY_BYTES
 
 CHUNK = 64 * 1024
 ROUTES = [("/requests", MAX_FORM_BYTES, "application/x-www-form-urlencoded"),

@@ -17,8 +17,8 @@ from fleet_helpers import bearer, catalog_state, make_runner, resigned, shipped
 from typer.testing import CliRunner
 
 from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.runners import trusted_runner_keys
 from kernelindex.domain.manifests import Manifest, build, digest_of, manifest_json, parse_manifest
-from kernelindex.readmodel.objects import trusted_runner_keys
 from kernelindex.registry import load_operation
 from kernelindex.trust import keys as runner_keys
 from kernelindex.trust.bundles import (
@@ -27,7 +27,7 @@ from kernelindex.trust.bundles import (
     NotAMeasurementError,
     bundled_bundles,
     publish_bundle,
-    verify_bundle,
+    verify_directory,
     write_bundle,
 )
 from kernelindex.trust.uploads import pack_bundle
@@ -69,12 +69,12 @@ ATTACKS: dict[str, tuple[Extra, str]] = {
 
 def _hostile(tmp: Path, catalog: Catalog, extra: Extra) -> tuple[Path, str]:
     """A bundle of the rope runs re-signed by a trusted runner, plus ``extra``; the stranger's public key."""
-    other = verify_bundle(shipped("embedding"))
+    other = verify_directory(shipped("embedding"))
     publish_bundle(catalog, shipped("embedding"))  # the other runner's runs, to retract or supersede
     key = make_runner(tmp, "lab-runner", catalog)
     honest = resigned(shipped("rope"), tmp / "honest", key, "lab-runner", 0)
     stranger = runner_keys.generate("stranger", tmp / "stranger")[2].public_key
-    manifests = verify_bundle(honest).manifests
+    manifests = verify_directory(honest).manifests
     mine = [digest_of(m) for m in manifests if m.kind == "BenchmarkRun"]
     added = extra(digest_of(other.runs()[0]), mine, stranger)
     samples = [p.read_bytes() for p in sorted((honest / SAMPLES_DIR).iterdir())]
@@ -106,7 +106,7 @@ def test_the_refusal_names_the_kind_and_the_line(fleet_catalog: Catalog, tmp_pat
     lines = (bundle / "manifests.jsonl").read_text().splitlines()
     line = next(n for n, text in enumerate(lines, start=1) if '"kind":"TrustedRunner"' in text)
     with pytest.raises(NotAMeasurementError, match=rf"manifests.jsonl line {line}: a TrustedRunner manifest"):
-        verify_bundle(bundle)
+        verify_directory(bundle)
 
 
 def test_ki_publish_refuses_it_and_changes_nothing(fleet_catalog: Catalog, tmp_path: Path) -> None:
@@ -123,7 +123,8 @@ def test_ki_publish_refuses_it_and_changes_nothing(fleet_catalog: Catalog, tmp_p
 
 def test_runs_of_another_source_are_not_a_runner_measurement(fleet_catalog: Catalog, tmp_path: Path) -> None:
     key = make_runner(tmp_path, "lab-runner", fleet_catalog)
-    honest = verify_bundle(resigned(shipped("rope"), tmp_path / "honest", key, "lab-runner", 0))
+    honest_dir = resigned(shipped("rope"), tmp_path / "honest", key, "lab-runner", 0)
+    honest = verify_directory(honest_dir)
 
     def relabelled(manifest: Manifest) -> Manifest:
         data = manifest_json(manifest)
@@ -131,12 +132,12 @@ def test_runs_of_another_source_are_not_a_runner_measurement(fleet_catalog: Cata
             data["spec"]["source"] = {**data["spec"]["source"], "name": "liger-kernel"}
         return parse_manifest(data, "test")
 
-    samples = [p.read_bytes() for p in sorted((honest.path / SAMPLES_DIR).iterdir())]
+    samples = [p.read_bytes() for p in sorted((honest_dir / SAMPLES_DIR).iterdir())]
     with pytest.raises(NotAMeasurementError, match="source 'liger-kernel'"):
         write_bundle(tmp_path / "relabelled", [relabelled(m) for m in honest.manifests], samples,
                      key=runner_keys.load_private_key(key), runner_name="lab-runner")
 
 
 def test_every_shipped_bundle_is_only_a_measurement() -> None:
-    for path in bundled_bundles():  # verify_bundle refuses anything else
-        assert set(verify_bundle(path).counts()) <= set(MEASUREMENT_KINDS), path.name
+    for path in bundled_bundles():  # verify_directory refuses anything else
+        assert set(verify_directory(path).counts()) <= set(MEASUREMENT_KINDS), path.name

@@ -17,7 +17,7 @@ from fleet_helpers import bearer, catalog_state, claim_body, make_runner, resign
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import digest_of, parse_manifest
 from kernelindex.trust import keys as runner_keys
-from kernelindex.trust.bundles import BundleError, bundled_bundles, publish_bundle, verify_bundle
+from kernelindex.trust.bundles import BundleError, bundled_bundles, publish_bundle, verify_directory
 from kernelindex.trust.claims import signed_claim
 from kernelindex.trust.uploads import pack_bundle
 
@@ -107,7 +107,7 @@ def test_an_old_shipped_bundle_completes_nothing(client: TestClient, fleet_catal
     claim = _claimed(client, setting)
     softmax = next(p for p in bundled_bundles() if p.name == "h200-softmax-20261130")
     publish_bundle(fleet_catalog, softmax)  # runner-2's runs: attested, but not signed by runner-a
-    _refused_completion(client, fleet_catalog, setting, claim, verify_bundle(softmax).digest,
+    _refused_completion(client, fleet_catalog, setting, claim, verify_directory(softmax).digest,
                         "is not published with runs signed by runner-a")
     workload = digest_of(parse_manifest(claim["request"]["workload"], "test"))
     old = resigned(shipped("rope"), tmp_path / "old", setting["key"], "runner-a", 0, workload=workload)
@@ -160,7 +160,7 @@ def test_a_bundle_of_another_workload_or_used_twice_completes_nothing(
 
 
 def _rope_workloads() -> list[str]:
-    return [digest_of(m) for m in verify_bundle(shipped("rope")).manifests if m.kind == "WorkloadCase"]
+    return [digest_of(m) for m in verify_directory(shipped("rope")).manifests if m.kind == "WorkloadCase"]
 
 
 def test_a_runs_runner_name_comes_from_its_key(client: TestClient, fleet_catalog: Catalog,

@@ -21,7 +21,7 @@ from fleet_helpers import bearer, claim_body, make_runner, shipped
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.loading import load_operation
 from kernelindex.trust import keys
-from kernelindex.trust.bundles import publish_bundle, verify_bundle
+from kernelindex.trust.bundles import publish_bundle, verify_directory
 
 pytest.importorskip("torch")
 
@@ -146,7 +146,7 @@ def test_an_attacker_cannot_take_or_fake_a_real_runners_work(
                            json={**claim_body(mallory, GPU), "runner_key_id": honest_id})
         assert forged.status_code == 403 and forged.json()["code"] == "claim_not_proven"
         claim = http.post(f"{live_server}/api/v1/claims", headers=bearer(token), json=claim_body(mallory, GPU)).json()
-        shipped_digest = verify_bundle(shipped("rope")).digest
+        shipped_digest = verify_directory(shipped("rope")).digest
         publish_bundle(fleet_catalog, shipped("rope"))
         faked = http.post(f"{live_server}/api/v1/requests/{asked['id']}/replicas/{claim['replica']}/complete",
                           headers=bearer(token), json={"token": claim["token"], "bundle": shipped_digest})

@@ -19,7 +19,7 @@ from kernelindex.runner.definitions import Adapter  # noqa: E402
 from kernelindex.runner.reference import rotate_half  # noqa: E402
 from kernelindex.runner.timing import TimingPolicy  # noqa: E402
 from kernelindex.trust import keys  # noqa: E402
-from kernelindex.trust.bundles import BundleError, verify_bundle  # noqa: E402
+from kernelindex.trust.bundles import BundleError, verify_directory  # noqa: E402
 
 ROPE = registry.load_operation("rope")
 POLICY = TimingPolicy(warmup_calls=2, warmup_time_ns=10_000, min_samples=100, target_rse=0.01,
@@ -143,7 +143,7 @@ def test_statuses_follow_correctness_timing_and_floor(verified) -> None:
 def test_bundle_round_trip(verified, tmp_path: Path) -> None:
     result, private, key = verified
     bundle = write_result_bundle(result, tmp_path / "bundle", private, key.name)
-    again = verify_bundle(tmp_path / "bundle")
+    again = verify_directory(tmp_path / "bundle")
     assert again.digest == bundle.digest and again.key_id == key.key_id
     assert again.counts()["BenchmarkRun"] == 18  # 6 implementations x 3 regions
     kinds = {m.kind for m in again.manifests}
@@ -172,9 +172,9 @@ def test_every_flipped_byte_is_refused(verified, tmp_path: Path) -> None:
             tampered[offset] ^= 0x01
             path.write_bytes(bytes(tampered))
             with pytest.raises(BundleError):
-                verify_bundle(root)
+                verify_directory(root)
             path.write_bytes(original)
-    verify_bundle(root)  # intact again
+    verify_directory(root)  # intact again
 
 
 def test_extra_or_missing_file_is_refused(verified, tmp_path: Path) -> None:
@@ -183,12 +183,12 @@ def test_extra_or_missing_file_is_refused(verified, tmp_path: Path) -> None:
     write_result_bundle(result, root, private, key.name)
     (root / "samples" / "extra.json").write_text("{}")
     with pytest.raises(BundleError, match="not covered by the signature"):
-        verify_bundle(root)
+        verify_directory(root)
     (root / "samples" / "extra.json").unlink()
     victim = next((root / "samples").iterdir())
     victim.unlink()
     with pytest.raises(BundleError, match="missing"):
-        verify_bundle(root)
+        verify_directory(root)
 
 
 def test_resigned_by_another_key_is_detected(verified, tmp_path: Path) -> None:
@@ -205,7 +205,7 @@ def test_resigned_by_another_key_is_detected(verified, tmp_path: Path) -> None:
 
     (root / "bundle.sig").write_bytes(canonical_bytes(sig))
     with pytest.raises(BundleError, match="key id"):
-        verify_bundle(root)
+        verify_directory(root)
 
 
 def test_non_empty_output_directory_is_refused(verified, tmp_path: Path) -> None:

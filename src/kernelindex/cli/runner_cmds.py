@@ -13,6 +13,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from kernelindex.catalog.runners import trusted_runner_keys
 from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli, plain_console
 from kernelindex.domain.manifests import OperationSpec, WorkloadCase, digest_of
 from kernelindex.domain.sources import RUNNER_SOURCE
@@ -23,9 +24,8 @@ from kernelindex.trust.bundles import (
     BundleError,
     NotAMeasurementError,
     UntrustedRunnerError,
-    publish_bundle,
-    trusted_runner_keys,
-    verify_bundle,
+    publish_verified,
+    verify_directory,
 )
 
 console = plain_console()
@@ -124,8 +124,9 @@ def publish(
         _upload(bundle, server, api_key, as_json)
         return
     try:
-        checked = verify_bundle(bundle)
-        report = publish_bundle(open_for_cli(database), bundle, allow_untrusted=as_reported, actor=actor())
+        checked = verify_directory(bundle)
+        report = publish_verified(open_for_cli(database), checked, allow_untrusted=as_reported, actor=actor(),
+                                  locator=str(bundle))
     except UntrustedRunnerError as exc:
         fail(str(exc))
     except NotAMeasurementError as exc:
@@ -138,20 +139,22 @@ def publish(
         return
     console.print(f"Bundle {checked.digest} signed by {checked.runner_name} ({checked.key_id}): signature and "
                   f"{len(checked.manifests)} manifests checked.")
-    new, existing = report.to_json()["new"], report.to_json()["existing"]
+    new, existing = dict(report.new), dict(report.existing)
     console.print(f"Published: {sum(new.values())} new ({_counts(new)}), {sum(existing.values())} already present.")
 
 
 def _upload(bundle: Path, server: str, api_key: str | None, as_json: bool) -> None:
     import httpx
 
-    from kernelindex.trust.uploads import pack_bundle
+    from kernelindex.trust.bundles import read_bundle, verify_bundle
+    from kernelindex.trust.uploads import pack_files
 
     if not api_key:
         fail("--server needs --api-key (or $KERNELINDEX_API_KEY) with scope bundles:write", code=2)
     try:
-        checked = verify_bundle(bundle)
-        response = httpx.post(f"{server.rstrip('/')}/api/v1/bundles", content=pack_bundle(bundle), timeout=300,
+        files = read_bundle(bundle)
+        checked = verify_bundle(files)  # what is sent is what was checked
+        response = httpx.post(f"{server.rstrip('/')}/api/v1/bundles", content=pack_files(files), timeout=300,
                               headers={"authorization": f"Bearer {api_key}", "content-type": "application/gzip"})
     except BundleError as exc:
         fail(f"bundle refused before upload: {exc}")

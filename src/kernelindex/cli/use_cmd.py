@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
         catalog. Configure your agent to run `ki mcp`; see docs/agents.md."""
         from kernelindex.bootstrap import ensure_bundled_data
         from kernelindex.cli.common import open_for_cli
-        from kernelindex.web.mcp.server import build_server
+        from kernelindex.web.mcp_server.server import build_server
 
         catalog = open_for_cli(database)
         ensure_bundled_data(catalog)

@@ -20,8 +20,8 @@ from kernelindex.catalog.models import (
     RetractionRow,
     RunRow,
     SupersessionRow,
-    TrustedRunnerRow,
 )
+from kernelindex.catalog.runners import trusted_keys
 from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import (
     BenchmarkProtocol,
@@ -178,7 +178,7 @@ def _facts_of_runs(conn: Connection, run_digests: list[str] | None) -> _Facts:
         cast(dict[str, SupersessionFact], _facts(conn, SupersessionRow, SupersessionRow.old, run_digests)),
         cast(dict[str, SupersessionFact], _facts(conn, SupersessionRow, SupersessionRow.new, run_digests)),
         set(_facts(conn, AttestationRow, AttestationRow.run, run_digests)),
-        _trusted(conn),
+        trusted_keys(conn),
         _sources(conn),
     )
 
@@ -224,10 +224,6 @@ def _refs(rows: Sequence[Any]) -> set[str]:
 
 def _project_refs(bodies: dict[str, dict]) -> set[str]:
     return {b["spec"]["project"] for b in bodies.values() if b["kind"] == "ImplementationRevision"}
-
-
-def _trusted(conn: Connection) -> dict[str, str]:
-    return dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).tuples().all())
 
 
 def _sources(conn: Connection) -> dict[str, Source]:

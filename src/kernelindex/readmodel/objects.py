@@ -1,5 +1,5 @@
 """Catalog reads that are not a page: the stored operation manifests (the resolver's vocabulary),
-an operation's workload cases (the runner's cases), trusted runner keys, and the export. Everything
+an operation's workload cases (the runner's cases), and the export. Everything
 outside ``catalog/`` reads the catalog through ``readmodel/``; these are the reads no page makes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_lines as _export_lines
-from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow, SupersessionRow, TrustedRunnerRow
+from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow, SupersessionRow
 from kernelindex.domain.manifests import OperationSpec, WorkloadCase, as_kind, parse_manifest_text
 
 
@@ -74,20 +74,6 @@ def run_counts(catalog: Catalog) -> tuple[int, int]:
     with catalog.engine.connect() as conn:
         runs, sources = conn.execute(query).one()
     return runs, sources
-
-
-def trusted_runner_keys(catalog: Catalog) -> dict[str, str]:
-    """key id → runner name of every TrustedRunner in the catalog."""
-    with catalog.engine.connect() as conn:
-        return dict(conn.execute(select(TrustedRunnerRow.key_id, TrustedRunnerRow.name)).tuples().all())
-
-
-def trusted_runner(catalog: Catalog, key_id: str) -> tuple[str, str] | None:
-    """(name, public key) the catalog trusts ``key_id`` under, or None."""
-    with catalog.engine.connect() as conn:
-        row = conn.execute(select(TrustedRunnerRow.name, TrustedRunnerRow.public_key)
-                           .where(TrustedRunnerRow.key_id == key_id)).first()
-    return (row.name, row.public_key) if row else None
 
 
 def export_lines(catalog: Catalog) -> Iterator[str]:

@@ -11,6 +11,7 @@ from typing import Any
 from kernelindex import registry
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.publish import PublishError
 from kernelindex.domain.manifests import build, digest_of, manifest_json
 from kernelindex.policy.measurement_requests import (
     InvalidRequest,
@@ -20,6 +21,9 @@ from kernelindex.policy.measurement_requests import (
     workload_spec_for,
 )
 from kernelindex.services.problems import Answer, Problem
+from kernelindex.trust.archive import ArchiveError
+from kernelindex.trust.bundles import BundleError, NotAMeasurementError, UntrustedRunnerError
+from kernelindex.trust.uploads import UploadResult, receive_bundle
 
 
 @dataclass(frozen=True)
@@ -61,3 +65,21 @@ def ask(catalog: Catalog, now: datetime, body: dict[str, Any]) -> Asked | Proble
     filed, merged = stored.submit(catalog, spec=spec.to_json(), digest=spec.digest,
                                   workload=workload_for(catalog, spec))
     return Asked(filed.to_json(now), merged)
+
+
+def upload(catalog: Catalog, archive: bytes, *, actor: str) -> UploadResult | Problem:
+    """Publish an uploaded bundle archive (``POST /api/v1/bundles``): verified once, from memory, then
+    published; the same bundle again is a replay that writes nothing. Messages name files inside the
+    bundle."""
+    try:
+        return receive_bundle(catalog, archive, actor=actor)
+    except ArchiveError as exc:
+        return Problem("archive_invalid", str(exc))
+    except UntrustedRunnerError as exc:
+        return Problem("untrusted_runner", str(exc))
+    except NotAMeasurementError as exc:
+        return Problem("not_a_measurement", str(exc))
+    except BundleError as exc:
+        return Problem("bundle_invalid", str(exc))
+    except PublishError as exc:
+        return Problem("unpublishable", str(exc))

@@ -6,8 +6,9 @@ declares, before the caller sees the entry: a 1 MB upload declaring a 1 GiB long
 4 GB. So uploads are read here, one 512-byte header at a time: an extension (pax header, GNU long name)
 is read only when it declares at most ``MAX_EXTENSION_BYTES``, an entry only when it is a bundle file
 whose declared size is within that file's cap and the running total within ``MAX_UNPACKED_BYTES``, and
-never more than ``MAX_ENTRIES`` headers. File data is copied to disk in 64 KiB pieces. Errors never
-echo the archive's bytes: a name appears cut to 64 safe characters.
+never more than ``MAX_ENTRIES`` headers. File data is read in 64 KiB pieces into memory, where the
+bundle is verified (``trust/bundles.py``): nothing is written to disk. Errors never echo the archive's
+bytes: a name appears cut to 64 safe characters.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import io
 import re
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 
 from kernelindex.trust.bundles import (
     INDEX_FILE,
@@ -77,25 +77,25 @@ class _Pending:
     size: int | None = None
 
 
-def unpack_archive(data: bytes, into: Path) -> list[str]:
-    """Write the bundle files of a tar or tar.gz archive under ``into``; the names written."""
+def unpack_archive(data: bytes) -> dict[str, bytes]:
+    """The bundle files of a tar or tar.gz archive, by name."""
     stream: io.BufferedIOBase = gzip.GzipFile(fileobj=io.BytesIO(data)) if data[:2] == b"\x1f\x8b" else io.BytesIO(data)
     try:
-        return _unpack(stream, into)
+        return _unpack(stream)
     except (EOFError, OSError, zlib.error):
         raise ArchiveError("not a tar or tar.gz archive that can be read: the gzip stream is corrupt or cut "
                            "short; make it with `ki publish BUNDLE --server URL`") from None
 
 
-def _unpack(stream: io.BufferedIOBase, into: Path) -> list[str]:
-    written: list[str] = []
+def _unpack(stream: io.BufferedIOBase) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
     pending, total, extensions = _Pending(), 0, 0
     for count in range(1, MAX_ENTRIES + 2):
         if count > MAX_ENTRIES:
             raise ArchiveError(f"the archive holds more than {MAX_ENTRIES:,} entries")
         header = _next_header(stream, count)
         if header is None:
-            return written
+            return files
         if header.kind in (b"x", b"g", b"L"):
             extensions += _read_extension(stream, header, pending, extensions)
             continue
@@ -105,8 +105,9 @@ def _unpack(stream: io.BufferedIOBase, into: Path) -> list[str]:
         total += _check_entry(name, header.kind, size, total)
         if header.kind == b"5":
             continue
-        _copy(stream, into / name, size, name)
-        written.append(name)
+        if name in files:
+            raise ArchiveError(f"archive entry {shown(name)} appears twice; a bundle holds each file once")
+        files[name] = _file_data(stream, size, name)
     raise AssertionError("unreachable")
 
 
@@ -206,17 +207,15 @@ def _pax_records(raw: bytes) -> dict[str, str]:
     return records
 
 
-def _copy(stream: io.BufferedIOBase, target: Path, size: int, name: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    left = size
-    with target.open("wb") as out:
-        while left:
-            piece = stream.read(min(left, _PIECE))
-            if not piece:
-                raise ArchiveError(f"not a tar or tar.gz archive that can be read: the archive ends inside {name}")
-            out.write(piece)
-            left -= len(piece)
+def _file_data(stream: io.BufferedIOBase, size: int, name: str) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        piece = stream.read(min(size - len(data), _PIECE))
+        if not piece:
+            raise ArchiveError(f"not a tar or tar.gz archive that can be read: the archive ends inside {name}")
+        data += piece
     _read_exactly(stream, _padded(size) - size)
+    return bytes(data)
 
 
 def _padded(size: int) -> int:

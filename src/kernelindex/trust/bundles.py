@@ -12,6 +12,10 @@ A bundle is a directory::
 
 ``bundle.json`` and ``bundle.sig`` must be byte-for-byte canonical JSON, so that every byte of
 every file is covered: change any byte anywhere and verification fails.
+
+A bundle is verified from memory, once: ``read_bundle`` (a directory) or ``trust/archive.py`` (an
+uploaded archive) gives its files' bytes, ``verify_bundle`` checks them, and ``publish_verified``
+publishes what was checked.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import re
 import stat
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -27,6 +32,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from kernelindex.catalog.publish import Attestation, PublishReport, publish_manifests
+from kernelindex.catalog.runners import trusted_runner_keys
 from kernelindex.domain.canonical import (
     ManifestSyntaxError,
     bytes_digest,
@@ -44,7 +51,6 @@ from kernelindex.domain.manifests import (
     parse_manifest_text,
 )
 from kernelindex.domain.sources import RUNNER_SOURCE
-from kernelindex.readmodel.objects import trusted_runner_keys
 from kernelindex.trust.content import (
     MEASUREMENT_KINDS,
     BundleError,
@@ -57,7 +63,8 @@ from kernelindex.trust.content import (
 from kernelindex.trust.keys import ALGORITHM, key_id_of, public_key_hex, verify_signature
 
 __all__ = ["BundleError", "NotAMeasurementError", "UntrustedRunnerError", "MEASUREMENT_KINDS", "VerifiedBundle",
-           "verify_bundle", "write_bundle", "publish_bundle", "bundled_bundles", "trusted_runner_keys"]
+           "read_bundle", "verify_bundle", "verify_directory", "write_bundle", "publish_verified", "publish_bundle",
+           "bundled_bundles"]
 
 BUNDLE_FORMAT = "kernelindex-bundle/v1"
 MANIFESTS_FILE = "manifests.jsonl"
@@ -74,9 +81,11 @@ MAX_BUNDLE_BYTES = 256 * 1_048_576  # every file together
 MAX_BUNDLE_FILES = 10_000
 
 
+BundleFiles = Mapping[str, bytes]  # a bundle's files by their name in the bundle ("samples/<hex>.json")
+
+
 @dataclass(frozen=True)
 class VerifiedBundle:
-    path: Path
     digest: str
     runner_name: str
     key_id: str
@@ -132,7 +141,7 @@ def write_bundle(
     sig = {"algorithm": ALGORITHM, "key_id": key_id_of(public), "public_key": public,
            "signature": signature.hex()}
     _write(out_dir, SIGNATURE_FILE, canonical_bytes(sig))
-    return verify_bundle(out_dir)
+    return verify_directory(out_dir)
 
 
 def _plain(manifest: Manifest) -> dict[str, Any]:
@@ -156,27 +165,43 @@ def _write(root: Path, name: str, data: bytes) -> str:
 # --- verification --------------------------------------------------------------------------------
 
 
-def verify_bundle(path: Path) -> VerifiedBundle:
-    """Check the signature, every file digest and the bundle's internal references.
-
-    Raises BundleError naming the first problem found.
-    """
+def read_bundle(path: Path) -> dict[str, bytes]:
+    """A bundle directory's files, read within the caps: anything but regular files and directories,
+    any file over its cap, and a bundle over its total size or file count are refused from directory
+    entries alone (lstat), before a byte is read."""
     path = Path(path)
     if path.is_symlink() or not path.is_dir():
         raise BundleError(
             f"{path}: a bundle is a directory with {INDEX_FILE}, {SIGNATURE_FILE} and {MANIFESTS_FILE}"
         )
     _check_tree(path)
-    index = _canonical_json(path / INDEX_FILE)
-    sig = _canonical_json(path / SIGNATURE_FILE)
+    return {file.relative_to(path).as_posix(): _read(file) for file in sorted(path.rglob("*")) if not file.is_dir()}
+
+
+def verify_directory(path: Path) -> VerifiedBundle:
+    """Verify the bundle directory ``path``; errors name the directory and the file at fault."""
+    try:
+        return verify_bundle(read_bundle(path))
+    except BundleError as exc:
+        message = str(exc)
+        raise type(exc)(message if message.startswith(str(path)) else f"{path}: {message}") from None
+
+
+def verify_bundle(files: BundleFiles) -> VerifiedBundle:
+    """Check the signature, every file digest and the bundle's internal references, from the files'
+    bytes. Raises BundleError (NotAMeasurementError for foreign kinds) naming the first problem found
+    by the file's name within the bundle."""
+    _check_sizes(files)
+    index = _canonical_json(files, INDEX_FILE)
+    sig = _canonical_json(files, SIGNATURE_FILE)
     digest = _check_index(index)
     key_id, public = _check_signature(sig, digest, index)
-    _check_files(path, index["files"])
-    manifests = _read_manifests(path / MANIFESTS_FILE)
+    _check_files(files, index["files"])
+    manifests = _read_manifests(files[MANIFESTS_FILE])
     _check_references(manifests, index["files"], key_id)
     check_measured(manifests)
     return VerifiedBundle(
-        path=path, digest=digest, runner_name=index["runner"]["name"], key_id=key_id, public_key=public,
+        digest=digest, runner_name=index["runner"]["name"], key_id=key_id, public_key=public,
         created_at=index["created_at"], signature=sig["signature"], manifests=manifests,
     )
 
@@ -206,6 +231,15 @@ def _check_tree(root: Path) -> None:
             raise BundleError(f"{root}: over {MAX_BUNDLE_BYTES:,} bytes or {MAX_BUNDLE_FILES:,} files")
 
 
+def _check_sizes(files: BundleFiles) -> None:
+    """The same caps on files already in memory (an archive's reader checks them before reading too)."""
+    if len(files) > MAX_BUNDLE_FILES or sum(len(data) for data in files.values()) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"over {MAX_BUNDLE_BYTES:,} bytes or {MAX_BUNDLE_FILES:,} files")
+    for name, data in files.items():
+        if len(data) > _size_limit(name):
+            raise BundleError(f"{name}: {len(data):,} bytes, over the {_size_limit(name):,}-byte limit")
+
+
 def _read(file: Path) -> bytes:
     """Read a file checked by _check_tree, never more than its cap (it may have grown since)."""
     limit = _size_limit(file.name)
@@ -216,19 +250,17 @@ def _read(file: Path) -> bytes:
     return data
 
 
-def _canonical_json(file: Path) -> dict[str, Any]:
-    try:
-        raw = _read(file)
-    except FileNotFoundError:
-        raise BundleError(f"{file.parent}: {file.name} is missing") from None
+def _canonical_json(files: BundleFiles, name: str) -> dict[str, Any]:
+    if (raw := files.get(name)) is None:
+        raise BundleError(f"{name} is missing")
     try:
         data = strict_json_loads(raw)
     except (ManifestSyntaxError, ValueError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{file}: not valid JSON ({exc})") from None
+        raise BundleError(f"{name}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise BundleError(f"{file}: expected a JSON object")
+        raise BundleError(f"{name}: expected a JSON object")
     if canonical_bytes(data) != raw:
-        raise BundleError(f"{file}: bytes differ from the canonical JSON form; the file was altered")
+        raise BundleError(f"{name}: bytes differ from the canonical JSON form; the file was altered")
     return data
 
 
@@ -268,34 +300,32 @@ def _check_signature(sig: dict[str, Any], digest: str, index: dict[str, Any]) ->
     return key_id, public
 
 
-def _check_files(root: Path, files: dict[str, Any]) -> None:
-    present = {
-        p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()
-    } - {INDEX_FILE, SIGNATURE_FILE}
-    missing, extra = sorted(set(files) - present), sorted(present - set(files))
+def _check_files(files: BundleFiles, listed: dict[str, Any]) -> None:
+    present = set(files) - {INDEX_FILE, SIGNATURE_FILE}
+    missing, extra = sorted(set(listed) - present), sorted(present - set(listed))
     if missing:
-        raise BundleError(f"{root}: files listed in {INDEX_FILE} are missing: {', '.join(missing)}")
+        raise BundleError(f"files listed in {INDEX_FILE} are missing: {', '.join(missing)}")
     if extra:
-        raise BundleError(f"{root}: files not covered by the signature: {', '.join(extra)}")
-    for name, expected in sorted(files.items()):
-        actual = bytes_digest(_read(root / name))
+        raise BundleError(f"files not covered by the signature: {', '.join(extra)}")
+    for name, expected in sorted(listed.items()):
+        actual = bytes_digest(files[name])
         if actual != expected:
-            raise BundleError(f"{root / name}: content digest {actual} is not {expected} ({INDEX_FILE})")
+            raise BundleError(f"{name}: content digest {actual} is not {expected} ({INDEX_FILE})")
 
 
-def _read_manifests(file: Path) -> list[Manifest]:
+def _read_manifests(data: bytes) -> list[Manifest]:
     manifests = []
-    for number, line in enumerate(_read(file).splitlines(), start=1):
+    for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            manifest = parse_manifest_text(line, f"{file.name} line {number}")
+            manifest = parse_manifest_text(line, f"{MANIFESTS_FILE} line {number}")
         except ManifestError as exc:
             raise BundleError(str(exc)) from None
-        check_kind(manifest, f"{file.name} line {number}")
+        check_kind(manifest, f"{MANIFESTS_FILE} line {number}")
         manifests.append(manifest)
     if not manifests:
-        raise BundleError(f"{file}: no manifests")
+        raise BundleError(f"{MANIFESTS_FILE}: no manifests")
     return manifests
 
 
@@ -338,32 +368,33 @@ def bundled_bundles() -> list[Path]:
     return sorted(p for p in folder.iterdir() if (p / INDEX_FILE).is_file())
 
 
-def publish_bundle(
-    catalog: Any, path: Path, *, allow_untrusted: bool = False, actor: str = "local operator",
-    locator: str | None = None,
-) -> Any:
-    """Verify a bundle and publish its manifests in one transaction, with an attestation per run
-    (bundle digest, key id, signature) recording that signature and digests were checked.
+def publish_verified(catalog: Any, bundle: VerifiedBundle, *, allow_untrusted: bool = False,
+                     actor: str = "local operator", locator: str) -> PublishReport:
+    """Publish a verified bundle's manifests in one transaction, with an attestation per run (bundle
+    digest, key id, signature) recording that signature and digests were checked.
 
-    A bundle signed by a key that is not a trusted runner in the catalog is refused unless
-    ``allow_untrusted`` (``--as-reported``): then its runs are stored without attestations, so
-    evidence policy never derives ``verified`` for them.
-    """
-    from kernelindex.catalog.publish import Attestation, publish_manifests
-
-    bundle = verify_bundle(path)
+    A bundle signed by a key that is not a trusted runner in the catalog is refused (UntrustedRunnerError)
+    unless ``allow_untrusted`` (``--as-reported``): then its runs are stored without attestations, so
+    evidence policy never derives ``verified`` for them. Publications are serialised by the catalog's
+    publication lock: a concurrent one waits, then finds the objects they share present."""
     runners = trusted_runner_keys(catalog)
     trusted = bundle.key_id in runners
     if not trusted and not allow_untrusted:
-        raise UntrustedRunnerError(
-            f"{path}: signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
-            "runner in this catalog; register it with `ki runner trust` or publish with --as-reported"
-        )
+        raise UntrustedRunnerError(f"{locator}: signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is "
+                                   "not a trusted runner in this catalog; register it with `ki runner trust` or "
+                                   "publish with --as-reported")
     check_runner_names(bundle.runner_name, bundle.runs(), bundle.key_id, runners)
     attestations = {}
     if trusted:
-        signature = bundle.signature
-        attestations = {digest_of(run): Attestation(bundle.digest, bundle.key_id, signature) for run in bundle.runs()}
+        attestations = {digest_of(run): Attestation(bundle.digest, bundle.key_id, bundle.signature)
+                        for run in bundle.runs()}
     return publish_manifests(catalog, bundle.manifests, actor=actor, source=RUNNER_SOURCE,
-                             snapshot_digest=bundle.digest, locator=locator or str(path), attestations=attestations,
+                             snapshot_digest=bundle.digest, locator=locator, attestations=attestations,
                              kinds=MEASUREMENT_KINDS)
+
+
+def publish_bundle(catalog: Any, path: Path, *, allow_untrusted: bool = False,
+                   actor: str = "local operator") -> PublishReport:
+    """Verify the bundle directory ``path`` and publish it (``ki publish``, start-up's shipped bundles)."""
+    return publish_verified(catalog, verify_directory(path), allow_untrusted=allow_untrusted, actor=actor,
+                            locator=str(path))

@@ -25,9 +25,9 @@ from kernelindex import registry
 from kernelindex.catalog.claims import BundleRun, bundle_runs, spend_nonce
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.requests import HeldClaim, MeasurementRequest
+from kernelindex.catalog.runners import trusted_runner
 from kernelindex.domain.canonical import canonical_bytes
 from kernelindex.domain.manifests import WorkloadCase, as_kind, digest_of, parse_manifest
-from kernelindex.readmodel.objects import trusted_runner
 from kernelindex.trust.keys import key_id_of, public_key_hex, verify_signature
 
 CLAIM_PURPOSE = "kernelindex-claim/v1"

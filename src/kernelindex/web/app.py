@@ -104,7 +104,7 @@ def _utc_now() -> datetime:
 def _lifespan(warm: bool) -> Callable[[FastAPI], Any]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from kernelindex.web.mcp.http import mcp_running
+        from kernelindex.web.mcp_server.http import mcp_running
 
         stop = threading.Event()
         if warm:  # at start, then after every publication (see web/warming.py)
@@ -162,7 +162,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     app.include_router(samples_route.router)
     app.include_router(asks.router)
     app.include_router(pages.router)
-    from kernelindex.web.mcp.http import mount_mcp
+    from kernelindex.web.mcp_server.http import mount_mcp
 
     mount_mcp(app)  # /mcp: the MCP server over streamable HTTP (docs/agents.md)
     api_docs.mount_assets(app)  # /static/swagger-ui, before /static

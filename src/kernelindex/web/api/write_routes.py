@@ -14,12 +14,11 @@ from starlette.concurrency import run_in_threadpool
 
 from kernelindex.catalog import audit
 from kernelindex.catalog import requests as stored
-from kernelindex.catalog.publish import PublishError
 from kernelindex.readmodel.changes import MAX_CHANGES, ChangesPage
 from kernelindex.services import reads, writes
-from kernelindex.trust.bundles import BundleError, NotAMeasurementError, UntrustedRunnerError
+from kernelindex.services.problems import Problem
 from kernelindex.trust.claims import ClaimRefused, check_claim, check_fulfils
-from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES, ArchiveError, receive_bundle
+from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES
 from kernelindex.views.params import REQUEST_STATE_PATTERN, STRICT_INTEGER
 from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, scoped, writer_of
 from kernelindex.web.api.fleet_schemas import ClaimIn, CompleteIn, HeartbeatIn, MeasurementRequestIn
@@ -75,26 +74,13 @@ def _catalog(request: Request) -> Any:
 async def post_bundle(request: Request) -> JSONResponse:
     writer = writer_of(request)
     data = await request.body()
-    try:
-        result = await run_in_threadpool(receive_bundle, _catalog(request), data, actor=f"api key {writer.key.name}")
-    except ArchiveError as exc:
-        raise _refused(request, writer, "archive_invalid", exc) from None
-    except UntrustedRunnerError as exc:
-        raise _refused(request, writer, "untrusted_runner", exc) from None
-    except NotAMeasurementError as exc:
-        raise _refused(request, writer, "not_a_measurement", exc) from None
-    except BundleError as exc:
-        raise _refused(request, writer, "bundle_invalid", exc) from None
-    except PublishError as exc:
-        raise _refused(request, writer, "unpublishable", exc) from None
+    result = await run_in_threadpool(writes.upload, _catalog(request), data, actor=f"api key {writer.key.name}")
+    if isinstance(result, Problem):
+        writer.record(request, "bundle.upload", f"refused: {result.code}", detail={"reason": result.detail[:500]})
+        raise ApiProblem(result)
     writer.record(request, "bundle.upload", "replayed" if result.replayed else "published", result.bundle,
                   {"runner": result.runner, "runs": len(result.runs), "new": result.new})
     return JSONResponse(result.to_json(), status_code=200 if result.replayed else 201)
-
-
-def _refused(request: Request, writer: Any, code: str, exc: Exception) -> ApiProblem:
-    writer.record(request, "bundle.upload", f"refused: {code}", detail={"reason": str(exc)[:500]})
-    return ApiProblem(code, str(exc))
 
 
 # ---- measurement requests -----------------------------------------------------------------------

@@ -23,7 +23,7 @@ import anyio
 
 from kernelindex.services.problems import Problem
 from kernelindex.web.api.problems import BodyRule, problem_response
-from kernelindex.web.mcp.server import build_server
+from kernelindex.web.mcp_server.server import build_server
 
 MCP_PATH = "/mcp"
 MCP_MAX_BODY_BYTES = 1024 * 1024  # a resolve_kernels call of 50 queries of 16 KiB fits

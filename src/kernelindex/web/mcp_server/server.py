@@ -21,9 +21,9 @@ from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.services.problems import Answer, Problem
 from kernelindex.services.reads import MAX_BATCH
 from kernelindex.views.params import GPU_NAME_PATTERN, RUN_ID_PATTERN, SLUG_PATTERN
-from kernelindex.web.mcp.resources import policy_text
-from kernelindex.web.mcp.summaries import summary
-from kernelindex.web.mcp.tools import CatalogTools, utc_now
+from kernelindex.web.mcp_server.resources import policy_text
+from kernelindex.web.mcp_server.summaries import summary
+from kernelindex.web.mcp_server.tools import CatalogTools, utc_now
 
 INSTRUCTIONS = (
     "KernelIndex answers 'which GPU kernel should I use for this exact workload, and what is the evidence?'. "
