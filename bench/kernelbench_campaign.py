@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> None:
     if not queue.cases:
         return
     policy = _policy(args)
-    base = {"implementations": impls, "checks": 2, "policy": policy,
+    base = {"implementations": impls, "checks": 2, "policy": policy, "reference_device": args.reference_device,
             "device": "cpu" if args.test_device_product else "cuda", "product": args.test_device_product}
     extra = {"environment": _probe_once(args), "campaign": campaign_id(), "policy": policy,
              "implementations_asked": impls}
@@ -220,6 +220,8 @@ def main() -> None:
     r.add_argument("--test-device-product", default="",
                    help="CPU rehearsal: real problems on CPU tensors, nominal times, announcing this product")
     r.add_argument("--gpus", type=int, default=1, help="problems run at once, one per GPU")
+    r.add_argument("--reference-device", default="cpu", choices=("cpu", "cuda"),
+                   help="where the float64 reference runs first (cuda: much faster; the CPU where it does not fit)")
     r.add_argument("--skip", type=int, default=0)
     r.add_argument("--max", type=int, default=0)
     r.add_argument("--time-limit", type=float, default=300.0, help="seconds per problem (its process is killed)")

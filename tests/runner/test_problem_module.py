@@ -141,3 +141,10 @@ def test_isolated_process_has_no_network_and_a_time_limit() -> None:
     assert refused["status"] == "runtime_error" and "network disabled" in refused["detail"]
     slow = run_isolated({**request, "source": SLOW, "digest": _digest(SLOW)}, time_limit_s=5)
     assert slow["status"] == "timeout"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the GPU reference needs a CUDA device")
+def test_float64_reference_on_the_gpu_says_so() -> None:
+    case = Case(load_problem(CORRECT, _digest(CORRECT)), "cuda", reference_device="cuda")
+    verdict = check(case, lambda xs: case.model(*xs))
+    assert verdict.status == "passed" and verdict.reference == "float64 on the GPU"

@@ -4,10 +4,12 @@
 - The file is loaded by digest: its sha256 must be the digest asked for, or nothing runs.
 - ``Model(*get_init_inputs())`` is built once per case under a fixed seed; each correctness check
   draws fresh inputs from ``get_inputs()`` (a new seed per check).
-- The reference is the same module executed in float64 on the CPU (a deep copy of the model, its
-  parameters and buffers and the inputs' floating tensors cast to float64). Where the module cannot
-  run in float64 (an op without a float64 kernel, a dtype the module forces), the reference is its
-  float32 execution on the CPU, and the run says so; the tolerance is then ``FP32_REFERENCE_TOLERANCE``.
+- The reference is the same module executed in float64 (a deep copy of the model, its parameters and
+  buffers and the inputs' floating tensors cast to float64), on the CPU — or first on the GPU where the
+  campaign asks (``Case.reference_device``), then the CPU where it does not fit; the run says which.
+  Where the module cannot run in float64 (an op without a float64 kernel, a dtype the module forces),
+  the reference is its float32 execution on the CPU, and the run says so; the tolerance is then
+  ``FP32_REFERENCE_TOLERANCE``.
 - PyTorch's defaults are kept (matmul TF32 off, cuDNN TF32 on); the flags that change results are
   recorded with the run (``backend_flags``). Under TF32 the tolerance is ``TF32_TOLERANCE``.
 - Implementations: eager, ``torch.compile`` (default) and ``torch.compile(mode="max-autotune-no-
@@ -118,6 +120,7 @@ class Case:
     module: types.ModuleType
     device: str
     seed: int = 0
+    reference_device: str = "cpu"  # where the float64 reference runs first ("cuda": faster, where it fits)
     model: torch.nn.Module = field(init=False)
 
     def __post_init__(self) -> None:
@@ -144,17 +147,29 @@ class Verdict:
     checks: int = 0
 
 
+def _float64(case: Case, inputs: list[Any], device: str) -> list[torch.Tensor]:
+    model64 = copy.deepcopy(case.reference_model).to(device=device, dtype=torch.float64)
+    with torch.no_grad():
+        out = model64(*_to(inputs, device, torch.float64))
+    return [t.detach().to("cpu", torch.float64) for t in _tensors(out)]
+
+
 def _reference(case: Case, inputs: list[Any]) -> tuple[list[torch.Tensor], str]:
-    try:
-        model64 = copy.deepcopy(case.reference_model).to(torch.float64)
-        with torch.no_grad():
-            out = model64(*_to(inputs, "cpu", torch.float64))
-        return [t.double() for t in _tensors(out)], "float64 on the CPU"
-    except (RuntimeError, TypeError, NotImplementedError) as exc:
-        with torch.no_grad():
-            out = copy.deepcopy(case.reference_model)(*_to(inputs, "cpu"))
-        why = f"{type(exc).__name__}: {str(exc)[:160]}"
-        return [t.double() for t in _tensors(out)], f"float32 on the CPU (the module cannot run in float64: {why})"
+    """Float64 on ``case.reference_device`` (the CPU unless the campaign asks for the GPU), then on the CPU
+    (a reference too big for the GPU beside the case, an op without a float64 kernel there); float32 on the
+    CPU only where float64 cannot run at all."""
+    failure: BaseException | None = None
+    for device in dict.fromkeys((case.reference_device, "cpu")):
+        try:
+            return _float64(case, inputs, device), f"float64 on the {'GPU' if device.startswith('cuda') else 'CPU'}"
+        except (RuntimeError, TypeError, NotImplementedError) as exc:
+            failure = exc
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
+    with torch.no_grad():
+        out = copy.deepcopy(case.reference_model)(*_to(inputs, "cpu"))
+    why = f"{type(failure).__name__}: {str(failure)[:160]}"
+    return [t.double() for t in _tensors(out)], f"float32 on the CPU (the module cannot run in float64: {why})"
 
 
 def tolerance_for(device: str, reference: str) -> float:

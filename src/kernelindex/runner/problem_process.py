@@ -96,7 +96,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     phases: dict[str, float] = {}  # wall seconds of each part: where a problem's time goes
     module = load_problem(request["source"], request["digest"])
     device = _device(request)
-    case = Case(module, device.torch_device)
+    case = Case(module, device.torch_device, reference_device=request.get("reference_device", "cpu"))
     phases["build"] = time.perf_counter() - began
     prepared = {}
     for key in request["implementations"]:

@@ -124,8 +124,9 @@ def protocol_manifest(policy: dict[str, Any], calls_per_sample: int = 10) -> Ben
             "policy": "asserted",
             "comparator": (
                 "relative Frobenius error ||out - ref|| / ||ref|| of every output against the same module executed "
-                "in float64 on the CPU (its parameters, buffers and floating inputs cast); where the module cannot "
-                "run in float64, its float32 execution on the CPU, and the run says so; NaN/Inf fail; an output "
+                "in float64 (its parameters, buffers and floating inputs cast; on the CPU, or on the GPU where the "
+                "campaign asked and it fit: each run's correctness says which); where the module cannot run in "
+                "float64, its float32 execution on the CPU, and the run says so; NaN/Inf fail; an output "
                 "with norm under 1e-3 of the reference fails. PyTorch's backend defaults are kept (cuDNN TF32 on, "
                 "matmul TF32 off) and recorded in the environment; under TF32 the tolerance is 1e-2"),
             "tolerances": {"fp32": 1e-4, "fp32-tf32": 1e-2, "fp32-reference": 1e-3},
