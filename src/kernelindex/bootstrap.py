@@ -74,10 +74,19 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
     return done
 
 
-def _bundled_export(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
-    if any(has_runs(catalog, source) for source in EXPORT_SOURCES):
+def _import_once(catalog: Catalog, say: Callable[[str], None], sources: Collection[str], announce: str,
+                 run: Callable[[], str]) -> list[str]:
+    """Import a shipped source unless the catalog holds runs of it already; ``run`` imports and says what
+    it added, in one line."""
+    if any(has_runs(catalog, source) for source in sources):
         return []
-    say("Importing FlashInfer-Bench and GPU MODE KernelBot runs (the KernelIndex catalog export)…")
+    say(announce)
+    line = run()
+    say(f"  {line}")
+    return [line]
+
+
+def _bundled_export(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
     shown: set[int] = set()
 
     def progress(done: int, total: int) -> None:
@@ -86,33 +95,32 @@ def _bundled_export(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
             shown.add(quarter)
             say(f"  mapped {done:,} of {total:,} runs")
 
-    report = import_export(catalog, FileTransport(bundled_export_path()), dry_run=False, actor=BOOTSTRAP_ACTOR,
-                           progress=progress)
-    line = f"kernelindex-export: {report.new.get('BenchmarkRun', 0)} runs"
-    say(f"  {line}")
-    return [line]
+    def run() -> str:
+        report = import_export(catalog, FileTransport(bundled_export_path()), dry_run=False, actor=BOOTSTRAP_ACTOR,
+                               progress=progress)
+        return f"kernelindex-export: {report.new.get('BenchmarkRun', 0)} runs"
+
+    return _import_once(catalog, say, EXPORT_SOURCES, "Importing FlashInfer-Bench and GPU MODE KernelBot runs (the "
+                        "KernelIndex catalog export)…", run)
 
 
 def _bundled_aiter(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
-    if has_runs(catalog, AITER_SOURCE):
-        return []
-    say("Importing AMD aiter's tuned kernel tables (GEMM, fused MoE, Gated DeltaNet)…")
-    report = import_aiter(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
-    line = f"{AITER_SOURCE}: {report.new.get('BenchmarkRun', 0)} runs"
-    say(f"  {line}")
-    return [line]
+    def run() -> str:
+        report = import_aiter(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
+        return f"{AITER_SOURCE}: {report.new.get('BenchmarkRun', 0)} runs"
+
+    return _import_once(catalog, say, (AITER_SOURCE,), "Importing AMD aiter's tuned kernel tables (GEMM, fused MoE, "
+                        "Gated DeltaNet)…", run)
 
 
 def _bundled_kernelbench(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
-    if has_runs(catalog, KERNELBENCH):
-        return []
-    say("Importing KernelBench's problems and baseline timings…")
-    report = import_kernelbench(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
-    refused = sum(report.mapped.refused.values())
-    line = (f"{KERNELBENCH}: {report.new.get('BenchmarkRun', 0)} runs ({report.mapped.timed} timed, "
-            f"{report.mapped.failed} failed; {refused} entries refused with their reasons)")
-    say(f"  {line}")
-    return [line]
+    def run() -> str:
+        report = import_kernelbench(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
+        refused = sum(report.mapped.refused.values())
+        return (f"{KERNELBENCH}: {report.new.get('BenchmarkRun', 0)} runs ({report.mapped.timed} timed, "
+                f"{report.mapped.failed} failed; {refused} entries refused with their reasons)")
+
+    return _import_once(catalog, say, (KERNELBENCH,), "Importing KernelBench's problems and baseline timings…", run)
 
 
 def bundle_digest(path: Path) -> str | None:

@@ -13,15 +13,12 @@ from pydantic import BaseModel
 from kernelindex import registry
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.manifests import build, digest_of
+from kernelindex.domain.specs import contiguous_strides
 from kernelindex.policy.floor import resolved_axes
 from kernelindex.runner.correctness import relative_error, tolerance_for
 from kernelindex.runner.definitions import OperationDef
 from kernelindex.runner.ops import operations
 from kernelindex.runner.ops._common import DTYPES, PARAM_PREFIX
-
-
-def contiguous_strides(shape: list[int]) -> list[int]:
-    return strides_in_order(shape, None)
 
 
 def case(slug: str, axes: dict[str, int], dtype: str, params: dict[str, Any] | None = None) -> BaseModel:
@@ -115,16 +112,6 @@ def assert_baseline_matches_reference(
     return worst
 
 
-def strides_in_order(shape: list[int], order: list[int] | None) -> list[int]:
-    """Dense strides with the dimensions laid out in ``order`` (outermost first); None is row-major."""
-    order = order or list(range(len(shape)))
-    strides, step = [0] * len(shape), 1
-    for dim in reversed(order):
-        strides[dim] = step
-        step *= shape[dim]
-    return strides
-
-
 def small_workload(
     slug: str, axes: dict[str, int], dtype: str, orders: dict[str, list[int]] | None = None
 ) -> BaseModel:
@@ -136,7 +123,7 @@ def small_workload(
         shape = [evaluate(d, full) for d in decl["shape"]]
         fixed = decl["dtype"] not in spec.get("dtype_variables", {})
         tensors.append({"name": decl["name"], "dtype": decl["dtype"] if fixed else dtype,
-                        "shape": shape, "strides": strides_in_order(shape, (orders or {}).get(decl["name"]))})
+                        "shape": shape, "strides": contiguous_strides(shape, (orders or {}).get(decl["name"]))})
     assert all(prod(t["shape"]) > 0 for t in tensors)
     return build("WorkloadCase", {"operation": digest_of(operation), "axes": axes, "dtypes": {"T": dtype},
                                   "tensors": tensors})

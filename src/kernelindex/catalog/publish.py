@@ -170,42 +170,25 @@ def _check_source_policy(runs: list[_Item], refused: Mapping[str, str]) -> None:
             raise PublishError(f"BenchmarkRun {run.data['spec']['source']['external_id']}: {refusal}")
 
 
+# Lifecycle facts: their table, and the spec fields stored as its columns (with the digest and ``at``).
+_FACT_TABLES: dict[str, tuple[type, tuple[str, ...]]] = {
+    "Retraction": (RetractionRow, ("run", "reason", "actor")),
+    "Supersession": (SupersessionRow, ("new", "old", "reason", "actor")),
+    "TrustedRunner": (TrustedRunnerRow, ("name", "public_key", "trusted_by")),
+}
+
+
 def _fact_rows(items: list[_Item]) -> dict[type, list[dict]]:
-    rows: dict[type, list[dict]] = {RetractionRow: [], SupersessionRow: [], TrustedRunnerRow: []}
+    rows: dict[type, list[dict]] = {table: [] for table, _ in _FACT_TABLES.values()}
     for item in items:
+        if item.kind not in _FACT_TABLES:
+            continue
+        table, columns = _FACT_TABLES[item.kind]
         spec = item.data["spec"]
-        if item.kind == "Retraction":
-            rows[RetractionRow].append(
-                {
-                    "digest": item.digest,
-                    "run": spec["run"],
-                    "reason": spec["reason"],
-                    "actor": spec["actor"],
-                    "at": _instant(spec["at"]),
-                }
-            )
-        elif item.kind == "Supersession":
-            rows[SupersessionRow].append(
-                {
-                    "digest": item.digest,
-                    "new": spec["new"],
-                    "old": spec["old"],
-                    "reason": spec["reason"],
-                    "actor": spec["actor"],
-                    "at": _instant(spec["at"]),
-                }
-            )
-        elif item.kind == "TrustedRunner":
-            rows[TrustedRunnerRow].append(
-                {
-                    "key_id": key_id_of(spec["public_key"]),
-                    "digest": item.digest,
-                    "name": spec["name"],
-                    "public_key": spec["public_key"],
-                    "trusted_by": spec["trusted_by"],
-                    "at": _instant(spec["at"]),
-                }
-            )
+        row = {"digest": item.digest, **{c: spec[c] for c in columns}, "at": _instant(spec["at"])}
+        if item.kind == "TrustedRunner":
+            row["key_id"] = key_id_of(spec["public_key"])
+        rows[table].append(row)
     return rows
 
 

@@ -78,6 +78,16 @@ class ConcreteTensor(Strict):
     strides: list[int]
 
 
+def contiguous_strides(shape: list[int], order: list[int] | None = None) -> list[int]:
+    """The strides of a dense tensor of ``shape`` whose dimensions are laid out in ``order``, outermost
+    first (row-major when not given). An empty dimension steps as a dimension of one, as PyTorch's do."""
+    strides, step = [0] * len(shape), 1
+    for dim in reversed(order or range(len(shape))):
+        strides[dim] = step
+        step *= max(shape[dim], 1)
+    return strides
+
+
 class SuiteCase(Strict):
     axes: dict[str, int | float | str | bool]
     external_id: str | None = None

@@ -16,6 +16,7 @@ from typing import Any
 
 from kernelindex.domain.canonical import sha256_digest
 from kernelindex.domain.expressions import evaluate
+from kernelindex.domain.specs import contiguous_strides
 
 REGIONS = ("forward", "backward", "forward+backward")
 MAX_REPLICAS = 3
@@ -153,14 +154,6 @@ def _check_dtypes(given: dict[str, Any], spec: dict[str, Any], problems: list[Re
         else:
             dtypes[name] = str(value)
     return dtypes
-
-
-def contiguous_strides(shape: list[int]) -> list[int]:
-    strides, step = [0] * len(shape), 1
-    for dim in reversed(range(len(shape))):
-        strides[dim] = step
-        step *= shape[dim]
-    return strides
 
 
 def workload_spec_for(request: RequestSpec, operation_digest: str, operation_spec: dict[str, Any]) -> dict[str, Any]:

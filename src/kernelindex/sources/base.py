@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
@@ -50,6 +51,11 @@ class Snapshot:
 
 class Transport(Protocol):
     def fetch(self) -> Snapshot: ...
+
+
+def shipped(*parts: str) -> Path:
+    """A file or folder the package ships under ``kernelindex/data/`` (``shipped("liger", "x.csv")``)."""
+    return Path(str(resources.files("kernelindex.data").joinpath(*parts)))
 
 
 class InputFileError(ValueError):

@@ -9,10 +9,11 @@ import io
 import json
 import tarfile
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import zstandard
+
+from kernelindex.sources.base import shipped
 
 ARCHIVE = "aiter-tuned-configs.tar.zst"
 PROVENANCE = "PROVENANCE.json"
@@ -32,16 +33,12 @@ class TableFile:
     content: bytes
 
 
-def data_dir() -> Path:
-    return Path(str(resources.files("kernelindex.data").joinpath("aiter")))
-
-
 def bundled_archive_path() -> Path:
-    return data_dir() / ARCHIVE
+    return shipped("aiter", ARCHIVE)
 
 
 def notice_text() -> str:
-    return (data_dir() / NOTICE).read_text(encoding="utf-8")
+    return shipped("aiter", NOTICE).read_text(encoding="utf-8")
 
 
 def pack(files: list[TableFile]) -> bytes:

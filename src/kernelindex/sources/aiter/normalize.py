@@ -25,6 +25,7 @@ from kernelindex.domain.manifests import (
     digest_of,
     manifest_json,
 )
+from kernelindex.domain.specs import contiguous_strides
 from kernelindex.policy.floor import resolved_axes
 from kernelindex.sources.aiter import kinds
 from kernelindex.sources.aiter.archive import UPSTREAM, UPSTREAM_COMMIT, UPSTREAM_DATE, notice_text
@@ -177,14 +178,6 @@ def _environment(gfx: str | None, cu: int | None) -> ExecutionEnvironment:
                   "title": title})
 
 
-def _strides(shape: list[int]) -> list[int]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return list(reversed(strides))
-
-
 def _workload(operation: OperationSpec, axes: dict[str, int], dtypes: dict[str, str]) -> WorkloadCase:
     spec = manifest_json(operation)["spec"]
     bound = resolved_axes(spec, {"axes": axes})
@@ -197,7 +190,7 @@ def _workload(operation: OperationSpec, axes: dict[str, int], dtypes: dict[str, 
         if prod(shape) > 2**53:
             raise kinds.RowProblem(f"tensor {decl['name']} has {prod(shape):,} elements, beyond exact JSON integers")
         tensors.append({"name": decl["name"], "dtype": dtypes.get(decl["dtype"], decl["dtype"]), "shape": shape,
-                        "strides": _strides(shape)})
+                        "strides": contiguous_strides(shape)})
     variables = [name for name, axis in spec["axes"].items() if axis["role"] == "variable"]
     label = " · ".join(f"{name} = {axes[name]}" for name in variables) + " · " + " · ".join(
         f"{v}" for v in sorted(set(dtypes.values())))

@@ -18,6 +18,7 @@ from math import prod
 from typing import Any
 
 from kernelindex.domain.manifests import Manifest, OperationSpec, build, digest_of
+from kernelindex.domain.specs import contiguous_strides
 from kernelindex.sources.kernelbench.problem_file import ProblemFile
 
 FLOPS_AXIS = "fwd_flops"
@@ -159,11 +160,7 @@ def operation_manifest(problem: ProblemFile, source: str, slug: str, links: dict
 
 def _concrete(tensor: dict[str, Any]) -> dict[str, Any]:
     shape = list(tensor["shape"])
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return {"name": tensor["name"], "dtype": tensor["dtype"], "shape": shape, "strides": list(reversed(strides))}
+    return {"name": tensor["name"], "dtype": tensor["dtype"], "shape": shape, "strides": contiguous_strides(shape)}
 
 
 def workload_manifest(problem: ProblemFile, operation: OperationSpec, found: dict[str, Any]) -> Manifest:

@@ -8,11 +8,12 @@ import io
 import json
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import zstandard
+
+from kernelindex.sources.base import shipped
 
 SHIPPED = "kernelbench.jsonl.zst"
 LICENSE_FILE = "LICENSE-kernelbench.txt"
@@ -62,16 +63,12 @@ class KernelBenchData:
     timings: list[TimingFile] = field(default_factory=list)
 
 
-def shipped_folder() -> Path:
-    return Path(str(resources.files("kernelindex.data").joinpath("kernelbench")))
-
-
 def shipped_path() -> Path:
-    return shipped_folder() / SHIPPED
+    return shipped("kernelbench", SHIPPED)
 
 
 def license_text() -> str:
-    return (shipped_folder() / LICENSE_FILE).read_text(encoding="utf-8")
+    return shipped("kernelbench", LICENSE_FILE).read_text(encoding="utf-8")
 
 
 def _line(data: KernelBenchData, line: dict[str, Any]) -> None:

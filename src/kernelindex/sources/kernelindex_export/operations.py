@@ -11,6 +11,7 @@ from kernelindex.domain.dtypes import DTYPE_BYTES
 from kernelindex.domain.expressions import ExpressionError, evaluate
 from kernelindex.domain.manifests import Manifest, ManifestError, build, digest_of
 from kernelindex.domain.numbers import NumberError, parse_integer
+from kernelindex.domain.specs import contiguous_strides
 from kernelindex.policy.floor import resolved_axes
 
 DETERMINISM = ("deterministic", "nondeterministic", "unspecified")
@@ -106,14 +107,6 @@ def _split_axes(values: dict) -> tuple[dict[str, int], dict[str, Any]]:
     return axes, params
 
 
-def _contiguous(shape: list[int]) -> list[int]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return list(reversed(strides))
-
-
 def map_workload(row: dict, operation: Manifest) -> Manifest:
     """A WorkloadCase: their axes and input shapes, plus every output's shape from the operation's
     shape expressions, so floor-v1 can count the writes."""
@@ -136,7 +129,8 @@ def map_workload(row: dict, operation: Manifest) -> Manifest:
                 shape = [evaluate(d, bound) for d in decl["shape"]]
             except ExpressionError as exc:
                 raise RowSkipped(f"no floor possible: the shape of {decl['name']!r} cannot be bound ({exc})") from None
-        tensors.append({"name": decl["name"], "dtype": decl["dtype"], "shape": shape, "strides": _contiguous(shape)})
+        tensors.append({"name": decl["name"], "dtype": decl["dtype"], "shape": shape,
+                        "strides": contiguous_strides(shape)})
     label = " · ".join(f"{k} = {v}" for k, v in (spec.get("axes") or {}).items())
     try:
         return build(

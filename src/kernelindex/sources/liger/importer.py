@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.manifests import Manifest, ManifestError
-from kernelindex.sources.base import FileTransport, ImportReport, Transport
+from kernelindex.sources.base import FileTransport, ImportReport, Transport, shipped
 from kernelindex.sources.liger.normalize import SOURCE, Normalizer, RowProblem
 from kernelindex.sources.liger.parse import DUPLICATE_ROW, Rejected, parse_csv
 
@@ -23,7 +22,7 @@ BUNDLED_FILES = (MAIN_FILE, "all_benchmark_data_cutile.csv", "all_benchmark_data
 
 
 def bundled_csv_path(name: str = MAIN_FILE) -> Path:
-    return Path(str(resources.files("kernelindex.data").joinpath("liger", name)))
+    return shipped("liger", name)
 
 
 def bundled_csv_paths() -> list[Path]:

@@ -21,10 +21,11 @@ from kernelindex.domain.manifests import (
     build,
     digest_of,
 )
+from kernelindex.domain.specs import contiguous_strides
 from kernelindex.domain.units import ms_to_ns
 from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
 from kernelindex.policy.floor import resolved_axes
-from kernelindex.sources.base import SharedManifests, source_manifest
+from kernelindex.sources.base import SharedManifests, shipped, source_manifest
 from kernelindex.sources.liger.parse import LigerRow
 from kernelindex.sources.liger.protocols import latency_protocol, memory_protocol
 
@@ -308,16 +309,6 @@ def _x_binding(row: LigerRow, kernel: dict, x_axis: str) -> dict[str, int]:
     return {x_axis: row.x_value}
 
 
-def _strides(shape: list[int], order: list[int] | None) -> list[int]:
-    order = order or list(range(len(shape)))
-    strides = [0] * len(shape)
-    step = 1
-    for dim in reversed(order):
-        strides[dim] = step
-        step *= shape[dim]
-    return strides
-
-
 def _workload_manifest(operation: OperationSpec, axes: dict, dtypes: dict, params: dict, kernel: dict) -> WorkloadCase:
     spec = operation.model_dump(mode="json")["spec"]
     full_axes = resolved_axes(spec, {"axes": axes})
@@ -330,7 +321,8 @@ def _workload_manifest(operation: OperationSpec, axes: dict, dtypes: dict, param
             raise RowProblem(str(exc)) from None
         dtype = dtypes.get(decl["dtype"], decl["dtype"])
         tensors.append(
-            {"name": decl["name"], "dtype": dtype, "shape": shape, "strides": _strides(shape, orders.get(decl["name"]))}
+            {"name": decl["name"], "dtype": dtype, "shape": shape,
+             "strides": contiguous_strides(shape, orders.get(decl["name"]))}
         )
     label = " · ".join(f"{k} = {v}" for k, v in axes.items() if spec["axes"].get(k, {}).get("role") != "derived")
     return build(
@@ -341,6 +333,4 @@ def _workload_manifest(operation: OperationSpec, axes: dict, dtypes: dict, param
 
 
 def _notice_text(name: str) -> str:
-    from importlib import resources
-
-    return resources.files("kernelindex.data").joinpath("liger", name).read_text(encoding="utf-8")
+    return shipped("liger", name).read_text(encoding="utf-8")
