@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -29,13 +30,19 @@ def _bind(fn_of: Callable[[Adapter], Callable[..., Any]], arg: str, out: str) ->
     return bind
 
 
+def _liger_instance(module: str, symbol: str, kwargs: dict[str, Any]) -> Callable[..., Any]:
+    """Liger's module class, imported when its adapter binds (listing the adapter needs no Liger)."""
+    return getattr(importlib.import_module(module), symbol)(**kwargs)
+
+
 def _adapters(slug: str, baseline: Adapter, liger_module: str, liger_symbol: str,
-              liger: Callable[[], Callable[..., Any]], plain: Callable[[], Callable[..., Any]],
-              compiled_symbol: str, arg: str = "x", out: str = "y") -> list[Adapter]:
+              plain: Callable[[], Callable[..., Any]], compiled_symbol: str, arg: str = "x", out: str = "y",
+              liger_kwargs: dict[str, Any] | None = None) -> list[Adapter]:
     return [
         baseline,
         Adapter("liger", slug, f"liger-kernel-{slug}", "Liger", "liger-kernel", "triton", liger_module, liger_symbol,
-                LIGER, (liger_module,), _bind(lambda a: liger(), arg, out)),
+                LIGER, (liger_module,),
+                _bind(lambda a: _liger_instance(liger_module, liger_symbol, liger_kwargs or {}), arg, out)),
         Adapter("torch-compile", slug, f"torch-compile-{slug}", "torch.compile", "pytorch", "python", "torch",
                 f"compile({compiled_symbol})", ("torch", "triton"), ("torch._inductor",),
                 _bind(lambda a: compiled(a, plain), arg, out)),
@@ -49,17 +56,11 @@ def _torch_softmax() -> Callable[..., Any]:
     return torch.nn.Softmax(dim=-1)
 
 
-def _liger_softmax() -> Callable[..., Any]:
-    from liger_kernel.transformers.softmax import LigerSoftmax
-
-    return LigerSoftmax()
-
-
 def _softmax_adapters() -> list[Adapter]:
     baseline = Adapter("baseline", "softmax", "pytorch-softmax", "PyTorch nn.Softmax", "pytorch", "python", "torch.nn",
                        "Softmax", ("torch",), ("torch.nn",), _bind(lambda a: _torch_softmax(), "x", "y"),
                        role="baseline")
-    return _adapters("softmax", baseline, "liger_kernel.transformers.softmax", "LigerSoftmax", _liger_softmax,
+    return _adapters("softmax", baseline, "liger_kernel.transformers.softmax", "LigerSoftmax",
                      _torch_softmax, "torch.nn.Softmax(dim=-1)")
 
 
@@ -90,17 +91,11 @@ def sparsemax_reference(x: Tensors) -> Tensors:
     return {"y": _sparsemax(x["x"].double())}
 
 
-def _liger_sparsemax() -> Callable[..., Any]:
-    from liger_kernel.transformers.sparsemax import LigerSparsemax
-
-    return LigerSparsemax(dim=-1)
-
-
 def _sparsemax_adapters() -> list[Adapter]:
     baseline = ours("sparsemax", "activations.sparsemax", _bind(lambda a: sparsemax, "x", "y"),
                     "PyTorch sparsemax (KernelIndex baseline)")
     return _adapters("sparsemax", baseline, "liger_kernel.transformers.sparsemax", "LigerSparsemax",
-                     _liger_sparsemax, lambda: sparsemax, "kernelindex.runner.ops.activations.sparsemax")
+                     lambda: sparsemax, "kernelindex.runner.ops.activations.sparsemax", liger_kwargs={"dim": -1})
 
 
 # --- relu-squared ---------------------------------------------------------------------------------
@@ -111,17 +106,11 @@ def relu_squared(x: torch.Tensor) -> torch.Tensor:
     return torch.relu(x).square()
 
 
-def _liger_relu_squared() -> Callable[..., Any]:
-    from liger_kernel.transformers.relu_squared import LigerReLUSquared
-
-    return LigerReLUSquared()
-
-
 def _relu_squared_adapters() -> list[Adapter]:
     baseline = ours("relu-squared", "activations.relu_squared", _bind(lambda a: relu_squared, "x", "y"),
                     "PyTorch relu(x)² (KernelIndex baseline)")
     return _adapters("relu-squared", baseline, "liger_kernel.transformers.relu_squared", "LigerReLUSquared",
-                     _liger_relu_squared, lambda: relu_squared, "kernelindex.runner.ops.activations.relu_squared")
+                     lambda: relu_squared, "kernelindex.runner.ops.activations.relu_squared")
 
 
 # --- megatron-swiglu ------------------------------------------------------------------------------
@@ -137,17 +126,11 @@ def silu_and_mul_reference(x: Tensors) -> Tensors:
     return {"out": silu_and_mul(x["y"].double())}
 
 
-def _liger_megatron_swiglu() -> Callable[..., Any]:
-    from liger_kernel.megatron import LigerMegatronSwiGLU
-
-    return LigerMegatronSwiGLU()
-
-
 def _megatron_swiglu_adapters() -> list[Adapter]:
     baseline = ours("megatron-swiglu", "activations.silu_and_mul", _bind(lambda a: silu_and_mul, "y", "out"),
                     "PyTorch silu(gate) · up (KernelIndex baseline)")
     return _adapters("megatron-swiglu", baseline, "liger_kernel.megatron", "LigerMegatronSwiGLU",
-                     _liger_megatron_swiglu, lambda: silu_and_mul, "kernelindex.runner.ops.activations.silu_and_mul",
+                     lambda: silu_and_mul, "kernelindex.runner.ops.activations.silu_and_mul",
                      arg="y", out="out")
 
 
