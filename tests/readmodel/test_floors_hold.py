@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kernelindex.catalog.db import Catalog
-from kernelindex.readmodel.attainable import attainable_bandwidths
-from kernelindex.readmodel.loading import load_all_operations
+from kernelindex.readmodel.loading import attainable_now, load_all_operations
 from kernelindex.readmodel.rows import floor_for
 
 
@@ -41,7 +40,7 @@ def test_no_run_is_under_either_floor(catalog: Catalog) -> None:
 def test_the_attainable_bandwidth_is_the_best_seen_on_the_gpu(catalog: Catalog) -> None:
     """The jsd torch.compile run moved 4.245 TB/s against a 3.99–4.07 TB/s "measured read ceiling":
     the attainable bandwidth of the H200 is at least what that run sustained, and below the datasheet."""
-    seen = attainable_bandwidths(catalog, catalog.version())["h200"]
+    seen = attainable_now(catalog)["h200"]
     jsd = load_all_operations(catalog)["jsd"]
     run = next(r for r in jsd.runs if r.run_id == "61d2e8d320a754e2")
     physical, attainable = floor_for(jsd, run.workload, run.environment, run.protocol)

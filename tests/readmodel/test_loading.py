@@ -20,7 +20,7 @@ AT = datetime(2026, 1, 2, tzinfo=UTC)
 
 
 def _snapshot(data: OperationData) -> dict[str, Any]:
-    fields = {f.name: getattr(data, f.name) for f in dataclasses.fields(data) if f.name != "catalog"}
+    fields = {f.name: getattr(data, f.name) for f in dataclasses.fields(data) if f.name != "memo"}
     fields["order"] = {k: list(fields[k]) for k in ("workloads", "implementations", "projects", "protocols",
                                                       "environments", "suites")}
     return fields

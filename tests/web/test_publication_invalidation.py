@@ -16,6 +16,8 @@ from kernelindex.catalog.lifecycle import retract
 from kernelindex.catalog.models import CatalogChangeRow, CatalogStateRow, ObjectRow
 from kernelindex.readmodel.loading import load_all_operations, load_operation
 from kernelindex.readmodel.operations import operation_page
+from kernelindex.trust.bundles import bundled_bundles, publish_bundle
+from kernelindex.trust.keys import bundled_runner_keys
 from kernelindex.web.app import create_app
 
 
@@ -90,11 +92,43 @@ def test_publishing_another_operation_keeps_rope_loaded(liger_catalog: Catalog) 
     assert load_operation(liger_catalog, other).version > rope.version
 
 
-def test_verified_runs_change_every_operation(liger_catalog: Catalog) -> None:
-    """An attested run may raise a GPU's attainable bandwidth, which every attainable floor divides by."""
-    from kernelindex.catalog.changes import touched_operations
+def test_verified_runs_change_their_operation_and_the_attainable_inputs(liger_catalog: Catalog) -> None:
+    """An attested run may raise a GPU's attainable bandwidth: recorded as such, not as every operation."""
+    from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE, touched_operations
 
     with liger_catalog.engine.connect() as conn:
-        assert touched_operations(conn, [], {}, ["sha256:" + "0" * 64]) is None
+        assert touched_operations(conn, [], {}, ["sha256:" + "0" * 64]) == {MAY_MOVE_ATTAINABLE}
+        environment = ("ExecutionEnvironment", "sha256:" + "3" * 64, {"spec": {}})
+        assert touched_operations(conn, [environment], {}, []) == {MAY_MOVE_ATTAINABLE}
         assert touched_operations(conn, [("BenchmarkProtocol", "sha256:" + "1" * 64, {"spec": {}})], {}, []) == set()
         assert touched_operations(conn, [("TrustedRunner", "sha256:" + "2" * 64, {"spec": {}})], {}, []) is None
+
+
+def test_a_verified_bundle_reloads_only_operations_whose_floor_moved(liger_catalog: Catalog) -> None:
+    """Issue 23 item 6: a verified bundle of one operation reloads that operation, re-attaches the new
+    attainable figure to the operations on a GPU whose figure moved, and leaves every other one as it was.
+    The shipped H200 environments measured write ceilings of 4.631 (swiglu-mlp), 4.640 (sparsemax) and
+    4.646 TB/s (kl-div): the H200's attainable bandwidth is the best of them published so far."""
+    bundled_runner_keys(liger_catalog, actor="pytest")
+    shipped = {path.name: path for path in bundled_bundles()}
+    publish_bundle(liger_catalog, shipped["h200-swiglu-mlp-20261130"], actor="pytest")
+    before = load_all_operations(liger_catalog)
+    assert before["swiglu-mlp"].attainable["h200"].bandwidth_bytes_per_s == 4.631e12
+    elsewhere = [slug for slug, data in before.items() if "h200" not in data.gpu_slugs]
+    assert len(elsewhere) > 20  # Liger's operations measured on other GPUs only
+
+    publish_bundle(liger_catalog, shipped["h200-kl-div-20261130"], actor="pytest")  # raises the H200's figure
+    raised = load_all_operations(liger_catalog)
+    assert raised["kl-div"].version > before["kl-div"].version
+    assert raised["swiglu-mlp"].attainable["h200"].bandwidth_bytes_per_s == 4.646e12
+    assert raised["swiglu-mlp"].memo is before["swiglu-mlp"].memo  # its rows were not loaded again
+    assert all(raised[slug] is before[slug] for slug in elsewhere if slug != "kl-div")
+
+    publish_bundle(liger_catalog, shipped["h200-sparsemax-20261130"], actor="pytest")  # below the figure
+    after = load_all_operations(liger_catalog)
+    assert after["sparsemax"] is not raised["sparsemax"]
+    assert [slug for slug in after if slug != "sparsemax" and after[slug] is not raised[slug]] == []
+    with liger_catalog.engine.connect() as conn:
+        version = conn.execute(select(CatalogStateRow.version)).scalar_one()
+        recorded = conn.execute(select(CatalogChangeRow.operation).where(CatalogChangeRow.version == version))
+        assert None not in set(recorded.scalars())  # not "every operation"

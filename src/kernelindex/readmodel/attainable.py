@@ -1,19 +1,27 @@
 """The attainable bandwidth of each GPU (docs/design.md §5): the best it has been seen to sustain — the highest
 of the ceilings a KernelIndex runner measured on it (copy, read-only, write-only) and of the rate every
 verified run on it moved its compulsory bytes at. The attainable floor divides by it, so no verified
-run is ever under that floor; the physical floor (the datasheet's) stands beside it."""
+run is ever under that floor; the physical floor (the datasheet's) stands beside it.
+
+The figures are kept per version of their inputs (``Versions.attainable``); each verified operation's
+best rate per GPU is derived once per loaded operation, so a publication that adds a verified run to
+one operation recomputes that operation's rates and a maximum over the others' kept ones."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
 
 import orjson
 from sqlalchemy import select
 
 from kernelindex import registry
+from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
 from kernelindex.policy.floor import Attainable, compulsory_traffic
 from kernelindex.readmodel.cache import READ_CACHE
-from kernelindex.readmodel.loading import OperationData, load_operation
+from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 
 VERIFIED = ("verified", "replicated")
@@ -21,14 +29,16 @@ CEILINGS = (("copy_bandwidth_bytes_per_s", "copy"), ("read_bandwidth_bytes_per_s
             ("write_bandwidth_bytes_per_s", "write-only"))
 
 
-def attainable_bandwidths(catalog: Catalog, version: int) -> dict[str, Attainable]:
+def attainable_bandwidths(catalog: Catalog, version: int,
+                          load: Callable[[str], OperationData]) -> dict[str, Attainable]:
     """Per GPU slug, the best bandwidth seen sustained on it and what sustained it (GPUs no runner
-    measured and no verified run ran on are absent: they have the physical floor only)."""
-    return READ_CACHE.get(catalog, ("attainable-bandwidths",), lambda: _compute(catalog, version), version=version,
-                          scope="attainable-bandwidths")
+    measured and no verified run ran on are absent: they have the physical floor only). ``version``:
+    of the figures' inputs; ``load``: an operation by slug, as stored (``readmodel.loading``)."""
+    return READ_CACHE.get(catalog, ("attainable-bandwidths",), lambda: _compute(catalog, load), version=version,
+                          scope=MAY_MOVE_ATTAINABLE)
 
 
-def _compute(catalog: Catalog, version: int) -> dict[str, Attainable]:
+def _compute(catalog: Catalog, load: Callable[[str], OperationData]) -> dict[str, Attainable]:
     with catalog.engine.connect() as conn:
         environments = conn.execute(
             select(ObjectRow.body).where(ObjectRow.kind == "ExecutionEnvironment")).scalars().all()
@@ -39,7 +49,9 @@ def _compute(catalog: Catalog, version: int) -> dict[str, Attainable]:
     for body in environments:
         _offer_ceilings(best, orjson.loads(body)["spec"])
     for slug in sorted(s for s in verified_operations if s):
-        _offer_runs(best, load_operation(catalog, slug))
+        data = load(slug)
+        for gpu, (rate, source) in data.derived("verified-rates", partial(_verified_rates, data)).items():
+            _offer(best, gpu, rate, source)
     return best
 
 
@@ -58,7 +70,9 @@ def _offer_ceilings(best: dict[str, Attainable], spec: dict) -> None:
                    f"the {kind} ceiling a KernelIndex runner measured on {gpu.short} (the best it has sustained)")
 
 
-def _offer_runs(best: dict[str, Attainable], data: OperationData) -> None:
+def _verified_rates(data: OperationData) -> dict[str, tuple[float, str]]:
+    """Per GPU, the best rate a verified run of this operation moved its compulsory bytes at."""
+    best: dict[str, Attainable] = {}
     for run in data.runs:
         gpu = data.gpu_of(run.environment)
         if gpu is None or not run.eligible or run.evidence not in VERIFIED or not run.median_ns:
@@ -70,3 +84,4 @@ def _offer_runs(best: dict[str, Attainable], data: OperationData) -> None:
         _offer(best, gpu.slug, moved / (run.median_ns * 1e-9),
                f"verified run {run.run_id} ({data.slug}, {region}) moved its compulsory bytes at this rate on "
                f"{gpu.short}, the best seen sustained there")
+    return {gpu: (a.bandwidth_bytes_per_s, a.source) for gpu, a in best.items()}

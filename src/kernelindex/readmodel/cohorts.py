@@ -62,6 +62,11 @@ def rankable(run: Run) -> Rankable:
 
 
 def cohorts_of(data: OperationData) -> dict[str, Cohort]:
+    """The operation's cohorts by key, each ranked: computed once per loaded operation."""
+    return data.derived("cohorts", lambda: _cohorts(data))
+
+
+def _cohorts(data: OperationData) -> dict[str, Cohort]:
     grouped: dict[str, list[Run]] = defaultdict(list)
     for run in data.runs:
         grouped[run.cohort_key].append(run)

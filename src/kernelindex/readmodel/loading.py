@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial, wraps
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -36,19 +36,20 @@ from kernelindex.domain.manifests import (
     WorkloadSuite,
 )
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency
-from kernelindex.policy.eligibility import EligibilityFacts, SampleCount, eligibility, stored_latency_problems
-from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, replication_peers
+from kernelindex.policy.eligibility import stored_latency_problems
+from kernelindex.policy.floor import Attainable
 from kernelindex.policy.usability import usability
+from kernelindex.readmodel.attainable import attainable_bandwidths
 from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.derive import derive_policy
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.operation_data import OperationData, RetractionFact, Run, SupersessionFact
-from kernelindex.readmodel.physical_floors import PhysicalFloors
-from kernelindex.readmodel.replication import ReplicationPeer, replication_of
 from kernelindex.readmodel.stored_runs import UnreadableRun, stored_spec
 from kernelindex.readmodel.versions import VERSIONS, Versions
 
 log = logging.getLogger("kernelindex.readmodel")
 ALL_KEY = ("operation-data-all",)
+ATTACHED = "operation-with-attainable"  # the stored operation with its GPUs' attainable bandwidths
 ONE_BY_ONE = 8  # more operations to load than this: one pass over every table instead
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -73,13 +74,46 @@ def _gc_paused(load: Callable[P, T]) -> Callable[P, T]:
 
 def load_operation(catalog: Catalog, slug: str) -> OperationData:
     """Everything one operation's answers need, loaded once per version of that operation (the last
-    catalog version that changed it: ``readmodel.versions``)."""
-    return _operation_at(catalog, slug, VERSIONS.current(catalog).of(slug))
+    catalog version that changed it: ``readmodel.versions``), with its GPUs' attainable bandwidths."""
+    versions = VERSIONS.current(catalog)
+    return _with_attainable(catalog, versions, stored_operation(catalog, slug, versions.of(slug)))
 
 
-def _operation_at(catalog: Catalog, slug: str, version: int) -> OperationData:
+def loaded_operation(catalog: Catalog, slug: str) -> OperationData | None:
+    """The operation as ``load_operation`` answers it, if this worker holds it already; loads nothing."""
+    versions = VERSIONS.current(catalog)
+    return READ_CACHE.peek(catalog, (ATTACHED, slug, versions.attainable), versions.of(slug), scope=slug)
+
+
+def stored_operation(catalog: Catalog, slug: str, version: int) -> OperationData:
+    """The operation as its rows say at ``version``, without attainable bandwidths (they depend on
+    other operations' runs): the first cache level (docs/caching.md)."""
     return READ_CACHE.get(catalog, ("operation-data", slug), lambda: _load(catalog, slug, version), version=version,
                           scope=slug, long_lived=True)
+
+
+def attainable_now(catalog: Catalog) -> dict[str, Attainable]:
+    """Per GPU slug, the attainable bandwidth at the catalog's current version (``readmodel.attainable``)."""
+    versions = VERSIONS.current(catalog)
+    return attainable_bandwidths(catalog, versions.attainable,
+                                 lambda slug: stored_operation(catalog, slug, versions.of(slug)))
+
+
+def _with_attainable(catalog: Catalog, versions: Versions, stored: OperationData) -> OperationData:
+    """The stored operation with the attainable bandwidths of its GPUs attached: the same object while
+    none of them moves, so a verified run elsewhere reloads nothing here unless it moved a figure of
+    one of this operation's GPUs. The copy shares the stored object's runs and derived values."""
+    def attach() -> OperationData:
+        figures = attainable_now(catalog)
+        mine = {gpu: figures[gpu] for gpu in sorted(stored.gpu_slugs) if gpu in figures}
+        if mine == stored.attainable:
+            return stored
+        return READ_CACHE.get(catalog, (ATTACHED, stored.slug, tuple(mine.items())),
+                              lambda: replace(stored, attainable=mine, memo=stored.memo),
+                              version=stored.version, scope=stored.slug)
+
+    return READ_CACHE.get(catalog, (ATTACHED, stored.slug, versions.attainable), attach, version=stored.version,
+                          scope=stored.slug)
 
 
 def load_all_operations(catalog: Catalog) -> dict[str, OperationData]:
@@ -87,8 +121,11 @@ def load_all_operations(catalog: Catalog) -> dict[str, OperationData]:
     answers for its slug: after a publication only the operations it changed are loaded again (one by
     one when they are few, else in one pass of a few whole-table queries)."""
     versions = VERSIONS.current(catalog)
-    return READ_CACHE.get(catalog, ALL_KEY, lambda: _all_at(catalog, versions), version=versions.catalog,
-                          long_lived=True)
+
+    def attached() -> dict[str, OperationData]:
+        return {slug: _with_attainable(catalog, versions, data) for slug, data in _all_at(catalog, versions).items()}
+
+    return READ_CACHE.get(catalog, ALL_KEY, attached, version=versions.catalog, long_lived=True)
 
 
 def _all_at(catalog: Catalog, versions: Versions) -> dict[str, OperationData]:
@@ -98,7 +135,7 @@ def _all_at(catalog: Catalog, versions: Versions) -> dict[str, OperationData]:
     missing = [s for s in slugs if READ_CACHE.peek(catalog, ("operation-data", s), versions.of(s), scope=s) is None]
     if len(missing) > ONE_BY_ONE:
         return _load_all(catalog, versions)
-    return {slug: _operation_at(catalog, slug, versions.of(slug)) for slug in slugs}
+    return {slug: stored_operation(catalog, slug, versions.of(slug)) for slug in slugs}
 
 
 def operation_slug_of(conn: Connection, digest: str) -> str:
@@ -167,7 +204,7 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         bodies.update({d: orjson.loads(b) for d, b in workload_rows})
         projects = dict(sorted(_bodies(conn, _project_refs(bodies)).items()))
     operation = OperationSpec.model_validate_json(op_row.body)
-    return _assemble(catalog, version, slug, operation, digest, rows, bodies, projects, facts)
+    return _assemble(version, slug, operation, digest, rows, bodies, projects, facts)
 
 
 def _facts_of_runs(conn: Connection, run_digests: list[str] | None) -> _Facts:
@@ -211,7 +248,7 @@ def _load_all(catalog: Catalog, versions: Versions) -> dict[str, OperationData]:
         bodies = {d: every[d] for d in _refs(op_rows) if d in every}
         bodies.update({d: every[d] for d in workloads_of.get(digest, [])})
         projects = {d: every[d] for d in sorted(_project_refs(bodies)) if d in every}
-        assemble = partial(_assemble, catalog, versions.of(slug), slug, OperationSpec.model_validate_json(body), digest,
+        assemble = partial(_assemble, versions.of(slug), slug, OperationSpec.model_validate_json(body), digest,
                            op_rows, bodies, projects, facts)
         loaded[slug] = READ_CACHE.get(catalog, ("operation-data", slug), assemble, version=versions.of(slug),
                                       scope=slug)
@@ -232,7 +269,7 @@ def _sources(conn: Connection) -> dict[str, Source]:
     return {m.spec.name: m for m in manifests}
 
 
-def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpec, digest: str, rows: Sequence[Any],
+def _assemble(version: int, slug: str, operation: OperationSpec, digest: str, rows: Sequence[Any],
               bodies: dict[str, dict], projects: dict[str, dict], facts: _Facts) -> OperationData:
     loaded, unreadable = _readable_runs(rows, facts)
     runs = [r for r in loaded if is_latency(r.metric)]
@@ -254,14 +291,13 @@ def _assemble(catalog: Catalog, version: int, slug: str, operation: OperationSpe
         usable,
         facts.trusted,
         version,
-        catalog,
         facts.sources,
         [r for r in loaded if r.metric == PEAK_MEMORY_METRIC],
         [r for r in loaded if r.metric.startswith("score:")],
         facts.typed_as(WorkloadSuite, by_kind.get("WorkloadSuite", {})),
         unreadable,
     )
-    _derive_policy(data)
+    derive_policy(data)
     return data
 
 
@@ -318,70 +354,3 @@ def _readable_runs(rows: Sequence[Any], facts: _Facts) -> tuple[list[Run], dict[
             log.warning("run %s is left out of the read model: %s", row[1], exc)
             unreadable[row[0]] = str(exc)
     return loaded, unreadable
-
-
-def sample_count(run: Run, data: OperationData) -> SampleCount:
-    """The run's samples against the minimum it was held to (runner v3 records it; else its protocol's
-    repetitions.count), with the reason it gave for stopping short, or the stop reason it recorded."""
-    timing = run.spec.timing
-    minimum = timing.min_samples if timing.min_samples is not None else \
-        data.protocols[run.protocol].spec.repetitions.count
-    return SampleCount(timing.samples, minimum, timing.raw.get("stop_reason") or timing.under_sampled,
-                       declared=timing.under_sampled is not None)
-
-
-def _derive_policy(data: OperationData) -> None:
-    facts = []
-    floors = PhysicalFloors(data)
-    for run in data.runs:
-        run.eligibility = eligibility(
-            EligibilityFacts(
-                status=run.status,
-                published=True,
-                retracted=run.retracted is not None,
-                superseded=run.superseded_by is not None,
-                median_ns=run.median_ns,
-                samples=sample_count(run, data),
-                invalid_stored=run.invalid_stored,
-                physical_floor_ns=floors.get(run),
-            )
-        )
-        usable = data.usability.get(run.implementation)
-        gpu = data.gpu_of(run.environment)
-        correctness = run.spec.correctness
-        facts.append(
-            EvidenceFacts(
-                run=run.digest,
-                implementation=run.implementation,
-                workload=run.workload,
-                gpu=gpu.slug if gpu else data.environments[run.environment].spec.hardware.product,
-                median_ns=run.median_ns,
-                runner_key_id=run.spec.runner.key_id if run.spec.runner else None,
-                attested=run.attested,
-                correctness_passed=bool(correctness.checked and correctness.passed),
-                public_source=bool(usable and usable.source_url),
-                pinned_install=bool(usable and usable.install_command),
-                raw_samples=bool(run.spec.timing.samples_digest),
-                region=data.protocols[run.protocol].spec.timed_region,
-                statistic="device" if run.spec.timing.method == "cupti-device-time" else "",
-            )
-        )
-    levels = evidence_levels(facts, set(data.trusted_keys))
-    for run in data.runs:
-        run.evidence = levels[run.digest]
-    _derive_replication(data, facts)
-
-
-def _derive_replication(data: OperationData, facts: list[EvidenceFacts]) -> None:
-    peers = replication_peers(facts, set(data.trusted_keys))
-    run_ids = {run.digest: run.run_id for run in data.runs}
-    key_of = {f.run: f.runner_key_id for f in facts}
-    for run in data.runs:
-        found = [
-            ReplicationPeer(run_ids[p.run], data.trusted_keys.get(p.runner_key_id, p.runner_key_id), p.runner_key_id,
-                            p.median_ns, p.agrees)
-            for p in peers.get(run.digest, [])
-        ]
-        if found and run.median_ns is not None:
-            key = key_of[run.digest] or ""
-            run.replication = replication_of(data.trusted_keys.get(key, key), run.median_ns, found)

@@ -1,14 +1,18 @@
 """What the read model holds of one operation: its runs and the manifests they name, typed, with
-the policy facts derived once at load (``readmodel.loading`` builds them)."""
+the policy facts derived once at load (``readmodel.loading`` builds them), and what is derived from
+them on first use (its cohorts ranked, their summaries per day) kept on the object itself: the first
+cache level (docs/caching.md). The object knows nothing of the catalog it came from; the attainable
+bandwidths of its GPUs, which move with other operations' verified runs, are attached to a shallow
+copy by ``readmodel.loading`` and are the only thing in it that does not come from its own rows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from kernelindex import registry
-from kernelindex.catalog.db import Catalog
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.manifests import (
     BenchmarkProtocol,
@@ -24,8 +28,11 @@ from kernelindex.domain.manifests import (
 from kernelindex.domain.specs import BenchmarkRunBody, MemoryFigure, ScoreFigure
 from kernelindex.policy.cohorts import metric_of
 from kernelindex.policy.eligibility import Eligibility
+from kernelindex.policy.floor import Attainable
 from kernelindex.policy.usability import Usability
 from kernelindex.readmodel.replication import Replication
+
+T = TypeVar("T")
 
 
 class RetractionFact(TypedDict):
@@ -131,8 +138,7 @@ class OperationData:
     environments: dict[str, ExecutionEnvironment]
     usability: dict[str, Usability]  # per implementation digest
     trusted_keys: dict[str, str]  # key id → runner name
-    version: int
-    catalog: Catalog  # the catalog this was loaded from, at ``version``
+    version: int  # the operation's own version (``readmodel.versions``) it was loaded at
     sources: dict[str, Source] = field(default_factory=dict)  # Source manifests by source name
     # Runs of a second metric (peak memory): kept apart, so nothing that ranks or counts latency
     # (cohorts, eligibility counts, records, search) ever sees them.
@@ -142,6 +148,25 @@ class OperationData:
     suites: dict[str, WorkloadSuite] = field(default_factory=dict)  # the suites the score runs name
     # Stored runs left out because their required parts cannot be read: why, by digest.
     unreadable: dict[str, str] = field(default_factory=dict)
+    # The attainable bandwidth of each of its GPUs that has one (``readmodel.attainable``), attached by
+    # ``readmodel.loading.load_operation``; the attainable floor divides by it.
+    attainable: Mapping[str, Attainable] = field(default_factory=dict)
+    # What was derived from the runs above on first use, by name. Shared by the copies that differ only
+    # in ``attainable``, so nothing that depends on it is kept here.
+    memo: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, once per loaded operation (two threads may both compute it; one result is kept)."""
+        if key not in self.memo:
+            self.memo.setdefault(key, compute())
+        return self.memo[key]
+
+    @property
+    def gpu_slugs(self) -> frozenset[str]:
+        """The GPUs of its environments (those the registry knows)."""
+        def compute() -> frozenset[str]:
+            return frozenset(gpu.slug for env in self.environments if (gpu := self.gpu_of(env)) is not None)
+        return self.derived("gpu-slugs", compute)
 
     @property
     def title(self) -> str:

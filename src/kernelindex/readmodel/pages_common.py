@@ -15,7 +15,6 @@ from kernelindex.policy.ratios import ratio
 from kernelindex.policy.records import RecordEvent
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
-from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.cohorts import Cohort, cohort_record_events, cohorts_of
 from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
@@ -128,8 +127,7 @@ def cohort_summaries(data: OperationData, now: datetime) -> list[CohortSummary]:
         summaries = [_summary(data, cohort, now) for cohort in cohorts_of(data).values()]
         return sorted(summaries, key=lambda c: (c.operation, labels.natural_key(c.workload_label), c.label))
 
-    return READ_CACHE.get(data.catalog, ("cohort-summaries", data.slug, now.date().isoformat()), compute,
-                          version=data.version, scope=data.slug)
+    return data.derived(("cohort-summaries", now.date().isoformat()), compute)
 
 
 def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummary:

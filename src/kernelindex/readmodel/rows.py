@@ -13,7 +13,6 @@ from kernelindex.policy.selection import (
     baseline_multiple,
 )
 from kernelindex.policy.staleness import is_stale
-from kernelindex.readmodel.attainable import attainable_bandwidths
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.labels import (
     implementation_slug,
@@ -24,7 +23,6 @@ from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
 from kernelindex.readmodel.ranking_notes import host_bound_label
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
-from kernelindex.readmodel.versions import VERSIONS
 
 
 def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
@@ -61,8 +59,7 @@ def floor_for(
         return None  # an operation that declares no tensors (their shapes not known): no floor to estimate
     region = data.protocols[protocol].spec.timed_region if protocol else "forward"
     physical = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
-    # It moves only with a change to every operation (catalog/changes.py), so the last such version keys it.
-    seen = attainable_bandwidths(data.catalog, VERSIONS.current(data.catalog).everything).get(gpu.slug)
+    seen = data.attainable.get(gpu.slug)
     attainable = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug,
                                 attainable=seen) if seen else None
     return physical, attainable

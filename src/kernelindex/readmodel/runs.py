@@ -21,10 +21,11 @@ from kernelindex.policy.ratios import ratio
 from kernelindex.policy.reasons import Reason
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
+from kernelindex.readmodel.derive import sample_count
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
-from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of, sample_count
+from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of
 from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.ranking_notes import host_bound_label
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic

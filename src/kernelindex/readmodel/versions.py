@@ -2,7 +2,12 @@
 records the operations it changed (``catalog/changes.py``); a worker that sees a new catalog version
 reads those records once, so an operation's own version moves only when something of it changed.
 Per-operation data and answers are kept by that version: a publication of rope reloads rope only.
-A version nobody recorded (an older catalog, a hand edit) counts as changing every operation."""
+A version nobody recorded (an older catalog, a hand edit) counts as changing every operation.
+
+One more scope is versioned the same way: the inputs of the GPUs' attainable bandwidths (verified runs,
+runners' measured ceilings), recorded under ``MAY_MOVE_ATTAINABLE`` by a publication that adds or
+corrects one. Its version keys the attainable figures; an operation's answers are kept by the figures
+of its own GPUs, so they move only when one of those figures does (``readmodel/loading.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from kernelindex.catalog.changes import changes_between
+from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE, changes_between
 from kernelindex.catalog.db import Catalog
 
 log = logging.getLogger("kernelindex.readmodel")
@@ -33,6 +38,11 @@ class Versions:
     def of(self, slug: str) -> int:
         """The version of this operation's data: the last catalog version that changed it."""
         return self.changed.get(slug, self.everything)
+
+    @property
+    def attainable(self) -> int:
+        """The version of the attainable bandwidths' inputs: the last catalog version that may have moved one."""
+        return self.of(MAY_MOVE_ATTAINABLE)
 
 
 class VersionTracker:

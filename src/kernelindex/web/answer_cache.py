@@ -9,9 +9,10 @@ and a copy, not routing, parameter checks, a thread hop, template rendering or J
 
 Which version an answer is checked against (``answer_scope``): an answer that depends on one
 operation alone (its page, its runs' and implementations' pages, their twins) against that
-operation's own version, which moves only when a publication changes that operation — so a
-publication or retraction shows there on the very next request, and publications of other
-operations leave it kept. Every other answer (home, records, search, GPUs, indexes, compare) against
+operation's own version and the attainable bandwidths of its GPUs, which move only when a
+publication changes that operation or a verified run raises (or a correction lowers) one of those
+figures — so a publication or retraction shows there on the very next request, and publications of
+other operations leave it kept. Every other answer (home, records, search, GPUs, indexes, compare) against
 the catalog version: when that moved, the previous answer is still served for at most
 ``STALE_FOR_S`` seconds after this worker first saw the newer version, while one background task
 computes the new one (stale-while-revalidate); past that it is computed on the request.
@@ -27,11 +28,16 @@ import asyncio
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from anyio import to_thread
+
+from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cache import READ_CACHE, SITE
+from kernelindex.readmodel.errors import NotFound
+from kernelindex.readmodel.loading import load_operation, loaded_operation
 from kernelindex.readmodel.versions import VERSIONS, Versions
 from kernelindex.web.answer_scope import operation_scope
 from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
@@ -72,7 +78,8 @@ def _path_pattern(routes: Iterable[Any]) -> re.Pattern[str]:
 MAX_KEPT_BYTES = 8 * 1024 * 1024  # one answer; bigger ones (none today) are answered but not kept
 STALE_FOR_S = 10.0  # the longest a site-wide answer is served after a newer catalog version was seen
 ANSWERS = "answers"  # their scope in the read model's cache: one entry per key, replaced when recomputed
-Stamp = tuple[str, int]  # (operation slug, its version) or (SITE, catalog version)
+# (operation slug, its version, its GPUs' attainable bandwidths) or (SITE, catalog version, ())
+Stamp = tuple[str, int, Hashable]
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,7 @@ class AnswerCache:
         # the event loop than a hop to the thread pool and back.
         catalog = state.catalog
         key = ("answer", state.clock().date().isoformat(), scope["path"], scope.get("query_string", b""))
-        stamp = _stamp(VERSIONS.current(catalog), operation_scope(catalog, scope["path"]))
+        stamp = await _stamp(catalog, VERSIONS.current(catalog), operation_scope(catalog, scope["path"]))
         kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
         if isinstance(kept, KeptAnswer) and (kept.stamp == stamp or self._may_serve_stale(state, kept)):
             await _send_kept(kept, scope, send)
@@ -153,7 +160,7 @@ class AnswerCache:
         try:
             async with self._slots:
                 catalog = scope["app"].state.catalog
-                stamp = _stamp(VERSIONS.current(catalog), operation_scope(catalog, scope["path"]))
+                stamp = await _stamp(catalog, VERSIONS.current(catalog), operation_scope(catalog, scope["path"]))
                 await self._answer_and_keep(scope, _no_body(), _discard, key, stamp)
         except Exception:  # the next request computes it instead
             log.warning("computing %s in the background failed", scope["path"], exc_info=True)
@@ -161,8 +168,18 @@ class AnswerCache:
             self._refreshing.discard(marker)
 
 
-def _stamp(versions: Versions, operation: str | None) -> Stamp:
-    return (operation, versions.of(operation)) if operation is not None else (SITE, versions.catalog)
+async def _stamp(catalog: Catalog, versions: Versions, operation: str | None) -> Stamp:
+    """What a kept answer must have been computed at to be served. The operation's attainable figures are
+    known inline when this worker holds the operation; else loading it is left to a thread."""
+    if operation is None:
+        return SITE, versions.catalog, ()
+    data = loaded_operation(catalog, operation)
+    if data is None:
+        try:
+            data = await to_thread.run_sync(load_operation, catalog, operation)
+        except NotFound:  # a page that answers 404: kept by the operation's version alone
+            return operation, versions.of(operation), ()
+    return operation, versions.of(operation), tuple(sorted(data.attainable.items()))
 
 
 def _no_body() -> Receive:
