@@ -244,30 +244,25 @@ def _classify(state: _State, w: _Word) -> bool:
 
 def _free_words(state: _State, words: list[_Word]) -> None:
     i = 0
-    n_max = state.vocab.max_name_words
     while i < len(words):
-        lowered = words[i].text.lower()
-        if lowered in FILLER_WORDS or lowered in RANKING_WORDS:
-            kind = "filler" if lowered in FILLER_WORDS else "ranking"
-            state.tokens.append(Token(words[i].text, words[i].start, words[i].end, kind))
-            i += 1
-            continue
-        if _axis_pair(state, words, i):
-            i += 2
-            continue
-        taken = _exact_ngram(state, words, i, n_max)
-        if taken:
-            i += taken
-            continue
-        if _classify(state, words[i]):
-            i += 1
-            continue
-        taken = _fuzzy_ngram(state, words, i, n_max)
-        if taken:
-            i += taken
-            continue
-        _unknown_word(state, words[i])
-        i += 1
+        i += _read_at(state, words, i)
+
+
+def _read_at(state: _State, words: list[_Word], i: int) -> int:
+    """Read the word at ``i`` (with the words after it where a reading takes several) the first way that
+    fits: a filler or ranking word, an axis and its number, an exact name, a known word, a fuzzy name;
+    else it is an unknown word. Returns how many words were read."""
+    w, n_max = words[i], state.vocab.max_name_words
+    lowered = w.text.lower()
+    if lowered in FILLER_WORDS or lowered in RANKING_WORDS:
+        state.tokens.append(Token(w.text, w.start, w.end, "filler" if lowered in FILLER_WORDS else "ranking"))
+        return 1
+    if _axis_pair(state, words, i):
+        return 2
+    taken = _exact_ngram(state, words, i, n_max) or int(_classify(state, w)) or _fuzzy_ngram(state, words, i, n_max)
+    if not taken:
+        _unknown_word(state, w)
+    return taken or 1
 
 
 def _axis_pair(state: _State, words: list[_Word], i: int) -> bool:
