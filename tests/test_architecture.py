@@ -10,15 +10,16 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "kernelindex"
-_CORE = {"domain", "policy", "registry"}
+_CORE = {"domain", "policy", "registry", "urls"}  # urls: the one URL builder, importing nothing
 # layer → the layers it may import (besides itself). ``__init__`` is kernelindex/__init__.py.
 ALLOWED: dict[str, set[str]] = {
     "__init__": set(),
     "data": set(),
+    "urls": set(),
     "domain": set(),
     "policy": {"domain"},
     "registry": {"domain"},
-    "catalog": {"domain", "policy"},
+    "catalog": {"domain", "policy", "urls"},
     "sources": {"catalog"} | _CORE,
     "readmodel": {"catalog"} | _CORE,
     "resolve": {"readmodel", "catalog"} | _CORE,

@@ -14,12 +14,9 @@ from kernelindex.catalog.db import Catalog
 
 @pytest.fixture(scope="module")
 def site(catalog: Catalog) -> Iterator[TestClient]:
-    from kernelindex.web import search_page
     from kernelindex.web.app import create_app
 
     app: Any = create_app(catalog)
-    if not any(getattr(r, "path", None) == "/search" for r in app.routes):
-        app.include_router(search_page.router)  # until the site's app factory includes it
     with TestClient(app) as client:
         yield client
 

@@ -116,11 +116,12 @@ def test_changes_follow_a_cursor_and_the_atom_feed_lists_them(client: TestClient
 
 def test_challenges_page_is_rendered_once_and_shows_a_new_request_at_once(
         client: TestClient, rope_catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kernelindex.web.asks as asks
+    import kernelindex.web.challenges_page as challenges_page
 
     renders: list[str] = []
-    real_render = asks.render
-    monkeypatch.setattr(asks, "render", lambda template, **kw: renders.append(template) or real_render(template, **kw))
+    real_render = challenges_page.render
+    monkeypatch.setattr(challenges_page, "render",
+                        lambda template, **kw: renders.append(template) or real_render(template, **kw))
     first, again = client.get("/challenges"), client.get("/challenges")
     assert renders == ["challenges.html"]  # the ~1 MB page is rendered once, not per request
     assert first.status_code == again.status_code == 200 and first.content == again.content

@@ -13,7 +13,7 @@ from fastapi.routing import APIRoute
 
 from kernelindex.views import params
 from kernelindex.views.table import VIEWS
-from kernelindex.web import pages, search_page
+from kernelindex.web import view_routes
 from kernelindex.web.api.openapi import _NoCatalog
 from kernelindex.web.app import create_app
 
@@ -28,11 +28,27 @@ def app() -> Any:
 
 
 def test_every_view_mounts_its_page_and_its_json_twin(app: Any) -> None:
-    html = {r.path for r in (*pages.router.routes, *search_page.router.routes)
-            if isinstance(r, APIRoute) and "GET" in (r.methods or set())}
+    html = {r.path for r in view_routes.router.routes if isinstance(r, APIRoute) and "GET" in (r.methods or set())}
     api = {path for path, item in app.openapi()["paths"].items() if "get" in item}
     assert [v.name for v in VIEWS if v.path not in html] == []
     assert [v.name for v in VIEWS if v.api_path not in api] == []
+
+
+def _get_paths(routes: Any) -> list[str]:
+    """The path of every GET route of the app, included routers walked (a path mounted twice is listed twice)."""
+    found = []
+    for route in routes:
+        if (included := getattr(route, "original_router", None)) is not None:
+            found += _get_paths(included.routes)
+        elif isinstance(route, APIRoute) and "GET" in (route.methods or set()):
+            found.append(route.path)
+    return found
+
+
+def test_each_page_and_twin_is_mounted_once(app: Any) -> None:
+    paths = _get_paths(app.router.routes)
+    assert {v.path for v in VIEWS} | {v.api_path for v in VIEWS} <= set(paths)
+    assert sorted({p for p in paths if paths.count(p) > 1}) == []
 
 
 def test_every_parameter_pattern_in_the_api_is_declared_once_in_the_page_table(app: Any) -> None:

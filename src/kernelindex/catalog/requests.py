@@ -22,6 +22,7 @@ from sqlalchemy import Connection, and_, exists, func, insert, or_, select, upda
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
+from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import AttestationRow, MeasurementRequestRow, ObjectRow, RequestReplicaRow, RunRow
 from kernelindex.domain.instants import as_utc
@@ -78,7 +79,7 @@ class MeasurementRequest:
                 "request": self.spec, "workload": self.workload, "askers": self.askers, "state": self.state,
                 "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat(),
                 "age_seconds": round(self.age_seconds(now)), "replicas": [r.to_json() for r in self.replicas],
-                "url": f"/api/v1/requests/{self.id}"}
+                "url": urls.api(urls.measurement_request(self.id))}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from kernelindex import urls
 from kernelindex.cli.common import print_error
 
 
@@ -76,7 +77,7 @@ def http_client(base: str) -> Any:
     """The HTTP client for ``--api`` (tests substitute an in-process one)."""
     import httpx
 
-    return httpx.Client(base_url=base + "/api/v1", timeout=30.0)
+    return httpx.Client(base_url=base + urls.API, timeout=30.0)
 
 
 class HttpBackend:

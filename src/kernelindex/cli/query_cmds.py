@@ -9,12 +9,14 @@ is still printed), 2 usage (bad option or value).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 import yaml
 
+from kernelindex import urls
 from kernelindex.cli.backends import CommandError, backend_for, run_command
 from kernelindex.cli.common import DatabaseOption, print_error
 from kernelindex.cli.renderers import (
@@ -30,7 +32,8 @@ ApiOption = typer.Option(None, "--api", envvar="KERNELINDEX_API", metavar="URL",
                          help="Ask a KernelIndex server (e.g. http://localhost:8000) instead of the local catalog.")
 JsonOption = typer.Option(False, "--json", help="Print the JSON answer (the API's body) instead of tables.")
 KINDS = ("operation", "run", "implementation", "gpu")
-SHOW_PATH = {"operation": "operations", "run": "runs", "implementation": "implementations", "gpu": "gpus"}
+SHOW_PATH: dict[str, Callable[[str], str]] = {"operation": urls.operation, "run": urls.run,
+                                              "implementation": urls.implementation, "gpu": urls.gpu}
 EXIT_CODES = ("Exit codes: 0 answered; 1 error, or some terms were ignored (status partial: the answer for the "
               "rest is printed, each ignored term with its note); 2 usage.")
 
@@ -70,7 +73,7 @@ def search_cmd(
 
     Natural phrasing works: "RoPE, seq 2048, hidden 8192, bf16, on H100".
     """
-    run_command(lambda: _emit_resolution(backend_for(api, database).get("/search", {"q": _query_text(query)}),
+    run_command(lambda: _emit_resolution(backend_for(api, database).get(urls.SEARCH, {"q": _query_text(query)}),
                                          as_json))
 
 
@@ -90,7 +93,7 @@ def resolve_cmd(
         if manifest:
             data = backend.post_resolve(_manifest_body(manifest))
         else:
-            data = backend.get("/search", {"q": _query_text(query)})
+            data = backend.get(urls.SEARCH, {"q": _query_text(query)})
         _emit_resolution(data, as_json)
 
     run_command(action)
@@ -111,7 +114,7 @@ def show_cmd(
         print_error(f"{what}; use ki show KIND ID with KIND one of {', '.join(KINDS)}, or ki show OPERATION")
         raise typer.Exit(2)
     params = {"workload": workload, "cohort": cohort} if kind == "operation" else {}
-    run_command(lambda: emit(backend_for(api, database).get(f"/{SHOW_PATH[kind]}/{ident}", params), as_json,
+    run_command(lambda: emit(backend_for(api, database).get(SHOW_PATH[kind](ident), params), as_json,
                              RENDER_SHOW[kind]))
 
 
@@ -126,7 +129,7 @@ def records_cmd(
 ) -> None:
     """The records ledger: each cohort's holder, margin and history."""
     params = {"operation": operation, "gpu": gpu, "evidence": evidence, "view": view}
-    run_command(lambda: emit(backend_for(api, database).get("/records", params), as_json,
+    run_command(lambda: emit(backend_for(api, database).get(urls.RECORDS, params), as_json,
                              lambda d: render_records(d, limit)))
 
 
@@ -135,7 +138,7 @@ def compare_cmd(
     as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
 ) -> None:
     """Compare runs side by side; a winner only when they share a cohort."""
-    run_command(lambda: emit(backend_for(api, database).get("/compare", {"run": runs}), as_json, render_compare))
+    run_command(lambda: emit(backend_for(api, database).get(urls.COMPARE, {"run": runs}), as_json, render_compare))
 
 
 def register(app: typer.Typer) -> None:

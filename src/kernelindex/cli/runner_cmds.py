@@ -13,6 +13,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from kernelindex import urls
 from kernelindex.catalog.runners import trusted_runner_keys
 from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli, plain_console
 from kernelindex.domain.manifests import OperationSpec, WorkloadCase, digest_of
@@ -154,7 +155,7 @@ def _upload(bundle: Path, server: str, api_key: str | None, as_json: bool) -> No
     try:
         files = read_bundle(bundle)
         checked = verify_bundle(files)  # what is sent is what was checked
-        response = httpx.post(f"{server.rstrip('/')}/api/v1/bundles", content=pack_files(files), timeout=300,
+        response = httpx.post(server.rstrip("/") + urls.api(urls.BUNDLES), content=pack_files(files), timeout=300,
                               headers={"authorization": f"Bearer {api_key}", "content-type": "application/gzip"})
     except BundleError as exc:
         fail(f"bundle refused before upload: {exc}")

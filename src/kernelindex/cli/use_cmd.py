@@ -9,6 +9,7 @@ import typer
 from rich.syntax import Syntax
 from rich.text import Text
 
+from kernelindex import urls
 from kernelindex.cli.backends import LocalBackend, backend_for, run_command
 from kernelindex.cli.common import DatabaseOption, console
 from kernelindex.cli.query_cmds import ApiOption, JsonOption
@@ -18,7 +19,7 @@ from kernelindex.domain.units import format_duration
 def use_answer(api: str | None, database: str | None, text: str) -> dict[str, Any]:
     backend = backend_for(api, database)
     if not isinstance(backend, LocalBackend):
-        return backend.get("/use", {"q": text})
+        return backend.get(urls.USE, {"q": text})
     return backend.use(text)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from kernelindex import urls
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import PublicationRow, RetractionRow, RunRow
@@ -104,7 +105,7 @@ def _publications(catalog: Catalog, now: datetime) -> list[Change]:
         changes.append(Change(as_utc(row.at) or now, "publication", str(row.id),
                               f"Published from {row.source}: {what}", f"{row.source} by {row.actor}: "
                               + (", ".join(f"{v} {k}" for k, v in sorted(new.items())) or "no new objects"),
-                              "/records?view=history", {"source": row.source, "actor": row.actor,
+                              urls.records(("view", "history")), {"source": row.source, "actor": row.actor,
                                                         "snapshot": row.snapshot_digest, "counts": counts}))
     return changes
 
@@ -117,7 +118,7 @@ def _retractions(catalog: Catalog, now: datetime) -> list[Change]:
     with catalog.engine.connect() as conn:
         rows = conn.execute(select(RetractionRow)).all()
     return [Change(as_utc(r.at) or now, "retraction", r.digest, f"Run {run_id_of(r.run)} retracted",
-                   f"By {r.actor}: {r.reason}", f"/runs/{run_id_of(r.run)}",
+                   f"By {r.actor}: {r.reason}", urls.run(run_id_of(r.run)),
                    {"run": run_id_of(r.run), "reason": r.reason})
             for r in rows]
 
@@ -134,7 +135,7 @@ def _records(catalog: Catalog, now: datetime) -> list[Change]:
                                       f"{title}: {summary.operation_title}, {summary.workload_label}",
                                       f"{summary.label}: {event.holder.implementation if event.holder else 'no holder'}"
                                       f"{f', {event.margin:.2f}× over the previous holder' if event.margin else ''}",
-                                      f"/records?cohort={summary.key}",
+                                      urls.records(("cohort", summary.key)),
                                       {"operation": summary.operation, "cohort": summary.key, "run": holder,
                                        "median_ns": event.median_ns, "margin": event.margin}))
     return changes
@@ -150,7 +151,7 @@ def _completions(catalog: Catalog) -> list[Change]:
                               f"Request {request.id} {verb}: {request.operation} {axes} on {request.gpu}",
                               f"replica {replica.replica} by {replica.runner}"
                               + (f": {replica.failure}" if replica.failure else ""),
-                              f"/api/v1/requests/{request.id}",
+                              urls.api(urls.measurement_request(request.id)),
                               {"request": request.id, "replica": replica.replica, "state": replica.state,
                                "runner": replica.runner, "bundle": replica.bundle_digest}))
     return changes

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.policy.evidence import LEVEL_ORDER
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.readmodel.cohorts import Cohort
@@ -141,7 +141,6 @@ def _nearest(data: OperationData, asked: registry.GpuSpec, measured: dict[str, C
         return None
     slug, why = nearest[0].slug, nearest[1]
     cohort = measured[slug]
-    url = (f"/operations/{data.slug}?workload={workload_key(cohort.workload)}"
-           f"&cohort={cohort_key_short(cohort.key)}")
+    url = urls.cohort(data.slug, workload_key(cohort.workload), cohort_key_short(cohort.key))
     return NearestMeasured(slug, gpus[slug].short, gpus[slug].bandwidth_gbps,
                            cohort.leader.median_ns if cohort.leader else None, url, cohort_key_short(cohort.key), why)

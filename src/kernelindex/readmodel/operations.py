@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.manifests import stored_json
@@ -134,12 +134,8 @@ def build_operation_page(
 
 
 def _json_url(slug: str, workload: str | None, cohort: Cohort | None, gpu: str | None = None) -> str:
-    query = [f"gpu={gpu}"] if gpu else []
-    if workload:
-        query.append(f"workload={workload_key(workload)}")
-    if cohort:
-        query.append(f"cohort={cohort_key_short(cohort.key)}")
-    return f"/api/v1/operations/{slug}" + ("?" + "&".join(query) if query else "")
+    return urls.api(urls.operation(slug, ("gpu", gpu), ("workload", workload_key(workload) if workload else None),
+                                   ("cohort", cohort_key_short(cohort.key) if cohort else None)))
 
 
 def _semantics(data: OperationData) -> dict:
@@ -168,7 +164,7 @@ def _provenance(data: OperationData) -> dict:
     if policy is not None:
         out["notice"] = {"attribution": policy.attribution, "license": policy.license_name,
                          "license_url": policy.license_url}
-    related = {label: url for label, url in metadata.links.items() if url.startswith("/operations/")}
+    related = {label: url for label, url in metadata.links.items() if url.startswith(urls.operation(""))}
     if related:
         out["related"] = related
     return out
@@ -257,7 +253,7 @@ def _cohort_line(data: OperationData, cohort: Cohort) -> dict:
         "ranked_statistic": ranked_statistic(data, cohort),
         "results": len(cohort.eligible),
         "last_observed": last,
-        "record_history": f"/records?cohort={cohort_key_short(cohort.key)}",
+        "record_history": urls.records(("cohort", cohort_key_short(cohort.key))),
         "cohort_key": cohort.key,
     }
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.readmodel import labels
@@ -137,7 +137,7 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
         if data.slug in curated and not verified_regions(data):
             title = data.title
             reason = registry.why_not_verified(data.slug) or NOT_YET
-            page.not_verified.append(NotVerified(data.slug, title, reason, f"/operations/{data.slug}"))
+            page.not_verified.append(NotVerified(data.slug, title, reason, urls.operation(data.slug)))
     page.counts = {
         "unmeasured_cells": sum(g.missing_total for g in page.unmeasured),
         "unbeaten_baselines": len(page.unbeaten_baselines),
@@ -167,6 +167,6 @@ def _gaps(data, priority: list[str]) -> OperationGaps:  # noqa: ANN001 - Operati
             asks = [{"gpu": g, "label": gpus[g].short, "url": ask_url(data.slug, short_digest(digest), g)}
                     for g in priority if g not in measured[digest]]
             cells.append(MissingCell(short_digest(digest), label, missing, shown,
-                                     f"/operations/{data.slug}?workload={short_digest(digest)}", asks))
+                                     urls.operation(data.slug, ("workload", short_digest(digest))), asks))
     title = data.title
     return OperationGaps(data.slug, title, cells, len(cells))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.policy.evidence import SENTENCES
@@ -162,7 +162,7 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
         margin_vs_second=margin,
         events=_events(data, cohort, now),
         last_observed=max((r.observed_at for r in eligible), default=None),
-        url=f"/operations/{data.slug}?workload={wkey}&cohort={key}",
+        url=urls.cohort(data.slug, wkey, key),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import RunRow as RunTable
 from kernelindex.domain.canonical import short_digest
@@ -115,7 +116,7 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
         p20_ns=run.p20_ns, p80_ns=run.p80_ns, rank=ranked.label if ranked else None,
         within_noise=bool(ranked and ranked.within_noise),
         install_command=usable.install_command if usable else None, license=usable.license if usable else None,
-        url=f"/runs/{run.run_id}", revision=run.implementation, runner=run.runner, protocol=run.protocol,
+        url=urls.run(run.run_id), revision=run.implementation, runner=run.runner, protocol=run.protocol,
         **_floor_and_checks(data, run),
     )
 

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
@@ -83,7 +83,7 @@ def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datet
         known = ", ".join(sorted(registry.gpus()))
         raise NotFound(f"no GPU {slug!r} in the datasheet table; known: {known}")
     clock = now
-    model = GpuPage(_facts(spec), may_be=[{"slug": g, "name": registry.gpus()[g].name, "url": f"/gpus/{g}"}
+    model = GpuPage(_facts(spec), may_be=[{"slug": g, "name": registry.gpus()[g].name, "url": urls.gpu(g)}
                                           for g in registry.gpus_answering(slug) if g != slug])
     for data in all_operations(catalog):
         envs = {d for d in data.environments if (gpu := data.gpu_of(d)) is not None and gpu.slug == slug}
@@ -98,7 +98,7 @@ def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datet
             model.coverage.append(Coverage(
                 data.slug, data.title,
                 len({r.workload for r in runs}), len(data.workloads), len(summaries), len(runs),
-                f"/records?operation={data.slug}&gpu={slug}"))
+                urls.records(("operation", data.slug), ("gpu", slug))))
         model.records.extend(summaries)
     model.records, model.records_paging = page_of(model.records, page, RECORDS_PER_PAGE)
     return model
@@ -114,5 +114,5 @@ def gpus_index(catalog: Catalog) -> list[GpuIndexEntry]:
                 continue
             cohorts[gpu.slug].add(run.cohort_key)
             runs[gpu.slug] += 1
-    return [GpuIndexEntry(_facts(spec), len(cohorts.get(slug, ())), runs[slug], f"/gpus/{slug}")
+    return [GpuIndexEntry(_facts(spec), len(cohorts.get(slug, ())), runs[slug], urls.gpu(slug))
             for slug, spec in registry.gpus().items()]

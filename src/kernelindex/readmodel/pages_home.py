@@ -9,6 +9,7 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
+from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
 from kernelindex.domain.instants import as_utc
@@ -80,7 +81,7 @@ def home_page(catalog: Catalog, *, now: datetime) -> HomePage:
     }
     operations = sorted(
         (OperationLink(d.slug, d.title, d.operation.spec.family,
-                       len(eligible[d.slug]), f"/operations/{d.slug}") for d in datas),
+                       len(eligible[d.slug]), urls.operation(d.slug)) for d in datas),
         key=lambda o: (-o.eligible_runs, o.slug),
     )
     return HomePage(TAGLINE, counts, _cached_sources(catalog), _latest(summaries), operations)

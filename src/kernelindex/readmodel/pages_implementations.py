@@ -8,6 +8,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow
 from kernelindex.domain.canonical import short_digest
@@ -162,7 +163,7 @@ def _runs(data: OperationData, digests: set[str]) -> list[RunRow]:
                 short_digest(cohort.key), labels.cohort_label(env, protocol), run.median_ns,
                 ranks.get(run.digest), len(cohort.ranked),
                 data.implementations[run.implementation].spec.version,
-                run.evidence, run.eligible, f"/runs/{run.run_id}", run.status))
+                run.evidence, run.eligible, urls.run(run.run_id), run.status))
     rows.extend(_score_rows(data, digests))
     return sorted(rows, key=lambda r: (labels.natural_key(r.workload_label), r.cohort_label, r.median_ns or 0,
                                        r.score_s or 0))
@@ -179,5 +180,5 @@ def _score_rows(data: OperationData, digests: set[str]) -> list[RunRow]:
             run.run_id, short_digest(run.workload), (suite.metadata.title if suite else None) or "benchmark suite",
             short_digest(run.cohort_key), f"leaderboard score · {labels.cohort_label(env, protocol)}", None, None, 0,
             data.implementations[run.implementation].spec.version, run.evidence, False,
-            f"/runs/{run.run_id}", run.status, run.score.value))
+            urls.run(run.run_id), run.status, run.score.value))
     return rows

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.policy.evidence import LEVELS
 from kernelindex.readmodel.jsonable import JsonModel
@@ -86,7 +86,7 @@ def _matches(s: CohortSummary, operation: str | None, gpu: str | None, evidence:
 def _history(chosen: list[CohortSummary]) -> tuple[list[LedgerEvent], bool]:
     events = [
         LedgerEvent(s.operation, s.operation_title, s.key, s.label, s.workload_label, e,
-                    f"/records?cohort={s.key}")
+                    urls.records(("cohort", s.key)))
         for s in chosen for e in s.events
     ]
     events.sort(key=lambda le: (le.event.at, le.operation, le.cohort), reverse=True)

@@ -4,6 +4,7 @@ measured it, and rows whose forward also does the backward's work (``registry.fo
 
 from __future__ import annotations
 
+from kernelindex import urls
 from kernelindex.policy.device_time import host_bound_words
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.labels import cohort_key_short, workload_key
@@ -46,7 +47,7 @@ def _fair_cohort_url(data: OperationData, cohort: Cohort, workload_cohorts: list
     if not fair:
         return None
     best = max(fair, key=lambda c: (len(c.eligible), c.key))
-    return f"/operations/{data.slug}?workload={workload_key(best.workload)}&cohort={cohort_key_short(best.key)}"
+    return urls.cohort(data.slug, workload_key(best.workload), cohort_key_short(best.key))
 
 
 def ranked_statistic(data: OperationData, cohort: Cohort) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.domain.manifests import manifest_json
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
@@ -135,7 +135,7 @@ def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: s
     return Recommendation(
         status=status, message=message,
         operation={"slug": data.slug, "title": data.title,
-                   "url": f"/operations/{data.slug}"},
+                   "url": urls.operation(data.slug)},
         workload={"key": workload_key(digest), "label": workload_label(data.operation, data.workloads[digest]),
                   "axes": dict(data.workloads[digest].spec.axes),
                   "dtypes": dict(data.workloads[digest].spec.dtypes)},
@@ -198,14 +198,13 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
         cohort_kind=kind, cohort=cohort_key_short(cohort.key), cohort_key=cohort.key,
         cohort_label=cohort_label(env, data.protocols[cohort.protocol]),
         gpu=gpu.slug if gpu else "", gpu_label=gpu.short if gpu else env.spec.hardware.product,
-        mode=_mode(data, cohort), usable_found=usable is not None, run_id=row.run_id, run_url=f"/runs/{row.run_id}",
+        mode=_mode(data, cohort), usable_found=usable is not None, run_id=row.run_id, run_url=urls.run(row.run_id),
         implementation=row.implementation, median_ns=row.median_ns, median=format_duration(row.median_ns, 2),
         rank_label=row.rank_label,
         vs_fastest=None if row is rows[0] else _rounded(ratio(row.median_ns, rows[0].median_ns)),
         evidence=row.evidence, evidence_line=_evidence_line(data, run, row), install=install, snippet=snippet,
         floor_ns=floor_ns, floor_ratio=_rounded(ratio(row.median_ns, floor_ns)),
-        page_url=f"/operations/{data.slug}?workload={workload_key(cohort.workload)}"
-                 f"&cohort={cohort_key_short(cohort.key)}",
+        page_url=urls.cohort(data.slug, workload_key(cohort.workload), cohort_key_short(cohort.key)),
         not_usable_reasons=[] if usable else list(row.implementation.not_usable_reasons),
     )
 

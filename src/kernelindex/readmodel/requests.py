@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
@@ -21,7 +21,7 @@ def requests_listing(catalog: Catalog, now: datetime, *, state: str | None = Non
 
 def ask_url(operation: str, workload_key: str, gpu: str) -> str:
     """The site's "Ask for this measurement" link for one workload on one GPU."""
-    return f"/requests/new?operation={operation}&workload={workload_key}&gpu={gpu}"
+    return urls.ask(operation, workload_key, gpu)
 
 
 @dataclass

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
 from kernelindex.catalog.models import RunRow
@@ -126,8 +127,8 @@ def _operation_url(data: OperationData, run: Run, cohort: Cohort | None) -> str:
     """The run's cohort on its operation page; the operation page itself when the cohort has no eligible
     run to show (every run of it under-sampled, failed or retracted), which the page would refuse."""
     if cohort is not None and not cohort.eligible:
-        return f"/operations/{data.slug}"
-    return f"/operations/{data.slug}?workload={workload_key(run.workload)}&cohort={cohort_key_short(run.cohort_key)}"
+        return urls.operation(data.slug)
+    return urls.cohort(data.slug, workload_key(run.workload), cohort_key_short(run.cohort_key))
 
 
 def _floor_ratio(data: OperationData, run: Run, floor_ns: float | None) -> float | None:
@@ -200,7 +201,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         artifacts=stored.get("artifacts", {}),
         manifest={"apiVersion": "kernelindex/v1", "kind": "BenchmarkRun", "metadata": {}, "spec": stored},
         operation_url=_operation_url(data, run, cohort),
-        samples_url=f"/runs/{run.run_id}/samples.json" if samples else None,
+        samples_url=urls.run_samples(run.run_id) if samples else None,
         histogram=histogram(samples.get("device_ns", [])) if samples else [],
         secondary=run_secondary(stored["timing"]),
         **_measurement_notes(run, data),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from kernelindex import urls
 from kernelindex.resolve.source import CatalogCohortSource
 from kernelindex.resolve.views import ImplementationView
 
@@ -34,7 +35,7 @@ def workloads_list(source: CatalogCohortSource, operation: str | None = None) ->
                 "eligible_runs": sum(c.eligible_runs for c in cohorts),
                 "gpus": sorted({c.sample.gpu_label for c in cohorts}),
                 "modes": sorted({c.sample.mode for c in cohorts}),
-                "url": f"/operations/{slug}?workload={sample.workload_ref}",
+                "url": urls.operation(slug, ("workload", sample.workload_ref)),
             })
     return sorted(out, key=lambda w: (w["operation"], w["key"]))
 
@@ -53,6 +54,6 @@ def implementations_list(source: CatalogCohortSource) -> list[dict[str, object]]
     return [
         {"slug": impl.slug, "title": impl.title, "project": impl.project, "language": impl.language,
          "license": impl.license, "usable": impl.usable, "baseline": impl.baseline,
-         "operations": sorted(operations[key]), "eligible_runs": eligible_runs[key], "url": f"/implementations/{key}"}
+         "operations": sorted(operations[key]), "eligible_runs": eligible_runs[key], "url": urls.implementation(key)}
         for key, impl in sorted(found.items())
     ]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.domain.expressions import ExpressionError, evaluate
 from kernelindex.policy.evidence import LEVEL_ORDER
 from kernelindex.policy.reasons import Reason
@@ -40,7 +40,7 @@ from kernelindex.resolve.views import RunView
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
 
 MAX_COMPATIBLE = 12
-CHALLENGES_URL = "/challenges#unmeasured"
+CHALLENGES_URL = urls.challenges("unmeasured")
 MAX_LISTED = 24  # exact and other-protocol cohorts listed in full; the totals are always reported
 
 
@@ -170,7 +170,7 @@ def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, obje
     operation = str(req.operation)
     op = vocab.operations.get(operation)
     op_json: dict[str, object] = {"slug": operation, "title": op.title if op else operation,
-               "family": op.family if op else None, "url": f"/operations/{operation}"}
+               "family": op.family if op else None, "url": urls.operation(operation)}
     cohorts = list(source.cohorts(operation))
     if not cohorts:
         status, message = without_cohorts(req, source.leaderboard_scores(operation))
@@ -271,8 +271,7 @@ def _gaps(ctx: _Context, cohorts: list[RankedCohort], exact: list[RankedCohort])
         scope = what[1] if len(what) > 1 else "this operation"
         workload = _request_workload(req, cohorts)
         ask = ask_url(op, workload, str(req.gpu)) if gpu and workload else None
-        page = f"/operations/{op}?" + (f"workload={workload}&" if workload else "") + f"gpu={req.gpu}" \
-            if gpu and op else None
+        page = urls.operation(op, ("workload", workload), ("gpu", req.gpu)) if gpu and op else None
         only = sorted({c.sample.gpu_label for c in exact if c.eligible_runs})
         only_text = f" (only on {', '.join(only)})" if only else ""
         gaps.append(Gap(req.gpu, label, "request", f"Not measured on {label} for {op} · {scope}{only_text}",
@@ -294,7 +293,7 @@ def _gaps(ctx: _Context, cohorts: list[RankedCohort], exact: list[RankedCohort])
         if len(workloads) == 1:
             scope = _shape(workloads[missing[0]], ctx.vocab.operations.get(op))
             ask = ask_url(op, workloads[missing[0]].workload_ref, slug)
-            page = f"/operations/{op}?workload={workloads[missing[0]].workload_ref}&gpu={slug}"
+            page = urls.operation(op, ("workload", workloads[missing[0]].workload_ref), ("gpu", slug))
         else:
             scope = f"{len(missing)} of the {len(workloads)} matching workloads"
         gaps.append(Gap(slug, label, "workload", f"Not measured on {label} for {op} · {scope}",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
+from kernelindex import urls
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.reasons import Reason
 
@@ -39,7 +40,7 @@ class ImplementationView:
             "license": self.license, "usable": self.usable, "baseline": self.baseline,
             "install_command": self.install_command,
             "not_usable_reasons": [r.to_json() for r in self.unusable_reasons],
-            "url": f"/implementations/{self.slug}",
+            "url": urls.implementation(self.slug),
         }
 
 

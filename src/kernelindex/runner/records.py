@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.domain.manifests import (
     BenchmarkProtocol,
     BenchmarkRun,
@@ -168,7 +168,7 @@ def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_
 def source_manifest() -> Source:
     return build("Source", {
         "name": RUNNER_SOURCE,
-        "url": "/docs#runner",
+        "url": urls.docs("runner"),
         "license": "Apache-2.0",
         "attribution": "Measured by a KernelIndex verification runner; each run comes in a bundle signed by its key.",
     }, {"name": RUNNER_SOURCE, "title": "KernelIndex verification runner"})

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.domain.manifests import WorkloadCase, digest_of, parse_manifest
 from kernelindex.domain.units import format_duration
 from kernelindex.trust.claims import signed_claim
@@ -56,7 +56,7 @@ class Server:
         self.headers = {"authorization": f"Bearer {api_key}"}
 
     def _post(self, path: str, headers: dict[str, str] | None = None, **kwargs: Any) -> httpx.Response:
-        return self.http.post(f"{self.url}/api/v1{path}", headers={**self.headers, **(headers or {})}, **kwargs)
+        return self.http.post(self.url + urls.api(path), headers={**self.headers, **(headers or {})}, **kwargs)
 
     def claim(self, gpu: str, runner: RunnerIdentity) -> dict[str, Any] | None:
         """Claim work, proving with a claim signed by the runner's private key that this is the runner."""
@@ -67,7 +67,7 @@ class Server:
         return _ok(response, "claiming a request")
 
     def heartbeat(self, request_id: int, replica: int, token: str) -> bool:
-        response = self._post(f"/requests/{request_id}/replicas/{replica}/heartbeat", json={"token": token})
+        response = self._post(urls.replica(request_id, replica, "heartbeat"), json={"token": token})
         return response.status_code == 200
 
     def upload(self, bundle: Path) -> dict[str, Any]:
@@ -75,7 +75,7 @@ class Server:
         return _ok(response, "uploading the bundle")
 
     def complete(self, request_id: int, replica: int, token: str, **outcome: str) -> dict[str, Any]:
-        response = self._post(f"/requests/{request_id}/replicas/{replica}/complete", json={"token": token, **outcome})
+        response = self._post(urls.replica(request_id, replica, "complete"), json={"token": token, **outcome})
         return _ok(response, "marking the request")
 
 

@@ -9,6 +9,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from kernelindex import urls
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import KINDS, MANIFEST_MODELS, ManifestError, digest_of, parse_manifest
@@ -97,7 +98,7 @@ def batch(catalog: Catalog, now: datetime, queries: list[Any]) -> Answer | Probl
             slot = Problem(outcome.code, outcome.detail,
                            tuple({**e, "field": f"queries[{index}].{e['field']}"} for e in outcome.errors))
             answers.append({"index": index, "status": slot.status, "kind": kind, "result": None,
-                            "problem": slot.body(f"/api/v1/resolve/batch#queries[{index}]")})
+                            "problem": slot.body(urls.api(urls.RESOLVE_BATCH) + f"#queries[{index}]")})
         else:
             answers.append({"index": index, "status": 200, "kind": kind, "result": outcome, "problem": None})
     failed = sum(1 for a in answers if a["problem"])

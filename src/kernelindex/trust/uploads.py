@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelindex import urls
 from kernelindex.catalog.attestations import bundle_attested
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import run_id_of
@@ -40,7 +41,7 @@ class UploadResult:
         """The answer to the uploader: the same for the first upload and for every replay, but for
         ``status`` (``published``, or ``already_published`` when this upload wrote nothing)."""
         return {"bundle": self.bundle, "runner": self.runner, "key_id": self.key_id, "runs": self.runs,
-                "run_urls": [f"/runs/{r}" for r in self.runs],
+                "run_urls": [urls.run(r) for r in self.runs],
                 "status": "already_published" if self.replayed else "published"}
 
 

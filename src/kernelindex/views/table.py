@@ -1,4 +1,6 @@
-"""The pages, each declared once: path, parameters, read-model builder, template, cache key."""
+"""The pages, each declared once: path, parameters, read-model builder, template, extras, rows for a
+CSV download, cache key and the words of its API documentation. ``web/view_routes.py`` mounts each
+view's HTML page, JSON twin and CSV from this declaration (docs/views.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operations import operation_page
@@ -22,15 +24,29 @@ from kernelindex.readmodel.runs import run_dossier
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.resolve.service import search
 from kernelindex.views import params as p
+from kernelindex.views.extras import USE_BOX, Extra
 from kernelindex.views.params import Param, Repeated, check_subject, read_query
+from kernelindex.views.tables import OPERATION_CSV, RECORDS_CSV, SEARCH_CSV, CsvTable
 
 Builder = Callable[..., Any]  # builder(catalog, [subject,] now=..., **query) -> a read model with to_json()
 
 
 @dataclass(frozen=True)
+class ApiDoc:
+    """What the API documentation says of a view's JSON twin."""
+
+    summary: str
+    answers: str  # the 200 answer's description
+    description: str | None = None
+    errors: tuple[int, ...] = ()  # statuses besides 400 it may answer (404: its subject names nothing)
+
+
+@dataclass(frozen=True)
 class View:
     """One page. ``path`` is the HTML route; its JSON twin is ``/api/v1`` + ``twin`` (``path`` when
-    not given; the home page's twin is ``/api/v1/home``). The CLI names a page by its twin's path."""
+    not given; the home page's twin is ``/api/v1/home``), and ``?format=csv`` there gives ``csv``'s rows.
+    ``extras`` are computed from the built page and belong to its data (both twins show them); ``pages``
+    names the list the JSON twin hands out a cursor page at a time. The CLI names a page by its twin's path."""
 
     name: str
     path: str
@@ -42,10 +58,22 @@ class View:
     twin: str | None = None
     canonical: Callable[[str], str] | None = None  # a subject's canonical spelling (a GPU name → its slug)
     keeps_answers: bool = True  # its answers are a function of the catalog, the day and the URL alone
+    api: ApiDoc | None = None
+    extras: tuple[Extra, ...] = ()
+    csv: CsvTable | None = None
+    pages: Callable[[Mapping[str, Any]], str] | None = None  # the paginated list of the JSON twin
+    blank: Callable[[Mapping[str, Any]], bool] | None = None  # arguments that ask for the empty form only
 
     @property
     def api_path(self) -> str:
-        return "/api/v1" + (self.twin or self.path)
+        return urls.api(self.twin or self.path)
+
+    def is_blank(self, args: Mapping[str, Any]) -> bool:
+        """Whether ``args`` only ask for the page's empty form (compare with fewer than two runs, search
+        without a query): there is nothing to compute."""
+        if self.repeated is not None and len(args[self.repeated.param.name]) < self.repeated.least:
+            return True
+        return self.blank is not None and self.blank(args)
 
     def arguments(self, subject: str | None, query: Mapping[str, Sequence[str]]) -> dict[str, Any]:
         """Checked arguments for the builder (NotFound / BadParameter name what is wrong)."""
@@ -77,7 +105,10 @@ class View:
         positional = [named.pop(self.subject.name)] if self.subject is not None else []
         if self.repeated is not None:
             positional.append(named.pop(self.repeated.param.name))
-        return self.build(catalog, *positional, now=now, **named).to_json()
+        data = self.build(catalog, *positional, now=now, **named).to_json()
+        for extra in self.extras:
+            data[extra.name] = extra.compute(catalog, data, now)
+        return data
 
 
 def _search(catalog: Catalog, *, now: datetime, q: str | None) -> Any:
@@ -91,19 +122,46 @@ def _gpu_slug(name: str) -> str:
 
 COMPARE_RUNS = Repeated(p.RUN, 2, 8)
 QUERY = Param("q", p.QUERY_PATTERN, "The query text; empty lists operations.", "a query", MAX_QUERY_CHARS)
+_CHALLENGES = ("The challenges page's model. Its four lists (`unmeasured`, `unbeaten_baselines`, `single_entry`, "
+               "`stale_records`) are one ordered list that comes a numbered page at a time, as on the page: `paging` "
+               "gives `page`, `pages`, `total`, `previous` and `next`; `sections` says where each list lies and which "
+               "of its rows this page holds; `counts` are the whole catalog's.")
+_SEARCH = ("Free words plus key:value filters and axis bindings, e.g. `rope seq=2048 hidden=8192 gpu:a100`. Problems "
+           "in the text come back beside their token in `query.issues`; the rest still resolves.")
 VIEWS: tuple[View, ...] = (
-    View("home", "/", home_page, "home.html", twin="/home"),
-    View("operation", "/operations/{slug}", operation_page, "operation.html",
-         subject=p.SLUG, query=(p.WORKLOAD, p.COHORT, p.GPU)),
-    View("implementation", "/implementations/{slug}", implementation_page, "implementation.html", subject=p.SLUG),
-    View("run", "/runs/{run_id}", run_dossier, "run.html", subject=p.RUN_ID),
-    View("records", "/records", records_page, "records.html",
-         query=(p.OPERATION, p.GPU, p.EVIDENCE, p.VIEW, p.COHORT)),
-    View("gpu", "/gpus/{slug}", gpu_page, "gpu.html", subject=p.GPU_SUBJECT, query=(p.PAGE,), canonical=_gpu_slug),
+    View("home", urls.HOME, home_page, "home.html", twin=urls.API_HOME,
+         api=ApiDoc("The home page's model", "Headline records, sources and their freshness")),
+    View("operation", urls.OPERATION, operation_page, "operation.html",
+         subject=p.SLUG, query=(p.WORKLOAD, p.COHORT, p.GPU), extras=(USE_BOX,), csv=OPERATION_CSV,
+         api=ApiDoc("Operation detail (the operation page's model)", "The operation page: workloads, cohorts, "
+                    "headline slots, ranked rows, floor, and the use box of the selected cohort", errors=(404,))),
+    View("implementation", urls.IMPLEMENTATION, implementation_page, "implementation.html", subject=p.SLUG,
+         api=ApiDoc("One implementation line (the implementation page's model)",
+                    "Revisions, install, license, runs per workload and GPU", errors=(404,))),
+    View("run", urls.RUN, run_dossier, "run.html", subject=p.RUN_ID,
+         api=ApiDoc("Evidence dossier of one run", "Status, timing, rank or the reason it is not ranked, workload, "
+                    "protocol, environment", errors=(404,))),
+    View("records", urls.RECORDS, records_page, "records.html",
+         query=(p.OPERATION, p.GPU, p.EVIDENCE, p.VIEW, p.COHORT), csv=RECORDS_CSV,
+         pages=lambda page: "events" if page.get("view") == "history" else "cohorts",
+         api=ApiDoc("The records ledger", "Cohorts with their holder and history (plus `pagination`)",
+                    "The records page's model. Its main list (`cohorts`, or `events` for view=history) is paginated: "
+                    "`pagination` gives the list's name, `next_cursor`, `limit` and `total`.", errors=(404,))),
+    View("gpu", urls.GPU, gpu_page, "gpu.html", subject=p.GPU_SUBJECT, query=(p.PAGE,), canonical=_gpu_slug,
+         api=ApiDoc("One GPU: peaks, measured ceilings, coverage, records", "The GPU page's model",
+                    "The GPU page's model. Its cohorts (`records`) come a numbered page at a time, as on the page: "
+                    "`records_paging` gives `page`, `pages`, `total`, `previous` and `next`.", errors=(404,))),
     # /challenges also shows the live measurement requests, which change without a catalog version
-    View("challenges", "/challenges", challenges_page, "challenges.html", query=(p.PAGE,), keeps_answers=False),
-    View("compare", "/compare", compare_page, "compare.html", repeated=COMPARE_RUNS),
-    View("search", "/search", _search, "search/search.html", query=(QUERY,)),
+    View("challenges", urls.CHALLENGES, challenges_page, "challenges.html", query=(p.PAGE,), keeps_answers=False,
+         api=ApiDoc("Open challenges", "Unmeasured cells, unbeaten baselines, single-entry cohorts, stale records",
+                    _CHALLENGES)),
+    View("compare", urls.COMPARE, compare_page, "compare.html", repeated=COMPARE_RUNS,
+         api=ApiDoc("Compare 2–8 runs", "Runs side by side; a winner only within one cohort, else the first "
+                    "material difference", errors=(404,))),
+    View("search", urls.SEARCH, _search, "search/search.html", query=(QUERY,), csv=SEARCH_CSV,
+         blank=lambda args: not (args["q"] or "").strip(),
+         api=ApiDoc("Search with the query grammar", "The resolution: exact cohorts, other protocols, compatible, "
+                    "nearest, gaps", _SEARCH)),
 )
 VIEW = {view.name: view for view in VIEWS}
 _PATHS = [(re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", v.api_path) + "$"), v) for v in VIEWS]
@@ -112,7 +170,7 @@ _PATHS = [(re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", v.api_path) +
 def view_for_path(path: str) -> tuple[View, str | None] | None:
     """The view whose JSON twin answers ``path`` (``/operations/rope``, ``/api/v1/runs/…``), and
     the subject the path names."""
-    path = "/api/v1/" + path.removeprefix("/api/v1").strip("/")
+    path = urls.api("/" + path.removeprefix(urls.API).strip("/"))
     for pattern, view in _PATHS:
         if found := pattern.match(path):
             return view, next(iter(found.groupdict().values()), None)

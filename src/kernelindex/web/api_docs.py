@@ -15,6 +15,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import HTMLResponse
 
+from kernelindex import urls
 from kernelindex.web.pages import canonical_link
 from kernelindex.web.render import render
 
@@ -37,7 +38,7 @@ def mount_assets(app: FastAPI) -> None:
         app.mount(ASSETS_PATH, StaticFiles(packages=[(ASSETS_PACKAGE, "static")]), name="swagger-ui")
 
 
-@router.get("/api/docs", response_class=HTMLResponse)
+@router.get(urls.API_DOCS, response_class=HTMLResponse)
 def api_docs_page(request: Request) -> HTMLResponse:
     version = assets_version()
     assets = None if version is None else {

@@ -17,8 +17,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Match
 
+from kernelindex import urls
 from kernelindex.services.problems import CODE_OF_STATUS, Problem
-from kernelindex.web import api, api_docs, asks, pages, samples_route, search_page
+from kernelindex.web import api, api_docs, asks, feed, pages, samples_route, view_routes
 from kernelindex.web.answer_cache import STALE_FOR_S, AnswerCache
 from kernelindex.web.api.problems import problem_response, validation_problem
 from kernelindex.web.body_limits import BodyLimit
@@ -31,7 +32,7 @@ log = logging.getLogger("kernelindex.web")
 
 
 def _wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/")
+    return request.url.path.startswith(urls.API + "/")
 
 
 def _status_problem(status: int, detail: str) -> Problem:
@@ -64,7 +65,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404 and (redirect := _slash_redirect(request)):
         return redirect
     if _wants_json(request):
-        detail = (f"Nothing lives at {request.url.path}; the API is described at /api/v1/openapi.json."
+        detail = (f"Nothing lives at {request.url.path}; the API is described at {urls.OPENAPI}."
                   if exc.status_code == 404 else str(exc.detail))
         return problem_response(_status_problem(exc.status_code, detail), request.url.path)
     if exc.status_code == 404:
@@ -92,7 +93,7 @@ SERVER_ERROR_DETAIL = ("The server failed while answering this request; the erro
 
 def _crash_response(scope: MutableMapping[str, Any]) -> Response:
     """What an error no handler caught answers: the API's problem+json, or the site's error page."""
-    if str(scope.get("path", "")).startswith("/api/"):
+    if str(scope.get("path", "")).startswith(urls.API + "/"):
         return problem_response(Problem("internal_error", SERVER_ERROR_DETAIL), str(scope.get("path", "")))
     return error_response(ErrorPage(500, "Server error", SERVER_ERROR_DETAIL))
 
@@ -139,7 +140,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
         docs_url=None,  # /api/docs is web/api_docs.py: FastAPI's page needs a CDN and an inline script
         redoc_url=None,
         redirect_slashes=False,  # Starlette's builds an absolute URL from the Host header; _slash_redirect
-        openapi_url="/api/v1/openapi.json",
+        openapi_url=urls.OPENAPI,
         # /api/docs lists the reads people come for before the write path and the runners' routes
         openapi_tags=[{"name": "v1", "description": "Read the catalog: no key needed."},
                       {"name": "v1 write path", "description": "Uploads, measurement requests and runners: "
@@ -158,9 +159,10 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.include_router(api.router)
     app.include_router(api_docs.router)
-    app.include_router(search_page.router)
     app.include_router(samples_route.router)
     app.include_router(asks.router)
+    app.include_router(feed.router)
+    app.include_router(view_routes.router)  # every view's page (its JSON twin is in api.router)
     app.include_router(pages.router)
     from kernelindex.web.mcp_server.http import mount_mcp
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from kernelindex import urls
 from kernelindex.domain.units import format_duration
 
 WIDTH, HEIGHT = 720, 340
@@ -211,7 +212,7 @@ def _series_marks(sx: Scale, sy: Scale, series: Mapping[str, Any], colour: str, 
         cx, cy = _f(sx(p["x"])), _f(sy(p["median_ns"]))
         value = escape(format_duration(p["median_ns"]))
         parts.append(
-            f'<a href="/runs/{escape(str(p["run_id"]))}" aria-label="{escape(label)}">'
+            f'<a href="{escape(urls.run(str(p["run_id"])))}" aria-label="{escape(label)}">'
             f'<circle cx="{cx}" cy="{cy}" r="4.5" fill="{colour}" stroke="#0b0d10" stroke-width="1">'
             f"<title>{escape(label)}</title></circle>"
             f'<text class="value-label" x="{cx}" y="{_f(sy(p["median_ns"]) - 9)}" font-size="11" '

@@ -1,5 +1,5 @@
-"""HTML routes, made from the page table (``kernelindex.views``): each page renders the very JSON its
-twin under ``/api/v1`` serves, computed once per catalog version and day (docs/design.md §6)."""
+"""What the HTML pages share: reading a request for a view, the error page, the content ETag, and the
+renderers of the page table's views (``web/view_routes.py`` mounts them); plus /gpus and /docs."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from starlette.responses import HTMLResponse, Response
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.pages_gpus import gpus_index
 from kernelindex.services.problems import READ_ERRORS, read_refusal
@@ -28,10 +28,8 @@ from kernelindex.views.table import VIEW, View
 from kernelindex.web.answer_cache import keeps_answers
 from kernelindex.web.charts import ChartError, render_scaling_svg
 from kernelindex.web.render import ErrorPage, PageError, render
-from kernelindex.web.use_box import use_box
 
 router = APIRouter(include_in_schema=False)
-Renderer = Callable[[Request, dict[str, Any], dict[str, Any]], HTMLResponse]
 
 
 def catalog_of(request: Request) -> Any:
@@ -69,7 +67,7 @@ def suggestions_for_path(request: Request) -> list[dict[str, str]]:
     if not segment:
         return []
     close = get_close_matches(segment, sorted(registry.operations()), n=3, cutoff=0.5)
-    return [{"url": f"/operations/{s}", "label": f"/operations/{s}"} for s in close]
+    return [{"url": urls.operation(s), "label": urls.operation(s)} for s in close]
 
 
 @contextmanager
@@ -113,34 +111,6 @@ def _body(response: HTMLResponse) -> tuple[bytes, int, str]:
     return body, response.status_code, f'W/"{hashlib.sha256(body).hexdigest()[:20]}"'
 
 
-def page_route(view: View, renderer: Renderer) -> None:
-    """Mount ``view``'s HTML route: arguments checked by the view, JSON from the view, HTML cached."""
-
-    def endpoint(request: Request) -> Response:
-        kept = view.known(query_of(request))
-        with page_errors(request):
-            subject = request.path_params.get(view.subject.name) if view.subject else None
-            args = view.arguments(subject, kept)
-        if view.subject is not None and args[view.subject.name] != subject:
-            return alias_redirect(request, args[view.subject.name], kept)
-        if view.repeated is not None and len(args[view.repeated.param.name]) < view.repeated.least:
-            empty_form = renderer(request, args, {})  # not enough to compute: the page's empty form
-            empty_form.headers.update(canonical_link(request, kept))
-            return empty_form
-
-        def build() -> HTMLResponse:
-            with page_errors(request):
-                data = view.data(catalog_of(request), now_of(request), args)
-            return renderer(request, args, data)
-
-        return html_with_etag(request, build, canonical_link(request, kept))
-
-    endpoint.__name__ = f"{view.name}_page"
-    if view.keeps_answers:
-        keeps_answers(endpoint)
-    router.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
-
-
 def alias_redirect(request: Request, canonical: str, kept: Mapping[str, Sequence[str]]) -> Response:
     """A page reached by another name for its subject (``/gpus/H200``) moves to its canonical URL,
     relative, keeping the page's own parameters (308: the same request, permanently elsewhere)."""
@@ -159,7 +129,9 @@ def warm(app: Any) -> None:
 # --- the pages' templates -------------------------------------------------------------------------
 
 
-def render_operation(data: dict[str, Any], use: dict[str, Any] | None = None) -> HTMLResponse:
+def render_operation(data: dict[str, Any]) -> HTMLResponse:
+    """The operation page, its use box (the view's ``use`` extra) in the template's own names."""
+    use = data.get("use") or {}
     svg, xs = None, []
     if data.get("scaling"):
         try:
@@ -168,7 +140,8 @@ def render_operation(data: dict[str, Any], use: dict[str, Any] | None = None) ->
             data = {**data, "scaling": None}
         xs = sorted({p["x"] for s in data["scaling"]["series"] for p in s["points"]}) if svg else []
     return render("operation.html", page=data, json_url=data.get("json_url"), scaling_svg=svg or "",
-                  chart_xs=xs, nav="search", axis_names=axis_names(data), **(use or {}))
+                  chart_xs=xs, nav="search", axis_names=axis_names(data), use=use.get("answer"),
+                  use_query=use.get("query"), use_json_url=use.get("json_url"))
 
 
 def axis_names(data: dict[str, Any]) -> list[str]:
@@ -180,40 +153,37 @@ def axis_names(data: dict[str, Any]) -> list[str]:
     return [n for n in named if n in workloads[0]["axes"]] + sorted(set(workloads[0]["axes"]) - set(named))
 
 
-def _run(request: Request, args: dict[str, Any], data: dict[str, Any]) -> HTMLResponse:
+def render_home(request: Request, args: dict[str, Any], data: dict[str, Any]) -> HTMLResponse:
+    return render("home.html", page=data)
+
+
+def render_operation_page(request: Request, args: dict[str, Any], data: dict[str, Any]) -> HTMLResponse:
+    return render_operation(data)
+
+
+def render_run(request: Request, args: dict[str, Any], data: dict[str, Any]) -> HTMLResponse:
     text = json.dumps(data["manifest"], indent=2, sort_keys=True, ensure_ascii=False)
-    return render("run.html", run=data, manifest_text=text, json_url=f"/api/v1/runs/{args['run_id']}")
+    return render("run.html", run=data, manifest_text=text, json_url=urls.api(urls.run(args["run_id"])))
 
 
-def _compare(request: Request, args: dict[str, Any], data: dict[str, Any]) -> HTMLResponse:
+def render_compare(request: Request, args: dict[str, Any], data: dict[str, Any]) -> HTMLResponse:
     runs = args["run"]
-    twin = "/api/v1/compare?" + "&".join(f"run={r}" for r in runs) if data else None
+    twin = urls.api(urls.compare(runs)) if data else None
     return render("compare.html", page=data or None, prefill=runs, json_url=twin)
 
 
-def _twin(view: View, **context: Any) -> Renderer:
-    """A renderer that passes the page JSON as ``page`` and links its JSON twin."""
+def with_twin(view: View, **context: Any) -> Callable[[Request, dict[str, Any], dict[str, Any]], HTMLResponse]:
+    """A renderer that passes the view's data as ``page`` and links its JSON twin with the page's parameters."""
     return lambda request, args, data: render(
         view.template, page=data, json_url=json_twin(request, view.api_path.format(**args), args), **context)
 
 
-page_route(VIEW["home"], lambda request, args, data: render("home.html", page=data))
-page_route(VIEW["operation"], lambda request, args, data: render_operation(
-    data, use_box(catalog_of(request), data, now_of(request))))
-page_route(VIEW["run"], _run)
-page_route(VIEW["implementation"], _twin(VIEW["implementation"]))
-page_route(VIEW["records"], _twin(VIEW["records"], nav="records"))
-page_route(VIEW["gpu"], _twin(VIEW["gpu"]))
-page_route(VIEW["challenges"], _twin(VIEW["challenges"], nav="challenges"))
-page_route(VIEW["compare"], _compare)
-
-
 @keeps_answers
-@router.get("/gpus", response_class=HTMLResponse)
+@router.get(urls.GPUS, response_class=HTMLResponse)
 def gpus_route(request: Request) -> Response:
     entries = READ_CACHE.get(catalog_of(request), ("gpus-index",),
                              lambda: [e.to_json() for e in gpus_index(catalog_of(request))])
-    response = render("gpus.html", entries=entries, json_url="/api/v1/gpus")
+    response = render("gpus.html", entries=entries, json_url=urls.api(urls.GPUS))
     response.headers.update(canonical_link(request, {}))
     return response
 
@@ -235,10 +205,8 @@ def runner_doc_html() -> str:
 
 
 @keeps_answers
-@router.get("/docs", response_class=HTMLResponse)
+@router.get(urls.DOCS, response_class=HTMLResponse)
 def docs_page(request: Request) -> Response:
-    from kernelindex import registry
-
     response = render("docs.html", nav="docs", runner_doc=Markup(runner_doc_html()),
                       source_policies=list(registry.source_policies().values()))
     response.headers.update(canonical_link(request, {}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from kernelindex import urls
 from kernelindex.readmodel.runs import run_samples
 from kernelindex.views.params import RUN_ID, check_subject, read_query
 from kernelindex.web.answer_cache import keeps_answers
@@ -14,7 +15,7 @@ router = APIRouter(include_in_schema=False)
 
 
 @keeps_answers
-@router.get("/runs/{run_id}/samples.json")
+@router.get(urls.RUN_SAMPLES)
 def samples_route(request: Request, run_id: str) -> JSONResponse:
     with page_errors(request):  # a data download, strict like the API: it takes no parameters
         read_query((), None, query_of(request))

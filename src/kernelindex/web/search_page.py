@@ -1,28 +1,19 @@
-"""``/search?q=``: the resolver's answer as a page (its JSON twin is ``/api/v1/search?q=``).
-
-An empty query browses operations by family."""
+"""The search view's page: the resolver's answer (its JSON twin is the API's search), or without a
+query the operations by family."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
-from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request
-from starlette.responses import HTMLResponse, Response
+from fastapi import Request
+from starlette.responses import HTMLResponse
 
+from kernelindex import urls
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operations import operations_index
-from kernelindex.views.table import VIEW
-from kernelindex.web.answer_cache import keeps_answers
-from kernelindex.web.pages import canonical_link, catalog_of, page_errors, query_of, view_data
+from kernelindex.web.pages import catalog_of
 from kernelindex.web.render import render
-
-router = APIRouter(include_in_schema=False)
-
-
-def _search_url(q: str) -> str:
-    return "/search?" + urlencode({"q": q})
 
 
 def _fixes(text: str, issues: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -32,7 +23,7 @@ def _fixes(text: str, issues: list[dict[str, Any]]) -> list[dict[str, Any]]:
         fixed = None
         if issue.get("suggestion"):
             fixed = text[: issue["start"]] + issue["suggestion"] + text[issue["end"]:]
-        out.append({**issue, "fix_url": _search_url(fixed) if fixed else None, "fixed": fixed})
+        out.append({**issue, "fix_url": urls.search(fixed) if fixed else None, "fixed": fixed})
     return out
 
 
@@ -45,21 +36,12 @@ def _families(request: Request) -> list[tuple[str, list[dict[str, Any]]]]:
     return sorted(grouped.items())
 
 
-@keeps_answers
-@router.get("/search", response_class=HTMLResponse)
-def search_page(request: Request) -> Response:
-    view = VIEW["search"]
-    kept = view.known(query_of(request))
-    with page_errors(request):
-        q = view.arguments(None, kept)["q"] or ""
-    json_url = "/api/v1/search" + (f"?{urlencode({'q': q})}" if q else "")
-    if not q.strip():
-        response = render("search/search.html", nav="search", search_query="", json_url=json_url, q="",
-                          families=_families(request), result=None, issues=[])
-    else:
-        _, result = view_data(request, view)
-        response = render("search/search.html", nav="search", search_query=q, json_url=json_url, q=q,
-                          families=None, result=result, issues=_fixes(q, result["query"]["issues"]),
-                          search_url=_search_url)
-    response.headers.update(canonical_link(request, kept))
-    return response
+def render_search(request: Request, args: dict[str, Any], data: dict[str, Any]) -> HTMLResponse:
+    """The resolution as a page; without a query (the view's blank form), the operations by family."""
+    q = args["q"] or ""
+    json_url = urls.with_query(urls.api(urls.SEARCH), [("q", q)])
+    if not data:
+        return render("search/search.html", nav="search", search_query="", json_url=json_url, q="",
+                      families=_families(request), result=None, issues=[])
+    return render("search/search.html", nav="search", search_query=q, json_url=json_url, q=q, families=None,
+                  result=data, issues=_fixes(q, data["query"]["issues"]), search_url=urls.search)

@@ -7,6 +7,8 @@ from importlib import resources
 
 import yaml
 
+from kernelindex import urls
+
 
 @cache
 def reviewed() -> dict[str, dict[str, str]]:
@@ -16,5 +18,5 @@ def reviewed() -> dict[str, dict[str, str]]:
 
 def reviewed_links() -> dict[str, dict[str, str]]:
     """KernelBench operation slug → its metadata links (label → catalog path)."""
-    return {slug: {f"computes exactly: {entry['operation']}": f"/operations/{entry['operation']}"}
+    return {slug: {f"computes exactly: {entry['operation']}": urls.operation(entry["operation"])}
             for slug, entry in reviewed().items()}

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernelindex import urls
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.services import reads
 from kernelindex.services.reads import MAX_BATCH
@@ -98,5 +99,5 @@ def register(router: APIRouter) -> None:
     use_ok = {"description": "The recommendation (status measured, not_measured_on_gpu, not_measured, "
                              "choose_workload or no_exact_workload)",
               "content": {"application/json": {"schema": USE_SCHEMA}}}
-    router.get("/use", summary="What to run for an exact workload on a GPU", description=USE_DESCRIPTION,
+    router.get(urls.USE, summary="What to run for an exact workload on a GPU", description=USE_DESCRIPTION,
                responses={200: use_ok, **problem_responses(400, "4XX")})(get_use)

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from kernelindex import urls
 from kernelindex.catalog import audit
 from kernelindex.catalog import requests as stored
 from kernelindex.readmodel.changes import MAX_CHANGES, ChangesPage
@@ -32,7 +33,7 @@ from kernelindex.web.api.write_schemas import (
     RequestsOut,
 )
 
-router = APIRouter(prefix="/api/v1", route_class=ProblemRoute, tags=["v1 write path"])
+router = APIRouter(prefix=urls.API, route_class=ProblemRoute, tags=["v1 write path"])
 DEFAULT_LEASE_SECONDS = 120.0
 DEFAULT_REQUESTS_PER_KEY = 60  # per KEY_WINDOW; $KERNELINDEX_REQUESTS_PER_KEY or app.state.requests_per_key
 KEY_WINDOW = timedelta(minutes=10)
@@ -59,7 +60,7 @@ def _catalog(request: Request) -> Any:
 # ---- bundles --------------------------------------------------------------------------------------
 
 
-@router.post("/bundles", summary="Upload a signed result bundle", dependencies=BEARER_DEPENDENCY, openapi_extra={
+@router.post(urls.BUNDLES, summary="Upload a signed result bundle", dependencies=BEARER_DEPENDENCY, openapi_extra={
     "requestBody": {"required": True, "content": {
         m: {"schema": {"type": "string", "format": "binary"}} for m in ARCHIVE_MEDIA_TYPES}}},
     description=f"One bundle directory as a tar.gz archive (`ki publish BUNDLE --server URL` makes it), at most "
@@ -86,7 +87,7 @@ async def post_bundle(request: Request) -> JSONResponse:
 # ---- measurement requests -----------------------------------------------------------------------
 
 
-@router.post("/requests", summary="Ask for a measurement", dependencies=BEARER_DEPENDENCY,
+@router.post(urls.ASKS, summary="Ask for a measurement", dependencies=BEARER_DEPENDENCY,
              description="Validated against the operation spec: an impossible shape is a 422 naming the axis. An "
                          "identical open request is merged (its `askers` count goes up). At most 60 requests per "
                          "API key in any 10 minutes (429 with Retry-After past it). Needs scope requests:write.",
@@ -119,13 +120,13 @@ def _within_key_limit(request: Request, writer: Writer) -> None:
                      headers={"retry-after": str(wait)})
 
 
-@router.get("/requests", summary="Measurement requests, newest first", responses=_answers("Requests", RequestsOut, 400))
+@router.get(urls.ASKS, summary="Measurement requests, newest first", responses=_answers("Requests", RequestsOut, 400))
 def get_requests(request: Request, state: Annotated[str | None, Query(pattern=REQUEST_STATE_PATTERN)] = None
                  ) -> JSONResponse:
     return JSONResponse(reads.measurement_requests(_catalog(request), request.app.state.clock(), state))
 
 
-@router.get("/requests/{request_id}", summary="One measurement request",
+@router.get(urls.REQUEST, summary="One measurement request",
             responses=_answers("The request", MeasurementRequestOut, 404))
 def get_request(request: Request, request_id: RequestId) -> JSONResponse:
     return JSONResponse(answered(reads.measurement_request(_catalog(request), request.app.state.clock(), request_id)))
@@ -159,7 +160,7 @@ def post_claim(request: Request, writer: Annotated[Writer, WRITER],
                          "lease_seconds": _lease(request)})
 
 
-@router.post("/requests/{request_id}/replicas/{replica}/heartbeat", summary="Renew a lease (runners)",
+@router.post(urls.REPLICA + "/heartbeat", summary="Renew a lease (runners)",
              dependencies=BEARER_DEPENDENCY,
              responses=_answers("The new lease", LeaseOut, 401, 403, 409, 413, 415, 422))
 @scoped("bundles:write", "request.heartbeat")
@@ -172,7 +173,7 @@ def post_heartbeat(request: Request, request_id: RequestId, replica: ReplicaNo,
     return JSONResponse({"lease_until": until.isoformat(), "lease_seconds": _lease(request)})
 
 
-@router.post("/requests/{request_id}/replicas/{replica}/complete", summary="Mark a replica done or failed (runners)",
+@router.post(urls.REPLICA + "/complete", summary="Mark a replica done or failed (runners)",
              dependencies=BEARER_DEPENDENCY,
              description="Done: `bundle` names the uploaded bundle, which must carry runs signed by the claiming "
                          "runner, each of the request's workload on its GPU product, observed and first published "

@@ -1,0 +1,53 @@
+"""Extras of a view: data computed from the built page that belongs to the page's data, so the HTML
+page and its JSON twin both show it (and the cache keeps it with the page)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kernelindex import urls
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.recommend import Recommendation, recommend_for_cohort
+from kernelindex.resolve.interpret import canonical_query
+from kernelindex.resolve.request import ResolveRequest
+
+
+@dataclass(frozen=True)
+class Extra:
+    """``name``: the key it adds to the page's data; ``schema``: its type, for the API documentation."""
+
+    name: str
+    compute: Callable[[Any, dict[str, Any], datetime], Any]
+    schema: type
+
+
+@dataclass
+class UseBox(JsonModel):
+    """The operation page's "Use this" box: the recommendation for the selected cohort's workload, GPU
+    and timed region, with the query that asks ``ki use`` / ``GET /api/v1/use`` the same question."""
+
+    answer: Recommendation
+    query: str
+    json_url: str
+
+
+def use_box(catalog: Any, data: dict[str, Any], now: datetime) -> dict[str, Any] | None:
+    """None without a selected cohort, or when its GPU is not in the datasheet table."""
+    cohort = data.get("selected_cohort")
+    if not cohort:
+        return None
+    recommendation = recommend_for_cohort(catalog, data["slug"], cohort, now=now)
+    if recommendation is None:
+        return None
+    use = recommendation.to_json()
+    dtypes = sorted(set(use["workload"]["dtypes"].values()))
+    request = ResolveRequest(operation=data["slug"], axes=use["workload"]["axes"],
+                             dtype=dtypes[0] if len(dtypes) == 1 else None, gpu=use["gpu"]["slug"], mode=use["mode"])
+    query = canonical_query(request)
+    return {"answer": use, "query": query, "json_url": urls.with_query(urls.api(urls.USE), [("q", query)])}
+
+
+USE_BOX = Extra("use", use_box, UseBox)

@@ -1,0 +1,101 @@
+"""The rows of a view's CSV download (``?format=csv`` on its JSON twin): a rendering of the view's
+data, one row per run, units in the column names (``median_ns``, ``vs_first_ratio``,
+``observed_at_utc``). ``web/view_routes.py`` writes them out with each row's source notice."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kernelindex import urls
+
+
+@dataclass(frozen=True)
+class CsvTable:
+    """A view's CSV: its columns, its rows from the view's data, and the file's name (``{slug}`` is the
+    view's subject)."""
+
+    columns: list[str]
+    rows: Callable[[dict[str, Any]], list[dict[str, Any]]]
+    filename: str
+
+
+RUN_COLUMNS = ["run_id", "rank", "rank_label", "within_noise", "implementation", "implementation_slug", "project",
+               "language", "license", "usable", "install_command", "median_ns", "p20_ns", "p80_ns",
+               "vs_first_ratio", "evidence", "observed_at_utc", "stale", "run_url"]
+COHORT_COLUMNS = ["operation", "workload_key", "workload", "cohort_key", "cohort", "gpu", "timed_region"]
+
+
+def _run_columns(row: dict[str, Any]) -> dict[str, Any]:
+    impl = row["implementation"]
+    return {
+        "run_id": row["run_id"], "rank": row.get("rank"), "rank_label": row.get("rank_label"),
+        "within_noise": row.get("within_noise"), "implementation": impl["title"], "implementation_slug": impl["slug"],
+        "project": impl.get("project"), "language": impl["language"], "license": impl.get("license"),
+        "usable": impl["usable"], "install_command": impl.get("install_command"), "median_ns": row["median_ns"],
+        "p20_ns": row.get("p20_ns"), "p80_ns": row.get("p80_ns"), "vs_first_ratio": row.get("vs_first"),
+        "evidence": row["evidence"], "observed_at_utc": row["observed_at"], "stale": row.get("stale"),
+        "run_url": urls.run(row["run_id"]), "source": row.get("source", ""),
+    }
+
+
+def operation_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The operation page's ranked table (the selected cohort)."""
+    line = page.get("cohort_line") or {}
+    selected: dict[str, Any] = next((c for c in page["cohorts"] if c["selected"]), {})
+    workload: dict[str, Any] = next((w for w in page["workloads"] if w["selected"]), {})
+    cohort = {"operation": page["slug"], "workload_key": page.get("selected_workload"),
+              "workload": workload.get("label"), "cohort_key": page.get("selected_cohort"),
+              "cohort": selected.get("label"), "gpu": line.get("gpu"), "timed_region": selected.get("mode")}
+    return [{**cohort, **_run_columns(row)} for row in page["ranked"]]
+
+
+def resolution_rows(resolution: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every ranked row of the exact cohorts, then of the other-protocol cohorts (each in its own cohort)."""
+    rows = []
+    for match, cohorts in (("exact", resolution["exact"]), ("other_protocol", resolution["other_protocols"])):
+        for c in cohorts:
+            axes = " · ".join([f"{k} = {v}" for k, v in c["workload"]["axes"].items()]
+                              + sorted(set(c["workload"]["dtypes"].values())))
+            cohort = {"match": match, "operation": (resolution.get("operation") or {}).get("slug"),
+                      "workload_key": c["workload"]["ref"], "workload": axes, "cohort_key": c["cohort_key"],
+                      "cohort": c["label"], "gpu": c["gpu"]["label"], "timed_region": c["mode"]}
+            rows += [{**cohort, **_run_columns(r)} for r in c.get("rows", [])]
+    return rows
+
+
+RESOLUTION_COLUMNS = ["match", *COHORT_COLUMNS, *RUN_COLUMNS]
+OPERATION_COLUMNS = [*COHORT_COLUMNS, *RUN_COLUMNS]
+RECORD_COLUMNS = ["operation", "workload_key", "workload", "cohort_key", "cohort", "gpu", "timed_region",
+                  "eligible_runs", "event", "event_at_utc", "margin_ratio", "run_id", "implementation",
+                  "implementation_slug", "project", "language", "usable", "median_ns", "evidence", "observed_at_utc",
+                  "stale", "run_url"]
+
+
+def _holder(ref: dict[str, Any] | None) -> dict[str, Any]:
+    if not ref:
+        return {}
+    return {"run_id": ref["run_id"], "implementation": ref["implementation"],
+            "implementation_slug": ref["implementation_slug"], "project": ref["project"],
+            "language": ref["language"], "usable": ref["usable"], "median_ns": ref["median_ns"],
+            "evidence": ref["evidence"], "observed_at_utc": ref["observed_at"], "stale": ref["stale"],
+            "run_url": urls.run(ref["run_id"]), "source": ref.get("source", "")}
+
+
+def records_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ledger: one row per cohort and its current holder, or (history) one row per record event."""
+    if page.get("view") == "history":
+        return [{"operation": e["operation"], "workload": e["workload_label"], "cohort_key": e["cohort"],
+                 "cohort": e["cohort_label"], "event": e["event"]["kind"], "event_at_utc": e["event"]["at"],
+                 "margin_ratio": e["event"]["margin"], **_holder(e["event"]["holder"])}
+                for e in page["events"] if e["event"]["holder"]]
+    return [{"operation": c["operation"], "workload_key": c["workload"], "workload": c["workload_label"],
+             "cohort_key": c["key"], "cohort": c["label"], "gpu": c["gpu_name"], "timed_region": c["mode"],
+             "eligible_runs": c["eligible_runs"], "event": "current", "margin_ratio": c["margin_vs_second"],
+             **_holder(c["leader"])} for c in page["cohorts"] if c["leader"]]
+
+
+OPERATION_CSV = CsvTable(OPERATION_COLUMNS, operation_rows, "{slug}-ranked.csv")
+RECORDS_CSV = CsvTable(RECORD_COLUMNS, records_rows, "kernelindex-records.csv")  # the whole ledger: not paginated
+SEARCH_CSV = CsvTable(RESOLUTION_COLUMNS, resolution_rows, "kernelindex-search.csv")

@@ -1,0 +1,87 @@
+"""Every view of the page table mounted with its HTML page; its JSON twin and CSV are mounted from the
+same declaration on the API's router (``web/api/twins.py``). A page renders ``view.data()`` — the
+very data its twin serves — through the renderer named here for its view."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import HTMLResponse, Response
+
+from kernelindex.views.table import VIEW, VIEWS, View
+from kernelindex.web import challenges_page, pages, search_page
+from kernelindex.web.answer_cache import keeps_answers
+from kernelindex.web.pages import (
+    alias_redirect,
+    canonical_link,
+    catalog_of,
+    html_with_etag,
+    now_of,
+    page_errors,
+    query_of,
+)
+
+router = APIRouter(include_in_schema=False)
+Renderer = Callable[[Request, dict[str, Any], dict[str, Any]], HTMLResponse]
+
+# view name → renderer(request, checked arguments, the view's data); looked up on each request
+RENDERERS: dict[str, Renderer] = {
+    "home": pages.render_home,
+    "operation": pages.render_operation_page,
+    "implementation": pages.with_twin(VIEW["implementation"]),
+    "run": pages.render_run,
+    "records": pages.with_twin(VIEW["records"], nav="records"),
+    "gpu": pages.with_twin(VIEW["gpu"]),
+    "challenges": challenges_page.render_challenges,
+    "compare": pages.render_compare,
+    "search": search_page.render_search,
+}
+# a page whose answer is not a plain function of the view's data has its own endpoint
+ENDPOINTS: dict[str, Callable[[View, Renderer], Callable[[Request], Response]]] = {
+    "challenges": challenges_page.endpoint,
+}
+
+
+def rendered(view: View) -> Renderer:
+    """``view``'s renderer, read when a page is rendered (tests wrap it to see the data it was given)."""
+    return lambda request, args, data: RENDERERS[view.name](request, args, data)
+
+
+def page_endpoint(view: View, render: Renderer) -> Callable[[Request], Response]:
+    """The HTML page: arguments checked by the view, data from the view, a content ETag."""
+
+    def endpoint(request: Request) -> Response:
+        kept = view.known(query_of(request))
+        with page_errors(request):
+            subject = request.path_params.get(view.subject.name) if view.subject else None
+            args = view.arguments(subject, kept)
+        if view.subject is not None and args[view.subject.name] != subject:
+            return alias_redirect(request, args[view.subject.name], kept)
+        if view.is_blank(args):  # nothing to compute: the page's empty form
+            empty_form = render(request, args, {})
+            empty_form.headers.update(canonical_link(request, kept))
+            return empty_form
+
+        def build() -> HTMLResponse:
+            with page_errors(request):
+                data = view.data(catalog_of(request), now_of(request), args)
+            return render(request, args, data)
+
+        return html_with_etag(request, build, canonical_link(request, kept))
+
+    return endpoint
+
+
+def mount_page(view: View) -> None:
+    """Mount ``view``'s HTML page at its path."""
+    endpoint = ENDPOINTS.get(view.name, page_endpoint)(view, rendered(view))
+    endpoint.__name__ = f"{view.name}_page"
+    if view.keeps_answers:
+        keeps_answers(endpoint)
+    router.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
+
+
+for _view in VIEWS:
+    mount_page(_view)

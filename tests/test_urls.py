@@ -1,0 +1,51 @@
+"""One URL builder (issue 21): every site path in the code is written in ``kernelindex/urls.py``.
+Elsewhere no string starts with a site path (``"/operations/``, ``f"/runs/{…}"``, ``"/api/v1``, …);
+route declarations (``@router.get(urls.OPERATIONS)``) name the builder's patterns too. Static asset
+paths (``/static/…``) are not site pages: the asset helper (web/render.py) and the mount write those."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from kernelindex import urls
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "kernelindex"
+SITE_PATH = re.compile(r"^/(operations|implementations|runs|records|gpus|challenges|compare|search|requests|"
+                       r"feed\.atom|docs|api|home|use)(?=$|[/?#])")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def site_paths_written(source: str) -> list[str]:
+    """The string constants (f-string parts included) of ``source`` that start with a site path."""
+    tree = ast.parse(source)
+    skipped = _docstrings(tree)
+    return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in skipped and SITE_PATH.match(node.value)]
+
+
+def test_no_site_path_is_written_outside_the_url_builder() -> None:
+    found = {str(path.relative_to(PACKAGE)): written for path in sorted(PACKAGE.rglob("*.py"))
+             if path.name != "urls.py" and (written := site_paths_written(path.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+def test_the_check_sees_links_routes_and_f_strings() -> None:
+    assert site_paths_written('url = f"/operations/{slug}?workload={key}"') == ["/operations/"]
+    assert site_paths_written('@router.get("/records")\ndef f(): pass') == ["/records"]
+    assert site_paths_written('x = "/api/v1" + path') == ["/api/v1"]
+    assert site_paths_written('"""/challenges: the page."""\nx = "/static/site.css"\ny = "/opera"') == []
+
+
+def test_links_are_built_as_the_pages_read_them() -> None:
+    assert urls.cohort("rope", "0a1b2c", "a1b2c3") == "/operations/rope?workload=0a1b2c&cohort=a1b2c3"
+    assert urls.operation("rope", ("workload", None), ("gpu", "H100 SXM")) == "/operations/rope?gpu=H100+SXM"
+    assert urls.search("rope seq=2048") == "/search?q=rope+seq%3D2048"
+    assert urls.challenges("requests", ("asked", 7)) == "/challenges?asked=7#requests"
+    assert urls.api(urls.compare(["ab12", "cd34"])) == "/api/v1/compare?run=ab12&run=cd34"
