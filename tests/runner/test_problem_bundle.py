@@ -19,7 +19,7 @@ from kernelindex.sources.kernelbench import map_kernelbench
 from kernelindex.sources.kernelbench.read import KernelBenchData, ProblemSet
 from kernelindex.sources.kernelbench.runs import CONFIGURATIONS
 from kernelindex.trust import keys
-from kernelindex.trust.bundles import verify_bundle
+from kernelindex.trust.bundles import verify_directory
 
 MATMUL = '''import torch
 import torch.nn as nn
@@ -99,7 +99,8 @@ def test_v3_runs_under_the_imports_names_and_a_median_under_the_floor_is_suspect
     runner = keys.load_public_key(key.with_name(keys.PUBLIC_KEY_FILE))
     signed = problem_runs({DIGEST: case}, [result], {digest_of(environment): environment},
                           {"name": runner.name, "key_id": runner.key_id})
-    bundle = verify_bundle(write_problem_bundle(signed, tmp_path / "bundle", key, runner.name).path)
+    write_problem_bundle(signed, tmp_path / "bundle", key, runner.name)
+    bundle = verify_directory(tmp_path / "bundle")
     assert bundle.counts()["BenchmarkRun"] == 2 and bundle.counts()["OperationSpec"] == 1
 
 

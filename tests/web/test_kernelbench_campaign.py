@@ -27,7 +27,7 @@ from kernelindex.sources.base import FileTransport
 from kernelindex.sources.kernelbench import import_kernelbench
 from kernelindex.sources.kernelbench.read import KernelBenchData, ProblemSet, TimingFile, write_kernelbench
 from kernelindex.trust import keys
-from kernelindex.trust.bundles import publish_bundle, verify_bundle
+from kernelindex.trust.bundles import publish_bundle, verify_directory
 
 pytest.importorskip("torch")
 
@@ -118,7 +118,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_the_bundle_verifies_and_carries_a_run_per_problem(campaign: dict[str, Path]) -> None:
-    bundle = verify_bundle(campaign["bundle"])
+    bundle = verify_directory(campaign["bundle"])
     runs = {run.spec.source.external_id.split("/")[2]: run for run in bundle.runs()}
     assert set(runs) == {"1-1", "1-2"}
     assert runs["1-1"].spec.status == "passed" and runs["1-2"].spec.status == "incorrect_numerical"
