@@ -33,7 +33,7 @@ from kernelindex.sources.kernelbench.runs import SOURCE as KERNELBENCH
 from kernelindex.sources.kernelindex_export import bundled_export_path, import_export
 from kernelindex.sources.liger import import_liger_files
 from kernelindex.sources.liger.normalize import SOURCE
-from kernelindex.trust.bundles import INDEX_FILE, BundleError, bundled_bundles, publish_verified, verify_directory
+from kernelindex.trust.bundles import INDEX_FILE, BundleError, bundled_bundles, publish_bundle
 from kernelindex.trust.keys import bundled_runner_keys
 
 log = logging.getLogger("kernelindex.bootstrap")
@@ -141,7 +141,7 @@ def _bundled_verified(catalog: Catalog) -> list[str]:
     done: list[str] = []
     for path in missing:
         try:
-            report = publish_verified(catalog, verify_directory(path), actor=BOOTSTRAP_ACTOR, locator=str(path))
+            report = publish_bundle(catalog, path, actor=BOOTSTRAP_ACTOR)
         except BundleError as exc:  # a damaged install must not keep the site down; say which bundle
             log.error("shipped bundle %s was not published: %s", path.name, exc)
             done.append(f"verified bundle {path.name} refused: {exc}")

@@ -10,7 +10,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from platformdirs import user_data_dir
-from sqlalchemy import Engine, create_engine, event, select, text
+from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.catalog.models import CatalogStateRow
@@ -96,26 +96,3 @@ def open_catalog(url: str | None = None, *, migrate_schema: bool = True) -> Cata
         migrate(engine)
     return Catalog(url=url, engine=engine, sessions=sessionmaker(engine, expire_on_commit=False),
                    version_engine=version_engine)
-
-
-def drop_everything(catalog: Catalog) -> None:
-    """Test helper for PostgreSQL databases that are reused between tests."""
-    with catalog.engine.begin() as conn:
-        for table in (
-            "catalog_changes",
-            "claim_nonces",
-            "request_replicas",
-            "measurement_requests",
-            "audit_log",
-            "api_keys",
-            "attestations",
-            "retractions",
-            "supersessions",
-            "trusted_runners",
-            "publications",
-            "runs",
-            "objects",
-            "catalog_state",
-            "alembic_version",
-        ):
-            conn.execute(text(f"DROP TABLE IF EXISTS {table}"))

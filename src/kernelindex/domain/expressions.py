@@ -52,12 +52,6 @@ def _eval(node: ast.AST, axes: Mapping[str, int], text: str) -> int:
     raise ExpressionError(f"expression {text!r}: only integers, axis names, + - * // % ** min max allowed")
 
 
-def names_in(expression: str | int) -> set[str]:
-    if isinstance(expression, int):
-        return set()
-    return {n.id for n in ast.walk(_parse(expression)) if isinstance(n, ast.Name)} - set(_CALLS)
-
-
 @functools.lru_cache(maxsize=4096)
 def _parse(expression: str) -> ast.Expression:
     # CPython before 3.13 keeps the AST converter's recursion depth in interpreter-wide state, so two

@@ -29,6 +29,3 @@ class GpuSpec:
     def bandwidth_bytes_per_s(self) -> float:
         return self.bandwidth_gbps * 1e9
 
-    @property
-    def variant_not_recorded(self) -> bool:
-        return bool(self.variant_of)

@@ -19,7 +19,7 @@ from sqlalchemy import select
 from kernelindex import urls
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import PublicationRow, RetractionRow, RunRow
+from kernelindex.catalog.models import PublicationRow, RetractionRow
 from kernelindex.catalog.publish import run_id_of
 from kernelindex.domain.instants import as_utc
 from kernelindex.readmodel.jsonable import JsonModel
@@ -155,15 +155,6 @@ def _completions(catalog: Catalog) -> list[Change]:
                               {"request": request.id, "replica": replica.replica, "state": replica.state,
                                "runner": replica.runner, "bundle": replica.bundle_digest}))
     return changes
-
-
-def published_runs(catalog: Catalog, bundle_digest: str) -> list[str]:
-    """Run ids published from one bundle (for a completed request's links)."""
-    from kernelindex.catalog.models import AttestationRow
-
-    with catalog.engine.connect() as conn:
-        return sorted(conn.execute(select(RunRow.run_id).join(AttestationRow, AttestationRow.run == RunRow.digest)
-                                   .where(AttestationRow.bundle_digest == bundle_digest)).scalars())
 
 
 FEED_SIZE = 50

@@ -50,11 +50,6 @@ class NotMeasured(JsonModel):
     nearest: NearestMeasured | None
 
 
-def _arch_number(architecture: str) -> int:
-    digits = "".join(ch for ch in architecture if ch.isdigit())
-    return int(digits) if digits else 0
-
-
 def asked_gpu(word: str | None) -> registry.GpuSpec | None:
     """The GPU a page's ``?gpu=`` names, through the one alias table (``h100`` → ``h100-sxm``)."""
     if not word:

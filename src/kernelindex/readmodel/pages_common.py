@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kernelindex import registry, urls
+from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.policy.evidence import SENTENCES
@@ -164,11 +164,6 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
         last_observed=max((r.observed_at for r in eligible), default=None),
         url=urls.cohort(data.slug, wkey, key),
     )
-
-
-def gpu_slug_of_product(product: str) -> str | None:
-    gpu = registry.gpu_for_product(product)
-    return gpu.slug if gpu else None
 
 
 def check_choice(parameter: str, value: str | None, allowed: list[str]) -> str | None:

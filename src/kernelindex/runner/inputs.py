@@ -25,10 +25,6 @@ def tensor_decls(workload: WorkloadCase) -> dict[str, ConcreteTensor]:
     return {t.name: t for t in workload.spec.tensors}
 
 
-def input_names(operation: OperationSpec) -> list[str]:
-    return [t.name for t in operation.spec.inputs]
-
-
 def output_names(operation: OperationSpec) -> list[str]:
     return [t.name for t in operation.spec.outputs]
 

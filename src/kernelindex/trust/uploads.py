@@ -1,6 +1,6 @@
 """Bundles sent over HTTP: one gzip-compressed tar archive of a bundle directory.
 
-``pack_bundle`` makes the archive ``ki publish --server`` sends; ``receive_bundle`` reads it into
+``pack_files`` makes the archive ``ki publish --server`` sends; ``receive_bundle`` reads it into
 memory (refusing anything but the bundle's own regular files, and more than the limits), verifies it
 once and publishes the verified bundle through ``publish_verified`` — the code path of ``ki publish``
 and of start-up. A bundle whose digest is already attested in the catalog is a replay: it is verified
@@ -56,8 +56,9 @@ def pack_files(files: BundleFiles) -> bytes:
     return buffer.getvalue()
 
 
+
 def pack_bundle(path: Path) -> bytes:
-    """The archive of a bundle directory (``ki publish BUNDLE --server URL`` sends it)."""
+    """The archive of a bundle directory (a runner's worker uploads it)."""
     return pack_files(read_bundle(path))
 
 

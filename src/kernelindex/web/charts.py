@@ -21,7 +21,6 @@ WIDTH, HEIGHT = 720, 340
 LEFT, RIGHT, TOP, BOTTOM = 70, 128, 16, 48  # the right margin holds the series' end labels
 MAX_SERIES = 5
 WIDE_RANGE = 10.0  # max/min above this → log axis
-PALETTE = ("#6cb8ff", "#f0b45a", "#7ad39b", "#d58cff", "#ff8a80")
 FLOOR_COLOUR = "#8b95a1"
 # One colour per implementation on every chart of the site: known projects by slug prefix, the rest
 # by a stable hash into the remaining colours.
@@ -260,6 +259,3 @@ def _end_labels(sx: Scale, sy: Scale, series: list[Mapping[str, Any]]) -> list[s
     parts.append("</g>")
     return parts
 
-
-def palette_for(count: int) -> list[str]:
-    return list(PALETTE[: min(count, MAX_SERIES)])
