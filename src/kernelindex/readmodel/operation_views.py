@@ -160,6 +160,40 @@ class SourceSummary(JsonModel):
     license_url: str | None = None
 
 
+NEVER_RANKED = ("Another operation: the same computation on the same sizes in other dtypes. Its runs are shown "
+                "for reference, each cohort with its own floor, and are never ranked with this page's runs.")
+
+
+@dataclass
+class OtherDtypeCohort(JsonModel):
+    gpu: str
+    mode: str
+    statistic: str  # what this cohort ranks by, in words
+    protocol: str  # how the source measured it ("aiter tuner · forward")
+    best_ns: int | None
+    best_implementation: str | None
+    best_run_id: str | None
+    evidence: str | None
+    eligible_runs: int
+    floor: dict | None  # that cohort's physical floor (its own dtypes on its own GPU), as the page's floor
+    url: str
+
+
+@dataclass
+class OtherDtypeSection(JsonModel):
+    operation: str
+    title: str
+    url: str
+    dtypes: str  # "fp16 here, bf16 there"
+    dtypes_here: dict[str, str]
+    dtypes_there: dict[str, str]
+    why: str  # the reviewed relation's words
+    note: str = NEVER_RANKED
+    workload: str | None = None  # the counterpart's workload with this workload's sizes
+    workload_label: str | None = None
+    cohorts: list[OtherDtypeCohort] = field(default_factory=list)
+
+
 @dataclass
 class OperationPage(JsonModel):
     slug: str
@@ -192,6 +226,8 @@ class OperationPage(JsonModel):
     memory: MemoryPanel | None = None  # peak memory beside the ranking, where the source measured it
     leaderboards: list[Leaderboard] = field(default_factory=list)  # suite-scoped source-native scores
     ranking_notes: list[RankingNote] = field(default_factory=list)  # read before the ranking's ratios
+    # Reviewed counterparts in other dtypes (readmodel.other_dtype): shown beside, never ranked with these runs
+    other_dtype: list[OtherDtypeSection] = field(default_factory=list)
     generated_for: datetime = field(kw_only=True)  # the clock's "now" the page was built for (no default)
 
 

@@ -40,6 +40,7 @@ from kernelindex.readmodel.operation_views import (
     SourceSummary,
     WorkloadSummary,
 )
+from kernelindex.readmodel.other_dtype import other_dtype_sections
 from kernelindex.readmodel.ranking_notes import ranked_statistic, ranking_notes
 from kernelindex.readmodel.requests import ask_url
 from kernelindex.readmodel.rows import implementation_ref, ranked_rows
@@ -76,7 +77,10 @@ def operation_page(
     """The operation page; ``gpu`` (any alias: ``h100``) selects that GPU's cohort of the workload, or
     says near the top that it is not measured there, with its floor estimate and the nearest measured GPU."""
     data = load_operation(catalog, slug)
-    return build_operation_page(data, workload=workload, cohort=cohort, gpu=gpu, now=now)
+    page = build_operation_page(data, workload=workload, cohort=cohort, gpu=gpu, now=now)
+    selected = next((w.digest for w in page.workloads if w.selected), None)
+    page.other_dtype = other_dtype_sections(catalog, data, selected, now)
+    return page
 
 
 def build_operation_page(

@@ -38,6 +38,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cache import READ_CACHE, SITE
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.loading import load_operation, loaded_operation
+from kernelindex.readmodel.other_dtype import answer_operations
 from kernelindex.readmodel.versions import VERSIONS, Versions
 from kernelindex.web.answer_scope import operation_scope
 from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
@@ -173,13 +174,15 @@ async def _stamp(catalog: Catalog, versions: Versions, operation: str | None) ->
     known inline when this worker holds the operation; else loading it is left to a thread."""
     if operation is None:
         return SITE, versions.catalog, ()
+    # An operation page also shows its reviewed "same shape, other dtype" counterparts' evidence.
+    version = max(versions.of(slug) for slug in answer_operations(operation))
     data = loaded_operation(catalog, operation)
     if data is None:
         try:
             data = await to_thread.run_sync(load_operation, catalog, operation)
         except NotFound:  # a page that answers 404: kept by the operation's version alone
-            return operation, versions.of(operation), ()
-    return operation, versions.of(operation), tuple(sorted(data.attainable.items()))
+            return operation, version, ()
+    return operation, version, tuple(sorted(data.attainable.items()))
 
 
 def _no_body() -> Receive:
