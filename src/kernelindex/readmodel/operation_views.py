@@ -191,6 +191,7 @@ class OtherDtypeSection(JsonModel):
     note: str = NEVER_RANKED
     workload: str | None = None  # the counterpart's workload with this workload's sizes
     workload_label: str | None = None
+    workload_url: str | None = None
     cohorts: list[OtherDtypeCohort] = field(default_factory=list)
 
 

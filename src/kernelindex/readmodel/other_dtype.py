@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kernelindex import registry
+from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.policy.other_dtype import RelationRule, counterparts, dtype_words, same_shape_other_dtype
 from kernelindex.readmodel.cohorts import cohorts_of
@@ -51,7 +51,7 @@ def other_dtype_sections(catalog: Catalog, data: OperationData, workload: str | 
         relation = same_shape_other_dtype(data.operation, other.operation, rule)
         if relation is None:
             continue
-        section = OtherDtypeSection(slug, other.title, f"/operations/{slug}", dtype_words(relation),
+        section = OtherDtypeSection(slug, other.title, urls.operation(slug), dtype_words(relation),
                                     relation.dtypes_here, relation.dtypes_there, relation.why)
         if workload is not None:
             _fill(section, other, data.workloads[workload].spec.axes, now)
@@ -65,6 +65,7 @@ def _fill(section: OtherDtypeSection, other: OperationData, axes: dict[str, int]
         return
     section.workload, section.workload_label = workload_key(match), workload_label(other.operation,
                                                                                     other.workloads[match])
+    section.workload_url = urls.operation(other.slug, ("workload", section.workload))
     for cohort in (c for c in cohorts_of(other).values() if c.workload == match and c.eligible):
         rows = ranked_rows(other, cohort, now)
         leader = cohort.leader
@@ -80,6 +81,6 @@ def _fill(section: OtherDtypeSection, other: OperationData, axes: dict[str, int]
             evidence=leader.evidence if leader else None,
             eligible_runs=len(cohort.eligible),
             floor=floor.physical if floor else None,
-            url=f"{section.url}?workload={section.workload}&cohort={cohort_key_short(cohort.key)}",
+            url=urls.cohort(other.slug, section.workload, cohort_key_short(cohort.key)),
         ))
     section.cohorts.sort(key=lambda c: (c.gpu, c.mode))
