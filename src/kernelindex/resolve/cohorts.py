@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kernelindex.policy.selection import MODE_ORDER
-from kernelindex.resolve.views import RunView
+from kernelindex.resolve.run_facts import RunFacts
 from kernelindex.resolve.vocabulary import Vocabulary
 
 
@@ -45,9 +45,9 @@ class RankedCohort:
     """One cohort with its ranking computed over all eligible runs (filter-independent)."""
 
     key: str
-    sample: RunView
-    ranked: tuple[tuple[RunView, int, str, bool, float | None], ...]  # run, rank, label, within_noise, vs_first
-    excluded: tuple[RunView, ...]
+    sample: RunFacts
+    ranked: tuple[tuple[RunFacts, int, str, bool, float | None], ...]  # run, rank, label, within_noise, vs_first
+    excluded: tuple[RunFacts, ...]
     order: tuple = ()  # display order: mode, priority GPU, GPU, axes, native first (see order_key)
 
     @property
@@ -55,7 +55,7 @@ class RankedCohort:
         return len(self.ranked)
 
 
-def order_key(sample: RunView, key: str, priority_gpus: Sequence[str]) -> tuple:
+def order_key(sample: RunFacts, key: str, priority_gpus: Sequence[str]) -> tuple:
     """Forward before backward, priority GPUs first, then the workload: computed once per cohort."""
     priority = list(priority_gpus)
     gpu_rank = priority.index(sample.gpu) if sample.gpu is not None and sample.gpu in priority else len(priority)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from kernelindex import urls
+from kernelindex.resolve.run_facts import ImplementationFacts
 from kernelindex.resolve.source import CatalogCohortSource
-from kernelindex.resolve.views import ImplementationView
 
 
 def workloads_list(source: CatalogCohortSource, operation: str | None = None) -> list[dict[str, object]]:
@@ -42,7 +42,7 @@ def workloads_list(source: CatalogCohortSource, operation: str | None = None) ->
 
 def implementations_list(source: CatalogCohortSource) -> list[dict[str, object]]:
     """One entry per implementation line, with the operations it has eligible runs for."""
-    found: dict[str, ImplementationView] = {}
+    found: dict[str, ImplementationFacts] = {}
     operations: dict[str, set[str]] = defaultdict(set)
     eligible_runs: Counter[str] = Counter()
     for slug in source.operations():

@@ -36,7 +36,7 @@ from kernelindex.resolve.results import (
     Row,
     told_apart,
 )
-from kernelindex.resolve.views import RunView
+from kernelindex.resolve.run_facts import RunFacts
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
 
 MAX_COMPATIBLE = 12
@@ -47,7 +47,7 @@ MAX_LISTED = 24  # exact and other-protocol cohorts listed in full; the totals a
 # ---- matching -------------------------------------------------------------------------------
 
 
-def observed_axis(run: RunView, name: str, op: OperationEntry | None) -> int | None:
+def observed_axis(run: RunFacts, name: str, op: OperationEntry | None) -> int | None:
     if name in run.axes:
         return run.axes[name]
     if op and name in op.constants:
@@ -60,7 +60,7 @@ def observed_axis(run: RunView, name: str, op: OperationEntry | None) -> int | N
     return None
 
 
-def _mismatches(req: ResolveRequest, run: RunView, op: OperationEntry | None) -> tuple[list[Mismatch], list[Mismatch]]:
+def _mismatches(req: ResolveRequest, run: RunFacts, op: OperationEntry | None) -> tuple[list[Mismatch], list[Mismatch]]:
     """(workload/environment mismatches, protocol mismatches)."""
     found: list[Mismatch] = []
     for name, wanted in req.axes.items():
@@ -90,7 +90,7 @@ def _distance(mismatches: Sequence[Mismatch]) -> float:
 # ---- filters --------------------------------------------------------------------------------
 
 
-def _hidden_reason(req: ResolveRequest, run: RunView) -> Reason | None:
+def _hidden_reason(req: ResolveRequest, run: RunFacts) -> Reason | None:
     impl = run.implementation
     if req.language and impl.language != req.language:
         return Reason("HIDDEN_BY_LANGUAGE", f"Written in {impl.language}; the query asks for {req.language}.")
@@ -308,7 +308,7 @@ def _request_workload(req: ResolveRequest, cohorts: list[RankedCohort]) -> str |
     return matching.pop() if len(matching) == 1 else None
 
 
-def _shape(run: RunView, op: OperationEntry | None) -> str:
+def _shape(run: RunFacts, op: OperationEntry | None) -> str:
     declared = op.axes if op else ()
     order = [a for a in declared if a in run.axes] + sorted(a for a in run.axes if a not in declared)
     dtypes = sorted(set(run.dtypes.values()))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from kernelindex import urls
 from kernelindex.policy.reasons import Reason
 from kernelindex.readmodel.labels import Shown, tell_apart, told
-from kernelindex.resolve.views import RunView
+from kernelindex.resolve.run_facts import RunFacts
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Mismatch:
 
 @dataclass(frozen=True)
 class Row:
-    run: RunView
+    run: RunFacts
     rank: int
     rank_label: str
     within_noise: bool

@@ -24,22 +24,22 @@ from kernelindex.readmodel.objects import operation_manifests
 from kernelindex.readmodel.operations import load_operation_runs
 from kernelindex.readmodel.rows import implementation_ref
 from kernelindex.resolve.cohorts import LeaderboardScores, RankedCohort, order_key
-from kernelindex.resolve.views import ImplementationView, RunView
+from kernelindex.resolve.run_facts import ImplementationFacts, RunFacts
 from kernelindex.resolve.vocabulary import Vocabulary, build_vocabulary, operation_entry, registry_vocabulary
 
 T = TypeVar("T")
 
 
-def _implementation(data: OperationData, digest: str) -> ImplementationView:
+def _implementation(data: OperationData, digest: str) -> ImplementationFacts:
     ref = implementation_ref(data, digest)
-    return ImplementationView(
+    return ImplementationFacts(
         slug=ref.slug, title=ref.title, language=ref.language, license=ref.license, usable=ref.usable,
         baseline=ref.role == "baseline", project=ref.project, install_command=ref.install_command,
         unusable_reasons=tuple(Reason(r["code"], r["sentence"]) for r in ref.not_usable_reasons),
     )
 
 
-def _run_views(data: OperationData) -> dict[str, RunView]:
+def _run_facts(data: OperationData) -> dict[str, RunFacts]:
     impls = {d: _implementation(data, d) for d in data.implementations}
     order = axis_order(data.operation)
     views = {}
@@ -48,7 +48,7 @@ def _run_views(data: OperationData) -> dict[str, RunView]:
         hardware = data.environments[run.environment].spec.hardware
         protocol = data.protocols[run.protocol].spec
         gpu = data.gpu_of(run.environment)
-        views[run.digest] = RunView(
+        views[run.digest] = RunFacts(
             run_id=run.run_id, operation=data.slug, cohort_key=run.cohort_key, workload_key=run.workload,
             axes=_ordered_axes(workload.axes, order), dtypes=dict(workload.dtypes),
             gpu=gpu.slug if gpu else None, gpu_label=gpu.short if gpu else hardware.product,
@@ -68,14 +68,14 @@ def _ordered_axes(axes: dict[str, int], order: list[str]) -> dict[str, int]:
     return {**{a: axes[a] for a in order if a in axes}, **{a: v for a, v in sorted(axes.items()) if a not in order}}
 
 
-def _unranked(view: RunView, replicate: Reason | None) -> RunView:
+def _unranked(view: RunFacts, replicate: Reason | None) -> RunFacts:
     """An unranked run's view, saying why: ineligible, or a replicate of its implementation's row."""
     return view if replicate is None else replace(view, ineligible_reasons=(replicate,))
 
 
 def cohorts_from(data: OperationData) -> list[RankedCohort]:
     """The read model's cohorts (ranked by its code) in the resolver's shape."""
-    views = _run_views(data)
+    views = _run_facts(data)
     out = []
     for key, cohort in cohorts_of(data).items():
         ranked = tuple((views[e.item.id], e.rank, e.label, e.within_noise, e.vs_first) for e in cohort.ranked)

@@ -17,7 +17,7 @@ from kernelindex.policy.reasons import Reason
 
 
 @dataclass(frozen=True)
-class ImplementationView:
+class ImplementationFacts:
     slug: str
     title: str
     language: str
@@ -45,7 +45,7 @@ class ImplementationView:
 
 
 @dataclass(frozen=True)
-class RunView:
+class RunFacts:
     run_id: str
     operation: str
     cohort_key: str
@@ -58,7 +58,7 @@ class RunView:
     mode: str  # forward | backward | forward+backward | forward-no-grad
     protocol_key: str
     native: bool  # measured by a source's own harness (source-native ranking)
-    implementation: ImplementationView
+    implementation: ImplementationFacts
     evidence: str
     eligible: bool
     median_ns: int | None
