@@ -20,11 +20,12 @@ from collections.abc import Callable, Collection
 from importlib import resources
 from pathlib import Path
 
+from kernelindex.catalog.attestations import attested_bundles
 from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.holdings import has_runs, runs_present, supersession_digests
 from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.canonical import ManifestSyntaxError, strict_json_loads
 from kernelindex.domain.manifests import ManifestError, Supersession, build, digest_of
-from kernelindex.readmodel.objects import attested_bundles, has_runs, runs_present, supersession_digests
 from kernelindex.sources.aiter import import_aiter
 from kernelindex.sources.aiter.normalize import SOURCE as AITER_SOURCE
 from kernelindex.sources.base import FileTransport

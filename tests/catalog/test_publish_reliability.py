@@ -13,10 +13,10 @@ from sqlalchemy import delete, func, select
 from typer.testing import CliRunner
 
 from kernelindex.bootstrap import bundle_digest, ensure_bundled_data
+from kernelindex.catalog.attestations import attested_bundles
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import AttestationRow, PublicationRow, RunRow, TrustedRunnerRow
 from kernelindex.cli import app
-from kernelindex.readmodel.objects import attested_bundles
 from kernelindex.sources.liger import import_liger
 from kernelindex.trust.bundles import bundled_bundles, publish_bundle
 from kernelindex.trust.keys import bundled_runner_keys

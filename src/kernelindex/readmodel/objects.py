@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_lines as _export_lines
-from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow, SupersessionRow
+from kernelindex.catalog.models import ObjectRow, RunRow
 from kernelindex.domain.manifests import OperationSpec, WorkloadCase, as_kind, parse_manifest_text
 
 
@@ -34,38 +34,6 @@ def workload_cases(
     with catalog.engine.connect() as conn:
         bodies = conn.execute(query).scalars().all()
     return [as_kind(parse_manifest_text(body, "catalog WorkloadCase"), WorkloadCase) for body in bodies]
-
-
-def has_runs(catalog: Catalog, source: str | None = None) -> bool:
-    """Whether the catalog holds any run (from ``source``, when given)."""
-    query = select(func.count()).select_from(RunRow)
-    if source:
-        query = query.where(RunRow.source == source)
-    with catalog.engine.connect() as conn:
-        return conn.execute(query).scalar_one() > 0
-
-
-def attested_bundles(catalog: Catalog) -> set[str]:
-    """Digests of the bundles whose runs the catalog holds as attested."""
-    with catalog.engine.connect() as conn:
-        return set(conn.execute(select(AttestationRow.bundle_digest).distinct()).scalars())
-
-
-def supersession_digests(catalog: Catalog) -> set[str]:
-    """Digests of the Supersession facts the catalog records."""
-    with catalog.engine.connect() as conn:
-        return set(conn.execute(select(SupersessionRow.digest)).scalars())
-
-
-def runs_present(catalog: Catalog, digests: set[str]) -> set[str]:
-    """Which of these run digests the catalog holds."""
-    found: set[str] = set()
-    wanted = sorted(digests)
-    with catalog.engine.connect() as conn:
-        for start in range(0, len(wanted), 500):
-            found.update(conn.execute(select(RunRow.digest).where(RunRow.digest.in_(wanted[start:start + 500])))
-                         .scalars())
-    return found
 
 
 def run_counts(catalog: Catalog) -> tuple[int, int]:
