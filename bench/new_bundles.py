@@ -32,7 +32,7 @@ from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.manifests import manifest_json, parse_manifest
 from kernelindex.trust import api_keys
 from kernelindex.trust import keys as runner_keys
-from kernelindex.trust.bundles import SAMPLES_DIR, bundled_bundles, verify_bundle, write_bundle
+from kernelindex.trust.bundles import SAMPLES_DIR, bundled_bundles, verify_directory, write_bundle
 from kernelindex.trust.uploads import pack_bundle
 
 RUNNER = "bench-load-runner"
@@ -58,7 +58,7 @@ def prepare(database: str, count: int, out: Path) -> None:
 
 def _resigned(source: Path, out: Path, signer: Ed25519PrivateKey, shift: int) -> None:
     """The runs of a shipped bundle signed by the bench key, observed ``shift`` seconds later: new digests."""
-    bundle = verify_bundle(source)
+    bundle = verify_directory(source)
     key_id = runner_keys.key_id_of(runner_keys.public_key_hex(signer))
     manifests = []
     for manifest in bundle.manifests:

@@ -122,6 +122,7 @@ def load_all_operations(catalog: Catalog) -> dict[str, OperationData]:
     one when they are few, else in one pass of a few whole-table queries)."""
     versions = VERSIONS.current(catalog)
 
+    @_gc_paused  # a few hundred thousand objects kept alive: no cycles to find, only a heap to traverse
     def attached() -> dict[str, OperationData]:
         return {slug: _with_attainable(catalog, versions, data) for slug, data in _all_at(catalog, versions).items()}
 

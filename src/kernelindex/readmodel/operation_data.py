@@ -174,8 +174,11 @@ class OperationData:
         return self.operation.metadata.title or self.slug
 
     def specs_json(self, workload: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The operation's and the workload's specs in the JSON form the pure policies (floor, snippets) take."""
-        return manifest_json(self.operation)["spec"], manifest_json(self.workloads[workload])["spec"]
+        """The operation's and the workload's specs in the JSON form the pure policies (floor, snippets) take,
+        dumped once per loaded operation (read-only: every floor and snippet of the workload shares them)."""
+        operation = self.derived("operation-spec-json", lambda: manifest_json(self.operation)["spec"])
+        return operation, self.derived(("workload-spec-json", workload),
+                                       lambda: manifest_json(self.workloads[workload])["spec"])
 
     def gpu_of(self, environment: str) -> GpuSpec | None:
         return registry.gpu_for_product(self.environments[environment].spec.hardware.product)
