@@ -38,6 +38,9 @@ class OperationDef:
     unavailable: str | None = None
     overwrites: tuple[str, ...] = ()
     optional_inputs: tuple[str, ...] = ()
+    # Integer inputs whose values pick rows of a table (embedding: input_ids): the run records how many
+    # distinct values its timed inputs held, since random ids repeat and the rows actually read are fewer.
+    index_inputs: tuple[str, ...] = ()
 
     def grads_of(self, inputs: Tensors) -> tuple[str, ...]:
         """The gradient inputs of this input set: ``grad_inputs`` less the optional ones it does not carry

@@ -66,6 +66,7 @@ class ImplOutcome:
     peak_bytes: int | None = None
     cross_check: CrossCheckResult | None = None  # v3: the same call by graph replay or per-call events
     host_cost: tuple[float, float] | None = None  # v3: (wall, host CPU) ns per call
+    distinct_ids: dict[str, int] = field(default_factory=dict)  # index input → distinct values in the timed inputs
 
 
 @dataclass
@@ -141,6 +142,7 @@ def _timing_context(device: RunnerDevice) -> contextlib.AbstractContextManager[o
 def _setup(ctx: Context, workload: WorkloadCase, o: ImplOutcome) -> tuple[Callable[[], object], Sampler]:
     """Fresh inputs, the region's call, its first call (compilation) and peak memory, the sampler."""
     inputs = make_inputs(ctx.op, workload, TIMING_SEED, ctx.device.torch_device)
+    o.distinct_ids = {name: int(inputs[name].unique().numel()) for name in ctx.op.index_inputs}
     grads = ctx.op.grads_of(inputs)
     prepare_inputs(inputs, grads)
     ctx.device.synchronize()
@@ -291,6 +293,8 @@ def _timing_json(o: ImplOutcome, blob: bytes, min_samples: int) -> dict[str, Any
         timing["raw"]["call_peak_memory_method"] = PEAK_METHOD
         if o.peak_bytes == 0:
             timing["raw"]["call_peak_memory_note"] = IN_PLACE_NOTE
+    for name, count in o.distinct_ids.items():  # the rows a gather reads: the floor counts no more
+        timing["raw"][f"distinct_{name}"] = str(count)
     if o.region == "backward":
         timing["raw"]["backward"] = (
             "torch.autograd.grad(retain_graph=True) from one untimed forward; that forward built with "

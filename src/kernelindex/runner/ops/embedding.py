@@ -65,4 +65,5 @@ def adapters() -> list[Adapter]:
     ]
 
 
-OPERATIONS = [OperationDef("embedding", make_inputs, reference, adapters, grad_inputs=("weight",), regions=REGIONS)]
+OPERATIONS = [OperationDef("embedding", make_inputs, reference, adapters, grad_inputs=("weight",), regions=REGIONS,
+                           index_inputs=("input_ids",))]
