@@ -25,14 +25,14 @@ def test_use_prints_install_snippet_evidence_and_floor(catalog: Catalog) -> None
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "Liger" in out and "Verified" in out and 'pip install "liger-kernel==' in out
-    assert "liger_rotary_pos_emb(q, k, cos, sin)" in out and "above the floor" in out
+    assert "liger_rotary_pos_emb(q, k, cos, sin)" in out and "above the physical floor" in out
 
 
 def test_use_on_h100_says_not_measured_and_gives_the_nearest_gpu(catalog: Catalog) -> None:
     out = _ki(catalog, "use", "rope seq=2048 hidden=8192 bf16 h100").stdout
     # Issue 20 item 9: the H200 (sm_90 like the H100, verified, 2026) before the A100 (2024, reported,
     # liger 0.2.1) whose bandwidth is nearer; the answer says why.
-    assert "Not measured on H100" in out and "Nearest evidence: H200" in out and "H100 floor:" in out
+    assert "Not measured on H100" in out and "Nearest evidence: H200" in out and "H100 physical floor:" in out
     assert "the same architecture as H100 (sm_90)" in out and "replicated evidence" in out
     assert 'pip install "liger-kernel==0.2.1"' not in out
 

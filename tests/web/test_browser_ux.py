@@ -73,7 +73,7 @@ def test_unmeasured_priority_gpu_is_said_near_the_top_with_floor_and_nearest(
     text = _text(tab)
     line = tab.locator(".not-measured p", has_text="Not measured on H100").inner_text()
     assert text.index("Not measured on H100") < text.index("Current records")
-    assert "Floor estimate on H100: 25.7 µs" in line and "3,350 GB/s" in line
+    assert "Physical floor on H100: 25.7 µs" in line and "3,350 GB/s" in line
     # Issue 20 item 9: the H200 shares H100's architecture (sm_90) and has verified runs, so it is chosen
     # over the A100 (2024, reported) although the A100's bandwidth is nearer; the line says why.
     assert "Nearest measured GPU: H200" in line and "the same architecture as H100 (sm_90)" in line

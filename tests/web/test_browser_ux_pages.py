@@ -92,7 +92,7 @@ def test_operation_page_asked_for_an_unmeasured_gpu_says_so_first(tab: Any, base
     text = tab.inner_text("main")
     banner = tab.locator(".asked-gpu").inner_text()
     assert text.index("Not measured on H100 for this workload") < text.index("Fastest")  # above the headline
-    assert "Floor estimate on H100: 25.7 µs" in banner and "3,350 GB/s" in banner
+    assert "Physical floor on H100: 25.7 µs" in banner and "3,350 GB/s" in banner
     assert "Nearest measured GPU: H200" in banner  # same architecture (sm_90), verified, newer: issue 20 item 9
     assert "Shown below, the nearest measured GPU: NVIDIA H200" in banner
     assert "NVIDIA H200 SXM 141GB · forward" in tab.locator(".slot").first.inner_text()
@@ -126,7 +126,7 @@ def test_search_for_an_unmeasured_gpu_leads_to_the_floor_and_nearest(tab: Any, b
     assert text.index("Not measured on H100 for this query") < text.index("Compatible")
     tab.locator(".asked-gpu a").click()
     tab.wait_for_url(re.compile(r"/operations/rope\?workload=\w+&gpu=h100-sxm"))
-    assert "Floor estimate on H100: 25.7 µs" in tab.locator(".asked-gpu").inner_text()
+    assert "Physical floor on H100: 25.7 µs" in tab.locator(".asked-gpu").inner_text()
 
 
 def test_compatible_rows_are_compact_on_a_phone(tab: Any, base_url: str) -> None:  # noqa: F811

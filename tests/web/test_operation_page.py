@@ -57,7 +57,7 @@ def test_rope_sections_follow_the_design_order(rope: str) -> None:
     # Issue 14: the unmeasured priority GPUs are said near the top too, with their floor estimates.
     order = ["eligible runs", "Fastest reported · usable today", "Not measured on H100 for this workload (",
              "Fastest by language", "Current records", "Not measured on H100, B200", "Source-native comparison",
-             "Physical floor", "Ranking in this cohort",
+             "of compulsory traffic at", "Ranking in this cohort",
              "Scaling by seq", "Implementations", "Semantics", "Identity", "Sources", "How records are decided"]
     positions = [text.index(marker) for marker in order]
     assert positions == sorted(positions)

@@ -20,7 +20,9 @@ def test_rope_page_says_what_to_run_on_the_selected_gpu(client: TestClient) -> N
     box = html.unescape(page[page.index('id="use-this"'):page.index('id="by-language"')])
     assert 'pip install "liger-kernel==0.2.1"' in box
     assert "q_out, k_out = liger_rotary_pos_emb(q, k, cos, sin)" in box
-    assert "above the floor" in box and "Reported · Liger-Kernel benchmarks" in box
+    assert "above the physical floor" in box and "Reported · Liger-Kernel benchmarks" in box
+    # The floor is named as the operation page names it (issue 20): never a bare "floor".
+    assert "A100 physical floor: " in box and "A100 floor:" not in box
 
 
 def test_the_box_links_its_json_twin_with_the_same_answer(client: TestClient) -> None:

@@ -14,6 +14,7 @@ from kernelindex.cli.backends import LocalBackend, backend_for, run_command
 from kernelindex.cli.common import DatabaseOption, console
 from kernelindex.cli.query_cmds import ApiOption, JsonOption
 from kernelindex.domain.units import format_duration
+from kernelindex.policy.floor import FLOOR_NAMES, PHYSICAL
 
 
 def use_answer(api: str | None, database: str | None, text: str) -> dict[str, Any]:
@@ -42,7 +43,7 @@ def render_use(data: dict[str, Any]) -> None:
             _answer_block(answer)
     floor = rec.get("floor")
     if floor:
-        console.print(f"{rec['gpu']['label']} floor: {format_duration(floor['floor_ns'])} "
+        console.print(f"{rec['gpu']['label']} {floor['name']}: {format_duration(floor['floor_ns'])} "
                       f"({floor['bound']}-bound, floor-v1 · {floor['label']})", highlight=False)
     console.print(f"[dim]{rec['note']}[/]", highlight=False)
 
@@ -54,7 +55,7 @@ def _answer_block(answer: dict[str, Any]) -> None:
     console.print(f"\n[bold]{answer['cohort_label']}[/] [dim]({kind} {answer['cohort']})[/]", highlight=False)
     version = f" {impl['version']}" if impl.get("version") else ""
     vs = f" · {answer['vs_fastest']:.2f}× the fastest" if answer.get("vs_fastest") else ""
-    floor = f" · {answer['floor_ratio']:.2f}× above the floor" if answer.get("floor_ratio") else ""
+    floor = f" · {answer['floor_ratio']:.2f}× above the {FLOOR_NAMES[PHYSICAL]}" if answer.get("floor_ratio") else ""
     console.print(f"  {impl['title']}{version} ({impl['project']}, {impl['license'] or 'license unknown'}) · "
                   f"{answer['median']} · #{answer['rank_label']}{vs}{floor}", highlight=False)
     console.print(f"  Evidence: {answer['evidence_line']}", highlight=False)

@@ -93,7 +93,11 @@ GRADIENT_FLOPS: dict[str, str] = {
 
 PHYSICAL = "physical"
 ATTAINABLE = "attainable"
+# What every surface calls each floor (pages, JSON "name", CLI, MCP): never a bare "floor".
 FLOOR_NAMES = {PHYSICAL: "physical floor", ATTAINABLE: "attainable floor"}
+
+
+CEILING_PROBE_BYTES = 1 << 30  # the buffer each of the runner's ceiling kernels streams (copy, read, write)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,14 @@ from datetime import datetime
 
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
+from kernelindex.domain.manifests import ExecutionEnvironment
+from kernelindex.readmodel.attainable import attainable_bandwidths
+from kernelindex.readmodel.ceilings import CeilingRow, ceiling_rows
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries
 from kernelindex.readmodel.paging import Paging, page_of
+from kernelindex.readmodel.versions import VERSIONS
 
 RECORDS_PER_PAGE = 25  # the H100 page held 279 cohorts in one 28,583 px table; 25 rows ≈ 6,000 px on a phone
 
@@ -36,6 +40,8 @@ class MeasuredCeiling(JsonModel):
     environment: str
     copy_bandwidth_bytes_per_s: float
     software: dict[str, str]
+    read_bandwidth_bytes_per_s: float | None = None
+    write_bandwidth_bytes_per_s: float | None = None
 
 
 @dataclass
@@ -52,7 +58,8 @@ class Coverage(JsonModel):
 @dataclass
 class GpuPage(JsonModel):
     gpu: GpuFacts
-    measured_ceilings: list[MeasuredCeiling] = field(default_factory=list)
+    measured_ceilings: list[MeasuredCeiling] = field(default_factory=list)  # one per environment that measured
+    ceilings: list[CeilingRow] = field(default_factory=list)  # the same, one row per ceiling kernel, and its floor
     coverage: list[Coverage] = field(default_factory=list)
     records: list[CohortSummary] = field(default_factory=list)  # one page of the cohorts measured here
     records_paging: Paging | None = None
@@ -85,13 +92,10 @@ def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datet
     clock = now
     model = GpuPage(_facts(spec), may_be=[{"slug": g, "name": registry.gpus()[g].name, "url": urls.gpu(g)}
                                           for g in registry.gpus_answering(slug) if g != slug])
+    measured: dict[str, ExecutionEnvironment] = {}
     for data in all_operations(catalog):
         envs = {d for d in data.environments if (gpu := data.gpu_of(d)) is not None and gpu.slug == slug}
-        for digest in sorted(envs):
-            env = data.environments[digest].spec
-            bandwidth = env.copy_bandwidth_bytes_per_s
-            if bandwidth and digest not in {m.environment for m in model.measured_ceilings}:
-                model.measured_ceilings.append(MeasuredCeiling(digest, bandwidth, env.software))
+        measured.update((d, data.environments[d]) for d in envs if data.environments[d].spec.copy_bandwidth_bytes_per_s)
         runs = [r for r in data.runs if r.eligible and r.environment in envs]
         summaries = [s for s in cohort_summaries(data, clock) if s.gpu == slug and s.leader]
         if runs:
@@ -101,7 +105,19 @@ def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datet
                 urls.records(("operation", data.slug), ("gpu", slug))))
         model.records.extend(summaries)
     model.records, model.records_paging = page_of(model.records, page, RECORDS_PER_PAGE)
+    _add_ceilings(catalog, model, spec, measured)
     return model
+
+
+def _add_ceilings(catalog: Catalog, model: GpuPage, spec: registry.GpuSpec,
+                  measured: dict[str, ExecutionEnvironment]) -> None:
+    for digest, env in sorted(measured.items()):
+        e = env.spec
+        model.measured_ceilings.append(MeasuredCeiling(digest, e.copy_bandwidth_bytes_per_s or 0.0, e.software,
+                                                       e.read_bandwidth_bytes_per_s, e.write_bandwidth_bytes_per_s))
+    if measured:
+        attainable = attainable_bandwidths(catalog, VERSIONS.current(catalog).everything).get(spec.slug)
+        model.ceilings = ceiling_rows(list(measured.values()), spec.bandwidth_gbps, spec.source, attainable)
 
 
 def gpus_index(catalog: Catalog) -> list[GpuIndexEntry]:

@@ -129,7 +129,7 @@ def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: s
     elif nearest:
         status = "not_measured_on_gpu"
         message = (f"Not measured on {gpu.short} for {what}. Nearest measured GPU: {nearest.gpu_label}; "
-                   f"{gpu.short} floor estimate {format_duration(floor.floor_ns)}.")
+                   f"{gpu.short} {floor.name} {format_duration(floor.floor_ns)} (an estimate).")
     else:
         status, message = "not_measured", f"No eligible run of {what} on any GPU."
     return Recommendation(

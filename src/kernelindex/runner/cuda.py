@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import torch
 
+from kernelindex.policy.floor import CEILING_PROBE_BYTES
 from kernelindex.runner.cupti import CuptiSampler, graph_difference_ns, host_cost_ns
 from kernelindex.runner.memory import peak_with_kept_results, result_storage_bytes
 from kernelindex.runner.timing import Call, Sampler, sampler_with_fallback
@@ -215,7 +216,8 @@ def _stream_median_ns(device: CudaDevice, call: Call, samples: int) -> float:
     return times[len(times) // 2]
 
 
-def read_write_bandwidth(device: CudaDevice, nbytes: int = 1 << 30, samples: int = 3) -> tuple[float, float]:
+def read_write_bandwidth(device: CudaDevice, nbytes: int = CEILING_PROBE_BYTES,
+                         samples: int = 3) -> tuple[float, float]:
     """(read-only, write-only) bandwidth in bytes/s: a sum over 1 GiB (reads it, writes 4 bytes per
     row of 64 KiB) and a fill of 1 GiB. On an H200 a read stream runs faster than a copy, so a floor
     from the copy bandwidth alone would not bound a read-dominated call from below."""
@@ -226,7 +228,7 @@ def read_write_bandwidth(device: CudaDevice, nbytes: int = 1 << 30, samples: int
     return read, write
 
 
-def copy_bandwidth(device: CudaDevice, nbytes: int = 1 << 30, samples: int = 3) -> float:
+def copy_bandwidth(device: CudaDevice, nbytes: int = CEILING_PROBE_BYTES, samples: int = 3) -> float:
     """Device-to-device copy bandwidth in bytes/s (bytes read + bytes written): the ceiling of the
     measured floor. Timed with per-call events, not graph replay: captured in a CUDA graph, a
     device-to-device ``copy_`` becomes a memcpy node, which ran at about 65% of the eager copy's

@@ -16,6 +16,7 @@ from typing import Any
 
 from kernelindex import urls
 from kernelindex.domain.units import format_duration
+from kernelindex.policy.floor import FLOOR_NAMES, PHYSICAL
 
 WIDTH, HEIGHT = 720, 340
 LEFT, RIGHT, TOP, BOTTOM = 70, 128, 16, 48  # the right margin holds the series' end labels
@@ -139,8 +140,9 @@ def render_scaling_svg(chart: Mapping[str, Any], *, chart_id: str = "scaling") -
     sx = make_scale(xs, LEFT, WIDTH - RIGHT, pad=0.04, log=chart.get("log_x"))
     sy = make_scale(ys, HEIGHT - BOTTOM, TOP, pad=0.06, log=chart.get("log_y"))
     title = f"Scaling by {axis}"
+    with_floor = f", with the {FLOOR_NAMES[PHYSICAL]} (floor-v1 estimate)" if floor else ""
     desc = (f"Median latency against {axis} for {len(series)} implementation(s)"
-            f"{', with the floor-v1 estimate' if floor else ''}; {'log' if sy.log else 'linear'} latency axis, "
+            f"{with_floor}; {'log' if sy.log else 'linear'} latency axis, "
             f"{'log' if sx.log else 'linear'} {axis} axis.")
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" '
@@ -194,7 +196,8 @@ def _floor_path(sx: Scale, sy: Scale, floor: list[Mapping[str, Any]]) -> str:
     tips = "; ".join(f"{format_axis_value(p['x'])}: {format_duration(p['floor_ns'])}" for p in pts)
     return (
         f'<path class="floor" d="{d}" fill="none" stroke="{FLOOR_COLOUR}" stroke-width="1.5" '
-        f'stroke-dasharray="5 4"><title>floor-v1 estimate (not evidence) — {escape(tips)}</title></path>'
+        f'stroke-dasharray="5 4"><title>{FLOOR_NAMES[PHYSICAL]} (floor-v1 estimate, not evidence) — '
+        f'{escape(tips)}</title></path>'
     )
 
 

@@ -18,6 +18,8 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Request
 from markdown_it import MarkdownIt
 from markupsafe import Markup
+from mdit_py_plugins.anchors import anchors_plugin
+from mdit_py_plugins.anchors.index import slugify
 from starlette.responses import HTMLResponse, Response
 
 from kernelindex import registry, urls
@@ -192,22 +194,30 @@ def gpus_route(request: Request) -> Response:
 
 
 @cache
-def runner_doc_html() -> str:
-    """The runner's documentation (package data ``kernelindex/data/docs/runner.md``) as HTML."""
+def runner_doc_html() -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The runner's documentation (package data ``kernelindex/data/docs/runner.md``) as HTML, and its
+    sections as (id, title) for the page's contents. Headings get ids from their titles, prefixed
+    "runner-" so they never meet the page's own ids (stable while a title stays; /docs#runner-timing)."""
     text = resources.files("kernelindex.data").joinpath("docs", "runner.md").read_text(encoding="utf-8")
     text = re.sub(r"^# .*\n", "", text, count=1)  # the page already has the section heading
-    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    md = MarkdownIt("commonmark", {"html": False}).enable("table").use(
+        anchors_plugin, min_level=2, max_level=3, slug_func=lambda title: "runner-" + slugify(title))
+    tokens = md.parse(text)
+    sections = tuple((str(t.attrs["id"]), "".join(c.content for c in tokens[i + 1].children or ()))
+                     for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2")
+    html = md.renderer.render(tokens, md.options, {})
     # Wide tables and code scroll inside their own focusable container (phones, keyboard users).
     count = iter(range(1, 1000))
     html = re.sub("<table>", lambda _: f'<div class="table-wrap" tabindex="0" role="region" '
                   f'aria-label="Runner table {next(count)}"><table>', html).replace("</table>", "</table></div>")
-    return html.replace("<pre>", '<pre tabindex="0">')
+    return html.replace("<pre>", '<pre tabindex="0">'), sections
 
 
 @keeps_answers
 @router.get(urls.DOCS, response_class=HTMLResponse)
 def docs_page(request: Request) -> Response:
-    response = render("docs.html", nav="docs", runner_doc=Markup(runner_doc_html()),
+    runner_doc, runner_sections = runner_doc_html()
+    response = render("docs.html", nav="docs", runner_doc=Markup(runner_doc), runner_sections=runner_sections,
                       source_policies=list(registry.source_policies().values()))
     response.headers.update(canonical_link(request, {}))
     return response

@@ -100,9 +100,11 @@ def environment() -> Environment:
         age=age,
         timing_method=lambda method: METHOD_WORDS.get(method, method),  # never the raw field value
     )
+    from kernelindex.policy.floor import FLOOR_NAMES
     from kernelindex.web.charts import implementation_colour
 
     env.globals.update(static_url=static_url, query_url=query_url, data_sources=_published_sources(),
+                       floor_names=FLOOR_NAMES,
                        implementation_colour=implementation_colour)
     return env
 

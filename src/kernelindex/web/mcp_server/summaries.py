@@ -40,7 +40,8 @@ def _recommendation(data: dict[str, Any]) -> str:
             lines.append(f"- {a['cohort_label']} ({a['cohort_kind']}): {a['implementation']['title']} {a['median']}"
                          f"{ratio}; {a['install'] or 'no usable implementation'}")
         if rec.get("floor"):
-            lines.append(f"{rec['gpu']['label']} floor estimate: {format_duration(rec['floor']['floor_ns'])}")
+            lines.append(f"{rec['gpu']['label']} {rec['floor']['name']}: {format_duration(rec['floor']['floor_ns'])} "
+                         "(an estimate)")
     lines += [f"- {c['query']}" for c in data.get("choices", [])]
     return "\n".join(lines)
 

@@ -76,4 +76,17 @@
       });
     });
   });
+
+  // A link to a section inside a collapsed <details> (the GPU page's #ceilings) opens it.
+  function openTarget() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    var details = target && target.closest("details");
+    if (details && !details.open) {
+      details.open = true;
+      target.scrollIntoView();
+    }
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
 })();

@@ -1,0 +1,54 @@
+"""A GPU's bandwidth ceilings in one compact table (issue 22 item 6): for each ceiling kernel a
+KernelIndex runner times on it — device-to-device copy, read-only, write-only — the bytes one call moves,
+the best and the range over every environment that measured it, and which floor uses it; beside them
+the datasheet peak (the physical floor) and, when a verified run moved its bytes faster than every
+ceiling, that run (the attainable floor then divides by its rate: readmodel/attainable.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelindex.domain.manifests import ExecutionEnvironment
+from kernelindex.policy.floor import CEILING_PROBE_BYTES, Attainable
+from kernelindex.readmodel.jsonable import JsonModel
+
+# (environment field, kernel in words, bytes read, bytes written) per call of the runner's ceiling kernels
+KERNELS = (
+    ("write_bandwidth_bytes_per_s", "write-only: fill a buffer", 0, CEILING_PROBE_BYTES),
+    ("copy_bandwidth_bytes_per_s", "device-to-device copy", CEILING_PROBE_BYTES, CEILING_PROBE_BYTES),
+    ("read_bandwidth_bytes_per_s", "read-only: sum each 64 KiB row", CEILING_PROBE_BYTES, 0),
+)
+ATTAINABLE_USE = "the attainable floor (the best bandwidth seen on this GPU)"
+PHYSICAL_USE = "the physical floor (datasheet; no correct run beats it)"
+BELOW_BEST_USE = "none on the pages: below the best seen"
+
+
+@dataclass
+class CeilingRow(JsonModel):
+    kernel: str
+    bytes_read: int | None
+    bytes_written: int | None
+    best_bytes_per_s: float
+    lowest_bytes_per_s: float | None  # over every environment that measured it (None: one figure only)
+    measurements: int  # environments (a runner's machine and software) that measured it
+    used_by: str  # which floor divides by it
+
+
+def ceiling_rows(environments: list[ExecutionEnvironment], bandwidth_gbps: float, source: str,
+                 attainable: Attainable | None) -> list[CeilingRow]:
+    """The ceilings of one GPU's environments, best first, then the datasheet peak; a verified run that
+    set the attainable bandwidth above every ceiling is its own row."""
+    rows = []
+    for field, kernel, read, written in KERNELS:
+        values = [v for e in environments if (v := getattr(e.spec, field))]
+        if not values:
+            continue
+        best, low = max(values), min(values)
+        used = ATTAINABLE_USE if attainable and best == attainable.bandwidth_bytes_per_s else BELOW_BEST_USE
+        rows.append(CeilingRow(kernel, read, written, best, low if low != best else None, len(values), used))
+    rows.sort(key=lambda r: -r.best_bytes_per_s)
+    if attainable and not any(r.used_by == ATTAINABLE_USE for r in rows):
+        rows.insert(0, CeilingRow(attainable.source, None, None, attainable.bandwidth_bytes_per_s, None, 1,
+                                  ATTAINABLE_USE))
+    rows.append(CeilingRow(f"datasheet HBM peak — {source}", None, None, bandwidth_gbps * 1e9, None, 0, PHYSICAL_USE))
+    return rows

@@ -1,0 +1,88 @@
+"""Issue 22 items 6 and 7 in a real browser at 1280 and 390 px: the GPU page's bandwidth ceilings are one
+compact table, collapsed below the records, saying which floor uses each (a link to #ceilings opens
+it); search's ranked rows keep Evidence and Observed on a phone's screen; the runner section of /docs
+has stable, unique heading ids that the contents and the run page link to."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_browser import CHROMIUM, base_url, browser  # noqa: F401 - fixtures shared with the journeys
+from test_browser_ux import WIDTHS
+
+pytestmark = [pytest.mark.browser]
+
+
+@pytest.fixture(params=sorted(WIDTHS))
+def tab(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:  # noqa: F811
+    width, height = WIDTHS[request.param]
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=request.param == "phone")
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def test_gpu_ceilings_are_one_collapsed_table_below_the_records(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/gpus/h200")
+    main = tab.locator("main")
+    headings = main.locator("h2").all_inner_texts()
+    records = next(i for i, h in enumerate(headings) if h.startswith("Records held"))
+    assert headings.index("Bandwidth ceilings") > records
+    assert "device-to-device copy, measured by" not in main.inner_text()  # the 45 near-identical lines are gone
+    details = main.locator("section.ceilings details")
+    assert details.evaluate("d => d.open") is False
+    rows = details.locator("tbody tr")
+    used = rows.evaluate_all("rs => rs.map(r => r.cells[3].textContent.trim())")
+    kernels = rows.evaluate_all("rs => rs.map(r => r.cells[0].textContent.trim())")
+    assert len(kernels) == 4 and {k.split(":")[0] for k in kernels[:3]} == {"write-only", "read-only",
+                                                                          "device-to-device copy"}
+    assert Counter(u.split(" (")[0].split(":")[0] for u in used) == {"the attainable floor": 1,
+                                                                      "the physical floor": 1, "none on the pages": 2}
+    assert kernels[-1].startswith("datasheet HBM peak") and used[-1].startswith("the physical floor")
+    # The operation page's floor panel links to the table, and the link opens it.
+    tab.goto(base_url + "/operations/rope")
+    tab.locator(".floor summary").first.evaluate("s => s.parentElement.open = true")
+    tab.locator(".floor a", has_text="The GPU's ceilings").first.click()
+    tab.wait_for_url(re.compile(r"/gpus/h200#ceilings$"))
+    assert tab.locator("section.ceilings details").evaluate("d => d.open") is True
+    assert tab.locator("section.ceilings table").is_visible()
+    assert tab.evaluate("document.documentElement.scrollWidth") <= tab.viewport_size["width"]
+
+
+def test_search_rows_keep_evidence_and_date_on_screen(tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/search?q=rope+seq%3D2048+hidden%3D8192+h200")
+    table = tab.locator("table.ranked").first
+    width = tab.viewport_size["width"]
+    for cell in ("td.evidence", "td.observed", "td.num"):
+        rights = table.locator(cell).evaluate_all("els => els.map(e => e.getBoundingClientRect().right)")
+        assert rights and max(rights) <= width, (cell, rights)
+    assert table.locator("td.evidence").first.inner_text().startswith("Replicated")
+    wrap = table.locator("xpath=..")
+    assert wrap.evaluate("w => w.scrollWidth <= w.clientWidth")  # nothing hidden behind a sideways scroll
+    heights = table.locator("tbody tr").evaluate_all("rs => rs.map(r => r.getBoundingClientRect().height)")
+    assert max(heights) < 110, heights  # a compact block per row on a phone, one line on a desktop
+
+
+def test_docs_runner_sections_have_unique_ids_that_contents_and_run_pages_link_to(
+        tab: Any, base_url: str) -> None:  # noqa: F811
+    tab.goto(base_url + "/docs")
+    ids = tab.evaluate("[...document.querySelectorAll('[id]')].map(e => e.id)")
+    assert [i for i, n in Counter(ids).items() if n > 1] == []
+    runner = tab.evaluate("[...document.querySelectorAll('.runner-doc h2, .runner-doc h3')].map(h => h.id)")
+    assert runner and all(i.startswith("runner-") for i in runner)
+    assert {"runner-timing", "runner-protocol-v3-fields-in-a-run", "runner-environment"} <= set(runner)
+    contents = tab.evaluate("[...document.querySelectorAll('nav .toc a')].map(a => a.getAttribute('href'))")
+    assert {f"#{i}" for i in tab.evaluate("[...document.querySelectorAll('.runner-doc h2')].map(h => h.id)")} \
+        <= set(contents)
+    assert all(href[1:] in ids for href in contents)
+    tab.locator("nav .toc a[href='#runner-timing']").click()
+    assert tab.locator("#runner-timing").evaluate("h => h.getBoundingClientRect().top") < 50
+    # A verified run's timing method and its secondary figures link into the runner's sections.
+    tab.goto(base_url + "/operations/rope")
+    tab.locator(".slot a", has_text="Run detail").first.click()
+    links = tab.locator("main a[href^='/docs#runner-']").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    assert links and all(link[len("/docs#"):] in ids for link in links)
