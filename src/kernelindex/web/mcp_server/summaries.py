@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelindex.domain.units import format_duration
+from kernelindex.policy.floor import FLOOR_NAMES, PHYSICAL
 
 
 def _leader_lines(data: dict[str, Any], limit: int = 5) -> list[str]:
@@ -36,7 +37,7 @@ def _recommendation(data: dict[str, Any]) -> str:
     if rec:
         answers = rec["answers"] or (rec.get("nearest") or {}).get("answers", [])
         for a in answers:
-            ratio = f", {a['floor_ratio']:.2f}× the floor" if a.get("floor_ratio") else ""
+            ratio = f", {a['floor_ratio']:.2f}× the {FLOOR_NAMES[PHYSICAL]}" if a.get("floor_ratio") else ""
             lines.append(f"- {a['cohort_label']} ({a['cohort_kind']}): {a['implementation']['title']} {a['median']}"
                          f"{ratio}; {a['install'] or 'no usable implementation'}")
         if rec.get("floor"):
