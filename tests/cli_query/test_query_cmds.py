@@ -74,6 +74,8 @@ def test_show_run_matches_the_page_model(catalog: Catalog, api_client: TestClien
     assert shown["timing"]["median_ns"] == 58880 and shown["rank"] == 1
     human = _ki(catalog, "show", "run", run_id).stdout
     assert "58.88 µs" in human and 'pip install "liger-kernel==0.2.1"' in human
+    # Floors are named (issue 20): the A100 has the physical floor only (no runner measured it).
+    assert "physical floor" in human and "none: no runner measured this GPU" in human
 
 
 def test_api_option_gives_the_same_output(catalog: Catalog, remote: str) -> None:

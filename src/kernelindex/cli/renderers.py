@@ -9,6 +9,7 @@ from rich.table import Table
 
 from kernelindex.cli.common import console, markup_safe, print_json
 from kernelindex.domain.units import format_duration, format_ratio
+from kernelindex.policy.floor import ATTAINABLE, FLOOR_NAMES, PHYSICAL
 
 RECORDS_LIMIT = 50
 
@@ -146,6 +147,9 @@ def _kv(title: str, pairs: list[tuple[str, Any]]) -> None:
     console.print(table)
 
 
+NO_ATTAINABLE_FLOOR = "none: no runner measured this GPU and no verified run ran on it"
+
+
 def render_run(d: dict[str, Any]) -> None:
     timing = d["timing"]
     rank = f"{d['rank_label']} of {d['cohort_size']}" if d["rank_label"] else "not ranked: " + "; ".join(
@@ -160,8 +164,10 @@ def render_run(d: dict[str, Any]) -> None:
         ("install", d["implementation"]["install_command"] or "; ".join(
             r["sentence"] for r in d["implementation"]["not_usable_reasons"])),
         ("observed", _observed(d)),
-        ("floor", f"{format_duration(d['floor_ns'], 2)} · {format_ratio(d['floor_ratio'])} above (estimate)"
-         if d["floor_ns"] else None),
+        *[(FLOOR_NAMES[kind], f"{format_duration(d[f'{key}_ns'], 2)} · {format_ratio(d[f'{key}_ratio'])} above "
+           "(estimate)" if d.get(f"{key}_ns") else absent)
+          for kind, key, absent in ((PHYSICAL, "floor", None),
+                                    (ATTAINABLE, "attainable_floor", NO_ATTAINABLE_FLOOR))],
         ("page", d["operation_url"]),
         *[(key, d[key]) for key in ("host_bound", "region_note", "capture_failure") if d.get(key)],
     ])
