@@ -9,13 +9,12 @@ from datetime import datetime
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import ExecutionEnvironment
-from kernelindex.readmodel.attainable import attainable_bandwidths
 from kernelindex.readmodel.ceilings import CeilingRow, ceiling_rows
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.loading import attainable_now
 from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries
 from kernelindex.readmodel.paging import Paging, page_of
-from kernelindex.readmodel.versions import VERSIONS
 
 RECORDS_PER_PAGE = 25  # the H100 page held 279 cohorts in one 28,583 px table; 25 rows ≈ 6,000 px on a phone
 
@@ -116,7 +115,7 @@ def _add_ceilings(catalog: Catalog, model: GpuPage, spec: registry.GpuSpec,
         model.measured_ceilings.append(MeasuredCeiling(digest, e.copy_bandwidth_bytes_per_s or 0.0, e.software,
                                                        e.read_bandwidth_bytes_per_s, e.write_bandwidth_bytes_per_s))
     if measured:
-        attainable = attainable_bandwidths(catalog, VERSIONS.current(catalog).everything).get(spec.slug)
+        attainable = attainable_now(catalog).get(spec.slug)
         model.ceilings = ceiling_rows(list(measured.values()), spec.bandwidth_gbps, spec.source, attainable)
 
 
