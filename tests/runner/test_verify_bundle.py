@@ -48,7 +48,8 @@ class _Clocked(torch.autograd.Function):
 
 
 def _adapter(device: FakeDevice, key: str, device_ns: float | None, *, wrong: bool = False,
-             crash: bool = False, role: str = "candidate", grad_scale: float = 1.0) -> Adapter:
+             crash: bool = False, role: str = "candidate", grad_scale: float = 1.0,
+             forward_computes_gradient: bool = False) -> Adapter:
     def binder(adapter, x):
         def call():
             if crash:
@@ -62,7 +63,7 @@ def _adapter(device: FakeDevice, key: str, device_ns: float | None, *, wrong: bo
         return call
 
     return Adapter(key, "rope", f"test-{key}", f"Test {key}", "pytorch", "python", "tests.runner", key,
-                   ("torch",), (), binder, role=role)
+                   ("torch",), (), binder, role=role, forward_computes_gradient=forward_computes_gradient)
 
 
 def _environment(product: str) -> object:
@@ -87,6 +88,7 @@ def verified(rope_case, runner_key):
         _adapter(device, "wrong", 10_000, wrong=True),
         _adapter(device, "crash", 10_000, crash=True),
         _adapter(device, "wrong-gradient", 30_000, grad_scale=1.5),
+        _adapter(device, "scales-only", 1, forward_computes_gradient=True),
     ]
     result = verify_operation(
         ROPE, [rope_case], None, device=device, environment=_environment("NVIDIA H200"),
@@ -130,6 +132,7 @@ def test_statuses_follow_correctness_timing_and_floor(verified) -> None:
     assert rows["cheater"]["status"] == "suspected_reward_hack"  # 1 ns is below the H200 datasheet floor
     assert rows["wrong"]["status"] == "incorrect_numerical" and rows["wrong"]["median_ns"] is None
     assert rows["crash"]["status"] == "runtime_error" and "kernel launch failed" in rows["crash"]["detail"]
+    assert rows["scales-only"]["status"] == "suspected_reward_hack"  # its forward is held to the floor
     run = next(r for r in result.runs() if r.spec.source.external_id.endswith("/forward/baseline"))
     timing = run.spec.timing
     assert timing.samples >= 100 and timing.host_ns == 4_000 and timing.method == "fake_graph_replay"
@@ -145,7 +148,7 @@ def test_bundle_round_trip(verified, tmp_path: Path) -> None:
     bundle = write_result_bundle(result, tmp_path / "bundle", private, key.name)
     again = verify_directory(tmp_path / "bundle")
     assert again.digest == bundle.digest and again.key_id == key.key_id
-    assert again.counts()["BenchmarkRun"] == 18  # 6 implementations x 3 regions
+    assert again.counts()["BenchmarkRun"] == 21  # 7 implementations x 3 regions
     kinds = {m.kind for m in again.manifests}
     assert {"OperationSpec", "WorkloadCase", "SoftwareProject", "ImplementationRevision", "BenchmarkProtocol",
             "ExecutionEnvironment", "Source"} <= kinds
@@ -214,3 +217,14 @@ def test_non_empty_output_directory_is_refused(verified, tmp_path: Path) -> None
     (tmp_path / "busy" / "x").write_text("x")
     with pytest.raises(BundleError, match="not empty"):
         write_result_bundle(result, tmp_path / "busy", private, key.name)
+
+
+def test_a_backward_that_only_scales_the_forwards_gradient_is_not_held_to_the_backward_floor(verified) -> None:
+    """Liger's losses compute the gradient in their forward; from upstream gradient 1.0 their backward
+    launches a few µs of work. The backward floor counts traffic such a backward skips, so it is not a
+    reward hack; an implementation without the declaration is still held to the floor."""
+    result, _, _ = verified
+    rows = {(r["region"], r["implementation"]): r for r in outcome_rows(result)}
+    assert rows[("backward", "scales-only")]["status"] == "passed"
+    assert rows[("backward", "scales-only")]["median_ns"] < result.cases[0].floors["backward"]
+    assert rows[("backward", "cheater")]["status"] == "suspected_reward_hack"

@@ -304,7 +304,11 @@ def _timing_json(o: ImplOutcome, blob: bytes, min_samples: int) -> dict[str, Any
 
 def _below_floor(ctx: Context, workload: WorkloadCase, case: CaseOutcome, o: ImplOutcome, median: float) -> str:
     """Why the median is not credible, or "": under the datasheet floor (status), or under the
-    floor from the ceilings measured on this device (said in the run)."""
+    floor from the ceilings measured on this device (said in the run). A backward that only scales the
+    gradient its forward computed skips the traffic its region's floor counts: no floor applies to it
+    (the read model's ``skips_floor_traffic`` rule, here at measurement time)."""
+    if o.region == "backward" and o.adapter.forward_computes_gradient:
+        return ""
     floor = case.floors.get(o.region)
     if floor is not None and median < floor:
         return "datasheet"
