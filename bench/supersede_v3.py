@@ -6,6 +6,7 @@ protocol's minimum samples (an under-sampled v3 run never replaces a ranked run)
 src/kernelindex/data/supersessions.jsonl (applied at start-up as the package; docs/reliability.md):
 
     python bench/supersede_v3.py --at 2026-12-01T16:30:00Z NEW_BUNDLE... >> src/kernelindex/data/supersessions.jsonl
+    python bench/supersede_v3.py --upstream-one --at … UP1_BUNDLE... >> …   # v3 random-scalar runs instead
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from kernelindex.domain.manifests import digest_of
 from kernelindex.trust.bundles import verify_bundle
 
 VERIFIED = Path(__file__).resolve().parents[1] / "src" / "kernelindex" / "data" / "verified"
+UPSTREAM_REASON = ("re-measured from upstream gradient 1.0 (what loss.backward() sends; issue 19): same workload, "
+                   "region and implementation line; the superseded v3 run's backward started from a random scalar")
 REASON = ("re-measured under runner protocol v3 (CUPTI device time; issue 19): same workload, region and "
           "implementation line; the v2 figure was graph-replay or per-call-event time")
 
@@ -40,10 +43,14 @@ def _harness_version(path: Path) -> str | None:
     return versions.pop() if len(versions) == 1 else None
 
 
-def lines(new_bundles: list[Path], at: str) -> list[str]:
+def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False) -> list[str]:
+    """Supersessions of v1/v2 runs; with ``upstream_one``, of the v3 runs of other bundles instead (the
+    random-scalar backward runs that upstream-gradient-1.0 bundles replace)."""
     old: dict[tuple[str, str, str], tuple[str, object]] = {}
+    replaced = ("3",) if upstream_one else ("1", "2")
+    new_names = {path.resolve().name for path in new_bundles}
     for folder in sorted(VERIFIED.iterdir()):
-        if folder.is_dir() and _harness_version(folder) in ("1", "2"):
+        if folder.is_dir() and folder.name not in new_names and _harness_version(folder) in replaced:
             old.update(_runs(folder))
     out = []
     for path in new_bundles:
@@ -51,7 +58,8 @@ def lines(new_bundles: list[Path], at: str) -> list[str]:
             timing = run.spec.timing  # type: ignore[attr-defined]
             if run.spec.status != "passed" or timing.under_sampled or key not in old:  # type: ignore[attr-defined]
                 continue
-            out.append(json.dumps({"new": new_digest, "old": old[key][0], "reason": REASON, "at": at}))
+            reason = UPSTREAM_REASON if upstream_one else REASON
+            out.append(json.dumps({"new": new_digest, "old": old[key][0], "reason": reason, "at": at}))
     return out
 
 
@@ -59,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bundles", type=Path, nargs="+")
     parser.add_argument("--at", required=True)
+    parser.add_argument("--upstream-one", action="store_true",
+                        help="supersede other bundles' v3 runs (random-scalar backward) instead of v1/v2 runs")
     args = parser.parse_args(argv)
-    for line in lines(args.bundles, args.at):
+    for line in lines(args.bundles, args.at, upstream_one=args.upstream_one):
         print(line)
     return 0
 

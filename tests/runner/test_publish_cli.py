@@ -194,7 +194,8 @@ def test_bootstrap_trusts_the_shipped_keys(db_url: str) -> None:
     shipped = {k.key_id: k.name for k in keys.bundled_runner_keys(catalog)}
     assert set(shipped.values()) == {"kernelindex-h200-runner-1", "kernelindex-h200-runner-2",
                                      "kernelindex-h200-runner-3", "kernelindex-h200-runner-4",
-                                     "kernelindex-h200-runner-5", "independent-check-runner"}
+                                     "kernelindex-h200-runner-5", "kernelindex-h200-runner-6",
+                                     "independent-check-runner"}
     assert trusted_runner_keys(catalog) == shipped
     keys.bundled_runner_keys(catalog)  # idempotent
     assert trusted_runner_keys(catalog) == shipped
