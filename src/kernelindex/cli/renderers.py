@@ -82,6 +82,10 @@ def _cohort_block(cohort: dict[str, Any]) -> None:
         _hidden_lines(cohort)
         return
     hidden = len(cohort["hidden_by_filters"])
+    if not hidden:  # only runs that are not ranked (superseded, under-sampled …): say which and why
+        console.print(f"{cohort['label']} · {_axes(cohort)}: [dim]no ranked row[/]", highlight=False)
+        _hidden_lines(cohort)
+        return
     why = "; ".join(sorted({h["sentence"] for h in cohort["hidden_by_filters"]}))
     console.print(f"{cohort['label']} · {_axes(cohort)}: [dim]all {hidden} row(s) hidden by the filters — {why}[/]",
                   highlight=False)
