@@ -9,13 +9,16 @@ import pytest
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.loading import attainable_now, load_all_operations
+from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 from kernelindex.readmodel.rows import floor_for
 
 
 def _runs_with_floors(catalog: Catalog):  # noqa: ANN202 - a generator of tuples
     for data in load_all_operations(catalog).values():
         for run in data.runs:
-            if run.median_ns and run.workload not in data.suites:
+            # A backward that only scales the gradient its forward computed has no floor (the one rule).
+            if (run.median_ns and run.workload not in data.suites
+                    and not skips_floor_traffic(forward_work_note(data, run))):
                 floors = floor_for(data, run.workload, run.environment, run.protocol)
                 if floors:
                     yield data, run, floors

@@ -100,8 +100,6 @@ def test_reported_run_says_not_checked_and_shows_no_codes(tab: Any, base_url: st
     assert not re.search(r"\b[A-Z]+(_[A-Z]+)+\b", _text(tab)), "a raw reason code is in the page text"
 
 
-@pytest.mark.xfail(strict=False, reason="regression of 2026-12-01's landings, not yet diagnosed: the verified "
-                   "rope run page in the browser lacks its figures section (closing note)")
 def test_verified_run_has_samples_histogram_and_named_figures(tab: Any, base_url: str) -> None:  # noqa: F811
     tab.goto(base_url + _verified_run(tab, base_url))
     text = _text(tab)

@@ -45,7 +45,7 @@ def run_secondary(timing: dict[str, Any]) -> list[dict[str, Any]]:
         for figure in figures:
             if figure["key"] == "peak_memory_bytes":
                 figure["value"] = None
-                figure["note"] = UNRELIABLE_ZERO
+                figure["note"] = f"{UNRELIABLE_ZERO}. The figure: {figure['note']}"  # what it would mean stays said
     elif raw.get("call_peak_memory_note"):
         for figure in figures:
             if figure["key"] == "peak_memory_bytes":
