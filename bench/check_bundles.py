@@ -27,9 +27,9 @@ from kernelindex.domain.manifests import digest_of
 
 
 def _runs_by_key(path: Path) -> dict[tuple[str, str, str], float]:
-    from kernelindex.trust.bundles import verify_bundle
+    from kernelindex.trust.bundles import verify_directory
 
-    bundle = verify_bundle(path)
+    bundle = verify_directory(path)
     by_digest = {digest_of(m): m for m in bundle.manifests}
     out = {}
     for run in bundle.runs():
@@ -70,7 +70,7 @@ def check(paths: list[Path], pub: Path, database: str | None) -> int:
     from kernelindex.catalog.db import open_catalog
     from kernelindex.readmodel.objects import workload_cases
     from kernelindex.trust import keys
-    from kernelindex.trust.bundles import BundleError, verify_bundle
+    from kernelindex.trust.bundles import BundleError, verify_directory
 
     expected = keys.load_public_key(pub)
     catalog = open_catalog(database)
@@ -78,7 +78,7 @@ def check(paths: list[Path], pub: Path, database: str | None) -> int:
     failed = False
     for path in paths:
         try:
-            bundle = verify_bundle(path)
+            bundle = verify_directory(path)
         except BundleError as exc:
             print(f"{path.name}: REFUSED {exc}")
             failed = True

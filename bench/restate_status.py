@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelindex.domain.manifests import digest_of, parse_manifest_text
-from kernelindex.trust.bundles import verify_bundle, write_bundle
+from kernelindex.trust.bundles import verify_directory, write_bundle
 from kernelindex.trust.keys import load_private_key
 
 NOTE = ("recorded suspected_reward_hack by the runner's datasheet-floor check, which did not yet exempt a "
@@ -56,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     key = load_private_key(args.key)
     for path in args.bundles:
-        bundle = verify_bundle(path)
+        bundle = verify_directory(path)
         lines = [json.loads(line) for line in (path / "manifests.jsonl").read_text().splitlines() if line]
         changed = _restate(lines)
         manifests = [parse_manifest_text(json.dumps(line), f"{path.name}") for line in lines]

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from kernelindex.domain.manifests import digest_of
-from kernelindex.trust.bundles import verify_bundle
+from kernelindex.trust.bundles import verify_directory
 
 VERIFIED = Path(__file__).resolve().parents[1] / "src" / "kernelindex" / "data" / "verified"
 UPSTREAM_REASON = ("re-measured from upstream gradient 1.0 (what loss.backward() sends; issue 19): same workload, "
@@ -27,7 +27,7 @@ REASON = ("re-measured under runner protocol v3 (CUPTI device time; issue 19): s
 
 
 def _runs(path: Path) -> dict[tuple[str, str, str], tuple[str, object]]:
-    bundle = verify_bundle(path)
+    bundle = verify_directory(path)
     by_digest = {digest_of(m): m for m in bundle.manifests}
     out = {}
     for run in bundle.runs():
@@ -38,7 +38,7 @@ def _runs(path: Path) -> dict[tuple[str, str, str], tuple[str, object]]:
 
 
 def _harness_version(path: Path) -> str | None:
-    bundle = verify_bundle(path)
+    bundle = verify_directory(path)
     versions = {m.spec.harness.version for m in bundle.manifests if m.kind == "BenchmarkProtocol"}
     return versions.pop() if len(versions) == 1 else None
 

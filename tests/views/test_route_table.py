@@ -73,13 +73,20 @@ def test_no_pattern_is_written_outside_the_page_table() -> None:
     assert not copies
 
 
+# Modules that catch a read error to fall back, never to answer with it (no Problem comes of them).
+READ_ERROR_FALLBACKS = {
+    "web/answer_cache.py": "a page that answers 404 is kept by its operation's version alone",
+    "readmodel/other_dtype.py": "a reviewed counterpart that this catalog does not hold is skipped",
+}
+
+
 def test_read_errors_are_translated_in_one_place() -> None:
     handlers = []
     for name, tree in _modules():
         for node in ast.walk(tree):
             if isinstance(node, ast.ExceptHandler) and node.type is not None:
                 caught = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
-                if caught & READ_ERROR_NAMES:
+                if caught & READ_ERROR_NAMES and name not in READ_ERROR_FALLBACKS:
                     handlers.append(name)
     assert handlers == [], "catch READ_ERRORS and translate with services.problems.read_refusal"
     translators = {name for name, tree in _modules() for node in ast.walk(tree)
