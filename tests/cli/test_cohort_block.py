@@ -9,7 +9,8 @@ from kernelindex.cli import renderers
 
 
 def test_a_cohort_of_only_unranked_runs_names_them(capsys: pytest.CaptureFixture[str]) -> None:
-    cohort = {"label": "H200 · backward · KernelIndex runner", "workload": {"axes": {"seq": 1024}, "dtypes": {"x": "fp32"}}, "rows": [], "hidden_by_filters": [],
+    cohort = {"label": "H200 · backward · KernelIndex runner",
+              "workload": {"axes": {"seq": 1024}, "dtypes": {"x": "fp32"}}, "rows": [], "hidden_by_filters": [],
               "not_ranked": [{"implementation": "Liger", "run_id": "f01647461a9313d9",
                               "sentence": "A newer run supersedes this one."}]}
     renderers._cohort_block(cohort)
