@@ -43,7 +43,7 @@ def test_svg_is_well_formed_and_accessible() -> None:
 
 def test_floor_line_is_drawn_and_labelled_as_an_estimate() -> None:
     svg = render_scaling_svg(ROPE)
-    assert 'class="floor"' in svg and "estimate (not evidence)" in svg
+    assert 'class="floor"' in svg and "physical floor (floor-v1 estimate, not evidence)" in svg
 
 
 def test_wide_ranges_get_log_axes() -> None:
