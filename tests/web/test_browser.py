@@ -60,6 +60,18 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+# A page at desktop and at phone width, for the UX modules that import it with base_url and browser.
+WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+
+@pytest.fixture(params=sorted(WIDTHS))
+def tab(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
+    width, height = WIDTHS[request.param]
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=request.param == "phone")
+    page = context.new_page()
+    yield page
+    context.close()
+
+
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})

@@ -6,23 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_browser import CHROMIUM, base_url, browser  # noqa: F401 - fixtures shared with the journeys
+from test_browser import CHROMIUM, WIDTHS, base_url, browser, tab  # noqa: F401 - fixtures shared with the journeys
 
 pytestmark = [pytest.mark.browser]
-WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
-
-
-@pytest.fixture(params=sorted(WIDTHS))
-def tab(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:  # noqa: F811
-    width, height = WIDTHS[request.param]
-    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=request.param == "phone")
-    page = context.new_page()
-    yield page
-    context.close()
 
 
 def _text(page: Any) -> str:

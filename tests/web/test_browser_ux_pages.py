@@ -7,26 +7,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_browser import CHROMIUM, base_url, browser  # noqa: F401 - fixtures shared with the journeys
-from test_browser_ux import WIDTHS
+from test_browser import CHROMIUM, WIDTHS, base_url, browser, tab  # noqa: F401 - fixtures shared with the journeys
 
 pytestmark = [pytest.mark.browser]
 
 
-@pytest.fixture(params=sorted(WIDTHS))
-def tab(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:  # noqa: F811
-    width, height = WIDTHS[request.param]
-    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=request.param == "phone")
-    page = context.new_page()
-    yield page
-    context.close()
-
-
-def _twin(tab: Any, base: str) -> dict[str, Any]:
+def _twin(tab: Any, base: str) -> dict[str, Any]:  # noqa: F811
     href = tab.locator("main .lede a", has_text="JSON").get_attribute("href")
     return json.loads(tab.request.get(base + href).body())
 
