@@ -203,3 +203,27 @@ def test_throughput_uses_the_bound_unit() -> None:
     value, unit = estimate.throughput(58_880)  # type: ignore[misc]
     assert unit == "GB/s" and round(value) == 1460  # 85.98 MB in 58.88 µs (rope A100 forward, Liger)
     assert estimate.throughput(None) is None
+
+
+def test_a_random_scalar_backward_never_replicates_an_upstream_one_backward() -> None:
+    """Issue 19: a loss's backward from a random upstream scalar (the superseded v3 protocol) and one from
+    upstream gradient 1.0 are different measurements; agreeing medians from two runners confirm nothing."""
+    from kernelindex.policy.evidence import input_rule
+    from kernelindex.runner.records import UPSTREAM_LOSS
+
+    v2 = ("fresh random inputs for each of 3 correctness checks; timing uses one further fresh input set per "
+          "implementation and region (in-place implementations keep transforming it)")
+    random_scalar, upstream_one = input_rule(v2), input_rule(f"{v2}; {UPSTREAM_LOSS}")
+    assert random_scalar != upstream_one
+    # runner v1's wording of the same forward inputs is the same rule: it still replicates v2's runs
+    assert input_rule(v2.replace("implementation and region", "implementation")) == random_scalar
+
+    def backward(run: str, key: str, median: int, inputs: str) -> EvidenceFacts:
+        return EvidenceFacts(run, "impl", "wl", "h200", median, key, attested=True, correctness_passed=True,
+                             public_source=False, pinned_install=False, raw_samples=True, region="backward",
+                             statistic="device", inputs=inputs)
+
+    old, new = backward("old", "k1", 100, random_scalar), backward("new", "k2", 101, upstream_one)
+    assert evidence_levels([old, new], {"k1", "k2"}) == {"old": "verified", "new": "verified"}
+    again = backward("again", "k1", 102, upstream_one)
+    assert evidence_levels([again, new], {"k1", "k2"}) == {"again": "replicated", "new": "replicated"}

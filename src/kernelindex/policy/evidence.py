@@ -36,12 +36,28 @@ class EvidenceFacts:
     # What the median is: "device" (runner v3's CUPTI device time) or "" (graph replay, events, a source's
     # own timer). A device time never confirms a graph-replay time, nor the reverse.
     statistic: str = ""
+    # The protocol's input rule (``input_rule`` of its ``input_regeneration``): a loss's backward from
+    # upstream gradient 1.0 and one from a random scalar are different measurements; neither replicates the other.
+    inputs: str = ""
 
 
-def _replication_key(facts: EvidenceFacts) -> tuple[str, str, str, str, str]:
+UPSTREAM_ONE = "upstream gradient 1.0"
+
+
+def input_rule(input_regeneration: str) -> str:
+    """The part of a protocol's input rule that changes what a call computes: the upstream gradient a loss's
+    backward starts from (1.0, as loss.backward() sends, or a random scalar). The rest of the wording is
+    not compared: runner v1 said "one further fresh input set per implementation", v2 "... per
+    implementation and region", for the same inputs of one forward."""
+    return UPSTREAM_ONE if UPSTREAM_ONE in input_regeneration else "random upstream gradient"
+
+
+def _replication_key(facts: EvidenceFacts) -> tuple[str, str, str, str, str, str]:
     """Runs that may replicate each other: one implementation revision, workload, GPU product, timed
-    region (a backward time never confirms a forward one) and statistic (device time or not)."""
-    return (facts.implementation, facts.workload, facts.gpu, facts.region, facts.statistic)
+    region (a backward time never confirms a forward one), statistic (device time or not) and input
+    rule (upstream gradient 1.0 or a random scalar). Not the whole protocol: two runners that differ
+    only in warm-up, time budget or harness version measure the same thing and may confirm each other."""
+    return (facts.implementation, facts.workload, facts.gpu, facts.region, facts.statistic, facts.inputs)
 
 
 def _verified(facts: EvidenceFacts, trusted_keys: set[str]) -> bool:
@@ -52,7 +68,7 @@ def evidence_levels(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> di
     """Evidence level per run id. Needs the whole set: replication compares runs with each other."""
     runs = list(runs)
     levels: dict[str, str] = {}
-    verified_groups: dict[tuple[str, str, str, str, str], list[EvidenceFacts]] = defaultdict(list)
+    verified_groups: dict[tuple[str, ...], list[EvidenceFacts]] = defaultdict(list)
     for facts in runs:
         if _verified(facts, trusted_keys):
             verified_groups[_replication_key(facts)].append(facts)
@@ -90,7 +106,7 @@ class PeerRun:
 def replication_peers(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> dict[str, list[PeerRun]]:
     """Per verified run, the verified runs of other trusted runners it is compared with, each marked
     agreeing or disagreeing. A disagreement is shown as such, never averaged away."""
-    groups: dict[tuple[str, str, str, str, str], list[EvidenceFacts]] = defaultdict(list)
+    groups: dict[tuple[str, ...], list[EvidenceFacts]] = defaultdict(list)
     for facts in runs:
         if _verified(facts, trusted_keys) and facts.median_ns is not None:
             groups[_replication_key(facts)].append(facts)
