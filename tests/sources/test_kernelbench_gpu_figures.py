@@ -69,3 +69,32 @@ def test_verdicts_do_not_depend_on_the_derived_figures(figures_at: object,
     for t in low:  # the lowest plausible figures give the highest floors
         if t.gpu in DERIVED_FIGURES and (t.file, t.level) not in refused and t.floor_ns is not None:
             assert t.mean_ns >= t.floor_ns, (t.file, t.level, t.problem)
+
+
+def test_b200_fp32_and_tf32_peaks_hold_against_its_timings(monkeypatch: pytest.MonkeyPatch,
+                                                            placed: tuple[Mapper, list[Placed]]) -> None:
+    """Issue 24's decision: the B200 takes NVIDIA's HGX B200 figures, FP32 75 TFLOPS and TF32 1.1 PFLOPS
+    dense (2.2 with sparsity). With them no kept B200 entry is under its floor, and the pairing check
+    refuses the same levels as without them (then the FP32 problems had a bandwidth floor only)."""
+    mapper, entries = placed
+    b200 = registry.gpus()["b200"]
+    assert (b200.peaks_tflops["fp32"], b200.peaks_tflops["tf32"]) == (75, 1100)
+
+    def timed_with(gpu: GpuSpec) -> list[Timed]:
+        table = {**registry.gpus(), "b200": gpu}
+        monkeypatch.setattr(registry, "gpu_for_product",
+                            lambda product: next((g for g in table.values() if product.strip().lower() in
+                                                  (m.lower() for m in g.match)), None))
+        return _timed(mapper, entries)
+
+    without = dataclasses.replace(b200, peaks_tflops={k: v for k, v in b200.peaks_tflops.items()
+                                                      if k not in ("fp32", "tf32")})
+    before, after = timed_with(without), timed_with(b200)
+    refused = suspect_levels(after)
+    assert refused.keys() == suspect_levels(before).keys()
+    kept = [t for t in after if t.gpu == "b200" and (t.file, t.level) not in refused and t.floor_ns is not None]
+    assert len(kept) > 1000
+    assert all(t.mean_ns >= t.floor_ns for t in kept if t.floor_ns is not None)
+    raised = sum(a.floor_ns is not None and b.floor_ns is not None and a.floor_ns > b.floor_ns * 1.01
+                 for a, b in zip(after, before, strict=True) if a.gpu == "b200")
+    assert raised > 0  # the FP32-bound problems gained a compute floor
