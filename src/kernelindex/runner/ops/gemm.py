@@ -9,7 +9,8 @@ the same digests), so these runs land on the imported workloads. Implementations
   ``mode="max-autotune-no-cudagraphs"``: Inductor times its Triton GEMM templates against ATen's (cuBLAS)
   and keeps the fastest, so the row may be cuBLAS again — what a user of that mode gets;
 - ``torch-compile-triton``: the same with ``max_autotune_gemm_backends="TRITON"``: only Triton templates,
-  so the row is a Triton kernel.
+  so the row is a Triton kernel;
+- ``xla-jax``: XLA through JAX, in its own process without memory preallocation (``_gemm_xla``).
 
 Autotuning costs seconds to tens of seconds per shape: the first call after a clean dynamo state is
 recorded as ``compile_ns``, never in the figure. Inputs: A ~ N(0, 1), B ~ N(0, 1/K), so C ~ N(0, 1) stays
@@ -26,6 +27,7 @@ from kernelindex import registry
 from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.definitions import Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.ops._common import compiled, place, randn, shape
+from kernelindex.runner.ops._gemm_xla import xla_adapter
 
 MODULE = "kernelindex.runner.ops.gemm"
 MAX_AUTOTUNE = "max-autotune-no-cudagraphs"
@@ -92,6 +94,7 @@ def _adapters(slug: str) -> list[Adapter]:
                 "Triton GEMM templates (torch.compile max-autotune, Triton only)", "pytorch", "triton", "torch",
                 f"compile({symbol}, {MAX_AUTOTUNE}, gemm backends TRITON)", ("torch", "triton"),
                 ("torch._inductor",), _binder(True), description=TRITON_WORDS),
+        xla_adapter(slug),
     ]
 
 

@@ -18,7 +18,8 @@ for pages of 256 tokens or more), so both **gather the pages into contiguous K/V
 (their names say so) and then attend, each request one query. The token ids of the gather are computed from
 the page table when binding (host work, as FlashInfer's plan step is outside its run).
 
-The cuDNN backend and FlexAttention are not adapted yet (docs/runner-gemm-attention.md says why).
+SDPA's cuDNN backend (``sdpa-cudnn``, one call per sequence) and FlexAttention (``flex``, compiled, a
+document-causal block mask) are in ``_gqa_more``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from kernelindex.runner.ops._gqa import (
     ragged_inputs,
     token_table,
 )
+from kernelindex.runner.ops._gqa_more import more_adapters
 
 MODULE = "kernelindex.runner.ops.gqa"
 FLASH = "aten._flash_attention_forward"
@@ -160,7 +162,8 @@ def _operation(slug: str, paged: bool) -> OperationDef:
         ours = our_baseline(slug, MODULE, "decode_attention" if paged else "ragged_attention",
                             _bind_ours_decode if paged else _bind_ours_ragged,
                             why="computed in float32, a sequence at a time, from the definition's semantics")
-        return [ours, _kernel_adapter(slug, "flash", paged), _kernel_adapter(slug, "efficient", paged)]
+        return [ours, _kernel_adapter(slug, "flash", paged), _kernel_adapter(slug, "efficient", paged),
+                *more_adapters(slug, paged)]
 
     make: Callable[[WorkloadCase, torch.Generator, torch.device], Tensors] = decode_inputs if paged else ragged_inputs
     return OperationDef(slug, make, decode_reference if paged else ragged_reference, adapters)

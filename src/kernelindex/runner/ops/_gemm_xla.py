@@ -1,0 +1,61 @@
+"""XLA through JAX for the dense GEMMs (``gemm`` lists it as ``xla-jax``): ``jax.jit(lambda a, b: a @ b.T)``,
+compiled ahead of time for the case's shapes when binding (XLA's GEMM autotuning chooses among cuBLAS(Lt)
+and its own Triton GEMM fusions then; never in the figure), called on the runner's torch tensors shared
+through DLPack (no copy), its answer handed back to torch the same way.
+
+- **Its own process.** The campaign runs this key in a ``campaign.py run`` of its own with
+  ``XLA_PYTHON_CLIENT_PREALLOCATE=false``: XLA would otherwise take 75% of the GPU's memory when its
+  backend starts, leaving torch (which holds the inputs and the reference) too little. The binder refuses
+  to start the backend when that variable says otherwise.
+- **Timing.** The runner's protocol v3 reads device time from CUPTI's activity records (the PyTorch
+  profiler), which are the process's, not torch's: XLA's kernels are recorded too, and attributed to the
+  timed call by the launching thread's range, as torch's are. JAX launches on the calling thread on GPU;
+  a run whose calls show no device activity is refused by the runner with that reason.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from kernelindex.runner.definitions import Adapter, Bound, Tensors
+
+PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
+XLA_WORDS = ("XLA through JAX: jax.jit(a @ b.T) compiled ahead of time for the shape (XLA autotunes among cuBLAS "
+             "and its Triton GEMM fusions when compiling), called on the inputs shared through DLPack; run in its "
+             "own process without XLA's memory preallocation.")
+
+
+class XlaNotReady(RuntimeError):
+    """The process would let XLA preallocate most of the GPU's memory."""
+
+
+def _jax() -> Any:
+    if os.environ.setdefault(PREALLOCATE, "false").lower() != "false":
+        raise XlaNotReady(f"{PREALLOCATE}={os.environ[PREALLOCATE]!r}: XLA would take most of the GPU's memory "
+                          f"from torch; run the xla-jax key in its own process with {PREALLOCATE}=false")
+    import jax
+
+    return jax
+
+
+def _to_jax(jax: Any, t: torch.Tensor) -> Any:
+    return jax.dlpack.from_dlpack(t.contiguous())
+
+
+def bind_xla(adapter: Adapter, x: Tensors) -> Bound:
+    jax = _jax()
+    a, b = _to_jax(jax, x["a"]), _to_jax(jax, x["b"])
+    key = (tuple(a.shape), tuple(b.shape), str(a.dtype), str(a.device))
+    if adapter.state.get("xla-key") != key:  # compiled once per shape; compile time stays out of the figure
+        adapter.state["xla"] = jax.jit(lambda p, q: p @ q.T).lower(a, b).compile()
+        adapter.state["xla-key"] = key
+    run = adapter.state["xla"]
+    return lambda: {"c": torch.from_dlpack(run(a, b))}
+
+
+def xla_adapter(slug: str) -> Adapter:
+    return Adapter("xla-jax", slug, "jax-xla-gemm", "XLA through JAX (jax.jit a @ b.T)", "jax", "python", "jax",
+                   "jit(lambda a, b: a @ b.T)", ("jax", "jaxlib"), (), bind_xla, description=XLA_WORDS)
