@@ -234,6 +234,7 @@ class ExecutionEnvironmentBody(Strict):
     copy_bandwidth_bytes_per_s: float | None = None  # measured ceiling, when a runner measured it
     read_bandwidth_bytes_per_s: float | None = None  # read-only stream, measured by a runner
     write_bandwidth_bytes_per_s: float | None = None  # write-only stream, measured by a runner
+    fp16_gemm_flops_per_s: float | None = None  # 8192³ fp16 torch.matmul (cuBLAS), measured by a runner
     clocks: dict[str, str] = Field(default_factory=dict)
 
 

@@ -116,10 +116,31 @@ class Ceilings:
 
 @dataclass(frozen=True)
 class Attainable:
-    """The best bandwidth a GPU has been seen to sustain, in bytes/s, and what sustained it."""
+    """The best bandwidth a GPU has been seen to sustain, in bytes/s, and what sustained it; and, where a
+    runner measured its ceiling GEMM, the best 16-bit GEMM rate seen there (``attainable_compute``)."""
 
     bandwidth_bytes_per_s: float
     source: str
+    compute_flops_per_s: float | None = None
+    compute_source: str = ""
+
+
+SIXTEEN_BIT = {"fp16", "bf16"}
+
+
+def attainable_compute(operation_spec: dict, workload_spec: dict, attainable: Attainable | None,
+                       peak: float | None) -> tuple[float, str] | None:
+    """The rate the attainable compute floor divides by, and its words: the best fp16/bf16 GEMM rate seen
+    on the GPU (the runner's ceiling GEMM or a faster verified GEMM run), for a GEMM whose inputs are all
+    16-bit floats; never above the datasheet peak. None for anything else (the datasheet rate stands)."""
+    if attainable is None or not attainable.compute_flops_per_s or operation_spec.get("family") != "gemm":
+        return None
+    bound = workload_spec.get("dtypes", {})
+    dtypes = {bound.get(t.get("dtype"), t.get("dtype")) for t in operation_spec.get("inputs", [])}
+    if not dtypes or not dtypes <= SIXTEEN_BIT:
+        return None
+    rate = min(attainable.compute_flops_per_s, peak) if peak else attainable.compute_flops_per_s
+    return rate, f"{rate / 1e12:,.0f} TFLOP/s, {attainable.compute_source}"
 
 
 @dataclass(frozen=True)
@@ -144,6 +165,7 @@ class FloorEstimate:
     compute_ns: float | None
     measured: bool  # the attainable floor: bandwidth seen sustained on the GPU, not the datasheet's
     region: str = "forward"
+    compute_source: str = ""  # the attainable floor's compute rate in words (attainable_compute), else ""
 
     @property
     def kind(self) -> str:
@@ -194,6 +216,7 @@ class FloorEstimate:
             "kind": self.kind,
             "name": self.name,
             "region": self.region,
+            "compute_source": self.compute_source or None,
         }
 
 
@@ -336,6 +359,9 @@ def floor_estimate(
         source = f"{gpu.bandwidth_gbps:,.0f} GB/s, {gpu.source}"
     flops = _flops(operation_spec, workload_spec, region, operation)
     peak = _peak(gpu, workload_spec) if flops else None
+    seen = attainable_compute(operation_spec, workload_spec, attainable, peak) if flops else None
+    if seen is not None:
+        peak = seen[0]
     return FloorEstimate(
         gpu=gpu.slug,
         gpu_name=gpu.name,
@@ -349,4 +375,5 @@ def floor_estimate(
         compute_ns=flops / peak * 1e9 if flops and peak else None,
         measured=attainable is not None,
         region=region,
+        compute_source=seen[1] if seen else "",
     )

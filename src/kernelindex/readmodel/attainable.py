@@ -10,6 +10,7 @@ one operation recomputes that operation's rates and a maximum over the others' k
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import orjson
@@ -19,7 +20,8 @@ from kernelindex import registry
 from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
-from kernelindex.policy.floor import Attainable, compulsory_traffic
+from kernelindex.domain.expressions import evaluate
+from kernelindex.policy.floor import Attainable, attainable_compute, compulsory_traffic, resolved_axes
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
@@ -48,11 +50,47 @@ def _compute(catalog: Catalog, load: Callable[[str], OperationData]) -> dict[str
     best: dict[str, Attainable] = {}
     for body in environments:
         _offer_ceilings(best, orjson.loads(body)["spec"])
+    compute: dict[str, Attainable] = {}
+    for body in environments:
+        _offer_gemm_ceiling(compute, orjson.loads(body)["spec"])
     for slug in sorted(s for s in verified_operations if s):
         data = load(slug)
         for gpu, (rate, source) in data.derived("verified-rates", partial(_verified_rates, data)).items():
             _offer(best, gpu, rate, source)
-    return best
+        if compute:
+            for gpu, (rate, source) in data.derived("verified-gemm-flops", partial(_gemm_flops, data)).items():
+                _offer(compute, gpu, rate, source)
+    return {gpu: replace(a, compute_flops_per_s=compute[gpu].bandwidth_bytes_per_s,
+                         compute_source=compute[gpu].source) if gpu in compute else a for gpu, a in best.items()}
+
+
+def _offer_gemm_ceiling(compute: dict[str, Attainable], spec: dict) -> None:
+    """The runner's ceiling GEMM (8192³ fp16 cuBLAS, runner/cuda.gemm_ceiling), kept in ``Attainable``'s
+    rate field of a separate table: FLOP/s here, not bytes/s."""
+    gpu = registry.gpu_for_product(spec["hardware"]["product"])
+    if gpu is not None and (value := spec.get("fp16_gemm_flops_per_s")):
+        _offer(compute, gpu.slug, float(value), f"the 8192³ fp16 cuBLAS GEMM a KernelIndex runner measured on "
+                                                f"{gpu.short} (the best 16-bit GEMM rate seen there)")
+
+
+def _gemm_flops(data: OperationData) -> dict[str, tuple[float, str]]:
+    """Per GPU, the best FLOP rate a verified run of this 16-bit GEMM reached (so none is under the floor)."""
+    best: dict[str, Attainable] = {}
+    for run in data.runs:
+        gpu = data.gpu_of(run.environment)
+        if gpu is None or not run.eligible or run.evidence not in VERIFIED or not run.median_ns:
+            continue
+        if data.protocols[run.protocol].spec.timed_region != "forward":
+            continue
+        op_spec, wl_spec = data.specs_json(run.workload)
+        flops = op_spec.get("flops")
+        probe = Attainable(1.0, "", compute_flops_per_s=1.0)
+        if not flops or attainable_compute(op_spec, wl_spec, probe, None) is None:
+            continue
+        work = evaluate(flops, resolved_axes(op_spec, wl_spec))
+        _offer(best, gpu.slug, work / (run.median_ns * 1e-9),
+               f"verified run {run.run_id} ({data.slug}) reached this GEMM rate on {gpu.short}, the best seen there")
+    return {gpu: (a.bandwidth_bytes_per_s, a.source) for gpu, a in best.items()}
 
 
 def _offer(best: dict[str, Attainable], gpu: str, rate: float, source: str) -> None:

@@ -236,3 +236,24 @@ def copy_bandwidth(device: CudaDevice, nbytes: int = CEILING_PROBE_BYTES, sample
     median = _copy_median_ns(device, nbytes, samples)
     torch.cuda.empty_cache()
     return 2 * nbytes / (median * 1e-9)
+
+
+CEILING_GEMM = 8192  # the ceiling GEMM's M = N = K
+
+
+def _gemm_median_ns(device: CudaDevice, size: int, samples: int) -> float:
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(0)
+    a = torch.randn(size, size, dtype=torch.float16, device="cuda", generator=gen)
+    b = torch.randn(size, size, dtype=torch.float16, device="cuda", generator=gen) * size**-0.5
+    out = torch.empty(size, size, dtype=torch.float16, device="cuda")
+    return _stream_median_ns(device, lambda: torch.matmul(a, b.T, out=out), samples)
+
+
+def gemm_ceiling(device: CudaDevice, size: int = CEILING_GEMM, samples: int = 3) -> float:
+    """FLOP/s of a large fp16 GEMM, ``torch.matmul(a, b.T)`` (cuBLAS) with M = N = K = ``size`` on N(0, 1)
+    data: the attainable compute rate of fp16 GEMMs on this GPU (the compute ceiling beside the datasheet
+    peak; policy/floor.attainable_compute). Per-call events, as the bandwidth ceilings."""
+    median = _gemm_median_ns(device, size, samples)
+    torch.cuda.empty_cache()
+    return 2 * size**3 / (median * 1e-9)

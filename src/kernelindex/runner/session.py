@@ -14,7 +14,7 @@ from rich.text import Text
 from kernelindex.domain.manifests import ExecutionEnvironment, OperationSpec, WorkloadCase
 from kernelindex.policy.floor import Ceilings
 from kernelindex.runner.campaign import OperationResult, campaign_id, verify_operation, write_result_bundle
-from kernelindex.runner.cuda import CudaDevice, copy_bandwidth, do_bench_median_ns, read_write_bandwidth
+from kernelindex.runner.cuda import CudaDevice, copy_bandwidth, do_bench_median_ns, gemm_ceiling, read_write_bandwidth
 from kernelindex.runner.environment import Probe, environment_manifest, probe
 from kernelindex.runner.timing import TimingPolicy
 from kernelindex.trust.bundles import VerifiedBundle
@@ -102,4 +102,4 @@ def _device(calls_per_sample: int, use_graphs: bool, test_product: str | None) -
     device = CudaDevice(calls_per_sample=calls_per_sample, use_graphs=use_graphs)
     bandwidth = copy_bandwidth(device)
     read, write = read_write_bandwidth(device)
-    return device, probe(bandwidth, read, write)
+    return device, probe(bandwidth, read, write, gemm_ceiling(device))
