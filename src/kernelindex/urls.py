@@ -64,6 +64,11 @@ def api(path: str) -> str:
     return API + path
 
 
+def csv_download(json_url: str) -> str:
+    """The CSV download of a page's JSON twin (``?format=csv``), whether ``json_url`` has a query or not."""
+    return json_url + ("&" if "?" in json_url else "?") + "format=csv"
+
+
 def operation(slug: str, *params: Param) -> str:
     """An operation page, e.g. ``operation("rope", ("workload", key), ("cohort", cohort))``."""
     return with_query(OPERATION.format(slug=slug), params)

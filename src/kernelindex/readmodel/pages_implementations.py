@@ -54,6 +54,7 @@ class RunRow(JsonModel):
     url: str
     status: str = "passed"  # failed runs are listed as evidence, never ranked
     score_s: float | None = None  # a suite-scoped leaderboard score (seconds), instead of a latency
+    source: str = ""  # the source that reported it (its license and attribution are in the page's sources)
 
 
 @dataclass
@@ -163,7 +164,7 @@ def _runs(data: OperationData, digests: set[str]) -> list[RunRow]:
                 short_digest(cohort.key), labels.cohort_label(env, protocol), run.median_ns,
                 ranks.get(run.digest), len(cohort.ranked),
                 data.implementations[run.implementation].spec.version,
-                run.evidence, run.eligible, urls.run(run.run_id), run.status))
+                run.evidence, run.eligible, urls.run(run.run_id), run.status, source=run.source))
     rows.extend(_score_rows(data, digests))
     return sorted(rows, key=lambda r: (labels.natural_key(r.workload_label), r.cohort_label, r.median_ns or 0,
                                        r.score_s or 0))
@@ -180,5 +181,5 @@ def _score_rows(data: OperationData, digests: set[str]) -> list[RunRow]:
             run.run_id, short_digest(run.workload), (suite.metadata.title if suite else None) or "benchmark suite",
             short_digest(run.cohort_key), f"leaderboard score · {labels.cohort_label(env, protocol)}", None, None, 0,
             data.implementations[run.implementation].spec.version, run.evidence, False,
-            urls.run(run.run_id), run.status, run.score.value))
+            urls.run(run.run_id), run.status, run.score.value, run.source))
     return rows

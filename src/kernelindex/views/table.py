@@ -26,7 +26,16 @@ from kernelindex.resolve.service import search
 from kernelindex.views import params as p
 from kernelindex.views.extras import USE_BOX, Extra
 from kernelindex.views.params import Param, Repeated, check_subject, read_query
-from kernelindex.views.tables import OPERATION_CSV, RECORDS_CSV, SEARCH_CSV, CsvTable
+from kernelindex.views.tables import (
+    CHALLENGES_CSV,
+    COMPARE_CSV,
+    GPU_CSV,
+    IMPLEMENTATION_CSV,
+    OPERATION_CSV,
+    RECORDS_CSV,
+    SEARCH_CSV,
+    CsvTable,
+)
 
 Builder = Callable[..., Any]  # builder(catalog, [subject,] now=..., **query) -> a read model with to_json()
 
@@ -136,6 +145,7 @@ VIEWS: tuple[View, ...] = (
          api=ApiDoc("Operation detail (the operation page's model)", "The operation page: workloads, cohorts, "
                     "headline slots, ranked rows, floor, and the use box of the selected cohort", errors=(404,))),
     View("implementation", urls.IMPLEMENTATION, implementation_page, "implementation.html", subject=p.SLUG,
+         csv=IMPLEMENTATION_CSV,
          api=ApiDoc("One implementation line (the implementation page's model)",
                     "Revisions, install, license, runs per workload and GPU", errors=(404,))),
     View("run", urls.RUN, run_dossier, "run.html", subject=p.RUN_ID,
@@ -148,14 +158,16 @@ VIEWS: tuple[View, ...] = (
                     "The records page's model. Its main list (`cohorts`, or `events` for view=history) is paginated: "
                     "`pagination` gives the list's name, `next_cursor`, `limit` and `total`.", errors=(404,))),
     View("gpu", urls.GPU, gpu_page, "gpu.html", subject=p.GPU_SUBJECT, query=(p.PAGE,), canonical=_gpu_slug,
+         csv=GPU_CSV,
          api=ApiDoc("One GPU: peaks, measured ceilings, coverage, records", "The GPU page's model",
                     "The GPU page's model. Its cohorts (`records`) come a numbered page at a time, as on the page: "
                     "`records_paging` gives `page`, `pages`, `total`, `previous` and `next`.", errors=(404,))),
     # /challenges also shows the live measurement requests, which change without a catalog version
     View("challenges", urls.CHALLENGES, challenges_page, "challenges.html", query=(p.PAGE,), keeps_answers=False,
+         csv=CHALLENGES_CSV,
          api=ApiDoc("Open challenges", "Unmeasured cells, unbeaten baselines, single-entry cohorts, stale records",
                     _CHALLENGES)),
-    View("compare", urls.COMPARE, compare_page, "compare.html", repeated=COMPARE_RUNS,
+    View("compare", urls.COMPARE, compare_page, "compare.html", repeated=COMPARE_RUNS, csv=COMPARE_CSV,
          api=ApiDoc("Compare 2–8 runs", "Runs side by side; a winner only within one cohort, else the first "
                     "material difference", errors=(404,))),
     View("search", urls.SEARCH, _search, "search/search.html", query=(QUERY,), csv=SEARCH_CSV,

@@ -90,12 +90,83 @@ def records_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
                  "cohort": e["cohort_label"], "event": e["event"]["kind"], "event_at_utc": e["event"]["at"],
                  "margin_ratio": e["event"]["margin"], **_holder(e["event"]["holder"])}
                 for e in page["events"] if e["event"]["holder"]]
-    return [{"operation": c["operation"], "workload_key": c["workload"], "workload": c["workload_label"],
-             "cohort_key": c["key"], "cohort": c["label"], "gpu": c["gpu_name"], "timed_region": c["mode"],
-             "eligible_runs": c["eligible_runs"], "event": "current", "margin_ratio": c["margin_vs_second"],
-             **_holder(c["leader"])} for c in page["cohorts"] if c["leader"]]
+    return [_holding(c) for c in page["cohorts"] if c["leader"]]
+
+
+def _holding(c: dict[str, Any]) -> dict[str, Any]:
+    """A cohort summary (records, GPU and challenges pages) and its current holder."""
+    return {"operation": c["operation"], "workload_key": c["workload"], "workload": c["workload_label"],
+            "cohort_key": c["key"], "cohort": c["label"], "gpu": c["gpu_name"], "timed_region": c["mode"],
+            "eligible_runs": c["eligible_runs"], "event": "current", "margin_ratio": c["margin_vs_second"],
+            **_holder(c["leader"])}
+
+
+def gpu_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The GPU page's records: the cohorts measured on it (this page of them) and their holders."""
+    return [_holding(c) for c in page["records"]]
+
+
+CHALLENGE_COLUMNS = ["section", *RECORD_COLUMNS[:7], "missing_gpus", "measured_on", "ask_urls", *RECORD_COLUMNS[7:]]
+
+
+def challenge_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """This page of the challenges, in the page's order: an unmeasured workload (the GPUs it lacks, where
+    it was measured, the links that ask for it), then the cohorts of each cohort section and their holders."""
+    rows = [{"section": "unmeasured", "operation": gaps["operation"], "workload_key": cell["workload"],
+             "workload": cell["workload_label"], "missing_gpus": " ".join(cell["missing_gpus"]),
+             "measured_on": " ".join(cell["measured_on"]), "ask_urls": " ".join(a["url"] for a in cell["asks"])}
+            for gaps in page["unmeasured"] for cell in gaps["cells"]]
+    for section in page["sections"][1:]:
+        rows += [{"section": section["name"], **_holding(c)} for c in page[section["name"]]]
+    return rows
+
+
+IMPLEMENTATION_COLUMNS = ["implementation_slug", "implementation", "run_id", "version", "workload_key", "workload",
+                          "cohort_key", "cohort", "status", "eligible", "rank", "cohort_size", "median_ns",
+                          "score_s", "evidence", "run_url"]
+
+
+def implementation_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The implementation's runs, per workload and cohort (a leaderboard score in ``score_s``)."""
+    return [{"implementation_slug": page["slug"], "implementation": page["title"], "run_id": r["run_id"],
+             "version": r["version"], "workload_key": r["workload"], "workload": r["workload_label"],
+             "cohort_key": r["cohort"], "cohort": r["cohort_label"], "status": r["status"], "eligible": r["eligible"],
+             "rank": r["rank"], "cohort_size": r["cohort_size"], "median_ns": r["median_ns"], "score_s": r["score_s"],
+             "evidence": r["evidence"], "run_url": r["url"], "source": r["source"]} for r in page["runs"]]
+
+
+COMPARE_COLUMNS = ["run_id", "operation", "workload_key", "workload", "cohort_key", "cohort", "gpu", "timed_region",
+                   "harness", "status", "eligible", "rank", "within_noise", "implementation", "implementation_slug",
+                   "project", "language", "license", "install_command", "median_ns", "p20_ns", "p80_ns",
+                   "vs_fastest_ratio", "floor_ns", "floor_ratio", "attainable_floor_ns", "attainable_floor_ratio",
+                   "evidence", "observed_at_utc", "stale", "run_url"]
+
+
+def compare_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The compared runs side by side, one row each, with its multiple of the fastest."""
+    rows = []
+    for r in page["runs"]:
+        ref = r["run"]
+        rows.append({"run_id": ref["run_id"], "operation": r["operation"], "workload_key": r["workload"],
+                     "workload": r["workload_label"], "cohort_key": r["cohort"], "cohort": r["cohort_label"],
+                     "gpu": r["gpu_name"], "timed_region": r["timed_region"], "harness": r["harness"],
+                     "status": r["status"], "eligible": r["eligible"], "rank": r["rank"],
+                     "within_noise": r["within_noise"], "implementation": ref["implementation"],
+                     "implementation_slug": ref["implementation_slug"], "project": ref["project"],
+                     "language": ref["language"], "license": r["license"], "install_command": r["install_command"],
+                     "median_ns": ref["median_ns"], "p20_ns": r["p20_ns"], "p80_ns": r["p80_ns"],
+                     "vs_fastest_ratio": page["multiples"].get(ref["run_id"]), "floor_ns": r["floor_ns"],
+                     "floor_ratio": r["floor_ratio"], "attainable_floor_ns": r["attainable_floor_ns"],
+                     "attainable_floor_ratio": r["attainable_floor_ratio"], "evidence": ref["evidence"],
+                     "observed_at_utc": ref["observed_at"], "stale": ref["stale"], "run_url": r["url"],
+                     "source": ref["source"]})
+    return rows
 
 
 OPERATION_CSV = CsvTable(OPERATION_COLUMNS, operation_rows, "{slug}-ranked.csv")
 RECORDS_CSV = CsvTable(RECORD_COLUMNS, records_rows, "kernelindex-records.csv")  # the whole ledger: not paginated
 SEARCH_CSV = CsvTable(RESOLUTION_COLUMNS, resolution_rows, "kernelindex-search.csv")
+IMPLEMENTATION_CSV = CsvTable(IMPLEMENTATION_COLUMNS, implementation_rows, "{slug}-runs.csv")
+GPU_CSV = CsvTable(RECORD_COLUMNS, gpu_rows, "{slug}-records.csv")  # this page of the records (?page=)
+CHALLENGES_CSV = CsvTable(CHALLENGE_COLUMNS, challenge_rows, "kernelindex-challenges.csv")  # this page (?page=)
+COMPARE_CSV = CsvTable(COMPARE_COLUMNS, compare_rows, "kernelindex-compare.csv")

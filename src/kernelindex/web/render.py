@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
+from kernelindex import urls
 from kernelindex.domain.units import format_bytes, format_duration, format_ratio
 
 STATIC_PACKAGE = "kernelindex.web"
@@ -103,7 +104,7 @@ def environment() -> Environment:
     from kernelindex.policy.floor import FLOOR_NAMES
     from kernelindex.web.charts import implementation_colour
 
-    env.globals.update(static_url=static_url, query_url=query_url, data_sources=_published_sources(),
+    env.globals.update(static_url=static_url, query_url=query_url, urls=urls, data_sources=_published_sources(),
                        floor_names=FLOOR_NAMES,
                        implementation_colour=implementation_colour)
     return env

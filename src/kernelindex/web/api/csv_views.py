@@ -1,7 +1,8 @@
-"""CSV downloads of the ranked tables and the records ledger (``?format=csv`` on their JSON routes).
+"""CSV downloads of the pages with rows (``?format=csv`` on their JSON twins; the rows are the view's
+``csv`` declaration, ``views/tables.py``).
 
 Each CSV is a rendering of the route's JSON body (the read model's answer): a header row, then one
-row per run; units are in the header names (``median_ns``, ``vs_first_ratio``, ``observed_at_utc``).
+row per row of the page; units are in the header names (``median_ns``, ``vs_first_ratio``, ``observed_at_utc``).
 Attribution travels on every row (``source``, ``source_license``, ``source_attribution``) and in the
 ``KernelIndex-Attribution`` response header, so a file cut out of its page still says whose data it is.
 """
@@ -17,7 +18,8 @@ from fastapi.responses import Response
 
 from kernelindex.readmodel.pages_home import sources_by_name
 
-CSV_CONTENT = {"text/csv": {"schema": {"type": "string", "description": "A header row, then one row per run."}}}
+CSV_CONTENT = {"text/csv": {"schema": {"type": "string",
+                                       "description": "A header row, then one row per row of the page."}}}
 SOURCE_COLUMNS = ["source", "source_license", "source_attribution"]
 
 

@@ -28,8 +28,9 @@ _LIMIT_TEXT = (f"Page size, 1–{MAX_LIMIT}. There is no 'all' (0 is refused): f
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=_LIMIT_TEXT), params.STRICT_INTEGER]
 Cursor = Annotated[str | None, Query(max_length=512, pattern=params.CURSOR_PATTERN,
                                      description="Opaque cursor from the previous page's next_cursor.")]
-Format = Annotated[Literal["json", "csv"], Query(description="json (default), or csv: the table as a CSV download "
-                                                             "(header row, one row per run, units in the names).")]
+_FORMAT_TEXT = ("json (default), or csv: the table as a CSV download (header row, one row per row of the page, "
+                "units in the names).")
+Format = Annotated[Literal["json", "csv"], Query(description=_FORMAT_TEXT)]
 
 
 def path_param(param: Param) -> Any:
@@ -114,7 +115,7 @@ def mount_twin(router: APIRouter, view: View) -> None:
         catalog, now = request.app.state.catalog, request.app.state.clock()
         data = answered(reads.page(catalog, now, view.name, subject, **given))
         if format == "csv" and view.csv is not None:
-            name = view.csv.filename.format(slug=subject)
+            name = view.csv.filename.format(slug=view.canonical_subject(subject or ""))
             return csv_response(catalog, view.csv.columns, view.csv.rows(data), name)
         if view.pages is not None:
             data = _paginated(view, given, data, limit, cursor)
