@@ -33,7 +33,7 @@ def _rows_table(cohort: dict[str, Any]) -> Table:
     for row in cohort["rows"]:
         impl = row["implementation"]
         rank = row["rank_label"] + ("~" if row["within_noise"] else "")
-        title = impl["title"] + (" (baseline)" if impl["baseline"] else "")
+        title = impl["title"] + (" (baseline)" if impl["baseline"] else "") + (" †" if row.get("region_note") else "")
         table.add_row(rank, title, format_duration(row["median_ns"], 2), format_ratio(row["vs_first"]),
                       row["evidence"] + ("*" if row["stale"] else ""), "yes" if impl["usable"] else "no",
                       row["run_id"])
@@ -42,6 +42,7 @@ def _rows_table(cohort: dict[str, Any]) -> Table:
         notes.append("~ within noise of the row above")
     if any(r["stale"] for r in cohort["rows"]):
         notes.append("* stale: observed more than 180 days ago")
+    notes += [f"† {note}" for note in dict.fromkeys(r["region_note"] for r in cohort["rows"] if r.get("region_note"))]
     table.caption = " · ".join(notes) or None
     table.caption_justify = "left"
     return table

@@ -32,12 +32,7 @@ def status_of(req: ResolveRequest, vocab: Vocabulary, exact: Sequence[RankedCoho
               compatible_total: int, nearest: Nearest | None) -> tuple[str, str]:
     what = interpretation(req, vocab)
     if exact:
-        runs = sum(c.eligible_runs for c in exact)
-        listed = f" (the first {len(shown)} listed; bind more axes to narrow)" if len(shown) < len(exact) else ""
-        visible = sum(len(c.rows) for c in shown)
-        hidden = sum(len(c.hidden) for c in shown)
-        filtered = f"; filters hide {hidden} of the {visible + hidden} listed rows" if hidden else ""
-        return "exact", f"Exact evidence: {runs} eligible runs in {len(exact)} cohort(s){listed} for {what}{filtered}."
+        return "exact", _exact_message(what, exact, shown)
     if other:
         return "other_protocols", (f"No run measured {req.mode} for {what}; "
                                    f"{len(other)} cohort(s) measured it under another protocol.")
@@ -50,6 +45,23 @@ def status_of(req: ResolveRequest, vocab: Vocabulary, exact: Sequence[RankedCoho
         return "no_exact_evidence", (f"No exact evidence for {what}; {compatible_total} compatible cohort(s) "
                                      f"differ in {', '.join(fields)}.")
     return "no_exact_evidence", f"No exact evidence for {what}."
+
+
+def _exact_message(what: str, exact: Sequence[RankedCohort], shown: Sequence[CohortResult]) -> str:
+    """How many eligible runs answer, in how many cohorts: only cohorts that rank a run count (a cohort
+    whose runs were all superseded or excluded ranks none, and is listed with why each is not ranked)."""
+    ranking = [c for c in exact if c.eligible_runs]
+    listed = f" (the first {len(shown)} listed; bind more axes to narrow)" if len(shown) < len(exact) else ""
+    if not ranking:
+        return (f"No eligible run for {what}: its {len(exact)} exact cohort(s){listed} hold only runs that are "
+                "not ranked (each is listed with why).")
+    runs = sum(c.eligible_runs for c in ranking)
+    unranked = len(exact) - len(ranking)
+    without = f", and {unranked} cohort(s) with no eligible run" if unranked else ""
+    visible = sum(len(c.rows) for c in shown)
+    hidden = sum(len(c.hidden) for c in shown)
+    filtered = f"; filters hide {hidden} of the {visible + hidden} listed rows" if hidden else ""
+    return f"Exact evidence: {runs} eligible runs in {len(ranking)} cohort(s){without}{listed} for {what}{filtered}."
 
 
 def filter_notes(req: ResolveRequest) -> tuple[Reason, ...]:

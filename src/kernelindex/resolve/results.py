@@ -52,6 +52,7 @@ class Row:
             "runner": r.runner,
             "observed_at": observed_at,
             "stale": self.stale,
+            "region_note": r.region_note,
             "url": urls.run(r.run_id),
         }
 

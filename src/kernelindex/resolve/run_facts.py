@@ -70,6 +70,9 @@ class RunFacts:
     workload_ref: str = ""  # the value of ?workload= on the operation page
     cohort_ref: str = ""  # the value of ?cohort= on the operation page
     runner: str | None = None  # the KernelIndex runner that measured it (None: its source reported it)
+    # The operation page's row note when the run's region does another region's work (this backward only
+    # scales the gradient its forward computed; compare forward+backward): readmodel.region_work.
+    region_note: str | None = None
 
     @cached_property  # asked for every cohort of every query the resolver matches
     def dtype_values(self) -> frozenset[str]:

@@ -22,6 +22,7 @@ from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.objects import operation_manifests
 from kernelindex.readmodel.operations import load_operation_runs
+from kernelindex.readmodel.region_work import forward_work_note
 from kernelindex.readmodel.rows import implementation_ref
 from kernelindex.resolve.cohorts import LeaderboardScores, RankedCohort, order_key
 from kernelindex.resolve.run_facts import ImplementationFacts, RunFacts
@@ -59,6 +60,7 @@ def _run_facts(data: OperationData) -> dict[str, RunFacts]:
             source=run.source, runner=run.runner,
             ineligible_reasons=tuple(run.eligibility.reasons) if run.eligibility else (),
             workload_ref=workload_key(run.workload), cohort_ref=cohort_key_short(run.cohort_key),
+            region_note=forward_work_note(data, run),
         )
     return views
 

@@ -47,6 +47,10 @@ class RowOut(_Doc):
                                            "reported it.")
     observed_at: str
     stale: bool
+    region_note: str | None = Field(description="The operation page's note when the run's timed region does "
+                                                "another region's work (e.g. this backward only scales the "
+                                                "gradient its forward computed; compare forward+backward); null "
+                                                "when it does only its own.")
     url: str
 
 
