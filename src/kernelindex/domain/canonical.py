@@ -11,6 +11,7 @@ import json
 import math
 from typing import Any
 
+import orjson
 import rfc8785
 
 DIGEST_PREFIX = "sha256:"
@@ -32,9 +33,9 @@ _MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def _plain(value: Any) -> bool:
-    """True when ``json.dumps(sort_keys=True)`` writes exactly the JCS form: no floats (JCS formats
+    """True when orjson with sorted keys writes exactly the JCS form: no floats (JCS formats
     numbers the ECMAScript way), integers JCS accepts, strings and keys inside the Basic
-    Multilingual Plane (JCS sorts keys by UTF-16 code units, Python by code points; they agree
+    Multilingual Plane (JCS sorts keys by UTF-16 code units, orjson by code points; they agree
     there, and both escape the same characters the same way).
 
     Walked with a stack over the exact JSON types (every manifest digest passes here, so this is
@@ -76,11 +77,11 @@ def _plain_value(value: Any) -> bool:
 
 
 def canonical_bytes(value: Any) -> bytes:
-    """RFC 8785 (JCS) bytes. Documents without floats or non-BMP text take json's C encoder,
+    """RFC 8785 (JCS) bytes. Documents without floats or non-BMP text take orjson with sorted keys,
     which writes the same bytes as the reference implementation (tested against it) many times
-    faster; everything else goes through ``rfc8785``."""
+    faster than either ``json`` or ``rfc8785``; everything else goes through ``rfc8785``."""
     if _plain(value):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     return rfc8785.dumps(value)
 
 
