@@ -189,6 +189,29 @@ def _print_self_check(slug: str, row: dict[str, Any]) -> None:
           f"{' UNDER-SAMPLED' if row['under_sampled'] else ''}", flush=True)
 
 
+def ceilings(out: Path, plan_only: bool = False) -> dict[str, Any]:
+    """The ceiling kernels (copy, read-only, write-only) at every size of ``policy/ceilings.CEILING_SIZES``
+    on this GPU, and the best per kernel the environment records (issue 20 item 1); written to ``out``."""
+    from kernelindex.policy.ceilings import CEILING_SIZES, ceilings_over_sizes
+
+    if plan_only:
+        plan = {"sizes": list(CEILING_SIZES), "kernels": ["copy", "read", "write"]}
+        print(f"plan ceilings: copy, read-only, write-only at {', '.join(f'{s >> 20} MiB' for s in CEILING_SIZES)}")
+        return plan
+    import torch
+
+    from kernelindex.runner.cuda import CudaDevice, ceiling_sweep
+
+    figures = ceiling_sweep(CudaDevice())
+    best = ceilings_over_sizes(figures)
+    found = {"device": torch.cuda.get_device_name(), "figures": [f.__dict__ for f in figures],
+             "best": best.__dict__ if best else None}
+    out.write_text(json.dumps(found, indent=1))
+    for f in figures:
+        print(f"{f.kernel:5} {f.bytes >> 20:5} MiB {f.bandwidth_bytes_per_s / 1e9:8.0f} GB/s", flush=True)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="KernelIndex runner campaign")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -198,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("prepare-bundles", help="the cases of shipped runner bundles (a re-measurement)")
     b.add_argument("bundles", type=Path, nargs="+")
     b.add_argument("--out", type=Path, required=True)
+    c = sub.add_parser("ceilings", help="the ceiling kernels at every size (the attainable floor's candidates)")
+    c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--plan-only", action="store_true")
     r = sub.add_parser("run")
     r.add_argument("--cases", type=Path, required=True)
     r.add_argument("--key", type=Path, required=True)
@@ -226,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "prepare-bundles":
         print(prepare_from_bundles(args.bundles, args.out))
+        return 0
+    if args.command == "ceilings":
+        ceilings(args.out, args.plan_only)
         return 0
     if args.command == "prepare":
         print(prepare(args.export, args.out))

@@ -10,6 +10,8 @@
 #                        only REGIONS (comma-separated; empty: every region the case had), at most LIMIT s
 #                        (default 300); its bundle is h200-OP-DATE-v3SUFFIX
 #   reverify             10% of the cases measured so far, in a fresh process, no bundle
+#   ceilings             copy, read-only and write-only at 64 MiB, 256 MiB, 1 GiB and 4 GiB (issue 20 item 1:
+#                        the attainable floor takes the best over kernels and sizes); $work/c/ceilings.json
 # KI_REHEARSAL=--test-device-product=H200: a CPU rehearsal. KI_DRY_RUN=1: each step only prints its plan
 # (bench/campaign.py run --plan-only: cases parse, regions exist, the step is not empty) and is marked
 # done, so a second dry run shows the resume.
@@ -22,7 +24,7 @@ say() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$log"; }
 temperature.gpu,power.draw --format=csv >> "$log" 2>&1
 ship() {  # everything so far, re-packed after every step (at most 8 files come back)
   tar czf "$OUT/bundles.tgz" -C "$work/c" bundles 2>/dev/null
-  tar czf "$OUT/summaries.tgz" -C "$work/c" $(cd "$work/c" && ls summary-*.json sample.json 2>/dev/null) 2>/dev/null
+  tar czf "$OUT/summaries.tgz" -C "$work/c" $(cd "$work/c" && ls summary-*.json sample.json ceilings.json 2>/dev/null) 2>/dev/null
 }
 common=(--cases cases --key keys/runner.key --time-budget 0.5 --hard-limit 40 --host-calls 20 --out "$work/c")
 for step in "$@"; do
@@ -30,6 +32,11 @@ for step in "$@"; do
   t=$(( $(left) - 20 ))
   if [ "$t" -lt 40 ]; then say "stop before $step: $t s left"; break; fi
   case "$step" in
+    ceilings)
+      if [ -n "${KI_DRY_RUN:-}" ]; then python3 bench/campaign.py ceilings --out "$work/c/ceilings.json" --plan-only \
+        2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}; else
+      timeout "$t" python3 bench/campaign.py ceilings --out "$work/c/ceilings.json" >> "$OUT/ceilings.log" 2>&1
+      rc=$?; fi;;
     reverify)
       if [ -n "${KI_DRY_RUN:-}" ]; then say "plan reverify: 10% of the cases measured so far"; rc=0; else
       python3 bench/fidelity.py select --summaries "$work"/c/summary-*.json --every 10 --out "$work/c/sample.json" \

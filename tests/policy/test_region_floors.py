@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kernelindex import registry
-from kernelindex.policy.floor import Attainable, Ceilings, expected_distinct_rows, floor_estimate, gradient_inputs
+from kernelindex.policy.floor import Attainable, Ceilings, floor_estimate, gradient_inputs
+from kernelindex.policy.gathers import expected_distinct_rows
 
 H200 = registry.gpus()["h200"]
 MIB16 = 2048 * 4096 * 2  # one bf16 [2048, 4096] tensor
@@ -238,3 +239,25 @@ def test_a_tensor_output_backward_still_reads_what_its_gradient_needs() -> None:
     assert backward.flops == 2 * forward_flops
     assert {n for n, (d, _) in _bytes(backward).items() if d == "read"} == {
         "upstream gradient of y", "x", "gate_up_proj", "down_proj", "top_k_index", "top_k_weights"}
+
+
+def test_a_recorded_distinct_count_replaces_the_expectation() -> None:
+    """Issue 20 item 2, per run: the runner's recorded count (timing.raw distinct_input_ids) decides the rows a
+    gather reads; without it, the expectation; a count above the declared bound never raises the floor."""
+    from kernelindex.policy.gathers import recorded_distinct_ids
+
+    wl = {"axes": {"batch": 8, "seq": 2048, "vocab": 16384, "hidden": 4096}, "dtypes": {"T": "fp32"},
+          "tensors": [_tensor("input_ids", "int64", [8, 2048]), _tensor("weight", "fp32", [16384, 4096]),
+                      _tensor("y", "fp32", [8, 2048, 4096])]}
+    op = _spec("embedding")
+    counted = recorded_distinct_ids({"distinct_input_ids": "10000", "median_ms": "0.1", "distinct_x": "n/a"})
+    assert counted == {"input_ids": 10000}
+    expected = floor_estimate(op, wl, H200, region="forward", operation="embedding")
+    own = floor_estimate(op, wl, H200, region="forward", operation="embedding", distinct_ids=counted)
+    weight = next(t for t in own.tensors if t.name == "weight")
+    assert weight.bytes == 10000 * 4096 * 4 and "counted by the runner" in (weight.note or "")
+    assert own.floor_ns < expected.floor_ns  # 10,000 rows read, against ~10,356 expected
+    huge = floor_estimate(op, wl, H200, region="forward", operation="embedding", distinct_ids={"input_ids": 99999})
+    assert next(t for t in huge.tensors if t.name == "weight").bytes == 16384 * 4096 * 4  # at most the table
+    backward = floor_estimate(op, wl, H200, region="backward", operation="embedding", distinct_ids=counted)
+    assert backward.bytes_total == floor_estimate(op, wl, H200, region="backward", operation="embedding").bytes_total

@@ -5,12 +5,18 @@ audit's examples read right."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from kernelindex.catalog.db import Catalog
+from kernelindex.policy.floor import FloorEstimate, TensorTraffic
+from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.loading import attainable_now, load_all_operations
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
-from kernelindex.readmodel.rows import floor_for
+from kernelindex.readmodel.rows import cohort_floors, floor_for, ranked_rows, run_floors
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def _runs_with_floors(catalog: Catalog):  # noqa: ANN202 - a generator of tuples
@@ -19,7 +25,7 @@ def _runs_with_floors(catalog: Catalog):  # noqa: ANN202 - a generator of tuples
             # A backward that only scales the gradient its forward computed has no floor (the one rule).
             if (run.median_ns and run.workload not in data.suites
                     and not skips_floor_traffic(forward_work_note(data, run))):
-                floors = floor_for(data, run.workload, run.environment, run.protocol)
+                floors = run_floors(data, run)  # the run's own floors: its recorded gather count, if any
                 if floors:
                     yield data, run, floors
 
@@ -61,3 +67,59 @@ def test_rms_norm_record_ratio_uses_one_bus(catalog: Catalog) -> None:
         if attainable is not None:
             assert attainable.floor_ns >= physical.floor_ns * (1 - 1e-9) or attainable.bound == "compute", (
                 data.slug, run.run_id)
+
+
+
+def _embedding_run(catalog: Catalog, evidence: tuple[str, ...]):  # noqa: ANN202 - (data, run)
+    data = load_all_operations(catalog)["embedding"]
+    ranked = {e.item.id for c in cohorts_of(data).values() for e in c.ranked}
+    run = next(r for r in data.runs if r.evidence in evidence and r.median_ns and r.digest in ranked
+               and floor_for(data, r.workload, r.environment, r.protocol))
+    return data, run
+
+
+def _weight(floor: FloorEstimate) -> TensorTraffic:
+    return next(t for t in floor.tensors if t.name == "weight")
+
+
+def test_an_embedding_run_with_a_recorded_count_gets_its_own_floors(catalog: Catalog) -> None:
+    """Issue 20 item 2, per run: a runner run that recorded how many distinct ids it timed has floors that
+    count exactly those rows, on its row, its run page and the cohort's panel (the shipped runs predate
+    the count: one is given a count here)."""
+    data, run = _embedding_run(catalog, ("verified", "replicated"))
+    workload = floor_for(data, run.workload, run.environment, run.protocol)
+    assert workload is not None and "an expectation" in (_weight(workload[0]).note or "")
+    shape = next(t for t in data.specs_json(run.workload)[1]["tensors"] if t["name"] == "weight")
+    size = {"fp32": 4, "bf16": 2, "fp16": 2}[shape["dtype"]]
+    counted = 37  # far fewer than the expectation: the floor must follow the count
+    run.spec.timing.raw["distinct_input_ids"] = str(counted)
+    try:
+        own = run_floors(data, run)
+        assert own is not None and own[1] is not None
+        for floor in own:
+            assert floor is not None
+            assert _weight(floor).bytes == counted * shape["shape"][1] * size
+            assert f"named {counted} distinct rows" in (_weight(floor).note or "")
+            assert "counted by the runner" in (_weight(floor).note or "")
+        assert own[0].floor_ns < workload[0].floor_ns
+        cohort = cohorts_of(data)[run.cohort_key]
+        row = next(r for r in ranked_rows(data, cohort, NOW) if r.digest == run.digest)
+        assert row.floor_ratio == pytest.approx(run.median_ns / own[0].floor_ns)
+        panel = cohort_floors(data, cohort)  # the other runs recorded no count: the panel keeps the expectation
+        assert panel is not None and "an expectation" in (_weight(panel[0]).note or "")
+        others = [r for r in cohort.eligible if r is not run]
+        for other in others:
+            other.spec.timing.raw["distinct_input_ids"] = str(counted + 3)
+        panel = cohort_floors(data, cohort)  # every run counted: the fewest rows any of them read
+        assert panel is not None and _weight(panel[0]).bytes == counted * shape["shape"][1] * size
+    finally:
+        for r in data.runs:
+            r.spec.timing.raw.pop("distinct_input_ids", None)
+
+
+def test_a_reported_embedding_run_gets_the_labelled_expectation(catalog: Catalog) -> None:
+    data, run = _embedding_run(catalog, ("reported",))
+    floors = run_floors(data, run)
+    assert floors is not None
+    note = _weight(floors[0]).note or ""
+    assert "an expectation, not a count" in note and "V·(1 − (1 − 1/V)^N)" in note

@@ -3,7 +3,8 @@
 bytes = compulsory HBM traffic of the timed region (docs/design.md §5):
 
 - forward: every input read once and every output written once (an in-place output still costs
-  its write); a gather-like input counts only the rows that can be touched;
+  its write); a gathered table counts only the rows its ids name (``policy/gathers.py``: a run's recorded
+  count, else the expectation for uniformly random ids, else the declared bound);
 - backward: the upstream gradient of every floating-point output read, the forward inputs the
   backward needs read, every gradient written (saved intermediates are not compulsory). Where every
   floating-point output is one number (a loss), each gradient is that upstream number times a tensor
@@ -25,7 +26,8 @@ Two floors, named (docs/design.md §5):
 
 - the *physical floor* uses the datasheet's peak bandwidth and compute: no correct run beats it;
 - the *attainable floor* uses the best bandwidth the GPU has been seen to sustain (``Attainable``):
-  the maximum over a runner's ceiling kernels (copy, read-only, write-only) and over every verified
+  the maximum over a runner's ceiling kernels (copy, read-only, write-only, several sizes:
+  ``policy/ceilings.py``) and over every verified
   run on that GPU, so no verified run is under it.
 
 Reads and writes share one bus: the memory time is (read + write) ÷ bandwidth, never
@@ -35,12 +37,14 @@ separate lanes (on an H200 that implies ~8 TB/s from a 4.8 TB/s part).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from math import expm1, log1p, prod
+from math import prod
 
 from kernelindex.domain.dtypes import dtype_size, peak_class
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
+from kernelindex.policy.gathers import GATHERS, gathered_rows
 from kernelindex.policy.ratios import ratio
 
 POLICY = "floor-v1"
@@ -59,9 +63,6 @@ BACKWARD_READS: dict[str, tuple[str, ...]] = {
     "fused-add-rms-norm": ("x", "weight"),
     "poly-norm": ("x", "weight"),  # the bias's gradient is the upstream gradient's sum
 }
-# Gathered tables whose ids are uniformly random in the sources' workloads (Liger's embedding benchmark
-# draws them with torch.randint): their floor counts the expected distinct rows, labelled as such.
-UNIFORM_IDS: dict[str, str] = {"embedding": "weight"}
 # The gradients a backward must write, where that is less than every floating-point, non-constant input.
 GRADIENTS: dict[str, tuple[str, ...]] = {
     "fused-add-rms-norm": ("x", "weight"),  # the residual's gradient equals x's and may share its buffer
@@ -229,28 +230,19 @@ def resolved_axes(operation_spec: dict, workload_spec: dict) -> dict[str, int]:
     return axes
 
 
-def expected_distinct_rows(rows: int, ids: int) -> float:
-    """The expected number of distinct rows ``ids`` uniformly random ids name among ``rows``:
-    V·(1 − (1 − 1/V)^N). With 16,384 ids over 16,384 rows only ~63% are distinct."""
-    return rows * -expm1(ids * log1p(-1 / rows)) if rows > 1 else float(min(rows, ids))
-
-
-def _tensor_bytes(decl: dict, tensor: dict, axes: dict[str, int], direction: str,
-                  uniform_ids: bool = False) -> tuple[int, str | None]:
+def _tensor_bytes(decl: dict, tensor: dict, axes: dict[str, int], direction: str, operation: str = "",
+                  concrete: dict[str, dict] | None = None,
+                  distinct_ids: Mapping[str, int] | None = None) -> tuple[int, str | None]:
     size = dtype_size(tensor["dtype"])
     elements = prod(tensor["shape"])
     gather = decl.get("gather_rows")
     if gather and direction == "read" and tensor["shape"]:
         table = tensor["shape"][0]
-        rows: float = min(table, evaluate(gather, axes))
-        note = f"gather: at most {gather} = {int(rows):,} of {table:,} rows"
-        if uniform_ids:
-            ids = evaluate(gather.removeprefix("min(").removesuffix(")").split(",")[-1].strip(), axes) \
-                if gather.startswith("min(") else int(rows)
-            rows = min(rows, expected_distinct_rows(table, ids))
-            note = (f"gather: {ids:,} uniformly random ids name {rows:,.0f} distinct rows of {table:,} on average "
-                    "(V·(1 − (1 − 1/V)^N): an expectation, not a count)")
-        return int(rows * prod(tensor["shape"][1:]) * size), note
+        bound = min(table, evaluate(gather, axes))
+        ids_tensor = (concrete or {}).get(GATHERS.get(operation, ("", ""))[1])
+        ids = prod(ids_tensor["shape"]) if ids_tensor else int(bound)
+        rows = gathered_rows(operation, tensor["name"], table, bound, gather, ids, distinct_ids)
+        return int(rows.rows * prod(tensor["shape"][1:]) * size), rows.note
     return int(elements * size), None
 
 
@@ -290,8 +282,11 @@ def _region_plan(operation_spec: dict, workload_spec: dict, region: str, operati
 
 
 def compulsory_traffic(
-    operation_spec: dict, workload_spec: dict, region: str = "forward", operation: str = ""
+    operation_spec: dict, workload_spec: dict, region: str = "forward", operation: str = "", *,
+    distinct_ids: Mapping[str, int] | None = None,
 ) -> list[TensorTraffic]:
+    """``distinct_ids``: the distinct ids per index input a run recorded (``gathers.recorded_distinct_ids``);
+    a gathered table then counts the rows that run read, not the expectation (``gathers.gathered_rows``)."""
     axes = resolved_axes(operation_spec, workload_spec)
     concrete = {t["name"]: t for t in workload_spec["tensors"]}
     decls = {d["name"]: d for d in operation_spec["inputs"] + operation_spec["outputs"]}
@@ -299,7 +294,7 @@ def compulsory_traffic(
     for label, name, direction in _region_plan(operation_spec, workload_spec, region, operation):
         gather_ok = direction == "read" and label == name  # the gather bound holds for the input itself
         decl = decls[name] if gather_ok else {k: v for k, v in decls[name].items() if k != "gather_rows"}
-        size, note = _tensor_bytes(decl, concrete[name], axes, direction, name == UNIFORM_IDS.get(operation))
+        size, note = _tensor_bytes(decl, concrete[name], axes, direction, operation, concrete, distinct_ids)
         traffic.append(TensorTraffic(label, direction, size, note))
     return traffic
 
@@ -340,11 +335,13 @@ def floor_estimate(
     operation: str = "",
     measured: Ceilings | None = None,
     attainable: Attainable | None = None,
+    distinct_ids: Mapping[str, int] | None = None,
 ) -> FloorEstimate:
     """The floor of ``region`` (``operation``: the operation's slug, for its gradient tables).
     ``attainable`` (or a runner's ``measured`` ceilings, or a copy bandwidth alone) gives the attainable
-    floor; none, the physical floor from the datasheet. Memory time = every byte ÷ one bandwidth."""
-    tensors = compulsory_traffic(operation_spec, workload_spec, region, operation)
+    floor; none, the physical floor from the datasheet. Memory time = every byte ÷ one bandwidth.
+    ``distinct_ids``: a run's recorded distinct ids (the floor of that run, counting the rows it read)."""
+    tensors = compulsory_traffic(operation_spec, workload_spec, region, operation, distinct_ids=distinct_ids)
     total = sum(t.bytes for t in tensors)
     if attainable is None and measured is not None:
         attainable = Attainable(measured.best, f"the best of the ceilings a KernelIndex runner measured on {gpu.short}")

@@ -21,7 +21,9 @@ from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
 from kernelindex.domain.expressions import evaluate
+from kernelindex.policy.ceilings import best_seen
 from kernelindex.policy.floor import Attainable, attainable_compute, compulsory_traffic, resolved_axes
+from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
@@ -94,8 +96,10 @@ def _gemm_flops(data: OperationData) -> dict[str, tuple[float, str]]:
 
 
 def _offer(best: dict[str, Attainable], gpu: str, rate: float, source: str) -> None:
-    if rate > 0 and (gpu not in best or rate > best[gpu].bandwidth_bytes_per_s):
-        best[gpu] = Attainable(rate, source)
+    """The policy's choice (``policy/ceilings.best_seen``) between the best so far and one more candidate."""
+    current = [(best[gpu].bandwidth_bytes_per_s, best[gpu].source)] if gpu in best else []
+    if chosen := best_seen([*current, (rate, source)]):
+        best[gpu] = chosen
 
 
 def _offer_ceilings(best: dict[str, Attainable], spec: dict) -> None:
@@ -118,7 +122,9 @@ def _verified_rates(data: OperationData) -> dict[str, tuple[float, str]]:
         if skips_floor_traffic(forward_work_note(data, run)):
             continue
         region = data.protocols[run.protocol].spec.timed_region
-        moved = sum(t.bytes for t in compulsory_traffic(*data.specs_json(run.workload), region, data.slug))
+        counted = recorded_distinct_ids(run.spec.timing.raw) or None  # the rows its gather read, when recorded
+        moved = sum(t.bytes for t in compulsory_traffic(*data.specs_json(run.workload), region, data.slug,
+                                                        distinct_ids=counted))
         _offer(best, gpu.slug, moved / (run.median_ns * 1e-9),
                f"verified run {run.run_id} ({data.slug}, {region}) moved its compulsory bytes at this rate on "
                f"{gpu.short}, the best seen sustained there")

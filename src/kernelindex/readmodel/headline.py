@@ -19,7 +19,7 @@ from kernelindex.readmodel.labels import (
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.operation_views import FloorView, HeadlineSlot, LanguageLeader, RankedRow
 from kernelindex.readmodel.region_work import skips_floor_traffic
-from kernelindex.readmodel.rows import floor_for, ranked_rows
+from kernelindex.readmodel.rows import cohort_floors, ranked_rows, run_floors
 
 REGION_FLOOR_WORDS = {
     "forward": "every input read once and every output written once (gathers count only the rows that can be touched)",
@@ -106,7 +106,7 @@ def _fastest_verified(
     rows = ranked_rows(data, best, now)
     label = cohort_label(data.environments[best.environment], data.protocols[best.protocol])
     slot = _slot("fastest_verified", f"Fastest verified · {_where(data, best)}", rows[0], None, best, label)
-    floors = floor_for(data, best.workload, best.environment, best.protocol)
+    floors = run_floors(data, best.run(rows[0].digest))
     if floors and not skips_floor_traffic(rows[0].region_note):
         slot.floor_ratio = floors[0].ratio(rows[0].median_ns)
     return slot, best
@@ -124,7 +124,7 @@ def fastest_by_language(rows: list[RankedRow]) -> list[LanguageLeader]:
 
 
 def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> FloorView | None:
-    floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
+    floors = cohort_floors(data, cohort)
     if floors is None or not rows:
         return None
     physical, attainable = floors

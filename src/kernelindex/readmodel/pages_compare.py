@@ -22,7 +22,7 @@ from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of
 from kernelindex.readmodel.pages_common import RunRef, run_ref
-from kernelindex.readmodel.rows import floor_for
+from kernelindex.readmodel.rows import run_floors
 
 MIN_RUNS, MAX_RUNS = 2, 8
 
@@ -122,7 +122,7 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
 
 
 def _floor_and_checks(data: OperationData, run: Run) -> dict[str, Any]:
-    floors = floor_for(data, run.workload, run.environment, run.protocol)
+    floors = run_floors(data, run)
     floor_ns = floors[0].floor_ns if floors else None
     attainable_ns = floors[1].floor_ns if floors and floors[1] else None
     checked = run.spec.correctness

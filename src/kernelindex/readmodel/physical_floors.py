@@ -4,6 +4,7 @@ under the physical floor is flagged and never ranked), computed once per workloa
 from __future__ import annotations
 
 from kernelindex.policy.floor import floor_estimate
+from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 
@@ -11,7 +12,7 @@ from kernelindex.readmodel.region_work import forward_work_note, skips_floor_tra
 class PhysicalFloors:
     def __init__(self, data: OperationData) -> None:
         self.data = data
-        self.known: dict[tuple[str, str, str], float | None] = {}
+        self.known: dict[tuple[str, str, str, tuple[tuple[str, int], ...]], float | None] = {}
 
     def get(self, run: Run) -> float | None:
         """The physical floor in ns of the run's workload and timed region on its GPU (None: no
@@ -24,11 +25,12 @@ class PhysicalFloors:
         if skips_floor_traffic(forward_work_note(data, run)):
             return None
         region = data.protocols[run.protocol].spec.timed_region
-        key = (run.workload, region, gpu.slug)
+        counted = recorded_distinct_ids(run.spec.timing.raw)  # the rows this run's gather read, when recorded
+        key = (run.workload, region, gpu.slug, tuple(sorted(counted.items())))
         if key not in self.known:
             try:
                 self.known[key] = floor_estimate(*data.specs_json(run.workload), gpu, region=region,
-                                                 operation=data.slug).floor_ns
+                                                 operation=data.slug, distinct_ids=counted or None).floor_ns
             except (KeyError, ValueError, TypeError):  # a foreign spec the floor model cannot read
                 self.known[key] = None
         return self.known[key]

@@ -29,7 +29,7 @@ from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, workload_key, workload_label
 from kernelindex.readmodel.loading import OperationData, Run, load_operation
 from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
-from kernelindex.readmodel.rows import floor_for, ranked_rows
+from kernelindex.readmodel.rows import ranked_rows, run_floors
 from kernelindex.readmodel.snippets import python_snippet
 from kernelindex.registry import GpuSpec
 
@@ -187,7 +187,7 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
     usable = next((r for r in rows if r.implementation.usable), None)
     row = usable or rows[0]
     run = cohort.run(row.digest)
-    floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
+    floors = run_floors(data, run)
     floor_ns = floors[0].floor_ns if floors else None
     install = row.implementation.install_command
     implementation = manifest_json(data.implementations[run.implementation])["spec"]

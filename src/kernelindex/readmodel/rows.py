@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.capture import capture_failure_sentence
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.floor import FloorEstimate, compulsory_traffic, floor_estimate
+from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.policy.ranking import Ranked
 from kernelindex.policy.selection import (
     baseline_multiple,
@@ -47,10 +49,12 @@ def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
 
 
 def floor_for(
-    data: OperationData, workload: str, environment: str, protocol: str | None = None
+    data: OperationData, workload: str, environment: str, protocol: str | None = None, *,
+    distinct_ids: Mapping[str, int] | None = None,
 ) -> tuple[FloorEstimate, FloorEstimate | None] | None:
     """(physical floor, attainable floor) of the protocol's timed region (forward without one); the
-    attainable floor is None where the GPU was never measured by a runner nor ran a verified run."""
+    attainable floor is None where the GPU was never measured by a runner nor ran a verified run.
+    ``distinct_ids``: a run's recorded distinct ids (``run_floors``), so a gather counts the rows it read."""
     gpu = data.gpu_of(environment)
     if gpu is None:
         return None
@@ -58,11 +62,27 @@ def floor_for(
     if not op_spec["inputs"] and not op_spec["outputs"]:
         return None  # an operation that declares no tensors (their shapes not known): no floor to estimate
     region = data.protocols[protocol].spec.timed_region if protocol else "forward"
-    physical = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug)
+    physical = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug, distinct_ids=distinct_ids)
     seen = data.attainable.get(gpu.slug)
     attainable = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug,
-                                attainable=seen) if seen else None
+                                attainable=seen, distinct_ids=distinct_ids) if seen else None
     return physical, attainable
+
+
+def run_floors(data: OperationData, run: Run) -> tuple[FloorEstimate, FloorEstimate | None] | None:
+    """The floors of one run: its workload's, counting the gathered rows the run recorded reading (issue 20
+    item 2); a run that recorded no count has its workload's floors (the expectation, labelled)."""
+    return floor_for(data, run.workload, run.environment, run.protocol,
+                     distinct_ids=recorded_distinct_ids(run.spec.timing.raw) or None)
+
+
+def cohort_floors(data: OperationData, cohort: Cohort) -> tuple[FloorEstimate, FloorEstimate | None] | None:
+    """The floors a cohort's panel shows: where every eligible run recorded its distinct ids, the fewest
+    any of them read (so the floor bounds each row); otherwise the workload's (the expectation)."""
+    counts = [recorded_distinct_ids(r.spec.timing.raw) for r in cohort.eligible]
+    names = set.intersection(*(set(c) for c in counts)) if counts else set()
+    fewest = {name: min(c[name] for c in counts) for name in names}
+    return floor_for(data, cohort.workload, cohort.environment, cohort.protocol, distinct_ids=fewest or None)
 
 
 def floor_bytes(data: OperationData, workload: str) -> int:
@@ -75,7 +95,7 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
         r.median_ns for r in cohort.eligible
         if r.median_ns is not None and data.implementations[r.implementation].spec.role == "baseline"
     ]
-    floors = floor_for(data, cohort.workload, cohort.environment, cohort.protocol)
+    floors = cohort_floors(data, cohort)
     usual = usual_method(cohort)
     rows = [_row(data, cohort.run(entry.item.id), entry, baselines, now, usual) for entry in cohort.ranked]
     for row in rows:
@@ -85,8 +105,11 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
                                  f"measurements of it in this cohort (the others: {medians}).")
     if floors:  # latency cohorts; a memory metric would have no floor ratio or throughput
         for row in (r for r in rows if not skips_floor_traffic(r.region_note)):
-            row.floor_ratio = floors[0].ratio(row.median_ns)
-            rate = floors[0].throughput(row.median_ns)
+            run = cohort.run(row.digest)
+            own = run_floors(data, run) if recorded_distinct_ids(run.spec.timing.raw) else None
+            physical = (own or floors)[0]
+            row.floor_ratio = physical.ratio(row.median_ns)
+            rate = physical.throughput(row.median_ns)
             row.throughput, row.throughput_unit = rate if rate else (None, None)
     return rows
 

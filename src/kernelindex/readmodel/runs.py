@@ -30,7 +30,7 @@ from kernelindex.readmodel.loading import OperationData, Run, load_operation, op
 from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.ranking_notes import host_bound_label
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
-from kernelindex.readmodel.rows import floor_for, implementation_ref
+from kernelindex.readmodel.rows import implementation_ref, run_floors
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
 
@@ -211,7 +211,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
 
 def _floor_facts(data: OperationData, run: Run) -> dict[str, Any]:
     """The physical and attainable floors of the run's workload on its GPU, and the run's ratio to each."""
-    floors = None if data.suites.get(run.workload) else floor_for(data, run.workload, run.environment, run.protocol)
+    floors = None if data.suites.get(run.workload) else run_floors(data, run)
     floor_ns = floors[0].floor_ns if floors else None
     attainable_ns = floors[1].floor_ns if floors and floors[1] else None
     return {"floor_ns": floor_ns, "floor_ratio": _floor_ratio(data, run, floor_ns),

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import torch
 
+from kernelindex.policy.ceilings import CEILING_SIZES, CeilingFigure
 from kernelindex.policy.floor import CEILING_PROBE_BYTES
 from kernelindex.runner.cupti import CuptiSampler, graph_difference_ns, host_cost_ns
 from kernelindex.runner.memory import peak_with_kept_results, result_storage_bytes
@@ -257,3 +258,21 @@ def gemm_ceiling(device: CudaDevice, size: int = CEILING_GEMM, samples: int = 3)
     median = _gemm_median_ns(device, size, samples)
     torch.cuda.empty_cache()
     return 2 * size**3 / (median * 1e-9)
+
+
+def ceiling_sweep(device: CudaDevice, sizes: tuple[int, ...] = CEILING_SIZES, samples: int = 3) -> list[CeilingFigure]:
+    """The three ceiling kernels (copy, read-only, write-only) at each buffer size: the attainable floor takes
+    the best of them all (``policy/ceilings``). A size the device cannot hold (a copy needs two buffers) is
+    left out, never guessed."""
+    figures: list[CeilingFigure] = []
+    for nbytes in sizes:
+        try:
+            copy = copy_bandwidth(device, nbytes, samples)
+            read, write = read_write_bandwidth(device, nbytes, samples)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            continue
+        torch.cuda.empty_cache()
+        figures += [CeilingFigure("copy", nbytes, copy), CeilingFigure("read", nbytes, read),
+                    CeilingFigure("write", nbytes, write)]
+    return figures

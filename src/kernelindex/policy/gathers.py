@@ -1,0 +1,63 @@
+"""How many rows of a gathered table a floor counts (issue 20 item 2): the one decision for every floor.
+
+A gather (embedding: ``weight[input_ids]``) reads only the rows its ids name, and random ids repeat:
+16,384 uniformly random ids over 16,384 rows name only ~63% of them. In order of preference:
+
+1. the run's own count: a KernelIndex runner counts the distinct values of each index input on the very
+   tensor it timed and records it (``timing.raw.distinct_<input>``); that run's floors count exactly those rows;
+2. for a workload without a recorded count whose ids are uniformly random (a source's workload, Liger's
+   benchmark draws them with torch.randint, or a runner run from before the count was recorded, drawn the
+   same way), the expectation V·(1 − (1 − 1/V)^N), labelled as an expectation, not a count;
+3. otherwise the bound the operation declares (``gather_rows``, e.g. min(vocab, batch·seq)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import expm1, log1p
+
+RAW_PREFIX = "distinct_"  # timing.raw key of a recorded count: distinct_<index input>
+# Per operation, the gathered table and the integer input whose values pick its rows, for the operations
+# whose ids are uniformly random wherever no count is recorded (the sources' and the runner's workloads).
+GATHERS: dict[str, tuple[str, str]] = {"embedding": ("weight", "input_ids")}
+
+
+@dataclass(frozen=True)
+class GatheredRows:
+    rows: float
+    note: str
+    counted: bool  # True: the run's recorded count; False: an expectation or a bound
+
+
+def expected_distinct_rows(rows: int, ids: int) -> float:
+    """The expected number of distinct rows ``ids`` uniformly random ids name among ``rows``:
+    V·(1 − (1 − 1/V)^N). With 16,384 ids over 16,384 rows only ~63% are distinct."""
+    return rows * -expm1(ids * log1p(-1 / rows)) if rows > 1 else float(min(rows, ids))
+
+
+def recorded_distinct_ids(raw: Mapping[str, str]) -> dict[str, int]:
+    """The distinct values per index input a runner counted on its timed inputs, from a run's
+    ``timing.raw`` (absent: the run recorded none). A value that is not a whole number is ignored."""
+    found: dict[str, int] = {}
+    for key, value in raw.items():
+        if key.startswith(RAW_PREFIX) and str(value).isdigit():
+            found[key.removeprefix(RAW_PREFIX)] = int(value)
+    return found
+
+
+def gathered_rows(operation: str, table: str, table_rows: int, bound: float, bound_words: str, ids: int,
+                  distinct_ids: Mapping[str, int] | None = None) -> GatheredRows:
+    """The rows of ``table`` (``table_rows`` long) a floor counts: ``bound`` is the operation's declared
+    ``gather_rows`` (``bound_words`` its expression), ``ids`` how many ids the workload holds."""
+    table_of, ids_input = GATHERS.get(operation, ("", ""))
+    if table != table_of:
+        return GatheredRows(bound, f"gather: at most {bound_words} = {int(bound):,} of {table_rows:,} rows", False)
+    recorded = (distinct_ids or {}).get(ids_input)
+    if recorded is not None:
+        rows = min(bound, recorded)
+        return GatheredRows(rows, f"gather: this run's {ids:,} ids named {rows:,.0f} distinct rows of {table_rows:,} "
+                            f"(counted by the runner on the inputs it timed)", True)
+    rows = min(bound, expected_distinct_rows(table_rows, ids))
+    return GatheredRows(rows, f"gather: {ids:,} uniformly random ids name {rows:,.0f} distinct rows of {table_rows:,} "
+                        "on average (V·(1 − (1 − 1/V)^N): an expectation, not a count)", False)

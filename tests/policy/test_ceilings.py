@@ -1,0 +1,65 @@
+"""Issue 20 item 1: the attainable bandwidth is the maximum over the ceiling kernels (copy, read-only,
+write-only), over the sizes each was streamed at, and over the rates verified runs sustained (synthetic
+figures on CPU; the runner's sweep with its CUDA kernels replaced)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelindex.policy.ceilings import CEILING_SIZES, CeilingFigure, best_seen, ceilings_over_sizes
+
+MIB = 1 << 20
+
+
+def _sweep() -> list[CeilingFigure]:
+    # the copy is best at 4 GiB, the read at 256 MiB, the write at 64 MiB: each kernel's best size differs
+    table = {"copy": (3.60e12, 3.90e12, 4.00e12, 4.05e12), "read": (4.10e12, 4.31e12, 4.20e12, 4.25e12),
+             "write": (4.70e12, 4.60e12, 4.65e12, 4.62e12)}
+    return [CeilingFigure(kernel, size, rate) for kernel, rates in table.items()
+            for size, rate in zip(CEILING_SIZES, rates, strict=True)]
+
+
+def test_each_kernel_keeps_its_best_size_and_the_best_kernel_bounds_every_mix() -> None:
+    best = ceilings_over_sizes(_sweep())
+    assert best is not None
+    assert (best.copy, best.read, best.write) == (4.05e12, 4.31e12, 4.70e12)
+    assert best.best == 4.70e12  # one bus: the fastest stream of any kind, at any size
+    single = ceilings_over_sizes(f for f in _sweep() if f.bytes == 1 << 30)  # what one 1 GiB probe saw
+    assert single is not None and single.best == 4.65e12 < best.best
+
+
+def test_the_sizes_are_several_and_past_the_l2() -> None:
+    assert len(CEILING_SIZES) >= 3 and min(CEILING_SIZES) >= 64 * MIB and (1 << 30) in CEILING_SIZES
+
+
+def test_best_seen_takes_the_maximum_over_ceilings_and_verified_runs() -> None:
+    ceilings = [(4.05e12, "copy"), (4.70e12, "write-only")]
+    assert best_seen([*ceilings, (4.245e12, "verified run jsd")]) == best_seen(ceilings)
+    chosen = best_seen([*ceilings, (4.75e12, "verified run kl-div")])
+    assert chosen is not None and (chosen.bandwidth_bytes_per_s, chosen.source) == (4.75e12, "verified run kl-div")
+    tie = best_seen([(4.7e12, "first"), (4.7e12, "second")])
+    assert tie is not None and tie.source == "first"
+    assert best_seen([(0.0, "nothing moved")]) is None and best_seen([]) is None
+
+
+def test_without_a_copy_figure_there_are_no_ceilings_and_unknown_kernels_are_refused() -> None:
+    assert ceilings_over_sizes([CeilingFigure("read", 64 * MIB, 4e12)]) is None
+    with pytest.raises(ValueError, match="unknown ceiling kernel 'triad'"):
+        ceilings_over_sizes([CeilingFigure("triad", 64 * MIB, 4e12)])
+
+
+def test_the_runner_sweeps_every_size_and_leaves_out_one_it_cannot_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelindex.runner import cuda
+
+    def copy(device: object, nbytes: int, samples: int = 3) -> float:
+        if nbytes > 1 << 30:
+            raise torch.cuda.OutOfMemoryError("two 4 GiB buffers do not fit")
+        return 4e12 + nbytes
+
+    monkeypatch.setattr(cuda, "copy_bandwidth", copy)
+    monkeypatch.setattr(cuda, "read_write_bandwidth", lambda device, nbytes, samples=3: (4.2e12, 4.6e12 + nbytes))
+    figures = cuda.ceiling_sweep(object())  # type: ignore[arg-type]
+    assert sorted({f.bytes for f in figures}) == [s for s in CEILING_SIZES if s <= 1 << 30]
+    best = ceilings_over_sizes(figures)
+    assert best is not None and best.write == 4.6e12 + (1 << 30) and best.copy == 4e12 + (1 << 30)
