@@ -6,16 +6,20 @@
 # Run from the carried folder (src/, bench/, cases/ from bench/gemm_attn_cases.py, keys/, whl/ installed into
 # /tmp/site, PYTHONPATH set).
 # Usage: bench/h200_gemm_attn.sh SECONDS STEP...
-#   OP:SELECTION:IMPL[:SUFFIX[:LIMIT]]  one operation: the cases of cases/SELECTION.json (gemm, gemm-compile,
-#                        attention), implementations IMPL (comma-separated keys), at most LIMIT s (default 300);
-#                        its bundle is h200-OP-DATE-v3SUFFIX
-#   gemm-cublas | gemm-autotune | gemm-triton | attention   a batch: that step for every operation of its
-#                        selection (torch.matmul; torch.compile max-autotune; Triton-only templates; the three
-#                        attention implementations)
+#   OPS:SELECTION:IMPL[:SUFFIX[:LIMIT]]  operations OPS (comma-separated; one process, a bundle each) on the
+#                        cases of cases/SELECTION.json (gemm, gemm-compile, attention), implementations IMPL
+#                        (comma-separated keys), at most LIMIT s (default 300); bundles h200-OP-DATE-v3SUFFIX
+#   gemm-cublas | gemm-xla | attention | attention-flex | gemm-autotune | gemm-triton   a batch: that step for
+#                        every operation of its selection, a few operations per process (a process costs ~10 s
+#                        to start: torch, CUDA, the ceilings): torch.matmul on gemm; XLA through JAX on
+#                        gemm-compile (its own processes, XLA_PYTHON_CLIENT_PREALLOCATE=false); our baseline,
+#                        flash-varlen, efficient-varlen and sdpa-cudnn on attention; FlexAttention (compiled per
+#                        case) on attention; torch.compile max-autotune / Triton-only templates on gemm-compile
 #   reverify             10% of the cases measured so far, in a fresh process, no bundle
 # KI_REHEARSAL=--test-device-product=H200: a CPU rehearsal. KI_DRY_RUN=1: each step only prints its plan
 # (bench/campaign.py run --plan-only) and is marked done, so a second dry run shows the resume.
 set -u
+export XLA_PYTHON_CLIENT_PREALLOCATE=false  # only the xla-jax processes import JAX; torch's ignore it
 budget=$1; shift; start=$(date +%s); work=${KI_WORK:-/tmp/ki-gemm-attn}; cases=${KI_CASES:-cases}
 left() { echo $(( budget - ($(date +%s) - start) )); }
 mkdir -p "$work/c" "$OUT"; touch "$work/done"; log="$OUT/run.log"
@@ -26,17 +30,20 @@ ship() {  # everything so far, re-packed after every step (at most 8 files come 
   tar czf "$OUT/bundles.tgz" -C "$work/c" bundles 2>/dev/null
   tar czf "$OUT/summaries.tgz" -C "$work/c" $(cd "$work/c" && ls summary-*.json sample.json 2>/dev/null) 2>/dev/null
 }
-operations_of() {  # the operations a selection names, sorted
-  python3 -c 'import json,sys; print(" ".join(sorted({o for o, _ in json.load(open(sys.argv[1]))})))' "$cases/$1.json"
+operations_of() {  # the operations a selection names, sorted, N to a line (comma-separated)
+  python3 -c 'import json,sys; o=sorted({o for o, _ in json.load(open(sys.argv[1]))}); n=int(sys.argv[2])
+print("\n".join(",".join(o[i:i + n]) for i in range(0, len(o), n)))' "$cases/$1.json" "$2"
 }
 expand() {  # a batch → its steps; anything else as it is
   case "$1" in
-    gemm-cublas) for op in $(operations_of gemm); do echo "$op:gemm:baseline:-cublas"; done;;
-    gemm-autotune) for op in $(operations_of gemm-compile); do
-                     echo "$op:gemm-compile:torch-compile-max-autotune:-autotune:400"; done;;
-    gemm-triton) for op in $(operations_of gemm-compile); do echo "$op:gemm-compile:torch-compile-triton:-triton:400"; done;;
-    attention) for op in $(operations_of attention); do
-                 echo "$op:attention:baseline,flash-varlen,efficient-varlen:"; done;;
+    gemm-cublas) for ops in $(operations_of gemm 4); do echo "$ops:gemm:baseline:-cublas:240"; done;;
+    gemm-xla) for ops in $(operations_of gemm-compile 8); do echo "$ops:gemm-compile:xla-jax:-xla:240"; done;;
+    attention) for ops in $(operations_of attention 3); do
+                 echo "$ops:attention:baseline,flash-varlen,efficient-varlen,sdpa-cudnn::240"; done;;
+    attention-flex) for ops in $(operations_of attention 3); do echo "$ops:attention:flex:-flex:300"; done;;
+    gemm-autotune) for ops in $(operations_of gemm-compile 2); do
+                     echo "$ops:gemm-compile:torch-compile-max-autotune:-autotune:400"; done;;
+    gemm-triton) for ops in $(operations_of gemm-compile 2); do echo "$ops:gemm-compile:torch-compile-triton:-triton:400"; done;;
     *) echo "$1";;
   esac
 }
@@ -55,9 +62,10 @@ for step in "${steps[@]}"; do
         >> "$OUT/reverify.log" 2>&1
     rc=$?; fi
   else
-    IFS=: read -r op selection impl suffix limit <<< "$step"
-    limit=${limit:-300}
-    args=("${common[@]}" --label "${op}${suffix:-}" --operations "$op" --only-cases "$cases/$selection.json"
+    IFS=: read -r ops selection impl suffix limit <<< "$step"
+    limit=${limit:-300}; first=${ops%%,*}; more=$(( $(tr -cd , <<< "$ops" | wc -c) ))
+    label="${first}$([ "$more" -gt 0 ] && echo "+$more")${suffix:-}"
+    args=("${common[@]}" --label "$label" --operations "$ops" --only-cases "$cases/$selection.json"
           --impl "$impl" --bundle-suffix="-v3${suffix:-}")
     if [ -n "${KI_DRY_RUN:-}" ]; then
       python3 bench/campaign.py run "${args[@]}" --plan-only 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}
@@ -71,4 +79,8 @@ for step in "${steps[@]}"; do
   [ "$rc" -eq 0 ] && echo "$step" >> "$work/done"
   ship
 done
+if [ -z "${KI_DRY_RUN:-}" ] && ls "$work"/c/summary-*-cublas.json > /dev/null 2>&1; then
+  # issue 25: cuBLAS at M >= 4096 against the datasheet fp16 dense peak (>= 60%), beside the ceiling GEMM
+  python3 bench/v3_tables.py gemm-peak "$work"/c/summary-*-cublas.json 2>&1 | tee -a "$log" "$OUT/gemm-peak.md"
+fi
 say "end, $(left) s of the script's budget left"

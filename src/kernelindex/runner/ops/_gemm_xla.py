@@ -9,8 +9,10 @@ through DLPack (no copy), its answer handed back to torch the same way.
   to start the backend when that variable says otherwise.
 - **Timing.** The runner's protocol v3 reads device time from CUPTI's activity records (the PyTorch
   profiler), which are the process's, not torch's: XLA's kernels are recorded too, and attributed to the
-  timed call by the launching thread's range, as torch's are. JAX launches on the calling thread on GPU;
-  a run whose calls show no device activity is refused by the runner with that reason.
+  timed call by the host time of their launch, which falls inside the call's range as long as JAX launches
+  before the call returns (it dispatches on the calling thread; the call ends by handing the answer to
+  torch). Not yet seen on a GPU: a run whose calls show no attributed activity has a device time near 0,
+  under the physical floor, so never eligible; the campaign's summary shows it.
 """
 
 from __future__ import annotations
