@@ -331,19 +331,7 @@ def _sources(data: OperationData) -> list[SourceSummary]:
     summaries = []
     for name, runs in sorted(by_source.items()):
         notice = source_notice(name, data.sources.get(name))
-        summaries.append(
-            SourceSummary(
-                name,
-                len(runs),
-                max(r.observed_at for r in runs),
-                title=notice.title,
-                url=notice.url,
-                license=notice.license,
-                attribution=notice.attribution,
-                license_name=notice.license_name,
-                license_url=notice.license_url,
-            )
-        )
+        summaries.append(SourceSummary(name, len(runs), max(r.observed_at for r in runs), **notice.described()))
     return summaries
 
 

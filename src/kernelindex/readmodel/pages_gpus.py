@@ -8,6 +8,7 @@ from datetime import datetime
 
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
+from kernelindex.domain.gpus import GpuDatasheet
 from kernelindex.domain.manifests import ExecutionEnvironment
 from kernelindex.readmodel.ceilings import CeilingRow, ceiling_rows
 from kernelindex.readmodel.errors import NotFound
@@ -19,18 +20,10 @@ from kernelindex.readmodel.paging import Paging, page_of
 RECORDS_PER_PAGE = 25  # the H100 page held 279 cohorts in one 28,583 px table; 25 rows ≈ 6,000 px on a phone
 
 
-@dataclass
-class GpuFacts(JsonModel):
-    slug: str
-    name: str
-    short: str
-    vendor: str
-    architecture: str
-    memory_gb: float
-    form_factor: str
-    bandwidth_gbps: float
-    peaks_tflops: dict[str, float]
-    source: str
+@dataclass(frozen=True)
+class GpuFacts(GpuDatasheet, JsonModel):
+    """A GPU as the pages show it: its datasheet, and whether it is one of the priority GPUs."""
+
     priority: bool
 
 
@@ -76,9 +69,8 @@ class GpuIndexEntry(JsonModel):
 
 
 def _facts(spec: registry.GpuSpec) -> GpuFacts:
-    return GpuFacts(spec.slug, spec.name, spec.short, spec.vendor, spec.architecture, spec.memory_gb,
-                    spec.form_factor, spec.bandwidth_gbps, dict(spec.peaks_tflops), spec.source,
-                    spec.slug in registry.priority_gpus())
+    return GpuFacts(**{**spec.datasheet(), "peaks_tflops": dict(spec.peaks_tflops)},
+                    priority=spec.slug in registry.priority_gpus())
 
 
 def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datetime) -> GpuPage:

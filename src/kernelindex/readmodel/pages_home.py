@@ -120,9 +120,8 @@ def _sources(catalog: Catalog) -> list[SourceFreshness]:
     for name in sorted(set(manifests) | set(runs)):
         notice = source_notice(name, manifests.get(name))
         count, last = runs.get(name, (0, None))
-        found.append(SourceFreshness(name, notice.title, notice.url, notice.license, notice.attribution, count,
-                                     as_utc(last), as_utc(published.get(name)), notice.license_name,
-                                     notice.license_url))
+        found.append(SourceFreshness(name, **notice.described(), runs=count, last_observed=as_utc(last),
+                                     last_published=as_utc(published.get(name))))
     return found
 
 

@@ -5,7 +5,8 @@ export of another catalog, say) fills in for a source the registry does not list
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from kernelindex import registry
 from kernelindex.domain.manifests import Source
@@ -21,6 +22,11 @@ class SourceNotice(JsonModel):
     license_name: str | None
     license_url: str | None
     attribution: str | None
+
+    def described(self) -> dict[str, Any]:
+        """What the notice says of its source besides its name (title, link, license, attribution): the
+        fields a page's summary of the source shows beside its own counts."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
 
 
 def source_notice(name: str, manifest: Source | None = None, *, external_id: str | None = None) -> SourceNotice:

@@ -121,13 +121,9 @@ def _cohort_result(c: RankedCohort, req: ResolveRequest, now: datetime, mismatch
                else Reason("NOT_ELIGIBLE", "The run is not eligible for ranking."))
         for r in c.excluded
     )
-    s = c.sample
     return CohortResult(
-        key=c.key, operation=s.operation, workload_key=s.workload_key, workload_ref=s.workload_ref,
-        cohort_ref=s.cohort_ref, axes=dict(s.axes), dtypes=dict(s.dtypes), gpu=s.gpu, gpu_label=s.gpu_label,
-        arch=s.arch, mode=s.mode, native=s.native, eligible_runs=c.eligible_runs, rows=tuple(rows),
+        **c.sample.identity(), key=c.key, eligible_runs=c.eligible_runs, rows=tuple(rows),
         hidden=tuple(hidden), excluded=excluded, mismatches=tuple(mismatches), query=query,
-        runner=s.runner, protocol_key=s.protocol_key,
     )
 
 

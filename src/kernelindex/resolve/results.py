@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from kernelindex import urls
 from kernelindex.policy.reasons import Reason
 from kernelindex.readmodel.labels import Shown, tell_apart, told
-from kernelindex.resolve.run_facts import RunFacts
+from kernelindex.resolve.run_facts import CohortIdentity, RunFacts
 
 
 @dataclass(frozen=True)
@@ -67,28 +67,15 @@ class Hidden:
         return {"run_id": self.run_id, "implementation": self.implementation, **self.reason.to_json()}
 
 
-@dataclass(frozen=True)
-class CohortResult:
+@dataclass(frozen=True, kw_only=True)
+class CohortResult(CohortIdentity):
     key: str
-    operation: str
-    workload_key: str
-    workload_ref: str
-    cohort_ref: str
-    axes: Mapping[str, int]
-    dtypes: Mapping[str, str]
-    gpu: str | None
-    gpu_label: str
-    arch: str | None
-    mode: str
-    native: bool
     eligible_runs: int
     rows: tuple[Row, ...]
     hidden: tuple[Hidden, ...]
     excluded: tuple[Hidden, ...]
     mismatches: tuple[Mismatch, ...] = ()
     query: str = ""
-    runner: str | None = None  # the KernelIndex runner that measured the cohort (None: its source reported it)
-    protocol_key: str = ""
     distinct: str | None = None  # what tells it from a look-alike listed beside it (labels.tell_apart)
 
     @property

@@ -7,9 +7,10 @@ filters, cohorts and ranks here are the ones the pages show.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
 from kernelindex import urls
 from kernelindex.domain.units import format_duration
@@ -44,11 +45,12 @@ class ImplementationFacts:
         }
 
 
-@dataclass(frozen=True)
-class RunFacts:
-    run_id: str
+@dataclass(frozen=True, kw_only=True)
+class CohortIdentity:
+    """What every run of one cohort shares, as the resolver reads it: the operation and workload, the GPU,
+    the timed region and the protocol (a run's facts and a cohort's result both carry it)."""
+
     operation: str
-    cohort_key: str
     workload_key: str
     axes: Mapping[str, int]
     dtypes: Mapping[str, str]
@@ -58,6 +60,19 @@ class RunFacts:
     mode: str  # forward | backward | forward+backward | forward-no-grad
     protocol_key: str
     native: bool  # measured by a source's own harness (source-native ranking)
+    workload_ref: str = ""  # the value of ?workload= on the operation page
+    cohort_ref: str = ""  # the value of ?cohort= on the operation page
+    runner: str | None = None  # the KernelIndex runner that measured it (None: its source reported it)
+
+    def identity(self) -> dict[str, Any]:
+        """The identity alone, to build another object of the same cohort from (``CohortResult(**…)``)."""
+        return {f.name: getattr(self, f.name) for f in fields(CohortIdentity)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFacts(CohortIdentity):
+    run_id: str
+    cohort_key: str
     implementation: ImplementationFacts
     evidence: str
     eligible: bool
@@ -67,9 +82,6 @@ class RunFacts:
     observed_at: datetime
     source: str
     ineligible_reasons: tuple[Reason, ...] = ()
-    workload_ref: str = ""  # the value of ?workload= on the operation page
-    cohort_ref: str = ""  # the value of ?cohort= on the operation page
-    runner: str | None = None  # the KernelIndex runner that measured it (None: its source reported it)
     # The operation page's row note when the run's region does another region's work (this backward only
     # scales the gradient its forward computed; compare forward+backward): readmodel.region_work.
     region_note: str | None = None
