@@ -4,7 +4,9 @@ part of the KernelIndex catalog export, as the first start does it. Prints the m
 Goal on this 2-core machine: ≤ 30 s into an empty catalog, on SQLite and on PostgreSQL (issue 10);
 ≤ 60 s with every bundled source (~80,000 runs once aiter and KernelBench are in, issue 25).
 
-    .venv/bin/python bench/import_all.py [--repeat 3] [--postgres postgresql://postgres@127.0.0.1:5432/test]
+    .venv/bin/python bench/import_all.py [--repeat 3] [--all] [--postgres postgresql://postgres@127.0.0.1:5432/test]
+
+``--all`` imports ALL_PARTS (aiter and KernelBench too) instead of what a fresh install imports.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import uuid
 
 from sqlalchemy import create_engine, func, select, text
 
-from kernelindex.bootstrap import ensure_bundled_data
+from kernelindex.bootstrap import ALL_PARTS, BUNDLED_PARTS, ensure_bundled_data
 from kernelindex.catalog.db import Catalog, normalize_url, open_catalog
 from kernelindex.catalog.models import RunRow
 
@@ -34,10 +36,10 @@ def postgres_catalog(url: str) -> tuple[Catalog, str]:
     return open_catalog(f"{normalize_url(url)}?options=-csearch_path%3D{schema}"), schema
 
 
-def one(make: callable) -> tuple[float, int]:
+def one(make: callable, parts: tuple[str, ...]) -> tuple[float, int]:
     catalog = make()
     start, cpu = time.perf_counter(), time.process_time()
-    ensure_bundled_data(catalog, say=lambda line: None)
+    ensure_bundled_data(catalog, say=lambda line: None, parts=parts)
     elapsed = time.perf_counter() - start
     # On a shared machine the wall time measures the neighbours too: the process's own CPU time
     # (SQLite writes in this process; PostgreSQL's server time is not in it) and the load say how much.
@@ -53,7 +55,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--postgres")
+    parser.add_argument("--all", action="store_true", help="every bundled source (ALL_PARTS), not BUNDLED_PARTS")
     args = parser.parse_args()
+    parts = ALL_PARTS if args.all else BUNDLED_PARTS
     backends = {"sqlite": sqlite_catalog}
     if args.postgres:
         schemas: list[str] = []
@@ -65,7 +69,7 @@ def main() -> None:
 
         backends["postgresql"] = make_pg
     for name, make in backends.items():
-        results = [one(make) for _ in range(args.repeat)]
+        results = [one(make, parts) for _ in range(args.repeat)]
         times = [t for t, _ in results]
         print(f"{name}: full import median {statistics.median(times):.1f} s "
               f"(min {min(times):.1f}, max {max(times):.1f}, n={len(times)}), {results[0][1]:,} runs")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, overload
+from typing import Annotated, Any, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, ValidationError
 
@@ -194,17 +194,27 @@ def load_manifest_file(path: Path) -> Manifest:
 
 def manifest_json(manifest: Manifest) -> dict[str, Any]:
     """The manifest as plain JSON data, normalized; absent fields stay absent. Treat as read-only."""
-    if manifest._json_cache is None:
-        manifest._json_cache = manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
-    return manifest._json_cache
+    cache = _caches(manifest)
+    found = cache["_json_cache"]
+    if found is None:
+        found = cache["_json_cache"] = manifest.model_dump(mode="json", exclude_none=True, by_alias=True)
+    return cast(dict[str, Any], found)
+
+
+def _caches(manifest: Manifest) -> dict[str, Any]:
+    # The private attributes' own dict: ``manifest._json_cache`` goes through pydantic's __getattr__
+    # (a hasattr walk per access), and an import reads a shared object's digest once per row.
+    return cast(dict[str, Any], manifest.__pydantic_private__)
 
 
 def stored_json(manifest: Manifest) -> dict[str, Any]:
     """The manifest's JSON as the catalog stores it: ``manifest_json`` with the keys of every object
     sorted, so a surface that shows a stored spec emits it byte for byte. Treat as read-only."""
-    if manifest._stored_cache is None:
-        manifest._stored_cache = _keys_sorted(manifest_json(manifest))
-    return manifest._stored_cache
+    cache = _caches(manifest)
+    found = cache["_stored_cache"]
+    if found is None:
+        found = cache["_stored_cache"] = _keys_sorted(manifest_json(manifest))
+    return cast(dict[str, Any], found)
 
 
 def stored_form(model: Strict) -> dict[str, Any]:
@@ -226,9 +236,11 @@ def identity_body(manifest: Manifest) -> dict[str, Any]:
 
 
 def digest_of(manifest: Manifest) -> str:
-    if manifest._digest_cache is None:
-        manifest._digest_cache = sha256_digest(identity_body(manifest))
-    return manifest._digest_cache
+    cache = _caches(manifest)
+    found = cache["_digest_cache"]
+    if found is None:
+        found = cache["_digest_cache"] = sha256_digest(identity_body(manifest))
+    return cast(str, found)
 
 
 M = TypeVar("M", bound=Manifest)
