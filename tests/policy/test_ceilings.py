@@ -63,3 +63,28 @@ def test_the_runner_sweeps_every_size_and_leaves_out_one_it_cannot_hold(monkeypa
     assert sorted({f.bytes for f in figures}) == [s for s in CEILING_SIZES if s <= 1 << 30]
     best = ceilings_over_sizes(figures)
     assert best is not None and best.write == 4.6e12 + (1 << 30) and best.copy == 4e12 + (1 << 30)
+
+
+def test_the_environment_records_each_kernel_at_its_best_size_and_the_gpu_table_shows_it() -> None:
+    from kernelindex.policy.ceilings import best_sizes
+    from kernelindex.readmodel.ceilings import ceiling_rows
+    from kernelindex.runner.environment import Probe, environment_manifest
+
+    figures = _sweep()
+    assert best_sizes(figures) == {"copy": 4 << 30, "read": 256 * MIB, "write": 64 * MIB}
+    best = ceilings_over_sizes(figures)
+    assert best is not None
+    swept = environment_manifest(Probe("NVIDIA H200", "sm_90", 141 << 30, copy_bandwidth_bytes_per_s=best.copy,
+                                       read_bandwidth_bytes_per_s=best.read, write_bandwidth_bytes_per_s=best.write,
+                                       ceiling_bytes=best_sizes(figures)))
+    assert swept.spec.ceiling_bytes == {"copy": 4 << 30, "read": 256 * MIB, "write": 64 * MIB}
+    before = environment_manifest(Probe("NVIDIA H200", "sm_90", 141 << 30, copy_bandwidth_bytes_per_s=4.0e12,
+                                        write_bandwidth_bytes_per_s=4.65e12))
+    # absent from the canonical form: environments from before the sweep keep their digests
+    assert before.spec.ceiling_bytes is None
+    assert "ceiling_bytes" not in before.model_dump(mode="json", exclude_none=True)["spec"]
+    rows = {r.kernel: r for r in ceiling_rows([before, swept], 4800, "datasheet", None)}
+    write = rows["write-only: fill a buffer"]
+    assert (write.best_bytes_per_s, write.bytes_read, write.bytes_written) == (4.70e12, 0, 64 * MIB)
+    only_before = {r.kernel: r for r in ceiling_rows([before], 4800, "datasheet", None)}
+    assert only_before["write-only: fill a buffer"].bytes_written == 1 << 30  # the single 1 GiB probe

@@ -235,6 +235,9 @@ class ExecutionEnvironmentBody(Strict):
     read_bandwidth_bytes_per_s: float | None = None  # read-only stream, measured by a runner
     write_bandwidth_bytes_per_s: float | None = None  # write-only stream, measured by a runner
     fp16_gemm_flops_per_s: float | None = None  # 8192³ fp16 torch.matmul (cuBLAS), measured by a runner
+    # Per ceiling kernel (copy | read | write), the buffer size in bytes its recorded bandwidth was best at
+    # (runner/cuda.ceiling_sweep); absent: a runner from before the sweep, which streamed 1 GiB only.
+    ceiling_bytes: dict[str, int] | None = None
     clocks: dict[str, str] = Field(default_factory=dict)
 
 

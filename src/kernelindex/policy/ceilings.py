@@ -41,6 +41,15 @@ def ceilings_over_sizes(figures: Iterable[CeilingFigure]) -> Ceilings | None:
     return Ceilings(best["copy"], best.get("read"), best.get("write"))
 
 
+def best_sizes(figures: Iterable[CeilingFigure]) -> dict[str, int]:
+    """Per kernel, the buffer size its best figure was streamed at (the first of equal figures)."""
+    best: dict[str, CeilingFigure] = {}
+    for f in figures:
+        if f.kernel not in best or f.bandwidth_bytes_per_s > best[f.kernel].bandwidth_bytes_per_s:
+            best[f.kernel] = f
+    return {kernel: f.bytes for kernel, f in best.items()}
+
+
 def best_seen(candidates: Iterable[tuple[float, str]]) -> Attainable | None:
     """The attainable bandwidth: the highest rate among (bytes/s, what sustained it) candidates — ceilings
     of every environment and each verified run's rate; the first named wins a tie. None: nothing measured."""

@@ -12,11 +12,11 @@ from kernelindex.domain.manifests import ExecutionEnvironment
 from kernelindex.policy.floor import CEILING_PROBE_BYTES, Attainable
 from kernelindex.readmodel.jsonable import JsonModel
 
-# (environment field, kernel in words, bytes read, bytes written) per call of the runner's ceiling kernels
+# (environment field, kernel in words, reads its buffer, writes it, key in the environment's ceiling_bytes)
 KERNELS = (
-    ("write_bandwidth_bytes_per_s", "write-only: fill a buffer", 0, CEILING_PROBE_BYTES),
-    ("copy_bandwidth_bytes_per_s", "device-to-device copy", CEILING_PROBE_BYTES, CEILING_PROBE_BYTES),
-    ("read_bandwidth_bytes_per_s", "read-only: sum each 64 KiB row", CEILING_PROBE_BYTES, 0),
+    ("write_bandwidth_bytes_per_s", "write-only: fill a buffer", False, True, "write"),
+    ("copy_bandwidth_bytes_per_s", "device-to-device copy", True, True, "copy"),
+    ("read_bandwidth_bytes_per_s", "read-only: sum each 64 KiB row", True, False, "read"),
 )
 ATTAINABLE_USE = "the attainable floor (the best bandwidth seen on this GPU)"
 PHYSICAL_USE = "the physical floor (datasheet; no correct run beats it)"
@@ -39,11 +39,15 @@ def ceiling_rows(environments: list[ExecutionEnvironment], bandwidth_gbps: float
     """The ceilings of one GPU's environments, best first, then the datasheet peak; a verified run that
     set the attainable bandwidth above every ceiling is its own row."""
     rows = []
-    for field, kernel, read, written in KERNELS:
-        values = [v for e in environments if (v := getattr(e.spec, field))]
-        if not values:
+    for field, kernel, reads, writes, key in KERNELS:
+        measured = [(v, e) for e in environments if (v := getattr(e.spec, field))]
+        if not measured:
             continue
+        values = [v for v, _ in measured]
         best, low = max(values), min(values)
+        # the buffer the best figure streamed: its size in the sweep (policy/ceilings), 1 GiB before the sweep
+        size = (next(e for v, e in measured if v == best).spec.ceiling_bytes or {}).get(key, CEILING_PROBE_BYTES)
+        read, written = size if reads else 0, size if writes else 0
         used = ATTAINABLE_USE if attainable and best == attainable.bandwidth_bytes_per_s else BELOW_BEST_USE
         rows.append(CeilingRow(kernel, read, written, best, low if low != best else None, len(values), used))
     rows.sort(key=lambda r: -r.best_bytes_per_s)

@@ -27,6 +27,7 @@ class Probe:
     read_bandwidth_bytes_per_s: float | None = None
     write_bandwidth_bytes_per_s: float | None = None
     fp16_gemm_flops_per_s: float | None = None  # runner/cuda.gemm_ceiling
+    ceiling_bytes: dict[str, int] | None = None  # per ceiling kernel, the size it was best at (policy/ceilings)
     notes: list[str] = field(default_factory=list)
 
 
@@ -60,7 +61,8 @@ def library_versions() -> dict[str, str]:
 
 
 def probe(copy_bandwidth: float | None, read_bandwidth: float | None = None,
-          write_bandwidth: float | None = None, gemm_flops: float | None = None) -> Probe:
+          write_bandwidth: float | None = None, gemm_flops: float | None = None,
+          ceiling_bytes: dict[str, int] | None = None) -> Probe:
     """Probe the current CUDA device. Call after the copy-bandwidth measurement, so the clocks
     read are the clocks under load."""
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -82,6 +84,7 @@ def probe(copy_bandwidth: float | None, read_bandwidth: float | None = None,
         read_bandwidth_bytes_per_s=read_bandwidth,
         write_bandwidth_bytes_per_s=write_bandwidth,
         fp16_gemm_flops_per_s=gemm_flops,
+        ceiling_bytes=ceiling_bytes,
         notes=[] if smi else ["nvidia-smi not available: driver version and clocks not recorded"],
     )
 
@@ -97,6 +100,8 @@ def environment_manifest(p: Probe) -> ExecutionEnvironment:
             spec[f"{name}_bandwidth_bytes_per_s"] = float(round(value / 1e9) * 1e9)
     if p.fp16_gemm_flops_per_s is not None:  # rounded to 1 TFLOP/s
         spec["fp16_gemm_flops_per_s"] = float(round(p.fp16_gemm_flops_per_s / 1e12) * 1e12)
+    if p.ceiling_bytes:
+        spec["ceiling_bytes"] = dict(sorted(p.ceiling_bytes.items()))
     title = f"{p.product} · torch {p.software.get('torch', '?')} · CUDA {p.software.get('cuda', '?')}"
     metadata: dict = {"title": title, "labels": {"measured_by": "kernelindex-runner"}}
     if p.notes:

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from kernelindex.domain.manifests import ExecutionEnvironment, OperationSpec, WorkloadCase
-from kernelindex.policy.ceilings import ceilings_over_sizes
+from kernelindex.policy.ceilings import best_sizes, ceilings_over_sizes
 from kernelindex.policy.floor import Ceilings
 from kernelindex.runner.campaign import OperationResult, campaign_id, verify_operation, write_result_bundle
 from kernelindex.runner.cuda import (
@@ -109,7 +109,8 @@ def _device(calls_per_sample: int, use_graphs: bool, test_product: str | None) -
         return CpuTestDevice(test_product, calls_per_sample), cpu_test_probe(test_product)
     device = CudaDevice(calls_per_sample=calls_per_sample, use_graphs=use_graphs)
     # The environment records, per ceiling kernel, the best over the sizes swept (policy/ceilings).
-    best = ceilings_over_sizes(ceiling_sweep(device))
+    figures = ceiling_sweep(device)
+    best = ceilings_over_sizes(figures)
     if best is None:  # no size fitted: the single 1 GiB probe, as before the sweep
         return device, probe(copy_bandwidth(device), *read_write_bandwidth(device), gemm_ceiling(device))
-    return device, probe(best.copy, best.read, best.write, gemm_ceiling(device))
+    return device, probe(best.copy, best.read, best.write, gemm_ceiling(device), best_sizes(figures))
