@@ -1,7 +1,11 @@
 """One URL builder (issue 21): every site path in the code is written in ``kernelindex/urls.py``.
 Elsewhere no string starts with a site path (``"/operations/``, ``f"/runs/{…}"``, ``"/api/v1``, …);
-route declarations (``@router.get(urls.OPERATIONS)``) name the builder's patterns too. Static asset
-paths (``/static/…``) are not site pages: the asset helper (web/render.py) and the mount write those."""
+route declarations (``@router.get(urls.OPERATIONS)``) name the builder's patterns too. The Jinja
+templates build their links with the same builder (``urls`` in every template): no attribute value
+(``href="/records"``) and no template string (``'/operations/' ~ slug``) starts with a site path. Prose
+that names a path (``<code>/api/v1/search</code>`` in the docs page) is not a link and is not read.
+Static asset paths (``/static/…``) are not site pages: the asset helper (web/render.py) and the mount
+write those."""
 
 from __future__ import annotations
 
@@ -12,8 +16,9 @@ from pathlib import Path
 from kernelindex import urls
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "kernelindex"
-SITE_PATH = re.compile(r"^/(operations|implementations|runs|records|gpus|challenges|compare|search|requests|"
-                       r"feed\.atom|docs|api|home|use)(?=$|[/?#])")
+SITE_NAMES = (r"operations|implementations|runs|records|gpus|challenges|compare|search|requests|feed\.atom|docs|api|"
+              r"home|use")
+SITE_PATH = re.compile(rf"^/({SITE_NAMES})(?=$|[/?#])")
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -28,6 +33,31 @@ def site_paths_written(source: str) -> list[str]:
     skipped = _docstrings(tree)
     return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
             and id(node) not in skipped and SITE_PATH.match(node.value)]
+
+
+TEMPLATES = PACKAGE / "web" / "templates"
+# an attribute's value or a quoted template string that starts with a site path, or is the home page "/"
+TEMPLATE_PATH = re.compile(rf"""(?:=\s*"|')(/(?:{SITE_NAMES})?)(?=["'/?#])""")
+
+
+def site_paths_in_template(text: str) -> list[str]:
+    return [found.group(1) for found in TEMPLATE_PATH.finditer(text)]
+
+
+def test_no_template_writes_a_site_path() -> None:
+    found = {str(path.relative_to(TEMPLATES)): written for path in sorted(TEMPLATES.rglob("*.html"))
+             if (written := site_paths_in_template(path.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+def test_the_template_check_sees_links_forms_and_template_strings() -> None:
+    assert site_paths_in_template('<a href="/runs/{{ r.run_id }}">') == ["/runs"]
+    assert site_paths_in_template('<form action="/search">') == ["/search"]
+    assert site_paths_in_template('<a href="/">Home</a>') == ["/"]
+    assert site_paths_in_template("{{ query_url('/operations/' ~ slug, workload=w) }}") == ["/operations"]
+    assert site_paths_in_template('<a href="/docs#floor">') == ["/docs"]
+    assert site_paths_in_template('<code>/api/v1/search</code> <img src="/static/x.svg">') == []
+    assert site_paths_in_template('<a href="{{ urls.run(r.run_id) }}">') == []
 
 
 def test_no_site_path_is_written_outside_the_url_builder() -> None:

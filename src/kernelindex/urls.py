@@ -37,6 +37,7 @@ ASK_FORM = "/requests/new"
 ASKS = "/requests"  # the ask form posts here; under API, the measurement requests
 DOCS = "/docs"
 FEED = "/feed.atom"
+EXPORT = "/export"  # under API: the whole catalog as JSON Lines
 USE = "/use"  # under API: what to run for an exact workload
 RESOLVE_BATCH = "/resolve/batch"  # under API
 BUNDLES = "/bundles"  # under API: signed result bundles are uploaded here
@@ -95,8 +96,8 @@ def records(*params: Param) -> str:
     return with_query(RECORDS, params)
 
 
-def gpu(slug: str) -> str:
-    return GPU.format(slug=slug)
+def gpu(slug: str, anchor: str | None = None) -> str:
+    return with_query(GPU.format(slug=slug), (), anchor)
 
 
 def challenges(anchor: str | None = None, *params: Param) -> str:

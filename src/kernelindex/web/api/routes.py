@@ -135,7 +135,7 @@ def post_resolve(request: Request, body: Annotated[ResolveRequest, Body()]) -> J
 # ---- export ---------------------------------------------------------------------------------
 
 
-@router.get("/export", summary="The whole catalog as JSON Lines", response_class=StreamingResponse,
+@router.get(urls.EXPORT, summary="The whole catalog as JSON Lines", response_class=StreamingResponse,
             description="One manifest per line: sources (license, attribution) first, then objects, runs and "
                         "lifecycle facts. Re-importable with `ki import jsonl`.",
             responses={200: {"description": "JSON Lines", "content": {"application/jsonl": {"schema": {
