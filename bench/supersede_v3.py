@@ -19,7 +19,10 @@ from pathlib import Path
 from kernelindex.domain.manifests import digest_of
 from kernelindex.trust.bundles import verify_directory
 
-VERIFIED = Path(__file__).resolve().parents[1] / "src" / "kernelindex" / "data" / "verified"
+DATA = Path(__file__).resolve().parents[1] / "src" / "kernelindex" / "data"
+VERIFIED = DATA / "verified"
+SUPERSESSIONS = DATA / "supersessions.jsonl"
+OUR_RUNNERS = "kernelindex-h200-runner-"
 UPSTREAM_REASON = ("re-measured from upstream gradient 1.0 (what loss.backward() sends; issue 19): same workload, "
                    "region and implementation line; the superseded v3 run's backward started from a random scalar")
 REASON = ("re-measured under runner protocol v3 (CUPTI device time; issue 19): same workload, region and "
@@ -37,6 +40,17 @@ def _runs(path: Path) -> dict[tuple[str, str, str], tuple[str, object]]:
     return out
 
 
+def _ours(path: Path) -> bool:
+    """A re-measurement replaces only this project's own runners' runs: an independent check is another
+    party's evidence of the same call and stays beside the new run."""
+    return verify_directory(path).runner_name.startswith(OUR_RUNNERS)
+
+
+def _already_superseded() -> set[str]:
+    with SUPERSESSIONS.open() as handle:
+        return {json.loads(line)["old"] for line in handle if line.strip()}
+
+
 def _harness_version(path: Path) -> str | None:
     bundle = verify_directory(path)
     versions = {m.spec.harness.version for m in bundle.manifests if m.kind == "BenchmarkProtocol"}
@@ -46,20 +60,25 @@ def _harness_version(path: Path) -> str | None:
 def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False) -> list[str]:
     """Supersessions of v1/v2 runs; with ``upstream_one``, of the v3 runs of other bundles instead (the
     random-scalar backward runs that upstream-gradient-1.0 bundles replace)."""
-    old: dict[tuple[str, str, str], tuple[str, object]] = {}
+    old: dict[tuple[str, str, str], list[str]] = {}
     replaced = ("3",) if upstream_one else ("1", "2")
     new_names = {path.resolve().name for path in new_bundles}
+    done = _already_superseded()
     for folder in sorted(VERIFIED.iterdir()):
-        if folder.is_dir() and folder.name not in new_names and _harness_version(folder) in replaced:
-            old.update(_runs(folder))
+        if (folder.is_dir() and folder.name not in new_names and _harness_version(folder) in replaced
+                and _ours(folder)):
+            for key, (digest, _run) in _runs(folder).items():
+                if digest not in done:
+                    old.setdefault(key, []).append(digest)
     out = []
+    reason = UPSTREAM_REASON if upstream_one else REASON
     for path in new_bundles:
         for key, (new_digest, run) in sorted(_runs(path).items()):
             timing = run.spec.timing  # type: ignore[attr-defined]
-            if run.spec.status != "passed" or timing.under_sampled or key not in old:  # type: ignore[attr-defined]
+            if run.spec.status != "passed" or timing.under_sampled:  # type: ignore[attr-defined]
                 continue
-            reason = UPSTREAM_REASON if upstream_one else REASON
-            out.append(json.dumps({"new": new_digest, "old": old[key][0], "reason": reason, "at": at}))
+            out.extend(json.dumps({"new": new_digest, "old": old_digest, "reason": reason, "at": at})
+                       for old_digest in old.get(key, []))
     return out
 
 
