@@ -5,11 +5,14 @@ the interpreter's own start, with the load average (the machines are 2 noisy cor
 work: ratios travel better than seconds, and CPU time is what contention inflates least).
 With ``--database URL`` also times answers from a local catalog (``ki show operation rope``, ``ki show run
 ID``: the read path included, not only the start); with ``--api URL`` lookups against a running server
-(``ki search … --api URL``, ``ki show … --api URL``; the goal is under 0.5 s). ``--quiet-below L`` waits
+(``ki search … --api URL``, ``ki show … --api URL``; the goal is under 0.5 s); ``--serve URL`` starts that
+server itself (``ki serve`` on a free local port over the catalog at URL, stopped at the end; the first
+start of an empty catalog imports the bundled data, minutes). ``--quiet-below L`` waits
 (up to ``--quiet-wait`` seconds) before each command until the 1-minute load average is under L, and
 prints the load each command ran at.
 
-    .venv/bin/python bench/cli_start.py [--runs 9] [--database sqlite:///…] [--api http://127.0.0.1:8000]
+    .venv/bin/python bench/cli_start.py [--runs 9] [--database sqlite:///…]
+        [--api http://127.0.0.1:8000 | --serve sqlite:///…]
         [--run RUN_ID] [--quiet-below 2 --quiet-wait 600]
 """
 
@@ -18,10 +21,14 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import socket
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 KI = str(Path(sys.executable).with_name("ki"))
@@ -54,6 +61,31 @@ def wait_for_quiet(below: float | None, patience_s: float) -> float:
     return os.getloadavg()[0]
 
 
+@contextmanager
+def local_server(database: str, patience_s: float = 900.0) -> Iterator[str]:
+    """``ki serve`` over ``database`` on a free local port; its base URL once it answers."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([KI, "serve", "--database-url", database, "--port", str(port), "--log-level", "warning"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + patience_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/v1/operations/rope", timeout=30):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"ki serve over {database} did not answer on {base}") from None
+                time.sleep(1)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def cases_of(args: argparse.Namespace) -> dict[str, list[str]]:
     cases = {"python -c pass": [sys.executable, "-c", "pass"],
              "ki --help": [KI, "--help"], "ki --version": [KI, "--version"]}
@@ -73,11 +105,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--api", help="a running KernelIndex server to time lookups against")
+    parser.add_argument("--serve", metavar="DATABASE", help="start ki serve over this catalog and time --api lookups")
     parser.add_argument("--database", help="a local catalog to time answers from (ki show …)")
     parser.add_argument("--run", default="98eb698d937fc733", help="the run id ki show run looks up")
     parser.add_argument("--quiet-below", type=float, help="wait for a 1-minute load average under this")
     parser.add_argument("--quiet-wait", type=float, default=600.0, help="seconds to wait for it, per command")
     args = parser.parse_args()
+    if args.serve:
+        with local_server(args.serve) as args.api:
+            measure(args)
+    else:
+        measure(args)
+
+
+def measure(args: argparse.Namespace) -> None:
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     base: tuple[float, float] | None = None
     for label, argv in cases_of(args).items():

@@ -74,10 +74,11 @@ def _local_get(catalog: Any, path: str, params: dict[str, Any], now: datetime) -
 
 
 def http_client(base: str) -> Any:
-    """The HTTP client for ``--api`` (tests substitute an in-process one)."""
-    import httpx
+    """The HTTP client for ``--api`` (tests substitute an in-process one): ``lookup_client`` says why it
+    is the standard library's."""
+    from kernelindex.cli.lookup_client import LookupClient
 
-    return httpx.Client(base_url=base + urls.API, timeout=30.0)
+    return LookupClient(base + urls.API)
 
 
 class HttpBackend:
@@ -98,11 +99,11 @@ class HttpBackend:
         raise CommandError(detail, 2 if response.status_code in (400, 413, 415, 422) else 1)
 
     def _send(self, method: str, path: str, **kwargs: Any) -> Any:
-        import httpx
+        from kernelindex.cli.lookup_client import Unreachable
 
         try:
             return self._answer(self.client.request(method, path, **kwargs))
-        except httpx.HTTPError as exc:
+        except Unreachable as exc:
             raise CommandError(f"cannot reach {self.base}: {exc}", 1) from None
 
     def get(self, path: str, params: dict[str, Any]) -> Any:

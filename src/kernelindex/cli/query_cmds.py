@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
 
 from kernelindex import urls
 from kernelindex.cli.backends import CommandError, backend_for, run_command
@@ -50,6 +49,8 @@ def _emit_resolution(data: dict[str, Any], as_json: bool) -> None:
 
 
 def _manifest_body(path: Path) -> dict[str, Any]:
+    import yaml  # only --manifest reads YAML: a lookup does not pay for importing it
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
