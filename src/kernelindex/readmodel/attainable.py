@@ -5,7 +5,9 @@ run is ever under that floor; the physical floor (the datasheet's) stands beside
 
 The figures are kept per version of their inputs (``Versions.attainable``); each verified operation's
 best rate per GPU is derived once per loaded operation, so a publication that adds a verified run to
-one operation recomputes that operation's rates and a maximum over the others' kept ones."""
+one operation recomputes that operation's rates and a maximum over the others' kept ones. A GPU's figure
+reads only ceilings and runs on that GPU, so an answer that shows a few GPUs asks for theirs alone
+(``gpus``): the operations with no verified run on them are not loaded at all."""
 
 from __future__ import annotations
 
@@ -33,37 +35,55 @@ CEILINGS = (("copy_bandwidth_bytes_per_s", "copy"), ("read_bandwidth_bytes_per_s
             ("write_bandwidth_bytes_per_s", "write-only"))
 
 
-def attainable_bandwidths(catalog: Catalog, version: int,
-                          load: Callable[[str], OperationData]) -> dict[str, Attainable]:
+def attainable_bandwidths(catalog: Catalog, version: int, load: Callable[[str], OperationData],
+                          gpus: frozenset[str] | None = None) -> dict[str, Attainable]:
     """Per GPU slug, the best bandwidth seen sustained on it and what sustained it (GPUs no runner
     measured and no verified run ran on are absent: they have the physical floor only). ``version``:
-    of the figures' inputs; ``load``: an operation by slug, as stored (``readmodel.loading``)."""
-    return READ_CACHE.get(catalog, ("attainable-bandwidths",), lambda: _compute(catalog, load), version=version,
+    of the figures' inputs; ``load``: an operation by slug, with at least its attested runs
+    (``readmodel.loading``); ``gpus``: only these GPUs' figures (None: every GPU's), each the same as
+    in the whole table."""
+    key = ("attainable-bandwidths",) if gpus is None else ("attainable-bandwidths", *sorted(gpus))
+    return READ_CACHE.get(catalog, key, lambda: _compute(catalog, load, gpus), version=version,
                           scope=MAY_MOVE_ATTAINABLE)
 
 
-def _compute(catalog: Catalog, load: Callable[[str], OperationData]) -> dict[str, Attainable]:
+def _compute(catalog: Catalog, load: Callable[[str], OperationData],
+             gpus: frozenset[str] | None) -> dict[str, Attainable]:
     with catalog.engine.connect() as conn:
-        environments = conn.execute(
-            select(ObjectRow.body).where(ObjectRow.kind == "ExecutionEnvironment")).scalars().all()
-        verified_operations = conn.execute(
-            select(ObjectRow.name).join(RunRow, RunRow.operation == ObjectRow.digest)
-            .join(AttestationRow, AttestationRow.run == RunRow.digest).distinct()).scalars().all()
+        environments = [(digest, orjson.loads(body)["spec"]) for digest, body in conn.execute(
+            select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "ExecutionEnvironment"))]
+        # Verified GEMM rates count once a runner measured the ceiling GEMM on any GPU (as in the whole table).
+        gemm_ceilings: dict[str, Attainable] = {}
+        for _, spec in environments:
+            _offer_gemm_ceiling(gemm_ceilings, spec)
+        if gpus is not None:
+            environments = [(d, spec) for d, spec in environments if _gpu_slug(spec) in gpus]
+        query = (select(ObjectRow.name).join(RunRow, RunRow.operation == ObjectRow.digest)
+                 .join(AttestationRow, AttestationRow.run == RunRow.digest).distinct())
+        if gpus is not None:
+            query = query.where(RunRow.environment.in_([d for d, _ in environments]))
+        verified_operations = conn.execute(query).scalars().all()
     best: dict[str, Attainable] = {}
-    for body in environments:
-        _offer_ceilings(best, orjson.loads(body)["spec"])
+    for _, spec in environments:
+        _offer_ceilings(best, spec)
     compute: dict[str, Attainable] = {}
-    for body in environments:
-        _offer_gemm_ceiling(compute, orjson.loads(body)["spec"])
+    for _, spec in environments:
+        _offer_gemm_ceiling(compute, spec)
     for slug in sorted(s for s in verified_operations if s):
         data = load(slug)
         for gpu, (rate, source) in data.derived("verified-rates", partial(_verified_rates, data)).items():
             _offer(best, gpu, rate, source)
-        if compute:
+        if gemm_ceilings:
             for gpu, (rate, source) in data.derived("verified-gemm-flops", partial(_gemm_flops, data)).items():
                 _offer(compute, gpu, rate, source)
     return {gpu: replace(a, compute_flops_per_s=compute[gpu].bandwidth_bytes_per_s,
-                         compute_source=compute[gpu].source) if gpu in compute else a for gpu, a in best.items()}
+                         compute_source=compute[gpu].source) if gpu in compute else a for gpu, a in best.items()
+            if gpus is None or gpu in gpus}
+
+
+def _gpu_slug(environment: dict) -> str | None:
+    gpu = registry.gpu_for_product(environment["hardware"]["product"])
+    return gpu.slug if gpu else None
 
 
 def _offer_gemm_ceiling(compute: dict[str, Attainable], spec: dict) -> None:

@@ -92,11 +92,25 @@ def stored_operation(catalog: Catalog, slug: str, version: int) -> OperationData
                           scope=slug, long_lived=True)
 
 
-def attainable_now(catalog: Catalog) -> dict[str, Attainable]:
-    """Per GPU slug, the attainable bandwidth at the catalog's current version (``readmodel.attainable``)."""
+def attainable_now(catalog: Catalog, gpus: frozenset[str] | None = None) -> dict[str, Attainable]:
+    """Per GPU slug, the attainable bandwidth at the catalog's current version (``readmodel.attainable``):
+    of these ``gpus`` only (None: of every GPU)."""
     versions = VERSIONS.current(catalog)
     return attainable_bandwidths(catalog, versions.attainable,
-                                 lambda slug: stored_operation(catalog, slug, versions.of(slug)))
+                                 lambda slug: attested_runs_of(catalog, slug, versions.of(slug)), gpus)
+
+
+def attested_runs_of(catalog: Catalog, slug: str, version: int) -> OperationData:
+    """What the attainable figures read of an operation: its runs whose bundle was attested (a verified
+    run is one: ``policy.evidence``), each with the eligibility and evidence the whole operation gives it
+    (both are facts of the run alone; replication only ranks verified against replicated). The whole
+    operation when this worker holds it already; else only those runs are loaded — a one-shot ``ki show``
+    then does not load every verified operation whole."""
+    held = READ_CACHE.peek(catalog, ("operation-data", slug), version, scope=slug)
+    if held is not None:
+        return held
+    return READ_CACHE.get(catalog, ("operation-data-attested", slug),
+                          lambda: _load(catalog, slug, version, attested_only=True), version=version, scope=slug)
 
 
 def _with_attainable(catalog: Catalog, versions: Versions, stored: OperationData) -> OperationData:
@@ -104,7 +118,7 @@ def _with_attainable(catalog: Catalog, versions: Versions, stored: OperationData
     none of them moves, so a verified run elsewhere reloads nothing here unless it moved a figure of
     one of this operation's GPUs. The copy shares the stored object's runs and derived values."""
     def attach() -> OperationData:
-        figures = attainable_now(catalog)
+        figures = attainable_now(catalog, stored.gpu_slugs)
         mine = {gpu: figures[gpu] for gpu in sorted(stored.gpu_slugs) if gpu in figures}
         if mine == stored.attainable:
             return stored
@@ -183,7 +197,7 @@ class _Facts:
 
 
 @_gc_paused
-def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
+def _load(catalog: Catalog, slug: str, version: int, *, attested_only: bool = False) -> OperationData:
     with catalog.engine.connect() as conn:
         op_row = conn.execute(
             select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "OperationSpec", ObjectRow.name == slug)
@@ -191,18 +205,20 @@ def _load(catalog: Catalog, slug: str, version: int) -> OperationData:
         if op_row is None:
             raise NotFound(f"no operation {slug!r} in the catalog")
         digest = op_row.digest
-        rows = conn.execute(
-            select(*_RUN_COLUMNS).where(RunRow.operation == digest).order_by(RunRow.digest)
-        ).all()
+        query = select(*_RUN_COLUMNS).where(RunRow.operation == digest)
+        if attested_only:
+            query = query.where(RunRow.digest.in_(select(AttestationRow.run)))
+        rows = conn.execute(query.order_by(RunRow.digest)).all()
         run_digests = [r.digest for r in rows]
         facts = _facts_of_runs(conn, run_digests)
         bodies = _bodies(conn, _refs(rows))
-        workload_rows = conn.execute(
-            select(ObjectRow.digest, ObjectRow.body).where(
-                ObjectRow.kind == "WorkloadCase", ObjectRow.operation == digest
+        if not attested_only:  # the workloads no run measured too (the page lists them)
+            workload_rows = conn.execute(
+                select(ObjectRow.digest, ObjectRow.body).where(
+                    ObjectRow.kind == "WorkloadCase", ObjectRow.operation == digest
+                )
             )
-        )
-        bodies.update({d: orjson.loads(b) for d, b in workload_rows})
+            bodies.update({d: orjson.loads(b) for d, b in workload_rows})
         projects = dict(sorted(_bodies(conn, _project_refs(bodies)).items()))
     operation = OperationSpec.model_validate_json(op_row.body)
     return _assemble(version, slug, operation, digest, rows, bodies, projects, facts)
