@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -45,14 +47,35 @@ class Catalog:
     # read is one round trip; through ``engine`` it is BEGIN + SELECT + ROLLBACK, 1.3 ms vs 0.2 ms on
     # PostgreSQL over loopback (bench/RESULTS.md, "Load under concurrency").
     version_engine: Engine | None = None
+    # How long one version read answers again (0: every call reads). The served app sets VERSION_FRESH_S
+    # so a request does not wait on a database round trip (docs/caching.md); this process's own writes
+    # end it at once (``written``), another process's show within that long.
+    version_fresh_s: float = 0.0
+    _version_read: tuple[float, int] | None = field(default=None, repr=False, compare=False)
+    _writes: int = field(default=0, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def session(self) -> Session:
         return self.sessions()
 
     def version(self) -> int:
         """Bumped by every write; read models cache on it."""
+        kept = self._version_read
+        if kept is not None and time.monotonic() - kept[0] < self.version_fresh_s:
+            return kept[1]
+        writes, started = self._writes, time.monotonic()
         with (self.version_engine or self.engine).connect() as conn:
-            return conn.execute(select(CatalogStateRow.version).where(CatalogStateRow.id == 1)).scalar_one()
+            version = conn.execute(select(CatalogStateRow.version).where(CatalogStateRow.id == 1)).scalar_one()
+        with self._lock:  # a read that began before one of this process's writes is not kept
+            if self.version_fresh_s > 0 and writes == self._writes:
+                self._version_read = (started, version)
+        return version
+
+    def written(self) -> None:
+        """This process changed the catalog: the next ``version`` reads the database."""
+        with self._lock:
+            self._writes += 1
+            self._version_read = None
 
     def dispose(self) -> None:
         """Close every pooled connection (before forking workers, or when done with the catalog)."""

@@ -314,6 +314,7 @@ def _publishing(catalog: Catalog) -> Iterator[Connection]:
                     conn.execute(select(CatalogStateRow.version).where(CatalogStateRow.id == 1).with_for_update())
                 yield conn
         finally:
+            catalog.written()  # committed or not: the next version read asks the database
             if sqlite:
                 conn.exec_driver_sql(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
                 conn.commit()

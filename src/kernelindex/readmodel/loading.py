@@ -79,9 +79,10 @@ def load_operation(catalog: Catalog, slug: str) -> OperationData:
     return _with_attainable(catalog, versions, stored_operation(catalog, slug, versions.of(slug)))
 
 
-def loaded_operation(catalog: Catalog, slug: str) -> OperationData | None:
-    """The operation as ``load_operation`` answers it, if this worker holds it already; loads nothing."""
-    versions = VERSIONS.current(catalog)
+def loaded_operation(catalog: Catalog, slug: str, versions: Versions | None = None) -> OperationData | None:
+    """The operation as ``load_operation`` answers it at ``versions`` (default: now), if this worker holds
+    it already; loads nothing."""
+    versions = versions or VERSIONS.current(catalog)
     return READ_CACHE.peek(catalog, (ATTACHED, slug, versions.attainable), versions.of(slug), scope=slug)
 
 

@@ -9,6 +9,7 @@ The answer depends on the counterpart too, so the answer cache keys the page by 
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
@@ -34,6 +35,7 @@ def rules() -> list[RelationRule]:
     return [RelationRule(r["here"], r["there"], r["why"]) for r in registry.relation_rules()]
 
 
+@lru_cache(maxsize=4096)  # read on every request of an operation's answers; the reviewed rules are shipped
 def answer_operations(slug: str) -> tuple[str, ...]:
     """The operations an answer about ``slug`` reads: itself and its reviewed counterparts (the cache's scope)."""
     return (slug, *sorted({other for other, _ in counterparts(slug, rules())}))

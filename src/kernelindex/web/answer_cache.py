@@ -11,7 +11,8 @@ Which version an answer is checked against (``answer_scope``): an answer that de
 operation alone (its page, its runs' and implementations' pages, their twins) against that
 operation's own version and the attainable bandwidths of its GPUs, which move only when a
 publication changes that operation or a verified run raises (or a correction lowers) one of those
-figures — so a publication or retraction shows there on the very next request, and publications of
+figures — so a publication or retraction shows there on the very next request (made through another
+worker: within ``VERSION_FRESH_S``, the served catalog's version read), and publications of
 other operations leave it kept. Every other answer (home, records, search, GPUs, indexes, compare) against
 the catalog version: when that moved, the previous answer is still served for at most
 ``STALE_FOR_S`` seconds after this worker first saw the newer version, while one background task
@@ -78,6 +79,7 @@ def _path_pattern(routes: Iterable[Any]) -> re.Pattern[str]:
 
 MAX_KEPT_BYTES = 8 * 1024 * 1024  # one answer; bigger ones (none today) are answered but not kept
 STALE_FOR_S = 10.0  # the longest a site-wide answer is served after a newer catalog version was seen
+VERSION_FRESH_S = 0.2  # how long the served catalog answers a version read from memory (catalog/db.py)
 ANSWERS = "answers"  # their scope in the read model's cache: one entry per key, replaced when recomputed
 # (operation slug, its version, its GPUs' attainable bandwidths) or (SITE, catalog version, ())
 Stamp = tuple[str, int, Hashable]
@@ -107,6 +109,7 @@ class AnswerCache:
         self._tasks: set[asyncio.Task] = set()
         self._slots = asyncio.Semaphore(1)  # one background computation at a time per worker
         self._kept_path: re.Pattern[str] | None = None  # read from the app's routes on the first request
+        self._computing: dict[tuple[str, Any, Stamp], asyncio.Future[KeptAnswer | None]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._kept_path is None and scope["type"] == "http":
@@ -115,8 +118,8 @@ class AnswerCache:
             await self.app(scope, receive, send)
             return
         state = scope["app"].state
-        # The version read is one indexed row over a kept connection (~0.1–0.2 ms): cheaper inline on
-        # the event loop than a hop to the thread pool and back.
+        # One version read a request, inline on the event loop: the served catalog answers it from memory
+        # for VERSION_FRESH_S after a database read (catalog/db.py), so most requests make no round trip.
         catalog = state.catalog
         key = ("answer", state.clock().date().isoformat(), scope["path"], scope.get("query_string", b""))
         stamp = await _stamp(catalog, VERSIONS.current(catalog), operation_scope(catalog, scope["path"]))
@@ -126,14 +129,32 @@ class AnswerCache:
             if kept.stamp != stamp:
                 self._refresh_later(scope, key)
             return
+        if (computing := self._computing.get((catalog.url, key, stamp))) is not None:
+            # Another request computes this very answer: wait for it rather than compute it again
+            # (after a publication, every client asking for a changed page would otherwise compute it).
+            answer = await asyncio.shield(computing)
+            if answer is not None:
+                await _send_kept(answer, scope, send)
+                return
         await self._answer_and_keep(scope, receive, send, key, stamp)
 
     async def _answer_and_keep(self, scope: Scope, receive: Receive, send: Send, key: Any, stamp: Stamp) -> None:
-        recorder = _Recorder(send)
-        await self.app(scope, receive, recorder.send)
-        route = scope.get("route")
-        if kept_route(route) and (answer := recorder.answer(stamp)) is not None:
-            READ_CACHE.put(scope["app"].state.catalog, key, answer, version=0, scope=ANSWERS)
+        catalog = scope["app"].state.catalog
+        marker = (catalog.url, key, stamp)
+        waiting = self._computing.get(marker)
+        if waiting is None:
+            waiting = self._computing[marker] = asyncio.get_running_loop().create_future()
+        answer = None
+        try:
+            recorder = _Recorder(send)
+            await self.app(scope, receive, recorder.send)
+            if kept_route(scope.get("route")) and (answer := recorder.answer(stamp)) is not None:
+                READ_CACHE.put(catalog, key, answer, version=0, scope=ANSWERS)
+        finally:
+            if self._computing.get(marker) is waiting:
+                del self._computing[marker]
+            if not waiting.done():
+                waiting.set_result(answer)  # None: the waiters compute it themselves
 
     def _may_keep(self, path: str) -> bool:
         return self._kept_path is not None and self._kept_path.fullmatch(path) is not None
@@ -176,7 +197,7 @@ async def _stamp(catalog: Catalog, versions: Versions, operation: str | None) ->
         return SITE, versions.catalog, ()
     # An operation page also shows its reviewed "same shape, other dtype" counterparts' evidence.
     version = max(versions.of(slug) for slug in answer_operations(operation))
-    data = loaded_operation(catalog, operation)
+    data = loaded_operation(catalog, operation, versions)
     if data is None:
         try:
             data = await to_thread.run_sync(load_operation, catalog, operation)

@@ -20,7 +20,7 @@ from starlette.routing import Match
 from kernelindex import urls
 from kernelindex.services.problems import CODE_OF_STATUS, Problem
 from kernelindex.web import api, api_docs, asks, feed, pages, samples_route, view_routes
-from kernelindex.web.answer_cache import STALE_FOR_S, AnswerCache
+from kernelindex.web.answer_cache import STALE_FOR_S, VERSION_FRESH_S, AnswerCache
 from kernelindex.web.api.problems import problem_response, validation_problem
 from kernelindex.web.body_limits import BodyLimit
 from kernelindex.web.head import HeadAsGet
@@ -180,4 +180,6 @@ def create_app_from_environment() -> FastAPI:
     """
     from kernelindex.catalog.db import open_catalog
 
-    return create_app(open_catalog(migrate_schema=False), warm=True, stale_for_s=STALE_FOR_S)
+    catalog = open_catalog(migrate_schema=False)
+    catalog.version_fresh_s = VERSION_FRESH_S  # another worker's publication shows within that long
+    return create_app(catalog, warm=True, stale_for_s=STALE_FOR_S)
