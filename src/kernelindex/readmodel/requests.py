@@ -26,16 +26,16 @@ def ask_url(operation: str, workload_key: str, gpu: str) -> str:
 
 @dataclass
 class AskPage(JsonModel):
-    operation: str
+    """The confirmation form: the request it files (operation, the workload's axes and dtypes, GPU), how
+    the page names them, where the workload was measured, and the identical open request it would join."""
+
+    request: RequestSpec
     operation_title: str
     workload_key: str
     workload_label: str
-    axes: dict[str, int]
-    dtypes: dict[str, str]
-    gpu: str
     gpu_name: str
     measured_on: list[str]
-    open_request: dict[str, Any] | None  # the identical open request this ask would join
+    open_request: dict[str, Any] | None
 
 
 def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str, *, now: datetime) -> AskPage:
@@ -56,6 +56,5 @@ def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str, *, n
     wanted = RequestSpec(operation, spec.axes, spec.dtypes, gpu, ["forward"], None, 1)
     open_request = next((r.to_json(now) for r in stored.list_requests(catalog, state=None)
                          if r.digest == wanted.digest and r.state in (stored.OPEN, stored.CLAIMED)), None)
-    return AskPage(operation, data.title, workload_key,
-                   workload_label(data.operation, data.workloads[digest]), spec.axes, spec.dtypes,
-                   gpu, gpus[gpu].name, measured, open_request)
+    return AskPage(wanted, data.title, workload_key, workload_label(data.operation, data.workloads[digest]),
+                   gpus[gpu].name, measured, open_request)

@@ -122,5 +122,6 @@ def _request_body(request: Request, form: dict[str, str]) -> dict[str, Any]:
         page = ask_page(request.app.state.catalog, form.get("operation", ""), form.get("workload", ""),
                         form.get("gpu", ""), now=request.app.state.clock())
     replicas = 2 if form.get("replicas") == "2" else 1
-    return {"operation": page.operation, "axes": page.axes, "dtypes": page.dtypes, "gpu": page.gpu,
+    asked = page.request
+    return {"operation": asked.operation, "axes": asked.axes, "dtypes": asked.dtypes, "gpu": asked.gpu,
             "replicas": replicas}
