@@ -19,6 +19,7 @@ from kernelindex.catalog.db import Catalog, open_catalog
 from kernelindex.catalog.lifecycle import retract
 from kernelindex.readmodel.loading import load_all_operations, load_operation
 from kernelindex.views import table
+from kernelindex.web import answer_cache
 from kernelindex.web.app import create_app
 
 AT = datetime(2026, 1, 2, tzinfo=UTC)
@@ -78,9 +79,16 @@ def test_an_answer_is_restamped_by_its_operation_publication_and_kept_through_ot
     assert leader not in {row["run_id"] for row in after["ranked"]}
 
 
-def test_concurrent_requests_for_a_changed_answer_compute_it_once(liger_catalog: Catalog,
-                                                                  asked: list[tuple[str, Any]]) -> None:
+def test_concurrent_requests_for_a_changed_answer_compute_it_once(liger_catalog: Catalog, asked: list[tuple[str, Any]],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     app = create_app(liger_catalog, clock=lambda: FIXED_NOW)
+    loads: list[str] = []
+
+    def counted_load(catalog: Catalog, slug: str) -> Any:
+        loads.append(slug)
+        return load_operation(catalog, slug)
+
+    monkeypatch.setattr(answer_cache, "load_operation", counted_load)
     leader = rope_keys_of(liger_catalog)["leader"]
 
     async def many(count: int) -> list[httpx.Response]:
@@ -91,7 +99,9 @@ def test_concurrent_requests_for_a_changed_answer_compute_it_once(liger_catalog:
     asyncio.run(many(1))
     retract(liger_catalog, leader, reason="timer bug", actor="tests", at=AT)
     asked.clear()
+    loads.clear()
     answers = asyncio.run(many(8))
     assert {r.status_code for r in answers} == {200} and len({r.content for r in answers}) == 1
     assert leader not in {row["run_id"] for row in answers[0].json()["ranked"]}
     assert [name for name, _ in asked].count(asked[0][0]) == 1  # one computation served all eight
+    assert loads == ["rope"]  # and one thread loaded rope for their stamps

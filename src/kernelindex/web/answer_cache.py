@@ -38,7 +38,7 @@ from anyio import to_thread
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cache import READ_CACHE, SITE
 from kernelindex.readmodel.errors import NotFound
-from kernelindex.readmodel.loading import load_operation, loaded_operation
+from kernelindex.readmodel.loading import OperationData, load_operation, loaded_operation
 from kernelindex.readmodel.other_dtype import answer_operations
 from kernelindex.readmodel.versions import VERSIONS, Versions
 from kernelindex.web.answer_scope import operation_scope
@@ -200,10 +200,24 @@ async def _stamp(catalog: Catalog, versions: Versions, operation: str | None) ->
     data = loaded_operation(catalog, operation, versions)
     if data is None:
         try:
-            data = await to_thread.run_sync(load_operation, catalog, operation)
+            data = await _load_once(catalog, operation, versions)
         except NotFound:  # a page that answers 404: kept by the operation's version alone
             return operation, version, ()
     return operation, version, tuple(sorted(data.attainable.items()))
+
+
+_LOADING: dict[tuple[str, str, int, int], asyncio.Future[OperationData]] = {}
+
+
+async def _load_once(catalog: Catalog, operation: str, versions: Versions) -> OperationData:
+    """Load the operation in one thread however many requests ask for it meanwhile: after a publication of
+    it, each would otherwise hold a thread-pool slot waiting on the same load, and the routes that need
+    a thread would queue behind them."""
+    key = (catalog.url, operation, versions.of(operation), versions.attainable)
+    if (pending := _LOADING.get(key)) is None:
+        pending = _LOADING[key] = asyncio.ensure_future(to_thread.run_sync(load_operation, catalog, operation))
+        pending.add_done_callback(lambda _: _LOADING.pop(key, None))
+    return await asyncio.shield(pending)
 
 
 def _no_body() -> Receive:
