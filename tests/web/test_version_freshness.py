@@ -105,3 +105,36 @@ def test_concurrent_requests_for_a_changed_answer_compute_it_once(liger_catalog:
     assert leader not in {row["run_id"] for row in answers[0].json()["ranked"]}
     assert [name for name, _ in asked].count(asked[0][0]) == 1  # one computation served all eight
     assert loads == ["rope"]  # and one thread loaded rope for their stamps
+
+
+def test_a_client_that_does_not_read_its_answer_holds_up_no_one(liger_catalog: Catalog) -> None:
+    """The answer is kept, and handed to the requests waiting for it, once its body is whole, not once
+    the client that asked first has read it."""
+    app = create_app(liger_catalog, clock=lambda: FIXED_NOW)
+    path = "/api/v1/operations/rope"
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "headers": [(b"host", b"test")],
+             "client": ("127.0.0.1", 50000), "server": ("test", 80), "root_path": ""}
+
+    async def scenario() -> httpx.Response:
+        stalled = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def never_reads(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                stalled.set()
+                await asyncio.Event().wait()  # the body is never taken
+
+        first = asyncio.create_task(app(scope, receive, never_reads))
+        await asyncio.wait_for(stalled.wait(), 60)
+        transport = httpx.ASGITransport(app=app)
+        try:
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                return await asyncio.wait_for(client.get(path), 30)
+        finally:
+            first.cancel()
+
+    answer = asyncio.run(scenario())
+    assert answer.status_code == 200 and answer.json()["slug"] == "rope"

@@ -144,17 +144,21 @@ class AnswerCache:
         waiting = self._computing.get(marker)
         if waiting is None:
             waiting = self._computing[marker] = asyncio.get_running_loop().create_future()
-        answer = None
-        try:
-            recorder = _Recorder(send)
-            await self.app(scope, receive, recorder.send)
-            if kept_route(scope.get("route")) and (answer := recorder.answer(stamp)) is not None:
+
+        def complete(recorder: _Recorder) -> None:  # the body is whole: before it is sent on
+            answer = recorder.answer(stamp) if kept_route(scope.get("route")) else None
+            if answer is not None:
                 READ_CACHE.put(catalog, key, answer, version=0, scope=ANSWERS)
+            if not waiting.done():  # the waiters need not wait for this client to read it
+                waiting.set_result(answer)
+
+        try:
+            await self.app(scope, receive, _Recorder(send, complete).send)
         finally:
             if self._computing.get(marker) is waiting:
                 del self._computing[marker]
             if not waiting.done():
-                waiting.set_result(answer)  # None: the waiters compute it themselves
+                waiting.set_result(None)  # no answer to keep: the waiters compute it themselves
 
     def _may_keep(self, path: str) -> bool:
         return self._kept_path is not None and self._kept_path.fullmatch(path) is not None
@@ -241,8 +245,9 @@ async def _discard(message: Message) -> None:
 class _Recorder:
     """Passes an answer through while keeping a copy, if it is one that may be kept."""
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, complete: Callable[[_Recorder], None] | None = None) -> None:
         self._send = send
+        self._complete = complete  # called once the last body part is in, before it is sent on
         self._start: Message | None = None
         self._body: list[bytes] = []
         self._size = 0
@@ -256,6 +261,8 @@ class _Recorder:
             self._size += len(message.get("body", b""))
             self._keepable = self._size <= MAX_KEPT_BYTES
             self._body.append(message.get("body", b""))
+        if message["type"] == "http.response.body" and not message.get("more_body") and self._complete:
+            self._complete(self)
         await self._send(message)
 
     def answer(self, stamp: Stamp) -> KeptAnswer | None:
