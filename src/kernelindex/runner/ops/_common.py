@@ -188,3 +188,15 @@ def our_baseline(slug: str, module: str, symbol: str, binder: Binder, *, why: st
 def torch_compile(slug: str, baseline_symbol: str, binder: Binder) -> Adapter:
     return Adapter("torch-compile", slug, f"torch-compile-{slug}", "torch.compile", "pytorch", "python", "torch",
                    f"compile({baseline_symbol})", ("torch", "triton"), ("torch._inductor",), binder)
+
+
+def ours_liger_compile(slug: str, module: str, symbol: str, ours_binder: Binder, liger_at: tuple[str, str],
+                       liger_binder: Binder, compile_binder: Binder) -> list[Adapter]:
+    """The three lines of an operation whose source is Liger: our baseline ``module.symbol``, Liger's callable
+    ``liger_at`` (module, symbol) on the line ``liger-kernel-<slug>``, and torch.compile of our baseline."""
+    liger_module, liger_symbol = liger_at
+    return [
+        our_baseline(slug, module, symbol, ours_binder),
+        liger(slug, f"liger-kernel-{slug}", liger_module, liger_symbol, liger_binder),
+        torch_compile(slug, f"{module}.{symbol}", compile_binder),
+    ]

@@ -25,14 +25,12 @@ from kernelindex.runner.ops._common import (
     at_least_fp32,
     chunked_sum,
     compiled,
-    liger,
     loss_as,
-    our_baseline,
+    ours_liger_compile,
     params_of,
     place,
     shape,
     targets,
-    torch_compile,
     with_params,
 )
 from kernelindex.runner.ops.fused_linear import hidden_states, lm_head
@@ -136,23 +134,17 @@ def _bind_liger_jsd(adapter: Adapter, x: Tensors) -> Bound:
 
 
 def _cosine_adapters() -> list[Adapter]:
-    slug = "distill-cosine-loss"
-    return [
-        our_baseline(slug, MODULE, "torch_distill_cosine", _bind_ours(torch_distill_cosine)),
-        liger(slug, "liger-kernel-distill-cosine-loss", "liger_kernel.chunked_loss.cosine_similarity_loss",
-              "LigerFusedLinearCosineSimilarityFunction", _bind_liger_cosine),
-        torch_compile(slug, f"{MODULE}.torch_distill_cosine", _bind_compile(torch_distill_cosine)),
-    ]
+    return ours_liger_compile(
+        "distill-cosine-loss", MODULE, "torch_distill_cosine", _bind_ours(torch_distill_cosine),
+        ("liger_kernel.chunked_loss.cosine_similarity_loss", "LigerFusedLinearCosineSimilarityFunction"),
+        _bind_liger_cosine, _bind_compile(torch_distill_cosine))
 
 
 def _jsd_adapters() -> list[Adapter]:
-    slug = "distill-jsd-loss"
-    return [
-        our_baseline(slug, MODULE, "torch_distill_jsd", _bind_ours(torch_distill_jsd)),
-        liger(slug, "liger-kernel-distill-jsd-loss", "liger_kernel.chunked_loss.jsd_loss",
-              "LigerFusedLinearJSDFunction", _bind_liger_jsd),
-        torch_compile(slug, f"{MODULE}.torch_distill_jsd", _bind_compile(torch_distill_jsd)),
-    ]
+    return ours_liger_compile(
+        "distill-jsd-loss", MODULE, "torch_distill_jsd", _bind_ours(torch_distill_jsd),
+        ("liger_kernel.chunked_loss.jsd_loss", "LigerFusedLinearJSDFunction"),
+        _bind_liger_jsd, _bind_compile(torch_distill_jsd))
 
 
 GRADS = ("student_x", "student_weight")

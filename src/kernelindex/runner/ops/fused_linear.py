@@ -16,15 +16,13 @@ from kernelindex.runner.ops._common import (
     at_least_fp32,
     chunked_sum,
     compiled,
-    liger,
     loss_as,
-    our_baseline,
+    ours_liger_compile,
     place,
     randn,
     reference_token_logps,
     shape,
     targets,
-    torch_compile,
 )
 from kernelindex.runner.ops.losses import IGNORE_INDEX, JSD_BETA, generalized_jsd
 
@@ -84,13 +82,10 @@ def _bind_flce_liger(adapter: Adapter, x: Tensors) -> Bound:
 
 
 def _flce_adapters() -> list[Adapter]:
-    slug = "fused-linear-cross-entropy"
-    return [
-        our_baseline(slug, MODULE, "torch_linear_cross_entropy", _bind_flce_baseline),
-        liger(slug, "liger-kernel-fused-linear-cross-entropy", "liger_kernel.transformers.fused_linear_cross_entropy",
-              "LigerFusedLinearCrossEntropyLoss", _bind_flce_liger),
-        torch_compile(slug, f"{MODULE}.torch_linear_cross_entropy", _bind_flce_compile),
-    ]
+    return ours_liger_compile(
+        "fused-linear-cross-entropy", MODULE, "torch_linear_cross_entropy", _bind_flce_baseline,
+        ("liger_kernel.transformers.fused_linear_cross_entropy", "LigerFusedLinearCrossEntropyLoss"),
+        _bind_flce_liger, _bind_flce_compile)
 
 
 # --- fused-linear-jsd ----------------------------------------------------------------------------------
@@ -150,13 +145,9 @@ def _bind_fljsd_liger(adapter: Adapter, x: Tensors) -> Bound:
 
 
 def _fljsd_adapters() -> list[Adapter]:
-    slug = "fused-linear-jsd"
-    return [
-        our_baseline(slug, MODULE, "torch_linear_jsd", _bind_fljsd_baseline),
-        liger(slug, "liger-kernel-fused-linear-jsd", "liger_kernel.transformers.fused_linear_jsd",
-              "LigerFusedLinearJSD", _bind_fljsd_liger),
-        torch_compile(slug, f"{MODULE}.torch_linear_jsd", _bind_fljsd_compile),
-    ]
+    return ours_liger_compile(
+        "fused-linear-jsd", MODULE, "torch_linear_jsd", _bind_fljsd_baseline,
+        ("liger_kernel.transformers.fused_linear_jsd", "LigerFusedLinearJSD"), _bind_fljsd_liger, _bind_fljsd_compile)
 
 
 OPERATIONS = [

@@ -18,7 +18,7 @@ from kernelindex.runner.ops._common import (
     chunked_sum,
     compiled,
     liger,
-    our_baseline,
+    ours_liger_compile,
     place,
     pytorch_baseline,
     randn,
@@ -182,11 +182,8 @@ def _bind_jsd_liger(adapter: Adapter, x: Tensors) -> Bound:
 
 
 def _jsd_adapters() -> list[Adapter]:
-    return [
-        our_baseline("jsd", MODULE, "torch_jsd", _bind_jsd_baseline),
-        liger("jsd", "liger-kernel-jsd", "liger_kernel.transformers.jsd", "LigerJSD", _bind_jsd_liger),
-        torch_compile("jsd", f"{MODULE}.torch_jsd", _bind_jsd_compile),
-    ]
+    return ours_liger_compile("jsd", MODULE, "torch_jsd", _bind_jsd_baseline,
+                              ("liger_kernel.transformers.jsd", "LigerJSD"), _bind_jsd_liger, _bind_jsd_compile)
 
 
 # --- tvd ----------------------------------------------------------------------------------------------
@@ -228,11 +225,8 @@ def _bind_tvd_liger(adapter: Adapter, x: Tensors) -> Bound:
 
 
 def _tvd_adapters() -> list[Adapter]:
-    return [
-        our_baseline("tvd", MODULE, "torch_tvd", _bind_tvd_baseline),
-        liger("tvd", "liger-kernel-tvd", "liger_kernel.transformers.tvd", "LigerTVDLoss", _bind_tvd_liger),
-        torch_compile("tvd", f"{MODULE}.torch_tvd", _bind_tvd_compile),
-    ]
+    return ours_liger_compile("tvd", MODULE, "torch_tvd", _bind_tvd_baseline,
+                              ("liger_kernel.transformers.tvd", "LigerTVDLoss"), _bind_tvd_liger, _bind_tvd_compile)
 
 
 OPERATIONS = [
