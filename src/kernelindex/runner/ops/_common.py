@@ -5,6 +5,7 @@ No ``OPERATIONS`` here; the operation modules (``losses``, ``fused_linear``, ...
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -158,6 +159,33 @@ def reference_token_logps(
     shared = [weight.double()] + ([] if bias is None else [bias.double()])
     per_row_tokens = ids[0].numel() if ids.dim() > 1 else 1
     return chunked_cat(_chunk_token_logps, [x, ids], shared, row_elements=per_row_tokens * weight.shape[0])
+
+
+def bind_loss(make: Callable[[], Callable[..., torch.Tensor]], *names: str) -> Binder:
+    """Binder of a PyTorch loss: ``loss = make()`` when it binds, then ``{"loss": loss(x[name], ...)}`` over the
+    inputs ``names`` in order (``make``: ``lambda: torch_jsd``, ``lambda: torch.nn.KLDivLoss(...)``)."""
+    def bind(adapter: Adapter, x: Tensors) -> Bound:
+        args, loss = [x[name] for name in names], make()
+        return lambda: {"loss": loss(*args)}
+    return bind
+
+
+def bind_compiled_loss(make: Callable[[], Callable[..., torch.Tensor]], *names: str) -> Binder:
+    """``bind_loss`` of ``torch.compile(make())``, compiled once per case (``compiled``)."""
+    def bind(adapter: Adapter, x: Tensors) -> Bound:
+        args, loss = [x[name] for name in names], compiled(adapter, make)
+        return lambda: {"loss": loss(*args)}
+    return bind
+
+
+def bind_liger_loss(*names: str, **kwargs: Any) -> Binder:
+    """Binder of a Liger loss module: the adapter's ``module.symbol`` class made with ``kwargs`` when it binds
+    (imported then, so listing the adapter needs no Liger), called on the inputs ``names`` like ``bind_loss``."""
+    def bind(adapter: Adapter, x: Tensors) -> Bound:
+        loss = getattr(importlib.import_module(adapter.module), adapter.symbol)(**kwargs)
+        args = [x[name] for name in names]
+        return lambda: {"loss": loss(*args)}
+    return bind
 
 
 def liger(slug: str, line: str, module: str, symbol: str, binder: Binder, *, in_place: bool = False) -> Adapter:

@@ -14,6 +14,8 @@ from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.ops._common import (
     at_least_fp32,
+    bind_compiled_loss,
+    bind_loss,
     chunked_sum,
     compiled,
     loss_as,
@@ -27,6 +29,7 @@ from kernelindex.runner.ops._common import (
 from kernelindex.runner.ops.losses import IGNORE_INDEX, JSD_BETA, generalized_jsd
 
 MODULE = "kernelindex.runner.ops.fused_linear"
+FLCE_ARGS = ("x", "weight", "target")
 
 
 def hidden_states(workload: WorkloadCase, name: str, gen: torch.Generator, device: torch.device) -> torch.Tensor:
@@ -65,15 +68,6 @@ def torch_linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, target: to
     return F.cross_entropy(logits, target, ignore_index=IGNORE_INDEX).to(x.dtype)
 
 
-def _bind_flce_baseline(adapter: Adapter, x: Tensors) -> Bound:
-    return lambda: {"loss": torch_linear_cross_entropy(x["x"], x["weight"], x["target"])}
-
-
-def _bind_flce_compile(adapter: Adapter, x: Tensors) -> Bound:
-    fn = compiled(adapter, lambda: torch_linear_cross_entropy)
-    return lambda: {"loss": fn(x["x"], x["weight"], x["target"])}
-
-
 def _bind_flce_liger(adapter: Adapter, x: Tensors) -> Bound:
     from liger_kernel.transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 
@@ -83,9 +77,10 @@ def _bind_flce_liger(adapter: Adapter, x: Tensors) -> Bound:
 
 def _flce_adapters() -> list[Adapter]:
     return ours_liger_compile(
-        "fused-linear-cross-entropy", MODULE, "torch_linear_cross_entropy", _bind_flce_baseline,
+        "fused-linear-cross-entropy", MODULE, "torch_linear_cross_entropy",
+        bind_loss(lambda: torch_linear_cross_entropy, *FLCE_ARGS),
         ("liger_kernel.transformers.fused_linear_cross_entropy", "LigerFusedLinearCrossEntropyLoss"),
-        _bind_flce_liger, _bind_flce_compile)
+        _bind_flce_liger, bind_compiled_loss(lambda: torch_linear_cross_entropy, *FLCE_ARGS))
 
 
 # --- fused-linear-jsd ----------------------------------------------------------------------------------

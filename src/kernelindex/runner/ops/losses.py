@@ -7,16 +7,20 @@ KernelIndex's own plain-PyTorch function below (written from the operation's sem
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
 from kernelindex.domain.manifests import WorkloadCase
-from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
+from kernelindex.runner.definitions import REGIONS, Adapter, OperationDef, Tensors
 from kernelindex.runner.ops._common import (
     at_least_fp32,
+    bind_compiled_loss,
+    bind_liger_loss,
+    bind_loss,
     chunked_cat,
     chunked_sum,
-    compiled,
     liger,
     ours_liger_compile,
     place,
@@ -55,33 +59,26 @@ def cross_entropy_reference(x: Tensors) -> Tensors:
     return {"loss": -(logps * kept).sum() / kept.sum()}
 
 
-def _bind_cross_entropy_baseline(adapter: Adapter, x: Tensors) -> Bound:
-    loss = torch.nn.CrossEntropyLoss(ignore_index=IGNORE_INDEX)
-    return lambda: {"loss": loss(x["logits"], x["target"])}
+def _nn_loss_adapters(slug: str, nn_symbol: str, liger_at: tuple[str, str], names: tuple[str, ...],
+                      options: dict[str, Any], *, in_place: bool = False) -> list[Adapter]:
+    """A loss whose baseline is ``torch.nn.<nn_symbol>(**options)`` and whose Liger module takes the same options:
+    the baseline, Liger's ``liger_at`` (module, symbol) and torch.compile of the baseline, called on ``names``."""
+    def make() -> torch.nn.Module:
+        return getattr(torch.nn, nn_symbol)(**options)
 
-
-def _bind_cross_entropy_compile(adapter: Adapter, x: Tensors) -> Bound:
-    fn = compiled(adapter, lambda: torch.nn.CrossEntropyLoss(ignore_index=IGNORE_INDEX))
-    return lambda: {"loss": fn(x["logits"], x["target"])}
-
-
-def _bind_cross_entropy_liger(adapter: Adapter, x: Tensors) -> Bound:
-    from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
-
-    loss = LigerCrossEntropyLoss(ignore_index=IGNORE_INDEX)
-    return lambda: {"loss": loss(x["logits"], x["target"])}
+    return [
+        pytorch_baseline(slug, f"pytorch-{slug}", f"PyTorch nn.{nn_symbol}", "torch.nn", nn_symbol,
+                         bind_loss(make, *names)),
+        liger(slug, f"liger-kernel-{slug}", *liger_at, bind_liger_loss(*names, **options), in_place=in_place),
+        torch_compile(slug, f"torch.nn.{nn_symbol}", bind_compiled_loss(make, *names)),
+    ]
 
 
 def _cross_entropy_adapters() -> list[Adapter]:
-    slug = "cross-entropy"
-    return [
-        pytorch_baseline(slug, "pytorch-cross-entropy", "PyTorch nn.CrossEntropyLoss", "torch.nn", "CrossEntropyLoss",
-                         _bind_cross_entropy_baseline),
-        # Liger writes the logits' gradient into the logits buffer during a forward that requires grad.
-        liger(slug, "liger-kernel-cross-entropy", "liger_kernel.transformers.cross_entropy", "LigerCrossEntropyLoss",
-              _bind_cross_entropy_liger, in_place=True),
-        torch_compile(slug, "torch.nn.CrossEntropyLoss", _bind_cross_entropy_compile),
-    ]
+    # Liger writes the logits' gradient into the logits buffer during a forward that requires grad.
+    return _nn_loss_adapters("cross-entropy", "CrossEntropyLoss",
+                             ("liger_kernel.transformers.cross_entropy", "LigerCrossEntropyLoss"), ("logits", "target"),
+                             {"ignore_index": IGNORE_INDEX}, in_place=True)
 
 
 # --- kl-div --------------------------------------------------------------------------------------------
@@ -108,31 +105,9 @@ def kl_div_reference(x: Tensors) -> Tensors:
     return {"loss": chunked_sum(_kl_sum, [x["input"], x["target"]], row_elements=vocab) / rows}
 
 
-def _bind_kl_div_baseline(adapter: Adapter, x: Tensors) -> Bound:
-    loss = torch.nn.KLDivLoss(reduction="batchmean")
-    return lambda: {"loss": loss(x["input"], x["target"])}
-
-
-def _bind_kl_div_compile(adapter: Adapter, x: Tensors) -> Bound:
-    fn = compiled(adapter, lambda: torch.nn.KLDivLoss(reduction="batchmean"))
-    return lambda: {"loss": fn(x["input"], x["target"])}
-
-
-def _bind_kl_div_liger(adapter: Adapter, x: Tensors) -> Bound:
-    from liger_kernel.transformers.kl_div import LigerKLDIVLoss
-
-    loss = LigerKLDIVLoss(reduction="batchmean")
-    return lambda: {"loss": loss(x["input"], x["target"])}
-
-
 def _kl_div_adapters() -> list[Adapter]:
-    slug = "kl-div"
-    return [
-        pytorch_baseline(slug, "pytorch-kl-div", "PyTorch nn.KLDivLoss", "torch.nn", "KLDivLoss",
-                         _bind_kl_div_baseline),
-        liger(slug, "liger-kernel-kl-div", "liger_kernel.transformers.kl_div", "LigerKLDIVLoss", _bind_kl_div_liger),
-        torch_compile(slug, "torch.nn.KLDivLoss", _bind_kl_div_compile),
-    ]
+    return _nn_loss_adapters("kl-div", "KLDivLoss", ("liger_kernel.transformers.kl_div", "LigerKLDIVLoss"),
+                             ("input", "target"), {"reduction": "batchmean"})
 
 
 # --- jsd ----------------------------------------------------------------------------------------------
@@ -165,25 +140,13 @@ def torch_jsd(log_q: torch.Tensor, log_p: torch.Tensor) -> torch.Tensor:
     return (generalized_jsd(at_least_fp32(log_q), at_least_fp32(log_p)) / log_q.shape[0]).to(log_q.dtype)
 
 
-def _bind_jsd_baseline(adapter: Adapter, x: Tensors) -> Bound:
-    return lambda: {"loss": torch_jsd(x["input"], x["target"])}
-
-
-def _bind_jsd_compile(adapter: Adapter, x: Tensors) -> Bound:
-    fn = compiled(adapter, lambda: torch_jsd)
-    return lambda: {"loss": fn(x["input"], x["target"])}
-
-
-def _bind_jsd_liger(adapter: Adapter, x: Tensors) -> Bound:
-    from liger_kernel.transformers.jsd import LigerJSD
-
-    loss = LigerJSD(beta=JSD_BETA)
-    return lambda: {"loss": loss(x["input"], x["target"])}
+JSD_ARGS = ("input", "target")
 
 
 def _jsd_adapters() -> list[Adapter]:
-    return ours_liger_compile("jsd", MODULE, "torch_jsd", _bind_jsd_baseline,
-                              ("liger_kernel.transformers.jsd", "LigerJSD"), _bind_jsd_liger, _bind_jsd_compile)
+    return ours_liger_compile("jsd", MODULE, "torch_jsd", bind_loss(lambda: torch_jsd, *JSD_ARGS),
+                              ("liger_kernel.transformers.jsd", "LigerJSD"), bind_liger_loss(*JSD_ARGS, beta=JSD_BETA),
+                              bind_compiled_loss(lambda: torch_jsd, *JSD_ARGS))
 
 
 # --- tvd ----------------------------------------------------------------------------------------------
@@ -208,25 +171,14 @@ def torch_tvd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return (p - q).abs().sum() / 2 / p.shape[0]
 
 
-def _bind_tvd_baseline(adapter: Adapter, x: Tensors) -> Bound:
-    return lambda: {"loss": torch_tvd(x["p"], x["q"])}
-
-
-def _bind_tvd_compile(adapter: Adapter, x: Tensors) -> Bound:
-    fn = compiled(adapter, lambda: torch_tvd)
-    return lambda: {"loss": fn(x["p"], x["q"])}
-
-
-def _bind_tvd_liger(adapter: Adapter, x: Tensors) -> Bound:
-    from liger_kernel.transformers.tvd import LigerTVDLoss
-
-    loss = LigerTVDLoss(reduction="batchmean")
-    return lambda: {"loss": loss(x["p"], x["q"])}
+TVD_ARGS = ("p", "q")
 
 
 def _tvd_adapters() -> list[Adapter]:
-    return ours_liger_compile("tvd", MODULE, "torch_tvd", _bind_tvd_baseline,
-                              ("liger_kernel.transformers.tvd", "LigerTVDLoss"), _bind_tvd_liger, _bind_tvd_compile)
+    return ours_liger_compile("tvd", MODULE, "torch_tvd", bind_loss(lambda: torch_tvd, *TVD_ARGS),
+                              ("liger_kernel.transformers.tvd", "LigerTVDLoss"),
+                              bind_liger_loss(*TVD_ARGS, reduction="batchmean"),
+                              bind_compiled_loss(lambda: torch_tvd, *TVD_ARGS))
 
 
 OPERATIONS = [

@@ -17,7 +17,19 @@ import torch.nn.functional as F
 
 from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
-from kernelindex.runner.ops._common import compiled, liger, our_baseline, place, randn, shape, targets, torch_compile
+from kernelindex.runner.ops._common import (
+    bind_compiled_loss,
+    bind_liger_loss,
+    bind_loss,
+    compiled,
+    liger,
+    our_baseline,
+    place,
+    randn,
+    shape,
+    targets,
+    torch_compile,
+)
 
 SLUG = "megatron-cross-entropy"
 MODULE = "kernelindex.runner.ops.megatron_ce"
@@ -75,22 +87,6 @@ def _bind_megatron_fused(adapter: Adapter, x: Tensors) -> Bound:
     return lambda: {"loss": fused_vocab_parallel_cross_entropy(x["logits"], x["target"], group)}
 
 
-def _bind_ours(adapter: Adapter, x: Tensors) -> Bound:
-    return lambda: {"loss": torch_per_token_cross_entropy(x["logits"], x["target"])}
-
-
-def _bind_ours_compile(adapter: Adapter, x: Tensors) -> Bound:
-    fn = compiled(adapter, lambda: torch_per_token_cross_entropy)
-    return lambda: {"loss": fn(x["logits"], x["target"])}
-
-
-def _bind_liger(adapter: Adapter, x: Tensors) -> Bound:
-    from liger_kernel.megatron import LigerMegatronCrossEntropy
-
-    loss = LigerMegatronCrossEntropy()
-    return lambda: {"loss": loss(x["logits"], x["target"])}
-
-
 def megatron_missing() -> str | None:
     """Why Megatron's cross-entropy cannot run here, or None."""
     if importlib.util.find_spec("megatron") is None or importlib.util.find_spec("megatron.core") is None:
@@ -121,14 +117,16 @@ def adapters() -> list[Adapter]:
 
     Liger 0.8.5's vocab-parallel kernel keeps the gradient in its own buffer (the logits stay intact)."""
     liger_adapter = liger(SLUG, "liger-kernel-megatron-cross-entropy", "liger_kernel.megatron",
-                          "LigerMegatronCrossEntropy", _bind_liger)
+                          "LigerMegatronCrossEntropy", bind_liger_loss("logits", "target"))
     missing = megatron_missing()
     if missing is None:
         unfused, fused, compile_unfused = _megatron_adapters()
         return [unfused, fused, liger_adapter, compile_unfused]
     why = f"The source's baseline, Megatron-LM's vocab_parallel_cross_entropy, could not run: {missing}"
-    return [our_baseline(SLUG, MODULE, "torch_per_token_cross_entropy", _bind_ours, why=why), liger_adapter,
-            torch_compile(SLUG, f"{MODULE}.torch_per_token_cross_entropy", _bind_ours_compile)]
+    ours = bind_loss(lambda: torch_per_token_cross_entropy, "logits", "target")
+    ours_compiled = bind_compiled_loss(lambda: torch_per_token_cross_entropy, "logits", "target")
+    return [our_baseline(SLUG, MODULE, "torch_per_token_cross_entropy", ours, why=why), liger_adapter,
+            torch_compile(SLUG, f"{MODULE}.torch_per_token_cross_entropy", ours_compiled)]
 
 
 # The spec lets an implementation overwrite the logits with their gradient (Megatron's fused path does).
