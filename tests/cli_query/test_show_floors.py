@@ -10,6 +10,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.cli import app as ki
 from kernelindex.readmodel.cache import READ_CACHE
@@ -66,3 +67,12 @@ def test_ki_show_operation_floors_equal_the_page_loading_only_attested_runs(lige
         page = client.get("/api/v1/operations/jsd", params={"workload": workload, "cohort": cohort}).json()
     assert page["floor"]["attainable"] and page["floor"]["attainable_record_ratio"]  # the H200's, from verified runs
     assert _floors(cli) == _floors(page)
+
+
+def test_one_curated_operation_parses_its_file_alone_and_equals_the_whole_registrys() -> None:
+    """The operation page's axis order reads the curated spec of its operation only (not all 70 files)."""
+    for slug, spec in registry.operations().items():
+        one = registry.curated_operation(slug)
+        assert one is not None and one.model_dump(mode="json") == spec.model_dump(mode="json"), slug
+    assert registry.curated_operation("no-such-operation") is None
+    assert registry.curated_operation("../operations/rope") is None and registry.curated_operation("") is None

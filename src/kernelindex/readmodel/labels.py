@@ -25,7 +25,7 @@ MODE_WORDS = {"forward": "forward", "backward": "backward", "forward+backward": 
 def axis_order(operation: OperationSpec) -> list[str]:
     """Non-derived axes in the order the curated spec declares them (canonical JSON sorts keys,
     so the stored body has lost it; the registry keeps it)."""
-    curated = registry.operations().get(operation.metadata.name or "")
+    curated = registry.curated_operation(operation.metadata.name or "")
     axes = curated.spec.axes if curated is not None else None
     names = list(axes) if axes else list(operation.spec.axes)
     return [n for n in names if operation.spec.axes[n].role != "derived"]

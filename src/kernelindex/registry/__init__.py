@@ -19,7 +19,7 @@ from kernelindex.registry.gpu_table import (
     gpus_answering,
     priority_gpus,
 )
-from kernelindex.registry.operation_specs import load_operation, operation_digests, operations
+from kernelindex.registry.operation_specs import curated_operation, load_operation, operation_digests, operations
 from kernelindex.registry.projects import project_licenses, projects, source_mapping
 from kernelindex.registry.relations import relation_rules
 from kernelindex.registry.runner_coverage import (
@@ -37,9 +37,9 @@ from kernelindex.registry.source_policies import (
 )
 
 __all__ = [
-    "DECISIONS", "FlopRule", "GpuSpec", "ModuleConstructor", "RegistryError", "SourcePolicy", "device_product",
-    "flop_rule", "forward_computes_gradient", "gpu_aliases", "gpu_for_product", "gpu_may_be", "gpu_reading",
-    "gpu_slug", "gpus", "gpus_answering", "load_operation", "module_constructors", "operation_digests",
+    "DECISIONS", "FlopRule", "GpuSpec", "ModuleConstructor", "RegistryError", "SourcePolicy", "curated_operation",
+    "device_product", "flop_rule", "forward_computes_gradient", "gpu_aliases", "gpu_for_product", "gpu_may_be",
+    "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "load_operation", "module_constructors", "operation_digests",
     "operations", "priority_gpus", "project_licenses", "projects", "refused_sources", "relation_rules",
     "runner_pending", "runner_unavailable", "source_mapping", "source_policies", "source_policy", "why_not_verified",
 ]
