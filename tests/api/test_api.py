@@ -73,6 +73,7 @@ def test_operation_detail_is_the_page_model_with_the_same_query_string(api: Test
 @pytest.mark.parametrize(("method", "url", "kwargs", "status", "code"), [
     ("get", "/api/v1/operations/no-such-op", {}, 404, "not_found"),
     ("get", "/api/v1/runs/0123456789abcdef", {}, 404, "not_found"),
+    ("get", "/api/v1/workloads?operation=no-such-op", {}, 404, "not_found"),
     ("get", "/api/v1/operations?cursor=bm90LWEtY3Vyc29y", {}, 400, "bad_cursor"),
     ("get", "/api/v1/operations?limit=0", {}, 400, "bad_request"),
     ("get", "/api/v1/operations?limit=201", {}, 400, "bad_request"),

@@ -6,6 +6,7 @@ HTML renders, the API serves, the CLI prints and MCP returns."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -15,9 +16,11 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import KINDS, MANIFEST_MODELS, ManifestError, digest_of, parse_manifest
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.changes import BadCursor, list_changes
+from kernelindex.readmodel.operations import operations_index
 from kernelindex.readmodel.pages_gpus import gpus_index
 from kernelindex.readmodel.requests import requests_listing
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
+from kernelindex.resolve.listings import implementations_list, workloads_list
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.service import Refusal, resolve_structured, search
 from kernelindex.resolve.source import CatalogCohortSource
@@ -38,10 +41,37 @@ def page(catalog: Catalog, now: datetime, name: str, subject: str | None = None,
         return read_refusal(exc)
 
 
-def gpus(catalog: Catalog) -> list[Answer]:
-    """Every GPU of the datasheet table, with what the catalog measured on it."""
-    items: list[Answer] = READ_CACHE.get(catalog, ("api", "gpus"), lambda: [g.to_json() for g in gpus_index(catalog)])
+# ---- the indexes beside the page views: every door lists them from here, each kept per catalog version
+# under its own name (``("index", name, …)``), so the HTML list and the API's pages share one computation
+
+
+def _index(catalog: Catalog, key: tuple[Any, ...], compute: Callable[[], list[Answer]]) -> list[Answer]:
+    items: list[Answer] = READ_CACHE.get(catalog, ("index", *key), compute)
     return items
+
+
+def gpus(catalog: Catalog) -> list[Answer]:
+    """Every GPU of the datasheet table, with what the catalog measured on it (``/gpus``, its API twin, MCP)."""
+    return _index(catalog, ("gpus",), lambda: [g.to_json() for g in gpus_index(catalog)])
+
+
+def operations(catalog: Catalog) -> list[Answer]:
+    """Every operation, by slug (``/api/v1/operations``; the search page's families)."""
+    return _index(catalog, ("operations",), lambda: [o.to_json() for o in operations_index(catalog)])
+
+
+def implementations(catalog: Catalog) -> list[Answer]:
+    """Every implementation line (``/api/v1/implementations``)."""
+    return _index(catalog, ("implementations",), lambda: implementations_list(CatalogCohortSource(catalog)))
+
+
+def workloads(catalog: Catalog, operation: str | None) -> list[Answer] | Problem:
+    """The workload cases with eligible runs, of one operation or of all (``/api/v1/workloads``)."""
+    source = CatalogCohortSource(catalog)
+    if operation is not None and operation not in source.operations():
+        return Problem("not_found", f"no operation {operation!r} in the catalog; list them at "
+                                    f"{urls.api(urls.OPERATIONS)}")
+    return _index(catalog, ("workloads", operation), lambda: workloads_list(source, operation))
 
 
 def changes(catalog: Catalog, now: datetime, since: str | None, limit: int) -> Answer | Problem:

@@ -23,8 +23,7 @@ from mdit_py_plugins.anchors.index import slugify
 from starlette.responses import HTMLResponse, Response
 
 from kernelindex import registry, urls
-from kernelindex.readmodel.cache import READ_CACHE
-from kernelindex.readmodel.pages_gpus import gpus_index
+from kernelindex.services import reads
 from kernelindex.services.problems import READ_ERRORS, read_refusal
 from kernelindex.views.table import VIEW, View
 from kernelindex.web.answer_cache import keeps_answers
@@ -183,9 +182,7 @@ def with_twin(view: View, **context: Any) -> Callable[[Request, dict[str, Any], 
 @keeps_answers
 @router.get(urls.GPUS, response_class=HTMLResponse)
 def gpus_route(request: Request) -> Response:
-    entries = READ_CACHE.get(catalog_of(request), ("gpus-index",),
-                             lambda: [e.to_json() for e in gpus_index(catalog_of(request))])
-    response = render("gpus.html", entries=entries, json_url=urls.api(urls.GPUS))
+    response = render("gpus.html", entries=reads.gpus(catalog_of(request)), json_url=urls.api(urls.GPUS))
     response.headers.update(canonical_link(request, {}))
     return response
 

@@ -10,8 +10,7 @@ from fastapi import Request
 from starlette.responses import HTMLResponse
 
 from kernelindex import urls
-from kernelindex.readmodel.cache import READ_CACHE
-from kernelindex.readmodel.operations import operations_index
+from kernelindex.services import reads
 from kernelindex.web.pages import catalog_of
 from kernelindex.web.render import render
 
@@ -28,8 +27,7 @@ def _fixes(text: str, issues: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _families(request: Request) -> list[tuple[str, list[dict[str, Any]]]]:
-    operations = READ_CACHE.get(catalog_of(request), ("search-families",),
-                                lambda: [o.to_json() for o in operations_index(catalog_of(request))])
+    operations = reads.operations(catalog_of(request))
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for op in operations:
         grouped[op["family"]].append(op)

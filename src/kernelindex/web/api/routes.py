@@ -5,7 +5,7 @@ disagree."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
@@ -14,12 +14,8 @@ from fastapi.routing import APIRoute
 from starlette.routing import Route
 
 from kernelindex import urls
-from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.objects import export_lines
-from kernelindex.readmodel.operations import operations_index
-from kernelindex.resolve.listings import implementations_list, workloads_list
 from kernelindex.resolve.request import ResolveRequest
-from kernelindex.resolve.source import CatalogCohortSource
 from kernelindex.services import reads
 from kernelindex.services.problems import Problem
 from kernelindex.views import params
@@ -27,7 +23,7 @@ from kernelindex.views.table import VIEWS
 from kernelindex.web.answer_cache import keeps_answers
 from kernelindex.web.api.agent_routes import register as register_agent_routes
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, paginate
-from kernelindex.web.api.problems import ApiProblem, ProblemRoute, answered, problem_response, problem_responses
+from kernelindex.web.api.problems import ProblemRoute, answered, problem_response, problem_responses
 from kernelindex.web.api.schemas import ResolutionOut
 from kernelindex.web.api.twins import Cursor, Limit, mount_twin, path_param, query_param
 
@@ -60,11 +56,6 @@ def _catalog(request: Request) -> Any:
     return request.app.state.catalog
 
 
-def _cached(request: Request, key: Hashable, compute: Callable[[], Any]) -> Any:
-    """Read models are pure functions of the catalog: cache their JSON per catalog version."""
-    return READ_CACHE.get(_catalog(request), ("api",) + (key if isinstance(key, tuple) else (key,)), compute)
-
-
 def _json(data: Any) -> JSONResponse:
     return JSONResponse(data)
 
@@ -78,7 +69,7 @@ for _view in VIEWS:
 
 @router.get(urls.OPERATIONS, summary="List operations", responses=_ok("Operations, by slug", LIST_SCHEMA))
 def list_operations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JSONResponse:
-    items = _cached(request, "operations", lambda: [o.to_json() for o in operations_index(_catalog(request))])
+    items = reads.operations(_catalog(request))
     return _json(paginate("operations", items, lambda o: [o["slug"]], limit, cursor))
 
 
@@ -86,7 +77,7 @@ def list_operations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Curs
             responses=_ok("Workloads with eligible runs", LIST_SCHEMA, 404))
 def list_operation_workloads(request: Request, slug: Slug, limit: Limit = DEFAULT_LIMIT,
                              cursor: Cursor = None) -> JSONResponse:
-    items = _workloads(request, slug)
+    items = answered(reads.workloads(_catalog(request), slug))
     return _json(paginate(f"workloads:{slug}", items, lambda w: [w["key"]], limit, cursor))
 
 
@@ -98,22 +89,14 @@ def list_workloads(
     limit: Limit = DEFAULT_LIMIT,
     cursor: Cursor = None,
 ) -> JSONResponse:
-    items = _workloads(request, operation)
+    items = answered(reads.workloads(_catalog(request), operation))
     return _json(paginate(f"workloads:{operation or '*'}", items, lambda w: [w["operation"], w["key"]], limit,
                           cursor))
 
 
-def _workloads(request: Request, operation: str | None) -> list[dict[str, Any]]:
-    source = CatalogCohortSource(_catalog(request))
-    if operation is not None and operation not in source.operations():
-        raise ApiProblem("not_found",
-                         f"no operation {operation!r} in the catalog; list them at {urls.api(urls.OPERATIONS)}")
-    return _cached(request, ("workloads", operation), lambda: workloads_list(source, operation))
-
-
 @router.get(urls.IMPLEMENTATIONS, summary="Implementation lines", responses=_ok("Implementations", LIST_SCHEMA))
 def list_implementations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JSONResponse:
-    items = _cached(request, "implementations", lambda: implementations_list(CatalogCohortSource(_catalog(request))))
+    items = reads.implementations(_catalog(request))
     return _json(paginate("implementations", items, lambda i: [i["slug"]], limit, cursor))
 
 
