@@ -178,11 +178,31 @@ def bind_compiled_loss(make: Callable[[], Callable[..., torch.Tensor]], *names: 
     return bind
 
 
+def liger_callable(adapter: Adapter) -> Callable[..., Any]:
+    """The Liger adapter's ``module.symbol``, imported when it binds (listing the adapter needs no Liger)."""
+    return getattr(importlib.import_module(adapter.module), adapter.symbol)
+
+
+def call_binders(call: Callable[[Callable[..., Any], Tensors], Bound],
+                 make: Callable[[], Callable[..., Any]]) -> tuple[Binder, Binder, Binder]:
+    """Baseline, torch.compile and Liger binders of an operation whose implementations are all called alike,
+    ``call(fn, x)``: with ``make()``, with ``compiled(adapter, make)``, and with ``liger_callable(adapter)``."""
+    def baseline(adapter: Adapter, x: Tensors) -> Bound:
+        return call(make(), x)
+
+    def compile_(adapter: Adapter, x: Tensors) -> Bound:
+        return call(compiled(adapter, make), x)
+
+    def liger_(adapter: Adapter, x: Tensors) -> Bound:
+        return call(liger_callable(adapter), x)
+    return baseline, compile_, liger_
+
+
 def bind_liger_loss(*names: str, **kwargs: Any) -> Binder:
     """Binder of a Liger loss module: the adapter's ``module.symbol`` class made with ``kwargs`` when it binds
     (imported then, so listing the adapter needs no Liger), called on the inputs ``names`` like ``bind_loss``."""
     def bind(adapter: Adapter, x: Tensors) -> Bound:
-        loss = getattr(importlib.import_module(adapter.module), adapter.symbol)(**kwargs)
+        loss = liger_callable(adapter)(**kwargs)
         args = [x[name] for name in names]
         return lambda: {"loss": loss(*args)}
     return bind

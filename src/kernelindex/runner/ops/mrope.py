@@ -20,9 +20,9 @@ import torch
 
 from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
-from kernelindex.runner.inputs import place, tensor_decls
-from kernelindex.runner.ops._common import LIGER, compiled
-from kernelindex.runner.ops.rope import rotary_table, rotate_half
+from kernelindex.runner.inputs import tensor_decls
+from kernelindex.runner.ops._common import LIGER, call_binders
+from kernelindex.runner.ops.rope import rotary_inputs, rotary_table, rotate_half
 
 HF = "transformers.models.qwen2_vl.modeling_qwen2_vl"
 HF_SYMBOL = "Qwen2VLRotaryEmbedding.recomposition_frequencies + apply_rotary_pos_emb"
@@ -65,13 +65,7 @@ def make_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.devi
     decls = tensor_decls(workload)
     _, _, seq, head_dim = decls["cos"].shape
     angles = torch.cat([rotary_table(seq, head_dim, gen, device) for _ in range(3)]).unsqueeze(1)
-    values = {
-        "q": torch.randn(decls["q"].shape, generator=gen, device=device),
-        "k": torch.randn(decls["k"].shape, generator=gen, device=device),
-        "cos": angles.cos(),
-        "sin": angles.sin(),
-    }
-    return {name: place(values[name], decls[name], device) for name in ("q", "k", "cos", "sin")}
+    return rotary_inputs(decls, angles, gen, device)
 
 
 def _transformers_mrope() -> Callable[..., Any]:
@@ -97,18 +91,7 @@ def _call(fn: Callable[..., Any], x: Tensors) -> Bound:
     return call
 
 
-def _bind_baseline(adapter: Adapter, x: Tensors) -> Bound:
-    return _call(_transformers_mrope(), x)
-
-
-def _bind_compile(adapter: Adapter, x: Tensors) -> Bound:
-    return _call(compiled(adapter, _transformers_mrope), x)
-
-
-def _bind_liger(adapter: Adapter, x: Tensors) -> Bound:
-    from liger_kernel.transformers.qwen2vl_mrope import liger_multimodal_rotary_pos_emb
-
-    return _call(liger_multimodal_rotary_pos_emb, x)
+_bind_baseline, _bind_compile, _bind_liger = call_binders(_call, _transformers_mrope)
 
 
 def adapters() -> list[Adapter]:

@@ -9,9 +9,10 @@ from typing import Any
 import torch
 
 from kernelindex.domain.manifests import WorkloadCase
-from kernelindex.runner.adapters import compiled
+from kernelindex.domain.specs import ConcreteTensor
 from kernelindex.runner.definitions import REGIONS, Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.inputs import place, tensor_decls
+from kernelindex.runner.ops._common import call_binders
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -38,12 +39,17 @@ def rotary_table(seq: int, head_dim: int, gen: torch.Generator, device: torch.de
 def make_inputs(workload: WorkloadCase, gen: torch.Generator, device: torch.device) -> Tensors:
     decls = tensor_decls(workload)
     seq, head_dim = decls["cos"].shape[1], decls["cos"].shape[2]
-    table = rotary_table(seq, head_dim, gen, device)
+    return rotary_inputs(decls, rotary_table(seq, head_dim, gen, device), gen, device)
+
+
+def rotary_inputs(decls: dict[str, ConcreteTensor], angles: torch.Tensor, gen: torch.Generator,
+                  device: torch.device) -> Tensors:
+    """q, k ~ N(0, 1) (drawn after the angles) and the angles' cos/sin, each placed in its declared strides."""
     values = {
         "q": torch.randn(decls["q"].shape, generator=gen, device=device),
         "k": torch.randn(decls["k"].shape, generator=gen, device=device),
-        "cos": table.cos(),
-        "sin": table.sin(),
+        "cos": angles.cos(),
+        "sin": angles.sin(),
     }
     return {name: place(values[name], decls[name], device) for name in ("q", "k", "cos", "sin")}
 
@@ -62,18 +68,7 @@ def _call(fn: Callable[..., Any], x: Tensors) -> Bound:
     return call
 
 
-def _bind_baseline(adapter: Adapter, x: Tensors) -> Bound:
-    return _call(_hf_rope(), x)
-
-
-def _bind_compile(adapter: Adapter, x: Tensors) -> Bound:
-    return _call(compiled(adapter, _hf_rope), x)
-
-
-def _bind_liger(adapter: Adapter, x: Tensors) -> Bound:
-    from liger_kernel.transformers.rope import liger_rotary_pos_emb
-
-    return _call(liger_rotary_pos_emb, x)
+_bind_baseline, _bind_compile, _bind_liger = call_binders(_call, _hf_rope)
 
 
 def adapters() -> list[Adapter]:
