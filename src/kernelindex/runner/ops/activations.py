@@ -91,11 +91,19 @@ def sparsemax_reference(x: Tensors) -> Tensors:
     return {"y": _sparsemax(x["x"].double())}
 
 
+def _our_adapters(slug: str, fn: Callable[[torch.Tensor], torch.Tensor], what: str, liger_module: str,
+                  liger_symbol: str, arg: str = "x", out: str = "y",
+                  liger_kwargs: dict[str, Any] | None = None) -> list[Adapter]:
+    """An activation whose baseline is our own ``fn`` of this module (``what`` it computes, for its title)."""
+    baseline = ours(slug, f"activations.{fn.__name__}", _bind(lambda a: fn, arg, out),
+                    f"PyTorch {what} (KernelIndex baseline)")
+    return _adapters(slug, baseline, liger_module, liger_symbol, lambda: fn, f"{__name__}.{fn.__name__}", arg, out,
+                     liger_kwargs)
+
+
 def _sparsemax_adapters() -> list[Adapter]:
-    baseline = ours("sparsemax", "activations.sparsemax", _bind(lambda a: sparsemax, "x", "y"),
-                    "PyTorch sparsemax (KernelIndex baseline)")
-    return _adapters("sparsemax", baseline, "liger_kernel.transformers.sparsemax", "LigerSparsemax",
-                     lambda: sparsemax, "kernelindex.runner.ops.activations.sparsemax", liger_kwargs={"dim": -1})
+    return _our_adapters("sparsemax", sparsemax, "sparsemax", "liger_kernel.transformers.sparsemax", "LigerSparsemax",
+                         liger_kwargs={"dim": -1})
 
 
 # --- relu-squared ---------------------------------------------------------------------------------
@@ -107,10 +115,8 @@ def relu_squared(x: torch.Tensor) -> torch.Tensor:
 
 
 def _relu_squared_adapters() -> list[Adapter]:
-    baseline = ours("relu-squared", "activations.relu_squared", _bind(lambda a: relu_squared, "x", "y"),
-                    "PyTorch relu(x)² (KernelIndex baseline)")
-    return _adapters("relu-squared", baseline, "liger_kernel.transformers.relu_squared", "LigerReLUSquared",
-                     lambda: relu_squared, "kernelindex.runner.ops.activations.relu_squared")
+    return _our_adapters("relu-squared", relu_squared, "relu(x)²", "liger_kernel.transformers.relu_squared",
+                         "LigerReLUSquared")
 
 
 # --- megatron-swiglu ------------------------------------------------------------------------------
@@ -127,11 +133,8 @@ def silu_and_mul_reference(x: Tensors) -> Tensors:
 
 
 def _megatron_swiglu_adapters() -> list[Adapter]:
-    baseline = ours("megatron-swiglu", "activations.silu_and_mul", _bind(lambda a: silu_and_mul, "y", "out"),
-                    "PyTorch silu(gate) · up (KernelIndex baseline)")
-    return _adapters("megatron-swiglu", baseline, "liger_kernel.megatron", "LigerMegatronSwiGLU",
-                     lambda: silu_and_mul, "kernelindex.runner.ops.activations.silu_and_mul",
-                     arg="y", out="out")
+    return _our_adapters("megatron-swiglu", silu_and_mul, "silu(gate) · up", "liger_kernel.megatron",
+                         "LigerMegatronSwiGLU", arg="y", out="out")
 
 
 OPERATIONS = [
