@@ -20,7 +20,7 @@ from kernelindex.registry.gpu_table import (
     priority_gpus,
 )
 from kernelindex.registry.operation_specs import curated_operation, load_operation, operation_digests, operations
-from kernelindex.registry.projects import project_licenses, projects, source_mapping
+from kernelindex.registry.projects import project_licenses, project_manifest, projects, source_mapping
 from kernelindex.registry.relations import relation_rules
 from kernelindex.registry.runner_coverage import (
     forward_computes_gradient,
@@ -40,6 +40,7 @@ __all__ = [
     "DECISIONS", "FlopRule", "GpuSpec", "ModuleConstructor", "RegistryError", "SourcePolicy", "curated_operation",
     "device_product", "flop_rule", "forward_computes_gradient", "gpu_aliases", "gpu_for_product", "gpu_may_be",
     "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "load_operation", "module_constructors", "operation_digests",
-    "operations", "priority_gpus", "project_licenses", "projects", "refused_sources", "relation_rules",
-    "runner_pending", "runner_unavailable", "source_mapping", "source_policies", "source_policy", "why_not_verified",
+    "operations", "priority_gpus", "project_licenses", "project_manifest", "projects", "refused_sources",
+    "relation_rules", "runner_pending", "runner_unavailable", "source_mapping", "source_policies", "source_policy",
+    "why_not_verified",
 ]

@@ -8,12 +8,20 @@ from typing import Any
 
 import yaml
 
+from kernelindex.domain.manifests import SoftwareProject, build
 from kernelindex.registry.documents import ROOT, RegistryError, load_yaml
 
 
 @cache
 def projects() -> dict[str, dict[str, Any]]:
     return load_yaml("projects.yaml")["projects"]
+
+
+def project_manifest(slug: str) -> SoftwareProject:
+    """The catalog's SoftwareProject of a registry project: the same spec, so the same digest, for the runner and
+    every source that names it."""
+    entry = projects()[slug]
+    return build("SoftwareProject", entry["spec"], {"name": slug, "title": entry["title"]})
 
 
 @cache

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kernelindex import registry
 from kernelindex.domain.manifests import (
     BenchmarkRun,
     ExecutionEnvironment,
@@ -107,7 +108,7 @@ def verify_operation(
     used = [r for r in op.regions if any(r in rs for rs in wanted.values())]
     protocols = {r: records.protocol_manifest(operation, policy, calls_per_sample, r) for r in used}
     impls = [(a, records.implementation_manifest(a, operation)) for a in adapters]
-    projects = {a.project: records.project_manifest(a.project) for a in adapters}
+    projects = {a.project: registry.project_manifest(a.project) for a in adapters}
     result.manifests = [records.source_manifest(), operation, *workloads, *projects.values(),
                         *(impl for _, impl in impls), *protocols.values(), environment]
     ctx = Context(operation=operation, op=op, protocols=protocols, environment=environment, device=device,

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kernelindex import registry
 from kernelindex.domain.canonical import canonical_bytes
 from kernelindex.domain.manifests import BenchmarkProtocol, ExecutionEnvironment, ImplementationRevision, digest_of
 from kernelindex.runner import records
@@ -35,7 +36,7 @@ class _Builder:
 
     def __init__(self, environments: dict[str, ExecutionEnvironment], runner: dict[str, str]) -> None:
         self.environments, self.runner = environments, runner
-        self.project = records.project_manifest("pytorch")
+        self.project = registry.project_manifest("pytorch")
         self.out = ProblemRuns(manifests=[records.source_manifest(), self.project])
         self.statuses: Counter[str] = Counter()
         self._seen: dict[str, Any] = {}

@@ -12,7 +12,6 @@ from kernelindex.domain.manifests import (
     ExecutionEnvironment,
     ImplementationRevision,
     OperationSpec,
-    SoftwareProject,
     Source,
     WorkloadCase,
     build,
@@ -26,19 +25,13 @@ HARNESS = "kernelindex-runner"
 HARNESS_VERSION = "3"
 
 
-def project_manifest(slug: str) -> SoftwareProject:
-    """The catalog's SoftwareProject for a registry project (same spec, same digest)."""
-    entry = registry.projects()[slug]
-    return build("SoftwareProject", entry["spec"], {"name": slug, "title": entry["title"]})
-
-
 def _public_version(version: str) -> str:
     return version.split("+", 1)[0]
 
 
 def implementation_manifest(adapter: Any, operation: OperationSpec) -> ImplementationRevision:
     """ImplementationRevision for an adapter, pinned to the versions installed here."""
-    project = project_manifest(adapter.project)
+    project = registry.project_manifest(adapter.project)
     versions = adapter.versions()
     primary = adapter.packages[0]
     spec: dict[str, Any] = {

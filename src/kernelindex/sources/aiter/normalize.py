@@ -50,9 +50,7 @@ class Normalizer(SharedManifests):
         return self._once(("source",), lambda: source_manifest(SOURCE, notice_text()))
 
     def project(self) -> SoftwareProject:
-        entry = registry.projects()[PROJECT]
-        return self._once(("project",), lambda: build("SoftwareProject", entry["spec"],
-                                                      {"name": PROJECT, "title": entry["title"]}))
+        return self._once(("project",), lambda: registry.project_manifest(PROJECT))
 
     def protocol(self) -> BenchmarkProtocol:
         return self._once(("protocol",), tuner_protocol)

@@ -30,7 +30,6 @@ from kernelindex.sources.kernelbench.runs import (
     EntryRefused,
     environment_manifest,
     implementation_manifest,
-    project_manifest,
     protocol_manifest,
     run_manifest,
 )
@@ -98,7 +97,7 @@ class Mapper:
         self._built: dict[tuple[str, ...], Manifest] = {}
         self._signatures: dict[str, set[Any]] = defaultdict(set)
         self._slugs = self._operation_slugs()
-        self.project = project_manifest()
+        self.project = registry.project_manifest("pytorch")
         self.result.manifests += [source_manifest(SOURCE, license_text()), self.project]
 
     def problem(self, tree: str, file: str) -> ProblemFile:

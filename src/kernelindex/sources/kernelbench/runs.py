@@ -38,11 +38,6 @@ class EntryRefused(ValueError):
     """A timing entry that cannot become a run; the message is the reason counted in the report."""
 
 
-def project_manifest() -> Manifest:
-    entry = registry.projects()["pytorch"]
-    return build("SoftwareProject", entry["spec"], {"name": "pytorch", "title": entry["title"]})
-
-
 def implementation_manifest(operation: Manifest, configuration: str, project: Manifest, slug: str) -> Manifest:
     title, call = CONFIGURATIONS[configuration]
     spec = {

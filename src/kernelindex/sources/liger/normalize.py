@@ -58,10 +58,7 @@ class Normalizer(SharedManifests):
         return self._once(("op", slug), lambda: registry.load_operation(slug))
 
     def project(self, slug: str) -> SoftwareProject:
-        entry = registry.projects()[slug]
-        return self._once(
-            ("project", slug), lambda: build("SoftwareProject", entry["spec"], {"name": slug, "title": entry["title"]})
-        )
+        return self._once(("project", slug), lambda: registry.project_manifest(slug))
 
     def implementation(self, line: str, operation_slug: str, liger_version: str) -> ImplementationRevision:
         entry = self.mapping["implementations"][line]
