@@ -84,16 +84,17 @@ def _weight(floor: FloorEstimate) -> TensorTraffic:
 
 def test_an_embedding_run_with_a_recorded_count_gets_its_own_floors(catalog: Catalog) -> None:
     """Issue 20 item 2, per run: a runner run that recorded how many distinct ids it timed has floors that
-    count exactly those rows, on its row, its run page and the cohort's panel (the shipped runs predate
-    the count: one is given a count here)."""
+    count exactly those rows, on its row, its run page and the cohort's panel. Runner-7's shipped runs
+    record their counts; the test clears them in the cohort, gives one run a count, and restores them."""
     data, run = _embedding_run(catalog, ("verified", "replicated"))
-    workload = floor_for(data, run.workload, run.environment, run.protocol)
-    assert workload is not None and "an expectation" in (_weight(workload[0]).note or "")
-    shape = next(t for t in data.specs_json(run.workload)[1]["tensors"] if t["name"] == "weight")
-    size = {"fp32": 4, "bf16": 2, "fp16": 2}[shape["dtype"]]
-    counted = 37  # far fewer than the expectation: the floor must follow the count
-    run.spec.timing.raw["distinct_input_ids"] = str(counted)
+    recorded = {r.digest: r.spec.timing.raw.pop("distinct_input_ids", None) for r in data.runs}
     try:
+        workload = floor_for(data, run.workload, run.environment, run.protocol)
+        assert workload is not None and "an expectation" in (_weight(workload[0]).note or "")
+        shape = next(t for t in data.specs_json(run.workload)[1]["tensors"] if t["name"] == "weight")
+        size = {"fp32": 4, "bf16": 2, "fp16": 2}[shape["dtype"]]
+        counted = 37  # far fewer than the expectation: the floor must follow the count
+        run.spec.timing.raw["distinct_input_ids"] = str(counted)
         own = run_floors(data, run)
         assert own is not None and own[1] is not None
         for floor in own:
@@ -115,6 +116,24 @@ def test_an_embedding_run_with_a_recorded_count_gets_its_own_floors(catalog: Cat
     finally:
         for r in data.runs:
             r.spec.timing.raw.pop("distinct_input_ids", None)
+            if recorded[r.digest] is not None:
+                r.spec.timing.raw["distinct_input_ids"] = recorded[r.digest]
+
+
+def test_runner_7s_embedding_runs_are_floored_by_the_rows_they_read(catalog: Catalog) -> None:
+    """The shipped protocol-v3 embedding runs (runner-7, 2026-12-01) recorded the distinct ids they timed;
+    each ranked one's floors count those rows, never more than the workload's rows."""
+    data = load_all_operations(catalog)["embedding"]
+    ranked = {e.item.id for c in cohorts_of(data).values() for e in c.ranked}
+    counted = [r for r in data.runs if r.digest in ranked and "distinct_input_ids" in r.spec.timing.raw]
+    assert len(counted) >= 40
+    for run in counted:
+        floors = run_floors(data, run)
+        assert floors is not None and floors[0] is not None
+        weight = _weight(floors[0])
+        distinct = int(run.spec.timing.raw["distinct_input_ids"])
+        assert f"named {distinct:,} distinct rows" in (weight.note or "")
+        assert run.median_ns >= floors[0].floor_ns
 
 
 def test_a_reported_embedding_run_gets_the_labelled_expectation(catalog: Catalog) -> None:

@@ -11,7 +11,7 @@ reads only ceilings and runs on that GPU, so an answer that shows a few GPUs ask
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
 
@@ -23,11 +23,12 @@ from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
 from kernelindex.domain.expressions import evaluate
+from kernelindex.domain.gpus import GpuSpec
 from kernelindex.policy.ceilings import best_seen
 from kernelindex.policy.floor import Attainable, attainable_compute, compulsory_traffic, resolved_axes
 from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.readmodel.cache import READ_CACHE
-from kernelindex.readmodel.operation_data import OperationData
+from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 
 VERIFIED = ("verified", "replicated")
@@ -98,10 +99,7 @@ def _offer_gemm_ceiling(compute: dict[str, Attainable], spec: dict) -> None:
 def _gemm_flops(data: OperationData) -> dict[str, tuple[float, str]]:
     """Per GPU, the best FLOP rate a verified run of this 16-bit GEMM reached (so none is under the floor)."""
     best: dict[str, Attainable] = {}
-    for run in data.runs:
-        gpu = data.gpu_of(run.environment)
-        if gpu is None or not run.eligible or run.evidence not in VERIFIED or not run.median_ns:
-            continue
+    for run, gpu, median_ns in _verified_runs_with_gpu(data):
         if data.protocols[run.protocol].spec.timed_region != "forward":
             continue
         op_spec, wl_spec = data.specs_json(run.workload)
@@ -110,9 +108,18 @@ def _gemm_flops(data: OperationData) -> dict[str, tuple[float, str]]:
         if not flops or attainable_compute(op_spec, wl_spec, probe, None) is None:
             continue
         work = evaluate(flops, resolved_axes(op_spec, wl_spec))
-        _offer(best, gpu.slug, work / (run.median_ns * 1e-9),
+        _offer(best, gpu.slug, work / (median_ns * 1e-9),
                f"verified run {run.run_id} ({data.slug}) reached this GEMM rate on {gpu.short}, the best seen there")
     return {gpu: (a.bandwidth_bytes_per_s, a.source) for gpu, a in best.items()}
+
+
+def _verified_runs_with_gpu(data: OperationData) -> Iterator[tuple[Run, GpuSpec, int]]:
+    """The eligible verified runs with a median: each with its GPU (runs on a GPU the registry lacks skipped)
+    and its median in ns."""
+    for run in data.runs:
+        gpu = data.gpu_of(run.environment)
+        if gpu is not None and run.eligible and run.evidence in VERIFIED and run.median_ns:
+            yield run, gpu, run.median_ns
 
 
 def _offer(best: dict[str, Attainable], gpu: str, rate: float, source: str) -> None:
@@ -135,17 +142,14 @@ def _offer_ceilings(best: dict[str, Attainable], spec: dict) -> None:
 def _verified_rates(data: OperationData) -> dict[str, tuple[float, str]]:
     """Per GPU, the best rate a verified run of this operation moved its compulsory bytes at."""
     best: dict[str, Attainable] = {}
-    for run in data.runs:
-        gpu = data.gpu_of(run.environment)
-        if gpu is None or not run.eligible or run.evidence not in VERIFIED or not run.median_ns:
-            continue
+    for run, gpu, median_ns in _verified_runs_with_gpu(data):
         if skips_floor_traffic(forward_work_note(data, run)):
             continue
         region = data.protocols[run.protocol].spec.timed_region
         counted = recorded_distinct_ids(run.spec.timing.raw) or None  # the rows its gather read, when recorded
         moved = sum(t.bytes for t in compulsory_traffic(*data.specs_json(run.workload), region, data.slug,
                                                         distinct_ids=counted))
-        _offer(best, gpu.slug, moved / (run.median_ns * 1e-9),
+        _offer(best, gpu.slug, moved / (median_ns * 1e-9),
                f"verified run {run.run_id} ({data.slug}, {region}) moved its compulsory bytes at this rate on "
                f"{gpu.short}, the best seen sustained there")
     return {gpu: (a.bandwidth_bytes_per_s, a.source) for gpu, a in best.items()}
