@@ -16,8 +16,21 @@ from pathlib import Path
 from kernelindex import urls
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "kernelindex"
-SITE_NAMES = (r"operations|implementations|runs|records|gpus|challenges|compare|search|requests|feed\.atom|docs|api|"
-              r"home|use")
+
+
+def _builder_names() -> set[str]:
+    """The first segment of every path the URL builder declares (``WORKLOADS = "/workloads"`` adds
+    ``workloads``), so a path added there is caught when it is written out anywhere else."""
+    tree = ast.parse((PACKAGE / "urls.py").read_text(encoding="utf-8"))
+    return {node.value.value.split("/")[1] for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str) and re.match(r"^/[\w.]", node.value.value)}
+
+
+# the builder's own (plus the pages named since the builder began, kept should one move behind a helper)
+SITE_NAMES = "|".join(sorted(map(re.escape, _builder_names() | {
+    "operations", "implementations", "runs", "records", "gpus", "challenges", "compare", "search", "requests",
+    "feed.atom", "docs", "api", "home", "use"})))
 SITE_PATH = re.compile(rf"^/({SITE_NAMES})(?=$|[/?#])")
 
 
@@ -70,6 +83,8 @@ def test_the_check_sees_links_routes_and_f_strings() -> None:
     assert site_paths_written('url = f"/operations/{slug}?workload={key}"') == ["/operations/"]
     assert site_paths_written('@router.get("/records")\ndef f(): pass') == ["/records"]
     assert site_paths_written('x = "/api/v1" + path') == ["/api/v1"]
+    assert site_paths_written('@router.get("/workloads")\ndef f(): pass') == ["/workloads"]
+    assert site_paths_written('router.post("/resolve/batch", summary="x")') == ["/resolve/batch"]
     assert site_paths_written('"""/challenges: the page."""\nx = "/static/site.css"\ny = "/opera"') == []
 
 

@@ -121,7 +121,7 @@ class HttpBackend:
         return data
 
     def post_resolve(self, body: dict[str, Any]) -> Any:
-        return self._send("POST", "/resolve", json=body)
+        return self._send("POST", urls.RESOLVE, json=body)
 
 
 def backend_for(api: str | None, database: str | None) -> LocalBackend | HttpBackend:

@@ -71,7 +71,7 @@ class Server:
         return response.status_code == 200
 
     def upload(self, bundle: Path) -> dict[str, Any]:
-        response = self._post("/bundles", content=pack_bundle(bundle), headers={"content-type": "application/gzip"})
+        response = self._post(urls.BUNDLES, content=pack_bundle(bundle), headers={"content-type": "application/gzip"})
         return _ok(response, "uploading the bundle")
 
     def complete(self, request_id: int, replica: int, token: str, **outcome: str) -> dict[str, Any]:

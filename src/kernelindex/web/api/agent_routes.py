@@ -93,7 +93,7 @@ USE_DESCRIPTION = (
 
 def register(router: APIRouter) -> None:
     """Add these routes to the API v1 router (before its fallback route, which takes every other path)."""
-    router.post("/resolve/batch", summary="Resolve up to 50 queries in one call", description=BATCH_DESCRIPTION,
+    router.post(urls.RESOLVE_BATCH, summary="Resolve up to 50 queries in one call", description=BATCH_DESCRIPTION,
                 responses={200: {"description": "One answer per query, in order", "model": BatchOut},
                            **problem_responses(400, 413, 415, 422, "4XX")})(post_resolve_batch)
     use_ok = {"description": "The recommendation (status measured, not_measured_on_gpu, not_measured, "

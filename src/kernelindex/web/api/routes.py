@@ -73,7 +73,7 @@ def list_operations(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Curs
     return _json(paginate("operations", items, lambda o: [o["slug"]], limit, cursor))
 
 
-@router.get(urls.OPERATION + "/workloads", summary="Workload cases of one operation",
+@router.get(urls.OPERATION_WORKLOADS, summary="Workload cases of one operation",
             responses=_ok("Workloads with eligible runs", LIST_SCHEMA, 404))
 def list_operation_workloads(request: Request, slug: Slug, limit: Limit = DEFAULT_LIMIT,
                              cursor: Cursor = None) -> JSONResponse:
@@ -81,7 +81,7 @@ def list_operation_workloads(request: Request, slug: Slug, limit: Limit = DEFAUL
     return _json(paginate(f"workloads:{slug}", items, lambda w: [w["key"]], limit, cursor))
 
 
-@router.get("/workloads", summary="Workload cases, optionally of one operation",
+@router.get(urls.WORKLOADS, summary="Workload cases, optionally of one operation",
             responses=_ok("Workloads with eligible runs", LIST_SCHEMA, 404))
 def list_workloads(
     request: Request,
@@ -106,7 +106,7 @@ def list_gpus(request: Request, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = N
     return _json(paginate("gpus", items, lambda g: [g["url"]], limit, cursor))
 
 
-@router.post("/resolve", summary="Resolve a structured request",
+@router.post(urls.RESOLVE, summary="Resolve a structured request",
              description="The same resolver as the text query: the structured form of a query returns the same "
                          "answer. Unknown fields are rejected; a value that names nothing is a 422 with a "
                          "suggestion.",
