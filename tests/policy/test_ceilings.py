@@ -88,3 +88,32 @@ def test_the_environment_records_each_kernel_at_its_best_size_and_the_gpu_table_
     assert (write.best_bytes_per_s, write.bytes_read, write.bytes_written) == (4.70e12, 0, 64 * MIB)
     only_before = {r.kernel: r for r in ceiling_rows([before], 4800, "datasheet", None)}
     assert only_before["write-only: fill a buffer"].bytes_written == 1 << 30  # the single 1 GiB probe
+
+
+def test_the_gpu_table_shows_the_ceiling_gemm_and_which_compute_floor_uses_it() -> None:
+    from kernelindex.policy.floor import Attainable
+    from kernelindex.readmodel.ceilings import (
+        BELOW_BEST_USE,
+        COMPUTE_ATTAINABLE_USE,
+        COMPUTE_PHYSICAL_USE,
+        GEMM_CEILING_KERNEL,
+        compute_ceiling_rows,
+    )
+    from kernelindex.runner.environment import Probe, environment_manifest
+
+    def env(flops: float | None):  # noqa: ANN202 - an ExecutionEnvironment
+        return environment_manifest(Probe("NVIDIA H200", "sm_90", 141 << 30, copy_bandwidth_bytes_per_s=4.0e12,
+                                          fp16_gemm_flops_per_s=flops))
+
+    assert compute_ceiling_rows([env(None)], 989.5, "datasheet", None) == []  # before the ceiling GEMM: no rows
+    ceiling = Attainable(4.0e12, "copy", compute_flops_per_s=741e12, compute_source="the ceiling GEMM")
+    rows = compute_ceiling_rows([env(741e12), env(702e12), env(None)], 989.5, "datasheet", ceiling)
+    assert [(r.kernel, r.best_flops_per_s, r.lowest_flops_per_s, r.measurements, r.used_by) for r in rows] == [
+        (GEMM_CEILING_KERNEL, 741e12, 702e12, 2, COMPUTE_ATTAINABLE_USE),
+        ("datasheet fp16 dense peak — datasheet", 989.5e12, None, 0, COMPUTE_PHYSICAL_USE)]
+    # a verified GEMM run faster than the ceiling sets the attainable rate: its own row, first
+    faster = Attainable(4.0e12, "copy", compute_flops_per_s=760e12, compute_source="verified run abc (gemm)")
+    rows = compute_ceiling_rows([env(741e12)], 989.5, "datasheet", faster)
+    assert [(r.kernel, r.used_by) for r in rows] == [
+        ("verified run abc (gemm)", COMPUTE_ATTAINABLE_USE), (GEMM_CEILING_KERNEL, BELOW_BEST_USE),
+        ("datasheet fp16 dense peak — datasheet", COMPUTE_PHYSICAL_USE)]

@@ -2,7 +2,9 @@
 KernelIndex runner times on it — device-to-device copy, read-only, write-only — the bytes one call moves,
 the best and the range over every environment that measured it, and which floor uses it; beside them
 the datasheet peak (the physical floor) and, when a verified run moved its bytes faster than every
-ceiling, that run (the attainable floor then divides by its rate: readmodel/attainable.py)."""
+ceiling, that run (the attainable floor then divides by its rate: readmodel/attainable.py). Below them, the
+compute ceiling: the 16-bit GEMM a runner times (8192³ fp16, cuBLAS), which the attainable compute floor of a
+16-bit GEMM divides by, beside the datasheet's fp16 dense peak."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ KERNELS = (
 ATTAINABLE_USE = "the attainable floor (the best bandwidth seen on this GPU)"
 PHYSICAL_USE = "the physical floor (datasheet; no correct run beats it)"
 BELOW_BEST_USE = "none on the pages: below the best seen"
+GEMM_CEILING_KERNEL = "16-bit GEMM: torch.matmul (cuBLAS), 8192 × 8192 × 8192 fp16"
+COMPUTE_ATTAINABLE_USE = "the attainable compute floor of 16-bit GEMMs (the best GEMM rate seen on this GPU)"
+COMPUTE_PHYSICAL_USE = "the physical compute floor of 16-bit GEMMs (datasheet; no correct run beats it)"
 
 
 @dataclass
@@ -55,4 +60,32 @@ def ceiling_rows(environments: list[ExecutionEnvironment], bandwidth_gbps: float
         rows.insert(0, CeilingRow(attainable.source, None, None, attainable.bandwidth_bytes_per_s, None, 1,
                                   ATTAINABLE_USE))
     rows.append(CeilingRow(f"datasheet HBM peak — {source}", None, None, bandwidth_gbps * 1e9, None, 0, PHYSICAL_USE))
+    return rows
+
+
+@dataclass
+class ComputeCeilingRow(JsonModel):
+    kernel: str
+    best_flops_per_s: float
+    lowest_flops_per_s: float | None  # over every environment that measured it (None: one figure only)
+    measurements: int  # environments that measured it (0: the datasheet)
+    used_by: str
+
+
+def compute_ceiling_rows(environments: list[ExecutionEnvironment], peak_tflops_fp16: float | None, source: str,
+                         attainable: Attainable | None) -> list[ComputeCeilingRow]:
+    """The ceiling GEMM over the environments that measured it (none measured: no rows), a verified GEMM run
+    that set the attainable rate above it as its own row, and the datasheet's fp16 dense peak."""
+    values = [v for e in environments if (v := e.spec.fp16_gemm_flops_per_s)]
+    if not values:
+        return []
+    best, low = max(values), min(values)
+    attained = attainable.compute_flops_per_s if attainable else None
+    used = COMPUTE_ATTAINABLE_USE if attained == best else BELOW_BEST_USE
+    rows = [ComputeCeilingRow(GEMM_CEILING_KERNEL, best, low if low != best else None, len(values), used)]
+    if attainable and attained and used != COMPUTE_ATTAINABLE_USE:
+        rows.insert(0, ComputeCeilingRow(attainable.compute_source, attained, None, 1, COMPUTE_ATTAINABLE_USE))
+    if peak_tflops_fp16:
+        rows.append(ComputeCeilingRow(f"datasheet fp16 dense peak — {source}", peak_tflops_fp16 * 1e12, None, 0,
+                                      COMPUTE_PHYSICAL_USE))
     return rows

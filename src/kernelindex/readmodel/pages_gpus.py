@@ -10,7 +10,7 @@ from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.gpus import GpuDatasheet
 from kernelindex.domain.manifests import ExecutionEnvironment
-from kernelindex.readmodel.ceilings import CeilingRow, ceiling_rows
+from kernelindex.readmodel.ceilings import CeilingRow, ComputeCeilingRow, ceiling_rows, compute_ceiling_rows
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import attainable_now
@@ -52,6 +52,7 @@ class GpuPage(JsonModel):
     gpu: GpuFacts
     measured_ceilings: list[MeasuredCeiling] = field(default_factory=list)  # one per environment that measured
     ceilings: list[CeilingRow] = field(default_factory=list)  # the same, one row per ceiling kernel, and its floor
+    compute_ceilings: list[ComputeCeilingRow] = field(default_factory=list)  # the ceiling GEMM, the fp16 peak
     coverage: list[Coverage] = field(default_factory=list)
     records: list[CohortSummary] = field(default_factory=list)  # one page of the cohorts measured here
     records_paging: Paging | None = None
@@ -109,6 +110,8 @@ def _add_ceilings(catalog: Catalog, model: GpuPage, spec: registry.GpuSpec,
     if measured:
         attainable = attainable_now(catalog).get(spec.slug)
         model.ceilings = ceiling_rows(list(measured.values()), spec.bandwidth_gbps, spec.source, attainable)
+        model.compute_ceilings = compute_ceiling_rows(list(measured.values()), spec.peaks_tflops.get("fp16"),
+                                                      spec.source, attainable)
 
 
 def gpus_index(catalog: Catalog) -> list[GpuIndexEntry]:
