@@ -16,6 +16,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import digest_of, parse_manifest
 from kernelindex.trust.bundles import publish_bundle
 from kernelindex.trust.uploads import pack_bundle
+from kernelindex.web.api.write_schemas import MeasurementRequestOut
 
 SHIPPED_AXES = {"seq": 2048, "hidden": 8192, "q_heads": 32, "kv_heads": 8}  # a case of the shipped rope bundle
 ROPE = {"operation": "rope", "axes": {"seq": 2048, "hidden": 4096, "q_heads": 32, "kv_heads": 8},
@@ -104,6 +105,7 @@ def test_leases_replicas_and_completion(client: TestClient, app: Any, fleet_cata
     assert failed.json()["state"] == "failed"
     assert [r["state"] for r in failed.json()["replicas"]] == ["done", "failed"]
     assert "no wheel" in failed.json()["replicas"][1]["failure"]
+    MeasurementRequestOut.model_validate(failed.json())  # as the OpenAPI document says (replicas: their own schema)
     actions = [(e.action, e.outcome) for e in audit.entries(fleet_catalog)]
     assert actions.count(("request.claim", "claimed")) == 3
     assert ("request.claim", "refused: untrusted_runner") in actions

@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernelindex.catalog.audit import AuditEntry
+from kernelindex.catalog.requests import Replica
+
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -23,19 +26,6 @@ class BundleOut(_Out):
                     "from an earlier or a concurrent upload, and this one wrote nothing (200)")
 
 
-class ReplicaOut(_Out):
-    replica: int
-    state: str
-    runner: str | None
-    runner_key_id: str | None
-    lease_until: str | None
-    claimed_at: str | None
-    finished_at: str | None
-    bundle_digest: str | None
-    failure: str | None
-    attempts: int
-
-
 class MeasurementRequestOut(_Out):
     id: int
     digest: str
@@ -48,7 +38,7 @@ class MeasurementRequestOut(_Out):
     created_at: str
     updated_at: str
     age_seconds: int
-    replicas: list[ReplicaOut]
+    replicas: list[Replica]  # the replica is its own schema, as the audit entry is
     url: str
 
 
@@ -71,19 +61,6 @@ class LeaseOut(_Out):
     lease_seconds: float
 
 
-class AuditEntryOut(_Out):
-    id: int
-    at: str
-    actor: str
-    api_key: str | None
-    scope: str | None
-    action: str
-    object_digest: str | None
-    client: str | None
-    outcome: str
-    detail: dict[str, Any] | None
-
-
 class AuditOut(_Out):
-    items: list[AuditEntryOut]
+    items: list[AuditEntry]  # the entry is its own schema, as the read models are (web/api/twins.py)
     next_after: int
