@@ -60,23 +60,25 @@ class AttestationRow(Base):
     checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
-class RetractionRow(Base):
-    __tablename__ = "retractions"
-    digest: Mapped[str] = mapped_column(DIGEST, primary_key=True)
-    run: Mapped[str] = mapped_column(DIGEST, index=True)
+class AdministrativeAct:
+    """What every administrative act on runs records (a retraction, a supersession): why, who, when."""
+
     reason: Mapped[str] = mapped_column(Text)
     actor: Mapped[str] = mapped_column(String(200))
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
-class SupersessionRow(Base):
+class RetractionRow(AdministrativeAct, Base):
+    __tablename__ = "retractions"
+    digest: Mapped[str] = mapped_column(DIGEST, primary_key=True)
+    run: Mapped[str] = mapped_column(DIGEST, index=True)
+
+
+class SupersessionRow(AdministrativeAct, Base):
     __tablename__ = "supersessions"
     digest: Mapped[str] = mapped_column(DIGEST, primary_key=True)
     new: Mapped[str] = mapped_column(DIGEST, index=True)
     old: Mapped[str] = mapped_column(DIGEST, index=True)
-    reason: Mapped[str] = mapped_column(Text)
-    actor: Mapped[str] = mapped_column(String(200))
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class TrustedRunnerRow(Base):
