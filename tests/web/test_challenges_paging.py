@@ -117,20 +117,6 @@ def test_a_page_that_does_not_exist_is_refused_with_help(client: TestClient, pag
         assert f"pages run from 1 to {pages}" in html.text and f"pages run from 1 to {pages}" in api.json()["detail"]
 
 
-def test_pages_are_kept_one_slot_each_and_refused_pages_keep_nothing(client: TestClient) -> None:
-    from kernelindex.readmodel.cache import READ_CACHE
-
-    def ours(key: object) -> bool:
-        return isinstance(key, tuple) and "challenges+requests" in key
-
-    READ_CACHE.discard(ours)
-    for page in ["1", "2", "3", "2", "9999", "0"]:
-        for asked in ("", "7", "8"):
-            client.get("/challenges", params={"page": page, "asked": asked} if asked else {"page": page})
-    kept = [key[-1] for key in list(READ_CACHE._items) if ours(key[-1])]  # (url, scope, version, key)
-    assert sorted(key[-1] for key in kept) == [1, 2, 3]  # one per page that exists, whatever `asked` was
-
-
 def test_the_schema_declares_the_page_parameter(app: Any) -> None:
     (parameter,) = app.openapi()["paths"]["/api/v1/challenges"]["get"]["parameters"]
     schema = next(s for s in parameter["schema"].get("anyOf", [parameter["schema"]]) if "pattern" in s)

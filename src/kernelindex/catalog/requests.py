@@ -90,10 +90,40 @@ class Claim:
     lease_until: datetime
 
 
+_WRITES: dict[str, int] = {}  # catalog URL → how many request writes this process made
+
+
+def writes_here(catalog: Catalog) -> int:
+    """How many times this process filed, merged, claimed or finished a request in ``catalog``: a reader
+    holding the listing reads it again as soon as this moves (another process's writes show in
+    ``requests_stamp``)."""
+    return _WRITES.get(catalog.url, 0)
+
+
+def _wrote(catalog: Catalog) -> None:
+    _WRITES[catalog.url] = _WRITES.get(catalog.url, 0) + 1
+
+
+def requests_stamp(catalog: Catalog) -> tuple[int, str | None]:
+    """What moves whenever a request is filed, merged, claimed or finished, by any process: how many there
+    are and when the latest of them changed (every such write sets the request's ``updated_at``)."""
+    with catalog.engine.connect() as conn:
+        count, latest = conn.execute(select(func.count(), func.max(MeasurementRequestRow.updated_at))).one()
+    return count, latest.isoformat() if latest is not None else None
+
+
 def submit(catalog: Catalog, *, spec: dict[str, Any], digest: str, workload: dict[str, Any]) -> tuple[
         MeasurementRequest, bool]:
     """Store a request, or merge it into the identical open one (its askers count goes up).
     Returns the request and whether it merged."""
+    try:
+        return _submit(catalog, spec, digest, workload)
+    finally:  # committed (or not: reading the listing again costs one read)
+        _wrote(catalog)
+
+
+def _submit(catalog: Catalog, spec: dict[str, Any], digest: str, workload: dict[str, Any]) -> tuple[
+        MeasurementRequest, bool]:
     for _ in range(3):
         now = datetime.now(UTC)
         with catalog.engine.begin() as conn:
@@ -187,6 +217,14 @@ def list_requests(catalog: Catalog, *, state: str | None = None, limit: int = 20
 def claim(catalog: Catalog, *, gpu: str, runner_key_id: str, runner_name: str, lease_seconds: float,
           operations: list[str] | None = None) -> Claim | None:
     """Claim one claimable replica of the oldest request for ``gpu`` that this runner has not served."""
+    try:
+        return _claim(catalog, gpu, runner_key_id, runner_name, lease_seconds, operations)
+    finally:
+        _wrote(catalog)
+
+
+def _claim(catalog: Catalog, gpu: str, runner_key_id: str, runner_name: str, lease_seconds: float,
+           operations: list[str] | None) -> Claim | None:
     now = datetime.now(UTC)
     mine = aliased(RequestReplicaRow)
     claimable = or_(RequestReplicaRow.state == OPEN,
@@ -257,6 +295,14 @@ def finish(catalog: Catalog, request_id: int, replica: int, token: str, *, bundl
     """Mark a claimed replica done (with the published bundle that fulfilled it: runs signed by the
     claiming runner, in a bundle that completed no other replica, and whatever ``verify`` checks) or
     failed (with the failure). LeaseLost if the claim expired and moved."""
+    try:
+        return _finish(catalog, request_id, replica, token, bundle_digest, failure, verify)
+    finally:
+        _wrote(catalog)
+
+
+def _finish(catalog: Catalog, request_id: int, replica: int, token: str, bundle_digest: str | None,
+            failure: str | None, verify: Verify | None) -> MeasurementRequest:
     now = datetime.now(UTC)
     with catalog.engine.begin() as conn:
         row = conn.execute(select(RequestReplicaRow).where(

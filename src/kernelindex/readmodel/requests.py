@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from kernelindex import registry, urls
@@ -17,6 +19,44 @@ from kernelindex.readmodel.jsonable import JsonModel
 def requests_listing(catalog: Catalog, now: datetime, *, state: str | None = None) -> list[dict[str, Any]]:
     """Every request (newest first) with its age and replicas, as pages and the API show them."""
     return [r.to_json(now) for r in stored.list_requests(catalog, state=state)]
+
+
+@dataclass(frozen=True)
+class HeldRequests:
+    """The requests as last read (newest first), numbered by ``generation``: a new number each read that
+    found them changed, so a page rendered from them is kept by that number (web/answer_scope.py)."""
+
+    generation: int
+    requests: list[stored.MeasurementRequest]
+    stamp: tuple[int, str | None]
+    writes: int
+    read_at: float
+    until: datetime | None  # the first claim whose lease runs out: from then on it shows as open again
+
+
+_HELD: dict[str, HeldRequests] = {}
+_GENERATIONS = itertools.count(1)
+
+
+def held_requests(catalog: Catalog) -> HeldRequests:
+    """Every request (as ``list_requests``), read again only when one was filed, merged, claimed or
+    finished — by this process: at once; by another: seen by the stamp, read at most every
+    ``catalog.version_fresh_s`` (as the catalog version is) — or when a claim's lease ran out."""
+    held, writes = _HELD.get(catalog.url), stored.writes_here(catalog)
+    if held is not None and held.writes == writes and (held.until is None or datetime.now(UTC) < held.until):
+        if time.monotonic() - held.read_at < catalog.version_fresh_s:
+            return held
+        stamp = stored.requests_stamp(catalog)
+        if stamp == held.stamp:
+            held = _HELD[catalog.url] = HeldRequests(held.generation, held.requests, stamp, writes, time.monotonic(),
+                                                     held.until)
+            return held
+    started, stamp = time.monotonic(), stored.requests_stamp(catalog)  # before the listing: a change between shows
+    requests = stored.list_requests(catalog)
+    until = min((r.lease_until for q in requests for r in q.replicas if r.state == stored.CLAIMED and r.lease_until),
+                default=None)
+    held = _HELD[catalog.url] = HeldRequests(next(_GENERATIONS), requests, stamp, writes, started, until)
+    return held
 
 
 def ask_url(operation: str, workload_key: str, gpu: str) -> str:

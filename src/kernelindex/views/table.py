@@ -162,8 +162,8 @@ VIEWS: tuple[View, ...] = (
          api=ApiDoc("One GPU: peaks, measured ceilings, coverage, records", "The GPU page's model",
                     "The GPU page's model. Its cohorts (`records`) come a numbered page at a time, as on the page: "
                     "`records_paging` gives `page`, `pages`, `total`, `previous` and `next`.", errors=(404,))),
-    # /challenges also shows the live measurement requests, which change without a catalog version
-    View("challenges", urls.CHALLENGES, challenges_page, "challenges.html", query=(p.PAGE,), keeps_answers=False,
+    # /challenges also shows the measurement requests: its answer is kept by them too (web/answer_scope.py)
+    View("challenges", urls.CHALLENGES, challenges_page, "challenges.html", query=(p.PAGE,),
          csv=CHALLENGES_CSV,
          api=ApiDoc("Open challenges", "Unmeasured cells, unbeaten baselines, single-entry cohorts, stale records",
                     _CHALLENGES)),

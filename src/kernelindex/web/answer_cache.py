@@ -18,8 +18,9 @@ the catalog version: when that moved, the previous answer is still served for at
 ``STALE_FOR_S`` seconds after this worker first saw the newer version, while one background task
 computes the new one (stale-while-revalidate); past that it is computed on the request.
 
-An answer that sets a cookie or says ``no-store`` is never kept; ``/challenges`` is not declared (it
-shows the live measurement requests, which change without a catalog version). A kept answer has an
+``/challenges`` also shows the measurement requests, which change without a catalog version: its
+stamp adds what it shows of them (``answer_scope.live_scope``), and a stale answer is served only while
+that still holds. An answer that sets a cookie or says ``no-store`` is never kept. A kept answer has an
 ETag, so a client revalidating with ``If-None-Match`` gets a 304.
 """
 
@@ -31,6 +32,7 @@ import logging
 import re
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from anyio import to_thread
@@ -41,7 +43,7 @@ from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.loading import OperationData, load_operation, loaded_operation
 from kernelindex.readmodel.other_dtype import answer_operations
 from kernelindex.readmodel.versions import VERSIONS, Versions
-from kernelindex.web.answer_scope import operation_scope
+from kernelindex.web.answer_scope import live_scope, operation_scope
 from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("kernelindex.web")
@@ -122,9 +124,9 @@ class AnswerCache:
         # for VERSION_FRESH_S after a database read (catalog/db.py), so most requests make no round trip.
         catalog = state.catalog
         key = ("answer", state.clock().date().isoformat(), scope["path"], scope.get("query_string", b""))
-        stamp = await _stamp(catalog, VERSIONS.current(catalog), operation_scope(catalog, scope["path"]))
+        stamp = await _stamp(catalog, VERSIONS.current(catalog), scope["path"], state.clock())
         kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
-        if isinstance(kept, KeptAnswer) and (kept.stamp == stamp or self._may_serve_stale(state, kept)):
+        if isinstance(kept, KeptAnswer) and (kept.stamp == stamp or self._may_serve_stale(state, kept, stamp)):
             await _send_kept(kept, scope, send)
             if kept.stamp != stamp:
                 self._refresh_later(scope, key)
@@ -164,9 +166,10 @@ class AnswerCache:
         return self._kept_path is not None and self._kept_path.fullmatch(path) is not None
 
     @staticmethod
-    def _may_serve_stale(state: Any, kept: KeptAnswer) -> bool:
-        """A site-wide answer of an older catalog version, superseded less than STALE_FOR_S ago."""
-        if kept.stamp[0] != SITE:
+    def _may_serve_stale(state: Any, kept: KeptAnswer, stamp: Stamp) -> bool:
+        """A site-wide answer of an older catalog version, superseded less than STALE_FOR_S ago, that shows
+        the live requests (if any) as they are now."""
+        if kept.stamp[0] != SITE or kept.stamp[2] != stamp[2]:
             return False
         superseded = VERSIONS.superseded_for(state.catalog, kept.stamp[1])
         return superseded is not None and superseded <= state.stale_for_s
@@ -186,7 +189,7 @@ class AnswerCache:
         try:
             async with self._slots:
                 catalog = scope["app"].state.catalog
-                stamp = await _stamp(catalog, VERSIONS.current(catalog), operation_scope(catalog, scope["path"]))
+                stamp = await _stamp(catalog, VERSIONS.current(catalog), scope["path"], scope["app"].state.clock())
                 await self._answer_and_keep(scope, _no_body(), _discard, key, stamp)
         except Exception:  # the next request computes it instead
             log.warning("computing %s in the background failed", scope["path"], exc_info=True)
@@ -194,11 +197,12 @@ class AnswerCache:
             self._refreshing.discard(marker)
 
 
-async def _stamp(catalog: Catalog, versions: Versions, operation: str | None) -> Stamp:
+async def _stamp(catalog: Catalog, versions: Versions, path: str, now: datetime) -> Stamp:
     """What a kept answer must have been computed at to be served. The operation's attainable figures are
     known inline when this worker holds the operation; else loading it is left to a thread."""
+    operation = operation_scope(catalog, path)
     if operation is None:
-        return SITE, versions.catalog, ()
+        return SITE, versions.catalog, live_scope(catalog, path, now)
     # An operation page also shows its reviewed "same shape, other dtype" counterparts' evidence.
     version = max(versions.of(slug) for slug in answer_operations(operation))
     data = loaded_operation(catalog, operation, versions)

@@ -1,33 +1,23 @@
-"""/challenges: one page of the challenges view (cached per catalog version) plus the measurement
-requests, read live: requests are not catalog data and do not move the catalog version, and their
-ages tick. The page table declares the view; this is its HTML page's own endpoint."""
+"""/challenges: one page of the challenges view plus the measurement requests, which are not catalog
+data and do not move the catalog version (they are held as ``readmodel.requests.held_requests`` reads
+them, and the answer is kept by what it shows of them). The page table declares the view; this is its
+HTML page's own endpoint."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from fastapi import Request
 from starlette.responses import HTMLResponse, Response
 
 from kernelindex import urls
-from kernelindex.readmodel.cache import READ_CACHE
-from kernelindex.readmodel.requests import requests_listing
+from kernelindex.readmodel.requests import held_requests
 from kernelindex.views.table import View
-from kernelindex.web.pages import canonical_link, catalog_of, now_of, page_errors, query_of
+from kernelindex.web.pages import canonical_link, catalog_of, html_with_etag, now_of, page_errors, query_of
 from kernelindex.web.render import render
 
 Renderer = Callable[[Request, dict[str, Any], dict[str, Any]], HTMLResponse]
-_CHALLENGES_KEY = ("html", "challenges+requests")
-
-
-def challenges_key(page: int) -> tuple[str, str, int]:
-    """The rendered-body slot of one page of /challenges (only pages that exist get one: a build that
-    refuses its page is not kept)."""
-    return (*_CHALLENGES_KEY, page)
-
-
 def _asked(request: Request) -> int | None:
     """The request just filed through the form (``?asked=``), highlighted in the listing."""
     asked = request.query_params.get("asked", "")
@@ -48,27 +38,16 @@ def endpoint(view: View, render_page: Renderer) -> Callable[[Request], Response]
         kept = {k: v for k, v in query_of(request).items() if k in ("page", "asked")}
         with page_errors(request):
             args = view.arguments(None, view.known(kept))
-        request.state.requests_listing = listing = requests_listing(catalog, now)
-        number = int(args["page"] or 1)  # one body per page, whatever else is asked
+        request.state.requests_listing = [r.to_json(now) for r in held_requests(catalog).requests]
 
-        def build() -> bytes:
-            with page_errors(request):  # a page past the last is refused here, and nothing is kept
+        def build() -> HTMLResponse:
+            with page_errors(request):  # a page past the last is refused here
                 data = view.data(catalog, now, args)
-            return bytes(render_page(request, args, data).body)
+            return render_page(request, args, data)
 
-        # One page took ~60 ms to render when it was the whole ~1 MB list. Each page's rendered body is kept
-        # with the catalog version in its own slot (one per page that exists: the page number is checked before
-        # and the build refuses a page past the last), with what it was rendered for (day, `asked`, the live
-        # request listing with its ticking ages): a new, claimed or finished request shows at once, and ages
-        # and arbitrary `asked` values never add slots.
-        key = challenges_key(number)
-        rendered_for = (now.date().isoformat(), _asked(request), orjson.dumps(listing, default=str))
-        kept_for, body = READ_CACHE.get(catalog, key, lambda: (rendered_for, build()))
-        if kept_for != rendered_for:
-            READ_CACHE.discard(lambda k: k == key)
-            kept_for, body = READ_CACHE.get(catalog, key, lambda: (rendered_for, build()))
-        if kept_for != rendered_for:  # another request re-filled the slot for other arguments meanwhile
-            body = build()
-        return HTMLResponse(body, headers={"cache-control": "no-store", **canonical_link(request, kept)})
+        # The whole answer is kept by the answer cache, by the catalog version and what it shows of the
+        # requests (web/answer_scope.py's live_scope): a new, claimed or finished request shows at once.
+        # Browsers and proxies check it (ETag) on every use: a request filed elsewhere must not wait out a max-age.
+        return html_with_etag(request, build, {"cache-control": "no-cache", **canonical_link(request, kept)})
 
     return challenges_with_requests

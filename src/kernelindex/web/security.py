@@ -30,6 +30,7 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 CACHE_PUBLIC_READ = b"public, max-age=60, stale-while-revalidate=300"
 CACHE_STATIC = b"public, max-age=31536000, immutable"
 CACHE_NONE = b"no-store"
+CACHE_REVALIDATE = b"no-cache"  # stored, but checked (ETag) on every use: /challenges' live requests
 
 log = logging.getLogger("kernelindex.web.access")
 error_log = logging.getLogger("kernelindex.web")
@@ -79,8 +80,10 @@ class SecurityMiddleware:
                 ]
                 existing = {k.lower() for k, _ in headers}
                 headers.extend(h for h in SECURITY_HEADERS if h[0] not in existing)
-                # A response that must not be stored (a form with its CSRF cookie) says so itself.
-                policy = CACHE_NONE if CACHE_NONE in asked else cache_control_for(method, path, status)
+                # A response that must not be stored (a form with its CSRF cookie), or be used unchecked (a
+                # page showing the live requests), says so itself.
+                policy = next((own for own in (CACHE_NONE, CACHE_REVALIDATE) if own in asked),
+                              cache_control_for(method, path, status))
                 headers.append((b"cache-control", policy))
                 message["headers"] = headers
             await send(message)
