@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from kernelindex import urls
 from kernelindex.catalog import requests as stored
@@ -41,13 +41,22 @@ def page(catalog: Catalog, now: datetime, name: str, subject: str | None = None,
         return read_refusal(exc)
 
 
-# ---- the indexes beside the page views: every door lists them from here, each kept per catalog version
-# under its own name (``("index", name, …)``), so the HTML list and the API's pages share one computation
+T = TypeVar("T")
+
+# ---- a service's finished answer is kept per catalog version (or the resolver's version) under one key:
+# the service's name and the arguments it declares (``kept``); no door adds a key of its own, so the HTML
+# list, the API's pages and MCP share one computation
+
+
+def kept(catalog: Catalog, service: str, arguments: tuple[Any, ...], compute: Callable[[], T], *,
+         version: int | None = None) -> T:
+    """``compute()``, kept under (``service``, *``arguments``) at the catalog version (or ``version``)."""
+    answer: T = READ_CACHE.get(catalog, ("service", service, *arguments), compute, version=version)
+    return answer
 
 
 def _index(catalog: Catalog, key: tuple[Any, ...], compute: Callable[[], list[Answer]]) -> list[Answer]:
-    items: list[Answer] = READ_CACHE.get(catalog, ("index", *key), compute)
-    return items
+    return kept(catalog, key[0], key[1:], compute)
 
 
 def gpus(catalog: Catalog) -> list[Answer]:
@@ -123,7 +132,7 @@ def batch(catalog: Catalog, now: datetime, queries: list[Any]) -> Answer | Probl
         def compute(query: object = query) -> Answer | Problem:
             return answer(catalog, now, query, source)
 
-        outcome = READ_CACHE.get(catalog, _batch_key(query, now), compute, version=version)
+        outcome = kept(catalog, *_batch_key(query, now), compute, version=version)
         if isinstance(outcome, Problem):
             slot = Problem(outcome.code, outcome.detail,
                            tuple({**e, "field": f"queries[{index}].{e['field']}"} for e in outcome.errors))
@@ -135,19 +144,18 @@ def batch(catalog: Catalog, now: datetime, queries: list[Any]) -> Answer | Probl
     return {"count": len(answers), "answered": len(answers) - failed, "failed": failed, "answers": answers}
 
 
-def _batch_key(query: object, now: datetime) -> tuple[str, ...]:
+def _batch_key(query: object, now: datetime) -> tuple[str, tuple[str, str]]:
     """Text answers are keyed on the text; structured ones on their canonical JSON; both on the day
     (staleness moves by days)."""
     day = now.date().isoformat()
     if isinstance(query, str):
-        return ("api", "search", day, query)
-    return ("api", "resolve", day, json.dumps(query, sort_keys=True))
+        return "search", (day, query)
+    return "resolve", (day, json.dumps(query, sort_keys=True))
 
 
 def use(catalog: Catalog, now: datetime, text: str) -> Answer | Problem:
     """What to run for one exact workload on one GPU (``ki use``, ``GET /api/v1/use``, the use box)."""
-    outcome = READ_CACHE.get(catalog, ("api", "use", now.date().isoformat(), text),
-                             lambda: use_text(catalog, text, now=now))
+    outcome = kept(catalog, "use", (now.date().isoformat(), text), lambda: use_text(catalog, text, now=now))
     return _refused(outcome, "bad_request", "query") if isinstance(outcome, Refusal) else outcome
 
 
