@@ -55,11 +55,12 @@ class RankedCohort:
         return len(self.ranked)
 
 
-def order_key(sample: RunFacts, key: str, priority_gpus: Sequence[str]) -> tuple:
-    """Forward before backward, priority GPUs first, then the workload: computed once per cohort."""
+def order_key(sample: RunFacts, key: str, priority_gpus: Sequence[str], ranks_a_run: bool = True) -> tuple:
+    """Forward before backward; within a region, cohorts that rank a run before those that rank none (all
+    superseded, say), then priority GPUs, then the workload: computed once per cohort."""
     priority = list(priority_gpus)
     gpu_rank = priority.index(sample.gpu) if sample.gpu is not None and sample.gpu in priority else len(priority)
-    return (MODE_ORDER.get(sample.mode, 9), gpu_rank, sample.gpu_label, tuple(sorted(sample.axes.items())),
-            0 if sample.native else 1, key)
+    return (MODE_ORDER.get(sample.mode, 9), 0 if ranks_a_run else 1, gpu_rank, sample.gpu_label,
+            tuple(sorted(sample.axes.items())), 0 if sample.native else 1, key)
 
 

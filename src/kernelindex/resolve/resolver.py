@@ -138,7 +138,7 @@ class _Context:
     now: datetime
 
     def cohort_order(self, c: RankedCohort) -> tuple:
-        return c.order or order_key(c.sample, c.key, self.source.priority_gpus())
+        return c.order or order_key(c.sample, c.key, self.source.priority_gpus(), ranks_a_run=bool(c.ranked))
 
 
 def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, object] | None = None,

@@ -84,6 +84,10 @@ class CohortResult(CohortIdentity):
 
     @property
     def url(self) -> str:
+        """The operation page of this cohort; of its workload when the cohort ranks no run (every run
+        superseded or failed: the page shows cohorts with eligible runs, each run keeps its own page)."""
+        if not self.rows:
+            return urls.operation(self.operation, ("workload", self.workload_ref))
         return urls.operation(self.operation, ("workload", self.workload_ref), ("cohort", self.cohort_ref))
 
     def label(self) -> str:

@@ -85,7 +85,8 @@ def cohorts_from(data: OperationData) -> list[RankedCohort]:
         excluded = tuple(sorted((_unranked(views[r.digest], cohort.replicate_reason(r.digest))
                                  for r in cohort.runs if r.digest not in ranked_ids), key=lambda v: v.run_id))
         sample = views[cohort.runs[0].digest]
-        out.append(RankedCohort(key, sample, ranked, excluded, order_key(sample, key, registry.priority_gpus())))
+        order = order_key(sample, key, registry.priority_gpus(), ranks_a_run=bool(ranked))
+        out.append(RankedCohort(key, sample, ranked, excluded, order))
     return out
 
 
