@@ -92,7 +92,9 @@ def test_reported_run_says_not_checked_and_shows_no_codes(tab: Any, base_url: st
 def test_verified_run_has_samples_histogram_and_named_figures(tab: Any, base_url: str) -> None:  # noqa: F811
     tab.goto(base_url + _verified_run(tab, base_url))
     text = _text(tab)
-    assert "Peak memory of the call (KernelIndex runner)" in text and "not a process-wide peak" in text
+    # rope's fastest verified run is Liger's, which rotates q and k in place: its peak says 0 and why
+    assert "Peak memory of the call (KernelIndex runner)" in text
+    assert "not a process-wide peak" in text or "writes into its inputs (in place) and allocates nothing" in text
     assert "First call" in text
     assert "first_call_ns" not in text  # secondary figures by name, never by field
     assert not re.search(r"\b[a-z]+(_[a-z]+)*_ns\b", text), "a raw field name is in the page text"
