@@ -15,15 +15,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load import WRK_SCRIPT, loopback_only, targets  # noqa: E402
+from load import loopback_only, targets, wrk_summary  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -54,14 +52,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def wrk_requests(base: str, paths: list[str], clients: int, seconds: float) -> int:
-    lua = WRK_SCRIPT % ", ".join('"' + p.replace('"', '%22') + '"' for p in paths)
-    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
-        script.write(lua)
-        script.flush()
-        out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{seconds:.0f}s", "--timeout", "30s", "-s",
-                              script.name, base], capture_output=True, text=True, check=True).stdout
-    line = next(row for row in out.splitlines() if row.startswith("WRK "))
-    requests, *_rest, errors, bad = (int(v) for v in line.split()[1:])
+    requests, *_rest, errors, bad = wrk_summary(base, paths, clients, seconds)
     if errors or bad:
         raise SystemExit(f"wrk saw {errors} transport errors and {bad} bad statuses")
     return requests

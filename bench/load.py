@@ -116,8 +116,8 @@ end
 """
 
 
-def run_wrk(base: str, paths: list[str], clients: int, duration: float) -> str:
-    """One wrk run over the mix; its summary as a row of the table (latencies from wrk's histogram)."""
+def wrk_summary(base: str, paths: list[str], clients: int, duration: float) -> tuple[int, ...]:
+    """One wrk run over the mix: requests, duration µs, p50, p95, p99, max µs, transport errors, bad statuses."""
     lua = WRK_SCRIPT % ", ".join('"' + p.replace('"', '%22') + '"' for p in paths)
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
         script.write(lua)
@@ -125,7 +125,12 @@ def run_wrk(base: str, paths: list[str], clients: int, duration: float) -> str:
         out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{duration:.0f}s", "--timeout", "30s", "-s",
                               script.name, base], capture_output=True, text=True, check=True).stdout
     line = next(row for row in out.splitlines() if row.startswith("WRK "))
-    requests, micros, p50, p95, p99, top, errors, bad_status = (int(v) for v in line.split()[1:])
+    return tuple(int(v) for v in line.split()[1:])
+
+
+def run_wrk(base: str, paths: list[str], clients: int, duration: float) -> str:
+    """One wrk run over the mix; its summary as a row of the table (latencies from wrk's histogram)."""
+    requests, micros, p50, p95, p99, top, errors, bad_status = wrk_summary(base, paths, clients, duration)
     return (f"{requests:>7,} {requests / (micros / 1e6):>8.0f} {p50 / 1000:>8.1f} {p95 / 1000:>8.1f} "
             f"{p99 / 1000:>8.1f} {top / 1000:>8.1f} {errors + bad_status:>6}")
 
