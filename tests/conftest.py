@@ -92,3 +92,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if skipped:
         terminalreporter.write_line(f"{len(skipped)} PostgreSQL tests skipped: set KERNELINDEX_TEST_DATABASE_URL "
                                     "(e.g. postgresql://postgres@127.0.0.1:5432/test) to run them")
+
+
+@pytest.fixture
+def view_data_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of each view whose data is computed (a page rendered or its answer built), in order."""
+    from typing import Any
+
+    from kernelindex.views import table
+
+    called: list[str] = []
+    original = table.View.data
+
+    def data(self: table.View, catalog: Catalog, now: datetime, args: Any) -> dict[str, Any]:
+        called.append(self.name)
+        return original(self, catalog, now, args)
+
+    monkeypatch.setattr(table.View, "data", data)
+    return called
