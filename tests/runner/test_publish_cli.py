@@ -195,7 +195,7 @@ def test_bootstrap_trusts_the_shipped_keys(db_url: str) -> None:
     assert set(shipped.values()) == {"kernelindex-h200-runner-1", "kernelindex-h200-runner-2",
                                      "kernelindex-h200-runner-3", "kernelindex-h200-runner-4",
                                      "kernelindex-h200-runner-5", "kernelindex-h200-runner-6",
-                                     "kernelindex-h200-runner-7",
+                                     "kernelindex-h200-runner-7", "kernelindex-h200-runner-8",
                                      "independent-check-runner"}
     assert trusted_runner_keys(catalog) == shipped
     keys.bundled_runner_keys(catalog)  # idempotent
