@@ -72,10 +72,10 @@ def test_lru_bound(empty_catalog: Catalog) -> None:
 def test_discard_drops_only_the_matching_entries(empty_catalog: Catalog) -> None:
     cache = VersionedCache()
     cache.get(empty_catalog, ("api", "search", "rope"), lambda: "answer", version=1)
-    cache.get(empty_catalog, ("resolver", "cohorts", "rope"), lambda: "loaded", version=1)
+    cache.get(empty_catalog, ("service", "ranked-cohorts", "rope"), lambda: "loaded", version=1)
     cache.discard(lambda key: key[:1] == ("api",))
     assert cache.get(empty_catalog, ("api", "search", "rope"), lambda: "recomputed", version=1) == "recomputed"
-    assert cache.get(empty_catalog, ("resolver", "cohorts", "rope"), lambda: "reloaded", version=1) == "loaded"
+    assert cache.get(empty_catalog, ("service", "ranked-cohorts", "rope"), lambda: "reloaded", version=1) == "loaded"
 
 
 def test_a_newer_version_of_one_scope_keeps_the_others(empty_catalog: Catalog) -> None:

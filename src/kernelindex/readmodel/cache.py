@@ -116,3 +116,13 @@ def _nbytes(value: Any) -> int:
 
 
 READ_CACHE = VersionedCache()
+
+
+def kept(catalog: Catalog, service: str, arguments: tuple[Hashable, ...], compute: Callable[[], T], *,
+         version: int | None = None, long_lived: bool = False) -> T:
+    """``compute()``, kept under (``service``, *``arguments``) at the catalog version (or ``version``): the
+    one key of a service's answer or of a table derived from the whole catalog, so that every door and
+    every reader asking the same question shares one computation."""
+    answer: T = READ_CACHE.get(catalog, ("service", service, *arguments), compute, version=version,
+                               long_lived=long_lived)
+    return answer

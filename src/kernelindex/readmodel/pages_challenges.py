@@ -15,7 +15,7 @@ from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.readmodel import labels
-from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries
 from kernelindex.readmodel.pages_home import verified_regions
@@ -92,7 +92,7 @@ class ChallengesPage(JsonModel):
 def challenges_page(catalog: Catalog, *, page: str | None = None, now: datetime) -> ChallengesPage:
     """Page ``page`` (1 when not given) of the challenges, ``PER_PAGE`` rows; the counts, the sections'
     places and the operations without verified runs are the whole catalog's, on every page."""
-    whole = READ_CACHE.get(catalog, ("challenges", now.date().isoformat()), lambda: _all_challenges(catalog, now))
+    whole = kept(catalog, "challenges", (now.date().isoformat(),), lambda: _all_challenges(catalog, now))
     rows: list[tuple[str, Any]] = [("unmeasured", (gaps, cell)) for gaps in whole.unmeasured for cell in gaps.cells]
     for name, _, _ in SECTIONS[1:]:
         rows += [(name, cohort) for cohort in getattr(whole, name)]

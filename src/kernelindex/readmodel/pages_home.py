@@ -14,7 +14,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
 from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import Source
-from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.pages_common import all_operations, cohort_summaries
@@ -104,8 +104,7 @@ def _latest(summaries: list) -> list[LedgerEvent]:  # noqa: ANN001 - list[Cohort
 
 
 def _cached_sources(catalog: Catalog) -> list[SourceFreshness]:
-    # a pure function of the catalog, so kept per catalog version like every read model
-    return READ_CACHE.get(catalog, ("sources-freshness",), lambda: _sources(catalog))
+    return kept(catalog, "sources-freshness", (), lambda: _sources(catalog))
 
 
 def _sources(catalog: Catalog) -> list[SourceFreshness]:

@@ -1,8 +1,10 @@
 """The resolver's view of the catalog, built from the read model so that cohorts, eligibility,
 evidence, usability and ranks are exactly the ones the operation pages show.
 
-Everything is cached per catalog version (every write bumps it) in the read model's cache: the
-first query after a publication loads an operation once; later queries only filter in memory.
+Every table it derives (the operations' manifests, the vocabulary, an operation's ranked cohorts) is
+kept per catalog version (every write bumps it) under the table's name and its arguments
+(``readmodel.cache.kept``): the first query after a publication loads an operation once; later queries
+only filter in memory.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import OperationSpec
 from kernelindex.policy.reasons import Reason
-from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData
@@ -109,15 +111,15 @@ class CatalogCohortSource:
         self.catalog = catalog
         self._version = catalog.version()
 
-    def _cached(self, key: tuple[str, ...], compute: Callable[[], T], *, long_lived: bool = False) -> T:
-        return READ_CACHE.get(self.catalog, ("resolver", *key), compute, version=self._version,
-                              long_lived=long_lived)
+    def _cached(self, table: str, arguments: tuple[str, ...], compute: Callable[[], T], *,
+                long_lived: bool = False) -> T:
+        return kept(self.catalog, table, arguments, compute, version=self._version, long_lived=long_lived)
 
     def version(self) -> int:
         return self._version
 
     def _operation_manifests(self) -> dict[str, OperationSpec]:
-        return self._cached(("operation-manifests",), lambda: operation_manifests(self.catalog))
+        return self._cached("operation-manifests", (), lambda: operation_manifests(self.catalog))
 
     def vocabulary(self) -> Vocabulary:
         def build() -> Vocabulary:
@@ -126,7 +128,7 @@ class CatalogCohortSource:
                      if slug not in base.operations]
             return build_vocabulary([*base.operations.values(), *extra], list(base.gpus.values())) if extra else base
 
-        return self._cached(("vocabulary",), build)
+        return self._cached("vocabulary", (), build)
 
     def priority_gpus(self) -> Sequence[str]:
         return registry.priority_gpus()
@@ -136,7 +138,7 @@ class CatalogCohortSource:
             data = load_operation_runs(self.catalog, operation)
             return cohorts_from(data), scores_from(data)
 
-        return self._cached(("cohorts", operation), load, long_lived=True)
+        return self._cached("ranked-cohorts", (operation,), load, long_lived=True)
 
     def cohorts(self, operation: str) -> Sequence[RankedCohort]:
         if operation not in self._operation_manifests():

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from kernelindex import urls
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import KINDS, MANIFEST_MODELS, ManifestError, digest_of, parse_manifest
-from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.changes import BadCursor, list_changes
 from kernelindex.readmodel.operations import operations_index
 from kernelindex.readmodel.pages_gpus import gpus_index
@@ -41,18 +41,9 @@ def page(catalog: Catalog, now: datetime, name: str, subject: str | None = None,
         return read_refusal(exc)
 
 
-T = TypeVar("T")
-
 # ---- a service's finished answer is kept per catalog version (or the resolver's version) under one key:
-# the service's name and the arguments it declares (``kept``); no door adds a key of its own, so the HTML
-# list, the API's pages and MCP share one computation
-
-
-def kept(catalog: Catalog, service: str, arguments: tuple[Any, ...], compute: Callable[[], T], *,
-         version: int | None = None) -> T:
-    """``compute()``, kept under (``service``, *``arguments``) at the catalog version (or ``version``)."""
-    answer: T = READ_CACHE.get(catalog, ("service", service, *arguments), compute, version=version)
-    return answer
+# the service's name and the arguments it declares (``readmodel.cache.kept``); no door adds a key of its
+# own, so the HTML list, the API's pages and MCP share one computation
 
 
 def _index(catalog: Catalog, key: tuple[Any, ...], compute: Callable[[], list[Answer]]) -> list[Answer]:

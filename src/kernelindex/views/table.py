@@ -66,7 +66,6 @@ class View:
     repeated: Repeated | None = None
     twin: str | None = None
     canonical: Callable[[str], str] | None = None  # a subject's canonical spelling (a GPU name → its slug)
-    keeps_answers: bool = True  # its answers are a function of the catalog, the day and the URL alone
     api: ApiDoc | None = None
     extras: tuple[Extra, ...] = ()
     csv: CsvTable | None = None

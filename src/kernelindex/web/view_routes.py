@@ -78,8 +78,7 @@ def mount_page(view: View) -> None:
     """Mount ``view``'s HTML page at its path."""
     endpoint = ENDPOINTS.get(view.name, page_endpoint)(view, rendered(view))
     endpoint.__name__ = f"{view.name}_page"
-    if view.keeps_answers:
-        keeps_answers(endpoint)
+    keeps_answers(endpoint)
     router.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
 
 

@@ -127,7 +127,6 @@ def mount_twin(router: APIRouter, view: View) -> None:
 
     endpoint.__name__ = endpoint.__qualname__ = f"get_{view.name}"
     endpoint.__signature__ = _signature(view)  # type: ignore[attr-defined]
-    if view.keeps_answers:
-        keeps_answers(endpoint)
+    keeps_answers(endpoint)
     router.add_api_route(view.twin or view.path, endpoint, methods=["GET"], summary=doc.summary,
                          description=doc.description, responses=_responses(view, doc))
