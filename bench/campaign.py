@@ -81,10 +81,49 @@ def load_cases(folder: Path, slug: str) -> tuple[list[Any], dict[str, tuple[str,
     return cases, {digest_of(w): tuple(measured[digest_of(w)]) for w in cases}
 
 
+CUT_EXIT = 3  # the step's limit cut it: not done, the next call resumes it (bench/h200_v6.sh)
+
+
+def cut_record(out: Path, label: str) -> dict[str, Any]:
+    """Per operation of a cut step: the case labels finished (in bundles already written) and how many
+    bundle parts were written, so the next call measures only the rest (runner/step_limit.py)."""
+    path = out / f"cut-{label}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_cut_record(out: Path, label: str, record: dict[str, Any]) -> None:
+    path = out / f"cut-{label}.json"
+    if record:
+        out.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1, sort_keys=True))
+    else:
+        path.unlink(missing_ok=True)
+
+
+def resumed_suffix(record: dict[str, Any], slug: str) -> str:
+    """A resumed operation's bundle is a new part beside the cut one's (``-r1``, ``-r2``, …)."""
+    parts = record.get(slug, {}).get("parts", 0)
+    return f"-r{parts}" if parts else ""
+
+
+def note_cut(record: dict[str, Any], slug: str, result: Any, *, wrote_bundle: bool) -> dict[str, Any]:
+    """The record after one operation ran: a cut adds the cases it finished (and a bundle part, when it
+    wrote one); an operation that finished leaves the record."""
+    from kernelindex.runner.verify import case_label
+
+    rest = {k: v for k, v in record.items() if k != slug}
+    if not result.cut:
+        return rest
+    entry = record.get(slug, {"finished": [], "parts": 0})
+    finished = set(entry["finished"]) | {case_label(c.workload) for c in result.cases}
+    return {**rest, slug: {"finished": sorted(finished), "parts": entry["parts"] + int(wrote_bundle)}}
+
+
 def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
     from kernelindex.runner.verify import case_label
 
     plan, outs = [], []
+    record = cut_record(args.out, args.label)
     only = {tuple(x) for x in json.loads(args.only_cases.read_text())} if args.only_cases else None
     keys = args.impl.split(",") if args.impl else None
     for slug in args.operations.split(","):
@@ -100,9 +139,12 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
             cases = cases[::-1]
         if args.regions:
             regions = {d: tuple(r for r in rs if r in args.regions.split(",")) for d, rs in regions.items()}
+        finished = set(record.get(slug, {}).get("finished", ()))
+        cases = [w for w in cases if case_label(w) not in finished]
         if cases:
             plan.append((registry.load_operation(slug), cases, keys, regions))
-            outs.append(args.out / "bundles" / f"h200-{slug}-{time.strftime('%Y%m%d')}{args.bundle_suffix}")
+            outs.append(args.out / "bundles" / f"h200-{slug}-{time.strftime('%Y%m%d')}{args.bundle_suffix}"
+                        f"{resumed_suffix(record, slug)}")
     return plan, outs
 
 
@@ -139,12 +181,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from kernelindex.runner.campaign import outcome_rows
     from kernelindex.runner.session import run_session
+    from kernelindex.runner.step_limit import StepLimit
     from kernelindex.trust import keys
 
     started = time.perf_counter()
+    limit = StepLimit().install()
     runner = keys.load_public_key(args.key.with_name(keys.PUBLIC_KEY_FILE))
     plan, outs = _plan(args)
-    summary: dict[str, Any] = {"operations": {}, "order": args.order}
+    record = cut_record(args.out, args.label)
+    summary_path = args.out / f"summary-{args.label}.json"
+    summary: dict[str, Any] = json.loads(summary_path.read_text()) if record and summary_path.exists() \
+        else {"operations": {}, "order": args.order}
     console = Console(stderr=True, force_terminal=False, width=150) if args.progress else None
     for entry, out in zip(plan, outs, strict=True):
         op_started = time.perf_counter()
@@ -153,13 +200,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                               min_samples=args.min_samples, console=console, do_bench=args.do_bench,
                               write_bundles=not args.no_bundle, host_calls=args.host_calls,
                               test_device_product=args.test_device_product or None,
-                              hard_limit_s=args.hard_limit)
+                              hard_limit_s=args.hard_limit, limit=limit)
         result = session.results[0]
         slug = result.operation.metadata.name
+        earlier = summary["operations"].get(slug) if slug in record else None
         summary["operations"][slug] = {
-            "seconds": round(time.perf_counter() - op_started, 1), "runs": outcome_rows(result),
+            "seconds": round(time.perf_counter() - op_started + (earlier["seconds"] if earlier else 0), 1),
+            "runs": (earlier["runs"] if earlier else []) + outcome_rows(result),
             "skipped": result.skipped, "bundle": session.bundles[0].digest if session.bundles else None,
         }
+        record = note_cut(record, slug, result, wrote_bundle=bool(session.bundles))
+        write_cut_record(args.out, args.label, record)
         summary["environment"] = session.environment.model_dump(mode="json")["spec"]
         print(f"{slug}: {len(result.runs())} runs in {summary['operations'][slug]['seconds']} s", flush=True)
         args.out.mkdir(parents=True, exist_ok=True)  # after every operation: a cut-off campaign keeps what it did
@@ -168,6 +219,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             _print_self_check(slug, row)
             if row["status"] != "passed":
                 print(f"  {row['case']} {row['region']} {row['implementation']}: {row['status']} {row['detail'][:300]}")
+        if result.cut:
+            print(f"{slug}: cut by the step's time limit after {len(result.cases)} more case(s); "
+                  f"{len(record[slug]['finished'])} finished in all, the rest resume on the next call", flush=True)
+            summary["cut"] = True
+            break
     summary["total_s"] = round(time.perf_counter() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"summary-{args.label}.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
@@ -261,8 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.plan_only:
         return plan_only(args)
-    run(args)
-    return 0
+    return CUT_EXIT if run(args).get("cut") else 0
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ for step in "${steps[@]}"; do
   if [ "$step" = reverify ]; then
     if [ -n "${KI_DRY_RUN:-}" ]; then say "plan reverify: 10% of the cases measured so far"; rc=0; else
     python3 bench/fidelity.py select --summaries "$work"/c/summary-*.json --every 10 --out "$work/c/sample.json" \
-      && timeout "$t" python3 bench/campaign.py run "${common[@]}" --label reverify --no-bundle \
+      && timeout --preserve-status -k 15 "$t" python3 bench/campaign.py run "${common[@]}" --label reverify --no-bundle \
         --only-cases "$work/c/sample.json" ${KI_REHEARSAL:-} \
         --operations "$(python3 -c 'import json,sys; print(",".join(sorted({o for o,_ in json.load(open(sys.argv[1]))})))' "$work/c/sample.json")" \
         >> "$OUT/reverify.log" 2>&1
@@ -70,12 +70,12 @@ for step in "${steps[@]}"; do
     if [ -n "${KI_DRY_RUN:-}" ]; then
       python3 bench/campaign.py run "${args[@]}" --plan-only 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}
     else
-      timeout $(( t < limit ? t : limit )) python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
+      timeout --preserve-status -k 15 $(( t < limit ? t : limit )) python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
         >> "$OUT/campaign.log" 2>&1
       rc=$?
     fi
   fi
-  say "$step rc=$rc"
+  say "$step rc=$rc$([ "$rc" -eq 3 ] && echo ' (cut by its limit: the finished cases are in their bundle; the next call measures the rest)')"
   [ "$rc" -eq 0 ] && echo "$step" >> "$work/done"
   ship
 done

@@ -3,7 +3,8 @@
 # A queue of steps run in order within SECONDS; each step's results go to $OUT as soon as it ends (a call
 # cut by its limit keeps them). Steps done on this machine are recorded in /tmp/ki-v6/done and skipped, so
 # a later call on the still-warm machine continues the queue where the earlier one stopped (a fresh machine
-# starts it again: list only the steps not yet shipped).
+# starts it again: list only the steps not yet shipped). A step cut by its limit keeps the cases it finished (their
+# bundle is written; runner/step_limit.py) and exits 3: not done, so the next call measures only the rest.
 # Run from the carried folder (src/, bench/, cases/, keys/, whl/ installed into /tmp/site, PYTHONPATH set).
 # Usage: bench/h200_v6.sh SECONDS STEP...
 #   OP[:SKIP:MAX[:SUFFIX[:REGIONS[:LIMIT]]]]  campaign of one operation: its cases SKIP+1 … SKIP+MAX (MAX 0: all),
@@ -40,7 +41,7 @@ for step in "$@"; do
     reverify)
       if [ -n "${KI_DRY_RUN:-}" ]; then say "plan reverify: 10% of the cases measured so far"; rc=0; else
       python3 bench/fidelity.py select --summaries "$work"/c/summary-*.json --every 10 --out "$work/c/sample.json" \
-        && timeout "$t" python3 bench/campaign.py run "${common[@]}" --label reverify --no-bundle \
+        && timeout --preserve-status -k 15 "$t" python3 bench/campaign.py run "${common[@]}" --label reverify --no-bundle \
           --only-cases "$work/c/sample.json" ${KI_REHEARSAL:-} \
           --operations "$(python3 -c 'import json,sys; print(",".join(sorted({o for o,_ in json.load(open(sys.argv[1]))})))' "$work/c/sample.json")" \
           >> "$OUT/reverify.log" 2>&1
@@ -53,12 +54,12 @@ for step in "$@"; do
       if [ -n "${KI_DRY_RUN:-}" ]; then
         python3 bench/campaign.py run "${args[@]}" --plan-only 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}
       else
-        timeout $(( t < limit ? t : limit )) python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
+        timeout --preserve-status -k 15 $(( t < limit ? t : limit )) python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
           >> "$OUT/campaign.log" 2>&1
         rc=$?
       fi;;
   esac
-  say "$step rc=$rc"
+  say "$step rc=$rc$([ "$rc" -eq 3 ] && echo ' (cut by its limit: the finished cases are in their bundle; the next call measures the rest)')"
   [ "$rc" -eq 0 ] && echo "$step" >> "$work/done"
   ship
 done

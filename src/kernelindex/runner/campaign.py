@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from kernelindex.runner import records
 from kernelindex.runner.adapters import select
 from kernelindex.runner.definitions import Adapter, OperationDef
 from kernelindex.runner.ops import operations
+from kernelindex.runner.step_limit import CampaignCut, StepLimit
 from kernelindex.runner.timing import TimingPolicy
 from kernelindex.runner.verify import CaseOutcome, Context, Event, RunnerDevice, case_label, verify_case
 from kernelindex.trust.bundles import VerifiedBundle, write_bundle
@@ -35,6 +37,7 @@ class OperationResult:
     samples: list[bytes] = field(default_factory=list)
     cases: list[CaseOutcome] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # adapter key → why it did not run
+    cut: bool = False  # the step's time limit ended it: ``cases`` are the ones finished (runner/step_limit)
 
     def runs(self) -> list[BenchmarkRun]:
         return [m for m in self.manifests if isinstance(m, BenchmarkRun)]
@@ -94,9 +97,11 @@ def verify_operation(
     regions: dict[str, tuple[str, ...]] | None = None,
     op: OperationDef | None = None,
     ceilings: Ceilings | None = None,
+    limit: StepLimit | None = None,
 ) -> OperationResult:
     """Check and time every available adapter on every workload case of one operation, in each
-    case's regions (``regions``: by workload digest; default: every region the runner times)."""
+    case's regions (``regions``: by workload digest; default: every region the runner times). When
+    ``limit`` is reached the case being measured is dropped and the result holds the finished ones."""
     op = op or operation_def(operation.slug)
     result = OperationResult(operation)
     if adapters is None:
@@ -119,7 +124,13 @@ def verify_operation(
         case_rs = tuple(r for r in op.regions if r in wanted[digest_of(workload)])
         ctx.emit("case", index=index, total=len(workloads), label=case_label(workload),
                  steps=len(impls) + len(case_rs))
-        case = verify_case(ctx, workload, impls, case_rs)
+        try:
+            with limit.case() if limit is not None else nullcontext():
+                case = verify_case(ctx, workload, impls, case_rs)
+        except CampaignCut:
+            result.cut = True
+            ctx.emit("cut", index=index, total=len(workloads))
+            break
         result.cases.append(case)
         for outcome in case.impls:
             if outcome.run is not None:

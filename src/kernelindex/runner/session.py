@@ -24,6 +24,7 @@ from kernelindex.runner.cuda import (
     read_write_bandwidth,
 )
 from kernelindex.runner.environment import Probe, environment_manifest, probe
+from kernelindex.runner.step_limit import StepLimit
 from kernelindex.runner.timing import TimingPolicy
 from kernelindex.trust.bundles import VerifiedBundle
 
@@ -69,9 +70,10 @@ def run_session(
     plan: Plan, *, key_path: Path, runner_name: str, key_id: str, out_dirs: list[Path],
     min_samples: int = 100, time_budget_s: float = 4.0, calls_per_sample: int = 10, use_graphs: bool = True,
     console: Console | None = None, do_bench: bool = True, write_bundles: bool = True, host_calls: int = 50,
-    test_device_product: str | None = None, hard_limit_s: float = 0.0,
+    test_device_product: str | None = None, hard_limit_s: float = 0.0, limit: StepLimit | None = None,
 ) -> Session:
-    """``test_device_product``: run on the CPU test device instead of CUDA (tests of the work loop)."""
+    """``test_device_product``: run on the CPU test device instead of CUDA (tests of the work loop).
+    ``limit``: a reached step limit ends the session after the cut operation's finished cases are written."""
     device, found = _device(calls_per_sample, use_graphs, test_device_product)
     do_bench = do_bench and test_device_product is None
     environment = environment_manifest(found)
@@ -94,11 +96,13 @@ def run_session(
                 operation, cases, keys, device=device, environment=session.environment, runner=runner,
                 policy=policy, calls_per_sample=calls_per_sample, campaign=campaign,
                 do_bench=do_bench_median_ns if do_bench else None, on_event=events, regions=regions,
-                ceilings=ceilings,
+                ceilings=ceilings, limit=limit,
             )
             session.results.append(result)
             if result.runs() and write_bundles:
                 session.bundles.append(write_result_bundle(result, out, key_path, runner_name))
+            if result.cut:
+                break
     return session
 
 
