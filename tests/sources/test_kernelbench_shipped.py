@@ -16,9 +16,12 @@ from fastapi.testclient import TestClient
 from kernelindex import registry
 from kernelindex.bootstrap import ensure_bundled_data
 from kernelindex.catalog.db import Catalog, open_catalog
+from kernelindex.readmodel.loading import load_all_operations
+from kernelindex.readmodel.rows import run_floors
 from kernelindex.resolve.service import search
 from kernelindex.resolve.source import CatalogCohortSource
 from kernelindex.sources.kernelbench import map_kernelbench, read_kernelbench, shipped_path
+from kernelindex.sources.kernelbench.importer import UNDER_FLOOR
 from kernelindex.sources.kernelbench.mapping import MappedKernelBench
 from kernelindex.sources.kernelbench.operations import slug_of
 from kernelindex.sources.kernelbench.problem_file import problem_of
@@ -52,6 +55,19 @@ def test_every_entry_is_accounted_for_on_14_gpu_products() -> None:
     assert len(products) >= 14
     assert mapped.refused["no hardware recorded in the entry (the GPU is never guessed from the folder)"] == 198
     assert not mapped.problems_not_mapped
+
+
+def test_no_kept_entry_is_under_its_physical_floor(catalog: Catalog) -> None:
+    """A physical floor is never beaten by what it bounds: an entry under it (in a level whose pairing holds)
+    is refused on its own. Shipped: 6, all on the L40S — max-pooling 2d (a 32 MB input) and minGPT's GELU
+    (16 MB in, 16 MB out), working sets its 96 MB L2 holds between KernelBench's unflushed trials."""
+    _, mapped = _shipped()
+    assert mapped.refused[UNDER_FLOOR] == 6
+    under = [f"{data.slug} {run.run_id} {run.median_ns} < {floors[0].floor_ns:.0f}"
+             for data in load_all_operations(catalog).values() if data.slug.startswith("kernelbench-")
+             for run in data.runs if run.median_ns and (floors := run_floors(data, run))
+             and run.median_ns < floors[0].floor_ns]
+    assert under == []
 
 
 def test_newest_problems_are_reachable_from_search(catalog: Catalog) -> None:

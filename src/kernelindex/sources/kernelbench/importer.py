@@ -20,6 +20,9 @@ from kernelindex.sources.kernelbench.read import KernelBenchData, read_kernelben
 from kernelindex.sources.kernelbench.runs import SOURCE, EntryRefused
 
 SUSPECT = "suspect pairing of the timing file's level with its problem set (physics check; see the report)"
+UNDER_FLOOR = ("under the physical floor of its GPU for the paired problem's shapes (in a level whose pairing "
+               "holds: a timing of inputs still in the L2 cache, or a count the kernel beats, e.g. Winograd); "
+               "a physical floor is never beaten by what it bounds, so the entry is not a run of these shapes")
 
 
 @dataclass
@@ -45,7 +48,7 @@ class KernelBenchReport:
         }
 
 
-def _timed(mapper: Mapper, placed: list[Placed]) -> list[Timed]:
+def _timed(mapper: Mapper, placed: list[Placed]) -> list[tuple[Placed, Timed]]:
     """Each timed entry with the floor of its paired problem on its GPU (None where not counted)."""
     floors: dict[tuple[str, str], float | None] = {}
     out = []
@@ -64,8 +67,8 @@ def _timed(mapper: Mapper, placed: list[Placed]) -> list[Timed]:
             except ProblemNotMapped:
                 floors[key] = None
         timing = p.entry.timing
-        out.append(Timed(timing.file, p.entry.level, timing.problems, timing.configuration, gpu.slug,
-                         p.problem.digest, float(p.entry.value["mean"]) * 1e6, floors[key]))
+        out.append((p, Timed(timing.file, p.entry.level, timing.problems, timing.configuration, gpu.slug,
+                             p.problem.digest, float(p.entry.value["mean"]) * 1e6, floors[key])))
     return out
 
 
@@ -81,11 +84,15 @@ def map_kernelbench(data: KernelBenchData, counted: dict[str, dict[str, Any]] | 
                 placed.append(mapper.place(entry))
             except (EntryRefused, ProblemFileError) as exc:
                 result.refused[str(exc)] += 1
-    suspect = suspect_levels(_timed(mapper, placed))
+    timed = _timed(mapper, placed)
+    suspect = suspect_levels([t for _, t in timed])
+    under_floor = {id(p) for p, t in timed if t.floor_ns is not None and t.mean_ns < t.floor_ns}
     result.suspect = {f"{file} {level}": why for (file, level), why in suspect.items()}
     for p in placed:
         if _key(p.entry) in suspect:
             result.refused[SUSPECT] += 1
+        elif id(p) in under_floor:
+            result.refused[UNDER_FLOOR] += 1
         else:
             mapper.add_run(p)
     mapper.every_problem()

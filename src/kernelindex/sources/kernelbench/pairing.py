@@ -6,8 +6,9 @@ sometimes committed a file generated before the problem files changed. Two check
 - the floor: a mean below floor-v1 on its GPU for the paired problem's shapes (bytes read and
   written at the datasheet bandwidth, counted FLOPs at the datasheet peak) is impossible for the
   paired shapes; one such entry may be a floor estimate's own error (cuDNN's Winograd does fewer
-  FLOPs than the direct count), so a level is suspect when at least ``UNDER_FLOOR_SHARE`` of its
-  timed entries fall under the floor;
+  FLOPs than the direct count; a warm-L2 timing of a working set the cache holds), so a level is suspect
+  when at least ``UNDER_FLOOR_SHARE`` of its timed entries fall under the floor, and an entry under the
+  floor in a level that is not suspect is refused on its own (``importer.UNDER_FLOOR``);
 - agreement: against another file of the same problem set and configuration on a GPU of the same
   product, the median ratio of the two files' times over their common problems must stay within
   ``DISAGREEMENT``×; a level that disagrees several-fold with every such file while those agree
