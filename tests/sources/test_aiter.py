@@ -12,6 +12,7 @@ from sqlalchemy import select
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, RunRow
+from kernelindex.domain.manifests import digest_of, parse_manifest
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.sources.aiter import import_aiter
 from kernelindex.sources.aiter.archive import ArchiveError, TableFile, checked, pack, provenance_of, unpack
@@ -161,6 +162,22 @@ def test_a_gemm_floor_uses_the_operand_dtype_peak(empty_catalog: Catalog, tables
     reads = {t.name: t.bytes for t in floor.tensors}
     assert reads["a"] == 4096 and reads["b"] == 4096 * 4096 and reads["c"] == 4096 * 2
     assert reads["a_scale"] == 32 * 4 and reads["b_scale"] == 32 * 32 * 4
+
+
+def test_a_moe_floor_counts_the_experts_every_routing_reads(empty_catalog: Catalog, tables: Path) -> None:
+    """Each token's top-k experts are distinct, so any routing reads at least top-k experts' weights; the most
+    a call can read, min(experts, token · topk), is not a lower bound (12 MI355X rows ran under it)."""
+    import_aiter(empty_catalog, tables, dry_run=False, actor="test")
+    slug = "fused-moe-situv2-per-1x32-afp4x2-wfp4x2-e896-top16-d3584-i384"
+    operation = next(o for o in _bodies(empty_catalog, "OperationSpec") if o["metadata"]["name"] == slug)
+    workload = next(w for w in _bodies(empty_catalog, "WorkloadCase")
+                    if w["spec"]["operation"] == digest_of(parse_manifest(operation)))
+    many_tokens = {**workload["spec"], "axes": {**workload["spec"]["axes"], "token": 64}}  # 64 × 16 > 896 experts
+    floor = floor_estimate(operation["spec"], many_tokens, registry.gpus()["mi355x-mi350x-variant-not-recorded"])
+    reads = {t.name: t for t in floor.tensors}
+    assert reads["w1"].bytes == 16 * (2 * 384) * 3584 // 2  # 16 experts of gate+up, fp4 packed two to a byte
+    assert reads["w2"].bytes == 16 * 3584 * 384 // 2
+    assert "min(experts, topk) = 16 of 896 rows" in (reads["w1"].note or "")
 
 
 def test_the_shipped_archive_is_checked_against_its_provenance() -> None:

@@ -8,7 +8,10 @@ A gather (embedding: ``weight[input_ids]``) reads only the rows its ids name, an
 2. for a workload without a recorded count whose ids are uniformly random (a source's workload, Liger's
    benchmark draws them with torch.randint, or a runner run from before the count was recorded, drawn the
    same way), the expectation V·(1 − (1 − 1/V)^N), labelled as an expectation, not a count;
-3. otherwise the bound the operation declares (``gather_rows``, e.g. min(vocab, batch·seq)).
+3. otherwise the count the operation declares (``gather_rows``): what every call must read, such as the pages a
+   paged-attention call lists or the top-k experts of an aiter MoE (each token's k experts are distinct).
+   The curated fused-moe still declares min(experts, tokens·top_k), the most a call can read: its uniformly
+   routed workloads read nearly every expert, and none of its runs is under that floor (bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ def gathered_rows(operation: str, table: str, table_rows: int, bound: float, bou
     ``gather_rows`` (``bound_words`` its expression), ``ids`` how many ids the workload holds."""
     table_of, ids_input = GATHERS.get(operation, ("", ""))
     if table != table_of:
-        return GatheredRows(bound, f"gather: at most {bound_words} = {int(bound):,} of {table_rows:,} rows", False)
+        return GatheredRows(bound, f"gather: {bound_words} = {int(bound):,} of {table_rows:,} rows, as the operation "
+                            "declares", False)
     recorded = (distinct_ids or {}).get(ids_input)
     if recorded is not None:
         rows = min(bound, recorded)

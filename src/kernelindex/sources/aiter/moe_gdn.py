@@ -39,7 +39,10 @@ class MoeKey:
 def _weight(name: str, rows: str, cols: str, dtype: str) -> dict:
     packed = PACKED.get(dtype)
     shape = ["experts", rows, f"{cols} // {packed}" if packed else cols]
-    return {"name": name, "dtype": "QW", "shape": shape, "gather_rows": "min(experts, token * topk)"}
+    # A floor counts what every call must read. Each token's top-k experts are distinct, so any routing reads
+    # at least top-k experts' weights; min(experts, token · topk) is only the most a call can read (64 tokens ×
+    # top 7 over 385 experts ran at 129 µs on the MI355X, under the 265 µs that all 385 would take).
+    return {"name": name, "dtype": "QW", "shape": shape, "gather_rows": "min(experts, topk)"}
 
 
 def moe_operation(key: MoeKey) -> OperationSpec:
@@ -64,8 +67,9 @@ def moe_operation(key: MoeKey) -> OperationSpec:
         "determinism": "unspecified",
         "reference": "aiter's torch reference of fused_moe (in the tuner; not mirrored here)",
         "flops": flops,
-        "constraints": [SCALES_NOT_COUNTED, "weights: only the experts the tokens can reach are counted "
-                        "(at most token × topk of them)"],
+        "constraints": [SCALES_NOT_COUNTED, "weights: only the experts every routing must read are counted: "
+                        "top-k of them (each token's k experts are distinct; the tuner's routing is not recorded, "
+                        "and a call reads up to min(experts, token × topk))"],
     }
     title = (f"Fused MoE {key.activation} · {key.quant} · {SHORT[key.q_a]} × {SHORT[key.q_w]} · "
              f"{key.experts} experts top-{key.topk} · d {key.model_dim} · i {key.inter_dim}")
