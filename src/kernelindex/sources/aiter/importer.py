@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import publish_manifests
+from kernelindex.catalog.publish import collector_paused, publish_manifests
 from kernelindex.domain.canonical import bytes_digest
 from kernelindex.domain.manifests import Manifest, ManifestError
 from kernelindex.sources.aiter.archive import TableFile, bundled_archive_path, bundled_files
@@ -78,6 +78,7 @@ def read_folder(folder: Path) -> list[TableFile]:
     return [TableFile(str(p.relative_to(folder)), p.read_bytes()) for p in paths]
 
 
+@collector_paused()
 def import_aiter(
     catalog: Catalog, path: Path | None = None, *, dry_run: bool, actor: str, progress: Progress | None = None
 ) -> AiterReport:

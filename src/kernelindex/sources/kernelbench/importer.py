@@ -8,7 +8,7 @@ from typing import Any
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import publish_manifests
+from kernelindex.catalog.publish import collector_paused, publish_manifests
 from kernelindex.domain.manifests import Manifest
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.sources.base import FileTransport, Transport
@@ -103,6 +103,7 @@ def _key(entry: Entry) -> tuple[str, str]:
     return entry.timing.file, entry.level
 
 
+@collector_paused()
 def import_kernelbench(
     catalog: Catalog, transport: Transport | None = None, *, dry_run: bool, actor: str,
     counted: dict[str, dict[str, Any]] | None = None,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import publish_manifests
+from kernelindex.catalog.publish import collector_paused, publish_manifests
 from kernelindex.domain.manifests import Manifest, ManifestError
 from kernelindex.sources.base import FileTransport, ImportReport, Transport, shipped
 from kernelindex.sources.liger.normalize import SOURCE, Normalizer, RowProblem
@@ -58,6 +58,7 @@ def parse_and_normalize(
     return manifests
 
 
+@collector_paused()
 def import_liger(
     catalog: Catalog,
     transport: Transport | None = None,
