@@ -4,6 +4,7 @@ the reason)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import PurePath
 
 from kernelindex.domain.dtypes import canonical_dtype
@@ -53,8 +54,13 @@ def library_of(libtype: str | None, kernel: str) -> str:
     return "asm" if kernel.startswith("_ZN5aiter") else "ck"
 
 
+@functools.lru_cache(maxsize=256)
+def _file_name(file: str) -> str:
+    return PurePath(file).name  # one per table, asked for each of its rows
+
+
 def gemm_kind(row: Row) -> GemmKind:
-    name = PurePath(row.file).name
+    name = _file_name(row.file)
     if "bias" in row.values:
         return _bf16_kind(row)
     if "batched" in name:
