@@ -63,14 +63,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--keep", help="write the catalog here instead of a temporary file")
     args = parser.parse_args()
-    path = args.keep or os.path.join(tempfile.mkdtemp(), "fingerprint.sqlite")
-    catalog = open_catalog(f"sqlite:///{path}")
-    found = {f"{name} report": value for name, value in import_everything(catalog).items()} | stored(catalog)
-    for name, value in found.items():
-        print(f"{name:>18}: {value}")
-    catalog.dispose()
-    if not args.keep:
-        os.remove(path)
+    with tempfile.TemporaryDirectory() as scratch:
+        catalog = open_catalog(f"sqlite:///{args.keep or os.path.join(scratch, 'fingerprint.sqlite')}")
+        found = {f"{name} report": value for name, value in import_everything(catalog).items()} | stored(catalog)
+        for name, value in found.items():
+            print(f"{name:>18}: {value}")
+        catalog.dispose()
 
 
 if __name__ == "__main__":
