@@ -28,7 +28,6 @@ from kernelindex.catalog.models import AttestationRow, MeasurementRequestRow, Ob
 from kernelindex.domain.instants import as_utc
 
 OPEN, CLAIMED, DONE, FAILED = "open", "claimed", "done", "failed"
-STATES = (OPEN, CLAIMED, DONE, FAILED)
 
 
 class LeaseLost(LookupError):

@@ -31,8 +31,6 @@ MODES: dict[str, str] = {
     "forward-no-grad": "forward-no-grad", "no-grad-forward": "forward-no-grad", "no-grad": "forward-no-grad",
     "nograd": "forward-no-grad",
 }
-MODE_LABELS: dict[str, str] = {"forward": "forward", "backward": "backward", "forward+backward": "forward+backward",
-                               "forward-no-grad": "forward-no-grad"}
 BOOLEANS: dict[str, bool] = {"yes": True, "true": True, "1": True, "y": True, "no": False, "false": False, "0": False,
                              "n": False}
 

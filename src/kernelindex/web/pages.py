@@ -84,14 +84,6 @@ def page_errors(request: Request) -> Iterator[None]:
         raise PageError(ErrorPage(problem.status, title, problem.detail, problems, suggestions)) from None
 
 
-def view_data(request: Request, view: View) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The view's checked arguments and its JSON, as its API twin computes them."""
-    subject = request.path_params.get(view.subject.name) if view.subject else None
-    with page_errors(request):
-        args = view.arguments(subject, view.known(query_of(request)))
-        return args, view.data(catalog_of(request), now_of(request), args)
-
-
 def html_with_etag(request: Request, build: Callable[[], HTMLResponse],
                    headers: Mapping[str, str] | None = None) -> Response:
     """A rendered page with a content ETag, or a 304 when the client already holds it. Rendering once per
