@@ -107,6 +107,7 @@ def environment() -> Environment:
     env.globals.update(static_url=static_url, query_url=query_url, urls=urls, data_sources=_published_sources(),
                        floor_names=FLOOR_NAMES,
                        implementation_colour=implementation_colour)
+    env.globals["m"] = env.get_template("partials/macros.html").module  # the shared macros, in every template
     return env
 
 
