@@ -3,12 +3,14 @@ built by the catalog and the read model; Schemathesis checks every answer agains
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import fields
+from datetime import datetime
+from typing import Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from kernelindex.catalog.audit import AuditEntry
-from kernelindex.catalog.requests import Replica
+from kernelindex.catalog.requests import MeasurementRequest
 
 
 class _Out(BaseModel):
@@ -26,19 +28,20 @@ class BundleOut(_Out):
                     "from an earlier or a concurrent upload, and this one wrote nothing (200)")
 
 
-class MeasurementRequestOut(_Out):
-    id: int
-    digest: str
-    operation: str
-    gpu: str
-    request: dict[str, Any]
-    workload: dict[str, Any]
-    askers: int
-    state: str
-    created_at: str
-    updated_at: str
+def _as_shown(source: type, renamed: dict[str, str]) -> dict[str, Any]:
+    """The fields of the dataclass ``source`` as its ``to_json`` shows them, in its order: under the names of
+    ``renamed`` where the JSON names them otherwise, instants as ISO 8601 strings."""
+    hints = get_type_hints(source)
+    return {renamed.get(f.name, f.name): (str if hints[f.name] is datetime else hints[f.name], ...)
+            for f in fields(source)}
+
+
+# what MeasurementRequest.to_json shows: the stored request's fields (its spec as ``request``), its age and URL
+_StoredRequest = create_model("_StoredRequest", __base__=_Out, **_as_shown(MeasurementRequest, {"spec": "request"}))
+
+
+class MeasurementRequestOut(_StoredRequest):
     age_seconds: int
-    replicas: list[Replica]  # the replica is its own schema, as the audit entry is
     url: str
 
 
