@@ -87,6 +87,37 @@ def test_embedding_counts_the_expected_distinct_rows_labelled_as_an_expectation(
     assert "an expectation" in (weight.note or "") and "V·(1 − (1 − 1/V)^N)" in (weight.note or "")
 
 
+def _moe_workload(tokens: int, experts: int, top_k: int) -> dict:
+    hidden, intermediate = 1024, 512
+    return {"axes": {"tokens": tokens, "experts": experts, "hidden": hidden, "intermediate": intermediate,
+                     "top_k": top_k}, "dtypes": {"T": "bf16"},
+            "tensors": [_tensor("x", "bf16", [tokens, hidden]),
+                        _tensor("gate_up_proj", "bf16", [experts, 2 * intermediate, hidden]),
+                        _tensor("down_proj", "bf16", [experts, hidden, intermediate]),
+                        _tensor("top_k_index", "int32", [tokens, top_k]),
+                        _tensor("top_k_weights", "bf16", [tokens, top_k]),
+                        _tensor("y", "bf16", [tokens, hidden])]}
+
+
+def test_fused_moe_counts_the_experts_its_routing_reaches() -> None:
+    """A token's top-k experts are distinct and uniformly routed tokens repeat experts: 16 tokens × top 2 over
+    64 experts reach 64·(1 − (1 − 2/64)^16) ≈ 25.2 experts on average, not min(64, 32) = 32; a run that counted
+    the experts its inputs named is floored by exactly those."""
+    op, wl = _spec("fused-moe"), _moe_workload(16, 64, 2)
+    expected = 64 * (1 - (1 - 2 / 64) ** 16)
+    assert expected_distinct_rows(64, 32, group=2) == pytest.approx(expected)
+    floor = floor_estimate(op, wl, H200, region="forward", operation="fused-moe")
+    weights = {t.name: t for t in floor.tensors if t.name in ("gate_up_proj", "down_proj")}
+    assert weights["gate_up_proj"].bytes == int(expected * 1024 * 1024 * 2)
+    assert weights["down_proj"].bytes == int(expected * 1024 * 512 * 2)
+    assert "2 distinct per token" in (weights["gate_up_proj"].note or "")
+    counted = floor_estimate(op, wl, H200, region="forward", operation="fused-moe", distinct_ids={"top_k_index": 20})
+    assert {t.name: t.bytes for t in counted.tensors}["down_proj"] == 20 * 1024 * 512 * 2
+    # every expert reachable many times over: the expectation approaches the whole table, never above it
+    many = floor_estimate(op, _moe_workload(4096, 8, 2), H200, region="forward", operation="fused-moe")
+    assert {t.name: t.bytes for t in many.tensors}["down_proj"] <= 8 * 1024 * 512 * 2
+
+
 def test_mlp_compute_floor_scales_with_the_region() -> None:
     wl = {"axes": {"batch": 4, "seq": 4096, "hidden": 4096, "intermediate": 11008}, "dtypes": {"T": "bf16"},
           "tensors": [_tensor("x", "bf16", [4, 4096, 4096]), _tensor("gate_weight", "bf16", [11008, 4096]),

@@ -239,9 +239,11 @@ def _tensor_bytes(decl: dict, tensor: dict, axes: dict[str, int], direction: str
     if gather and direction == "read" and tensor["shape"]:
         table = tensor["shape"][0]
         bound = min(table, evaluate(gather, axes))
-        ids_tensor = (concrete or {}).get(GATHERS.get(operation, ("", ""))[1])
+        spec = GATHERS.get(operation)
+        ids_tensor = (concrete or {}).get(spec.ids) if spec else None
         ids = prod(ids_tensor["shape"]) if ids_tensor else int(bound)
-        rows = gathered_rows(operation, tensor["name"], table, bound, gather, ids, distinct_ids)
+        group = int(axes[spec.group_axis]) if spec and spec.group_axis else 1
+        rows = gathered_rows(operation, tensor["name"], table, bound, gather, ids, distinct_ids, group)
         return int(rows.rows * prod(tensor["shape"][1:]) * size), rows.note
     return int(elements * size), None
 

@@ -88,4 +88,5 @@ def adapters() -> list[Adapter]:
 
 
 OPERATIONS = [OperationDef(SLUG, _inputs, reference, adapters,
-                           grad_inputs=("x", "gate_up_proj", "down_proj", "top_k_weights"), regions=REGIONS)]
+                           grad_inputs=("x", "gate_up_proj", "down_proj", "top_k_weights"), regions=REGIONS,
+                           index_inputs=("top_k_index",))]
