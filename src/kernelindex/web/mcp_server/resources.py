@@ -10,6 +10,9 @@ from html.parser import HTMLParser
 from importlib import resources as package_files
 
 _JINJA = re.compile(r"{%.*?%}|{{.*?}}|{#.*?#}", re.S)
+# a table is written as a call of the macro that wraps it (m.table): it stands for the table's tags
+_TABLE_CALLS = ((re.compile(r"{%\s*call m\.table\(.*?\)\s*%}", re.S), "<table>"),
+                (re.compile(r"\s*{%\s*endcall\s*%}"), "</table>"))
 _SECTIONS = {
     "methodology": None,  # the whole page
     "floor": ("floor",),
@@ -56,6 +59,8 @@ def _parsed() -> list[tuple[str | None, str]]:
     template = package_files.files("kernelindex.web").joinpath("templates", "docs.html").read_text(encoding="utf-8")
     body = template.split("{% block content %}", 1)[-1].split("{% endblock %}", 1)[0]
     parser = _Text()
+    for call, tag in _TABLE_CALLS:
+        body = call.sub(tag, body)
     parser.feed(_JINJA.sub("", body))
     return [(sid, re.sub(r"\n{3,}", "\n\n", "".join(parts)).strip()) for sid, parts in parser.sections]
 
