@@ -26,6 +26,7 @@ from kernelindex.catalog.holdings import has_runs, runs_present, supersession_di
 from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.canonical import ManifestSyntaxError, strict_json_loads
 from kernelindex.domain.manifests import ManifestError, Supersession, build, digest_of
+from kernelindex.readmodel.summaries import ensure_summaries
 from kernelindex.sources.aiter import import_aiter
 from kernelindex.sources.aiter.normalize import SOURCE as AITER_SOURCE
 from kernelindex.sources.base import FileTransport
@@ -72,6 +73,9 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
     if "verified" in parts:
         done.extend(_bundled_verified(catalog))
         done.extend(apply_shipped_supersessions(catalog))
+    if done:
+        say("Summarising every operation for the home, records and GPU pages…")
+        say(f"  {ensure_summaries(catalog)} operations summarised")
     return done
 
 

@@ -125,6 +125,19 @@ class CatalogChangeRow(Base):
 Index("ix_runs_operation_cohort", RunRow.operation, RunRow.cohort_key)
 
 
+class OperationSummaryRow(Base):
+    """What the site-wide pages read of one operation (its counts, cohorts and their leaders), computed by
+    the read model from the operation's runs (``readmodel/summaries.py``) and kept per version of the
+    operation's data and per ``form`` (a fingerprint of the code that computed it). Derived, not catalog
+    data: rows are replaced when the operation moves, and writing them never bumps the catalog version."""
+
+    __tablename__ = "operation_summaries"
+    operation: Mapped[str] = mapped_column(String(200), primary_key=True)  # the operation's slug
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    form: Mapped[str] = mapped_column(String(64), primary_key=True)
+    body: Mapped[str] = mapped_column(Text)
+
+
 # --- the write path (round 2): API keys, the audit log, measurement requests ---------------------
 # None of these is catalog data: writing them never bumps CatalogStateRow.version.
 

@@ -104,6 +104,12 @@ class VersionedCache:
             for full in [k for k in self._items if where(k[3])]:
                 self._drop(full)
 
+    def forget(self, catalog: Catalog, where: Callable[[Hashable], bool]) -> None:
+        """Drop this catalog's entries whose key satisfies ``where`` (what a one-off pass loaded)."""
+        with self._lock:
+            for full in [k for k in self._items if k[0] == catalog.url and where(k[3])]:
+                self._drop(full)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

@@ -23,7 +23,7 @@ from kernelindex.catalog.models import PublicationRow, RetractionRow
 from kernelindex.catalog.publish import run_id_of
 from kernelindex.domain.instants import as_utc
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.pages_common import all_operations, cohort_summaries
+from kernelindex.readmodel.summaries import operation_summaries
 
 KINDS = ("publication", "record", "retraction", "request_completed")
 MAX_CHANGES = 500
@@ -125,8 +125,8 @@ def _retractions(catalog: Catalog, now: datetime) -> list[Change]:
 
 def _records(catalog: Catalog, now: datetime) -> list[Change]:
     changes = []
-    for data in all_operations(catalog):
-        for summary in cohort_summaries(data, now):
+    for facts in operation_summaries(catalog, now=now):
+        for summary in facts.cohorts:
             for event in summary.events:
                 holder = event.holder.run_id if event.holder else "none"
                 title = {"first": "First record", "beaten": "Record broken", "retraction": "Record changed by a "

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_lines as _export_lines
 from kernelindex.catalog.models import ObjectRow, RunRow
-from kernelindex.domain.manifests import OperationSpec, WorkloadCase, as_kind, parse_manifest_text
+from kernelindex.domain.manifests import ExecutionEnvironment, OperationSpec, WorkloadCase, as_kind, parse_manifest_text
 
 
 def operation_manifests(catalog: Catalog) -> dict[str, OperationSpec]:
@@ -34,6 +34,18 @@ def workload_cases(
     with catalog.engine.connect() as conn:
         bodies = conn.execute(query).scalars().all()
     return [as_kind(parse_manifest_text(body, "catalog WorkloadCase"), WorkloadCase) for body in bodies]
+
+
+def environments_by_digest(catalog: Catalog, digests: set[str]) -> dict[str, ExecutionEnvironment]:
+    """The stored execution environments with these digests."""
+    ordered = sorted(digests)
+    found: dict[str, ExecutionEnvironment] = {}
+    with catalog.engine.connect() as conn:
+        for start in range(0, len(ordered), 500):
+            rows = conn.execute(select(ObjectRow.digest, ObjectRow.body).where(
+                ObjectRow.kind == "ExecutionEnvironment", ObjectRow.digest.in_(ordered[start:start + 500])))
+            found.update((digest, ExecutionEnvironment.model_validate_json(body)) for digest, body in rows)
+    return found
 
 
 def run_counts(catalog: Catalog) -> tuple[int, int]:

@@ -4,7 +4,7 @@ CLI's view). Everything is computed from loaded catalog data with the policy fun
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
@@ -28,7 +28,7 @@ from kernelindex.readmodel.labels import (
     workload_label,
 )
 from kernelindex.readmodel.leaderboard import leaderboards
-from kernelindex.readmodel.loading import OperationData, Run, load_all_operations, load_operation
+from kernelindex.readmodel.loading import OperationData, Run, load_operation
 from kernelindex.readmodel.memory import memory_panel
 from kernelindex.readmodel.operation_select import select
 from kernelindex.readmodel.operation_views import (
@@ -47,27 +47,16 @@ from kernelindex.readmodel.rows import implementation_ref, ranked_rows
 from kernelindex.readmodel.scaling import scaling_chart
 from kernelindex.readmodel.shapes import shape_table
 from kernelindex.readmodel.source_notices import source_notice
+from kernelindex.readmodel.summaries import operation_summaries
 
 
-def operations_index(catalog: Catalog) -> list[OperationSummary]:
-    summaries = []
-    for slug, data in load_all_operations(catalog).items():
-        eligible = [r for r in data.runs if r.eligible]
-        meta = data.operation.metadata
-        summaries.append(
-            OperationSummary(
-                slug=slug,
-                title=data.title,
-                family=data.operation.spec.family,
-                description=meta.description or "",
-                aliases=meta.aliases,
-                eligible_runs=len(eligible),
-                workloads=len({r.workload for r in eligible}),
-                implementations=len({implementation_slug(data.implementations[r.implementation]) for r in eligible}),
-                digest=data.digest,
-            )
-        )
-    return summaries
+def operations_index(catalog: Catalog, *, now: datetime | None = None) -> list[OperationSummary]:
+    """Every operation with its counts (``now``: the summaries' clock, today when not given; nothing
+    here depends on the day)."""
+    return [OperationSummary(slug=s.slug, title=s.title, family=s.family, description=s.description,
+                             aliases=s.aliases, eligible_runs=s.eligible_runs, workloads=s.eligible_workloads,
+                             implementations=s.eligible_implementations, digest=s.digest)
+            for s in operation_summaries(catalog, now=now or datetime.now(UTC))]
 
 
 def operation_page(

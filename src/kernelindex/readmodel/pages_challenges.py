@@ -17,10 +17,10 @@ from kernelindex.domain.canonical import short_digest
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries
-from kernelindex.readmodel.pages_home import verified_regions
+from kernelindex.readmodel.pages_common import CohortSummary
 from kernelindex.readmodel.paging import Paging, page_of
 from kernelindex.readmodel.requests import ask_url
+from kernelindex.readmodel.summaries import OperationFacts, operation_summaries
 
 
 @dataclass
@@ -124,8 +124,8 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
     priority = [g for g in registry.priority_gpus() if g in gpus]
     page = ChallengesPage([{"slug": g, "name": gpus[g].name, "short": gpus[g].short} for g in priority])
     curated = registry.operations()
-    for data in all_operations(catalog):
-        summaries = [s for s in cohort_summaries(data, clock) if s.leader]
+    for data in operation_summaries(catalog, now=clock):
+        summaries = data.cohorts_with_leader()
         gaps = _gaps(data, priority)
         if gaps.cells:
             page.unmeasured.append(gaps)
@@ -134,7 +134,7 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
         page.stale_records += [s for s in summaries if s.leader and s.leader.stale]
         # The runner verifies the operations KernelIndex curates (registry/operations); those imported
         # from another index (FlashInfer-Bench, GPU MODE) are outside its scope, not "unverified".
-        if data.slug in curated and not verified_regions(data):
+        if data.slug in curated and not data.verified_regions:
             title = data.title
             reason = registry.why_not_verified(data.slug) or NOT_YET
             page.not_verified.append(NotVerified(data.slug, title, reason, urls.operation(data.slug)))
@@ -148,22 +148,16 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
     return page
 
 
-def _gaps(data, priority: list[str]) -> OperationGaps:  # noqa: ANN001 - OperationData
+def _gaps(data: OperationFacts, priority: list[str]) -> OperationGaps:
     """Workloads with eligible runs that lack one on a priority GPU (measured: GPU slug or product)."""
-    measured: dict[str, set[str]] = {}
-    for run in data.runs:
-        if run.eligible:
-            gpu = data.gpu_of(run.environment)
-            product = data.environments[run.environment].spec.hardware.product
-            measured.setdefault(run.workload, set()).add(gpu.slug if gpu else product)
+    measured = {workload: set(gpus) for workload, gpus in data.measured.items()}
     gpus = registry.gpus()
     cells = []
-    for digest in sorted(measured, key=lambda d: labels.natural_key(labels.workload_label(data.operation,
-                                                                                  data.workloads[d]))):
+    for digest in sorted(measured, key=lambda d: labels.natural_key(data.workload_labels[d])):
         missing = [gpus[g].short for g in priority if g not in measured[digest]]
         if missing:
             shown = sorted(gpus[m].short if m in gpus else m for m in measured[digest])
-            label = labels.workload_label(data.operation, data.workloads[digest])
+            label = data.workload_labels[digest]
             asks = [{"gpu": g, "label": gpus[g].short, "url": ask_url(data.slug, short_digest(digest), g)}
                     for g in priority if g not in measured[digest]]
             cells.append(MissingCell(short_digest(digest), label, missing, shown,

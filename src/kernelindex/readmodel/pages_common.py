@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kernelindex import urls
-from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.policy.evidence import SENTENCES
 from kernelindex.policy.ratios import ratio
@@ -18,9 +17,9 @@ from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import Cohort, cohort_record_events, cohorts_of
 from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.loading import OperationData, Run, load_all_operations
+from kernelindex.readmodel.loading import OperationData, Run
 
-__all__ = ["NotFound", "RunRef", "CohortSummary", "EventView", "all_operations", "cohort_summaries", "run_ref"]
+__all__ = ["NotFound", "RunRef", "CohortSummary", "EventView", "cohort_summaries", "run_ref"]
 
 
 
@@ -99,11 +98,6 @@ class CohortSummary(JsonModel):
     @property
     def last_event(self) -> EventView | None:
         return self.events[-1] if self.events else None
-
-
-def all_operations(catalog: Catalog) -> list[OperationData]:
-    """Every operation in the catalog, by slug, loaded in one pass (cached per catalog version)."""
-    return list(load_all_operations(catalog).values())
 
 
 def _events(data: OperationData, cohort: Cohort, now: datetime) -> list[EventView]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
@@ -14,8 +14,10 @@ from kernelindex.readmodel.ceilings import CeilingRow, ComputeCeilingRow, ceilin
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import attainable_now
-from kernelindex.readmodel.pages_common import CohortSummary, all_operations, cohort_summaries
+from kernelindex.readmodel.objects import environments_by_digest
+from kernelindex.readmodel.pages_common import CohortSummary
 from kernelindex.readmodel.paging import Paging, page_of
+from kernelindex.readmodel.summaries import operation_summaries
 
 RECORDS_PER_PAGE = 25  # the H100 page held 279 cohorts in one 28,583 px table; 25 rows ≈ 6,000 px on a phone
 
@@ -81,23 +83,22 @@ def gpu_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datet
     if spec is None:
         known = ", ".join(sorted(registry.gpus()))
         raise NotFound(f"no GPU {slug!r} in the datasheet table; known: {known}")
-    clock = now
     model = GpuPage(_facts(spec), may_be=[{"slug": g, "name": registry.gpus()[g].name, "url": urls.gpu(g)}
                                           for g in registry.gpus_answering(slug) if g != slug])
-    measured: dict[str, ExecutionEnvironment] = {}
-    for data in all_operations(catalog):
-        envs = {d for d in data.environments if (gpu := data.gpu_of(d)) is not None and gpu.slug == slug}
-        measured.update((d, data.environments[d]) for d in envs if data.environments[d].spec.copy_bandwidth_bytes_per_s)
-        runs = [r for r in data.runs if r.eligible and r.environment in envs]
-        summaries = [s for s in cohort_summaries(data, clock) if s.gpu == slug and s.leader]
-        if runs:
+    ceiling_environments: set[str] = set()
+    for facts in operation_summaries(catalog, now=now):
+        share = next((g for g in facts.gpus if g.gpu == slug), None)
+        if share is None:
+            continue
+        ceiling_environments.update(share.ceiling_environments)
+        summaries = [s for s in facts.cohorts_with_leader() if s.gpu == slug]
+        if share.eligible_runs:
             model.coverage.append(Coverage(
-                data.slug, data.title,
-                len({r.workload for r in runs}), len(data.workloads), len(summaries), len(runs),
-                urls.records(("operation", data.slug), ("gpu", slug))))
+                facts.slug, facts.title, share.workloads_measured, facts.workloads_total, len(summaries),
+                share.eligible_runs, urls.records(("operation", facts.slug), ("gpu", slug))))
         model.records.extend(summaries)
     model.records, model.records_paging = page_of(model.records, page, RECORDS_PER_PAGE)
-    _add_ceilings(catalog, model, spec, measured)
+    _add_ceilings(catalog, model, spec, environments_by_digest(catalog, ceiling_environments))
     return model
 
 
@@ -114,15 +115,14 @@ def _add_ceilings(catalog: Catalog, model: GpuPage, spec: registry.GpuSpec,
                                                       spec.source, attainable)
 
 
-def gpus_index(catalog: Catalog) -> list[GpuIndexEntry]:
-    cohorts: dict[str, set[str]] = defaultdict(set)
+def gpus_index(catalog: Catalog, *, now: datetime | None = None) -> list[GpuIndexEntry]:
+    """Every GPU of the datasheet table with its cohorts and eligible runs. Counts only, so the day
+    (``now``: the summaries' clock, today when not given) changes nothing in it."""
+    cohorts: Counter[str] = Counter()
     runs: Counter[str] = Counter()
-    for data in all_operations(catalog):
-        for run in data.runs:
-            gpu = data.gpu_of(run.environment)
-            if gpu is None or not run.eligible:
-                continue
-            cohorts[gpu.slug].add(run.cohort_key)
-            runs[gpu.slug] += 1
-    return [GpuIndexEntry(_facts(spec), len(cohorts.get(slug, ())), runs[slug], urls.gpu(slug))
+    for facts in operation_summaries(catalog, now=now or datetime.now(UTC)):
+        for share in facts.gpus:
+            cohorts[share.gpu] += share.cohorts
+            runs[share.gpu] += share.eligible_runs
+    return [GpuIndexEntry(_facts(spec), cohorts[slug], runs[slug], urls.gpu(slug))
             for slug, spec in registry.gpus().items()]

@@ -16,13 +16,11 @@ from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import Source
 from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.loading import OperationData, Run
-from kernelindex.readmodel.pages_common import all_operations, cohort_summaries
 from kernelindex.readmodel.pages_records import LedgerEvent
 from kernelindex.readmodel.source_notices import source_notice
+from kernelindex.readmodel.summaries import operation_summaries
 
 LATEST_RECORDS = 8
-VERIFIED_LEVELS = ("verified", "replicated")
 
 
 @dataclass
@@ -62,38 +60,23 @@ TAGLINE = ("The fastest known GPU kernel for an exact workload — operation, sh
 
 
 def home_page(catalog: Catalog, *, now: datetime) -> HomePage:
-    clock = now
-    datas = all_operations(catalog)
-    eligible = {d.slug: [r for r in d.runs if r.eligible] for d in datas}
-    verified = {d.slug: _verified_regions(d, eligible[d.slug]) for d in datas}
-    lines = {impl.metadata.name or digest
-             for d in datas for digest, impl in d.implementations.items()}
-    summaries = [s for d in datas for s in cohort_summaries(d, clock) if s.leader]
+    summaries = operation_summaries(catalog, now=now)
+    cohorts = [c for s in summaries for c in s.cohorts_with_leader()]
     counts = {
-        "operations": len(datas),
-        "operations_measured": sum(1 for runs in eligible.values() if runs),
-        "implementations": len(lines),
-        "eligible_runs": sum(len(runs) for runs in eligible.values()),
-        "verified_runs": sum(1 for runs in eligible.values() for r in runs if r.evidence in VERIFIED_LEVELS),
-        "operations_verified": sum(1 for regions in verified.values() if regions),
-        "operations_verified_backward": sum(1 for regions in verified.values() if regions - {"forward"}),
-        "cohorts": len(summaries),
+        "operations": len(summaries),
+        "operations_measured": sum(1 for s in summaries if s.eligible_runs),
+        "implementations": len({line for s in summaries for line in s.lines}),
+        "eligible_runs": sum(s.eligible_runs for s in summaries),
+        "verified_runs": sum(s.verified_runs for s in summaries),
+        "operations_verified": sum(1 for s in summaries if s.verified_regions),
+        "operations_verified_backward": sum(1 for s in summaries if set(s.verified_regions) - {"forward"}),
+        "cohorts": len(cohorts),
     }
     operations = sorted(
-        (OperationLink(d.slug, d.title, d.operation.spec.family,
-                       len(eligible[d.slug]), urls.operation(d.slug)) for d in datas),
+        (OperationLink(s.slug, s.title, s.family, s.eligible_runs, urls.operation(s.slug)) for s in summaries),
         key=lambda o: (-o.eligible_runs, o.slug),
     )
-    return HomePage(TAGLINE, counts, _cached_sources(catalog), _latest(summaries), operations)
-
-
-def verified_regions(data: OperationData) -> set[str]:
-    """The timed regions in which the operation has an eligible verified run."""
-    return _verified_regions(data, [r for r in data.runs if r.eligible])
-
-
-def _verified_regions(data: OperationData, eligible: list[Run]) -> set[str]:
-    return {data.protocols[r.protocol].spec.timed_region for r in eligible if r.evidence in VERIFIED_LEVELS}
+    return HomePage(TAGLINE, counts, _cached_sources(catalog), _latest(cohorts), operations)
 
 
 def _latest(summaries: list) -> list[LedgerEvent]:  # noqa: ANN001 - list[CohortSummary]

@@ -15,10 +15,9 @@ from kernelindex.readmodel.pages_common import (
     CohortSummary,
     EventView,
     NotFound,
-    all_operations,
     check_choice,
-    cohort_summaries,
 )
+from kernelindex.readmodel.summaries import operation_summaries
 
 VIEWS = ["current", "recently-broken", "history"]
 HISTORY_LIMIT = 300
@@ -52,7 +51,7 @@ def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | N
                  evidence: str | None = None, view: str | None = None, cohort: str | None = None,
                  now: datetime) -> RecordsPage:
     clock = now
-    summaries = [s for data in all_operations(catalog) for s in cohort_summaries(data, clock) if s.leader]
+    summaries = [s for facts in operation_summaries(catalog, now=now) for s in facts.cohorts_with_leader()]
     options = _options(summaries)
     reading = registry.gpu_reading(gpu) if gpu else None
     gpu = registry.gpu_slug(gpu) or gpu if gpu else gpu

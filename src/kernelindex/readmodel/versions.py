@@ -2,7 +2,9 @@
 records the operations it changed (``catalog/changes.py``); a worker that sees a new catalog version
 reads those records once, so an operation's own version moves only when something of it changed.
 Per-operation data and answers are kept by that version: a publication of rope reloads rope only.
-A version nobody recorded (an older catalog, a hand edit) counts as changing every operation.
+A version nobody recorded (an older catalog, a hand edit) counts as changing every operation. A worker
+reads the whole record on its first sighting of a catalog, so every worker names an operation's data
+by the same version (the stored summaries of ``readmodel/summaries.py`` are kept by it).
 
 One more scope is versioned the same way: the inputs of the GPUs' attainable bandwidths (verified runs,
 runners' measured ceilings), recorded under ``MAY_MOVE_ATTAINABLE`` by a publication that adds or
@@ -89,8 +91,8 @@ class VersionTracker:
 
 
 def _advanced(catalog: Catalog, known: Versions | None, version: int) -> Versions:
-    if known is None or version < known.catalog:
-        return Versions(version, version)
+    if known is None or version < known.catalog:  # first sighting: read the whole record, so every
+        known = Versions(0, 0)  # worker names an operation's data by the same version (stored summaries)
     try:
         with catalog.engine.connect() as conn:
             changes = changes_between(conn, known.catalog, version)

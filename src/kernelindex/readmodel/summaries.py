@@ -1,0 +1,265 @@
+"""What the site-wide pages (home, records, GPUs, challenges, the operations index, the feed) read of
+each operation, so that none of them loads every run: its counts, implementation lines, per-GPU
+figures, the GPUs each measured workload has, and its cohort summaries with their leaders and record
+history (``pages_common.cohort_summaries``: the same functions the operation's own pages use).
+
+Computed from the loaded operation, written once to the catalog (``operation_summaries``) under the
+version of the operation's data (``readmodel/versions.py``: it moves with every publication,
+retraction or supersession that touches the operation) and a fingerprint of the code that computed it,
+and read back by every worker. What depends on the day (whether a run is stale) is not stored: the
+run's ``observed_at`` is, and staleness is decided when the summary is read, with the page's clock."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import orjson
+from sqlalchemy import delete, insert, select, tuple_
+from sqlalchemy.exc import SQLAlchemyError
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import ObjectRow, OperationSummaryRow
+from kernelindex.policy.staleness import is_stale
+from kernelindex.readmodel import labels
+from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.loading import ONE_BY_ONE, OperationData, load_all_operations, load_operation
+from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef, cohort_summaries
+from kernelindex.readmodel.recommend import VERIFIED_LEVELS
+from kernelindex.readmodel.versions import VERSIONS, Versions
+
+log = logging.getLogger("kernelindex.readmodel")
+# Any instant serves to compute a summary: the one field that depends on the clock (a run's ``stale``)
+# is decided again when the summary is read.
+_COMPUTED_AT = datetime(2000, 1, 1, tzinfo=UTC)
+_WRITE_CHUNK = 200
+
+
+@dataclass
+class GpuShare(JsonModel):
+    """What one operation measured on one GPU (registry slug)."""
+
+    gpu: str
+    eligible_runs: int
+    workloads_measured: int
+    cohorts: int  # cohorts with an eligible run
+    ceiling_environments: list[str] = field(default_factory=list)  # its environments that measured a ceiling
+
+
+@dataclass
+class OperationFacts(JsonModel):
+    slug: str
+    title: str
+    family: str
+    digest: str
+    description: str
+    aliases: list[str]
+    workloads_total: int
+    eligible_runs: int
+    eligible_workloads: int
+    eligible_implementations: int  # implementation slugs with an eligible run
+    verified_runs: int
+    verified_regions: list[str]  # timed regions with an eligible verified run
+    lines: list[str]  # implementation lines (name, or digest when unnamed)
+    gpus: list[GpuShare]
+    # Each workload with an eligible run: the GPUs (slug, or product when the registry lacks it) that have one
+    measured: dict[str, list[str]]
+    workload_labels: dict[str, str]  # of the measured workloads
+    cohorts: list[CohortSummary]
+
+    def cohorts_with_leader(self) -> list[CohortSummary]:
+        return [c for c in self.cohorts if c.leader]
+
+
+def operation_summaries(catalog: Catalog, *, now: datetime) -> list[OperationFacts]:
+    """Every operation's summary, by slug, as of ``now`` (kept per catalog version and day)."""
+    versions = VERSIONS.current(catalog)
+    day = now.date().isoformat()
+    return READ_CACHE.get(catalog, ("operation-summaries", day), lambda: _gather(catalog, versions, now),
+                          version=versions.catalog)
+
+
+def _gather(catalog: Catalog, versions: Versions, now: datetime) -> list[OperationFacts]:
+    day = now.date().isoformat()
+    slugs = _slugs(catalog)
+    found: dict[str, OperationFacts | None] = {
+        slug: READ_CACHE.peek(catalog, ("operation-summary", slug, day), versions.of(slug), scope=slug)
+        for slug in slugs}
+    missing = {slug: versions.of(slug) for slug, summary in found.items() if summary is None}
+    bodies = _stored(catalog, missing)
+    unsaved = [slug for slug in missing if slug not in bodies]
+    if unsaved:
+        computed = computed_summaries(catalog, unsaved)
+        _write(catalog, {slug: (missing[slug], body) for slug, body in computed.items()})
+        bodies.update(computed)
+    for slug in missing:
+        summary = found[slug] = _decoded(orjson.loads(bodies[slug]), now)
+        READ_CACHE.put(catalog, ("operation-summary", slug, day), summary, version=missing[slug], scope=slug)
+    return [summary for summary in found.values() if summary is not None]
+
+
+def ensure_summaries(catalog: Catalog) -> int:
+    """Compute and store the summaries the catalog lacks at its current version (after an import, so a
+    fresh install's first home page reads them instead of loading every run); returns how many."""
+    versions = VERSIONS.current(catalog)
+    wanted = {slug: versions.of(slug) for slug in _slugs(catalog)}
+    missing = [slug for slug in wanted if slug not in _stored(catalog, wanted, OperationSummaryRow.version)]
+    if missing:
+        _write(catalog, {slug: (wanted[slug], body) for slug, body in computed_summaries(catalog, missing).items()})
+    return len(missing)
+
+
+def _slugs(catalog: Catalog) -> list[str]:
+    with catalog.engine.connect() as conn:
+        names = conn.execute(select(ObjectRow.name).where(ObjectRow.kind == "OperationSpec")).scalars()
+        return sorted(name for name in names if name is not None)
+
+
+def _stored(catalog: Catalog, wanted: dict[str, int], column: Any = OperationSummaryRow.body) -> dict[str, Any]:
+    """``column`` (the body: its bytes) of the stored summaries of these operations at these versions, in
+    this code's form."""
+    found: dict[str, Any] = {}
+    keys = sorted(wanted.items())
+    with catalog.engine.connect() as conn:
+        for start in range(0, len(keys), 500):
+            rows = conn.execute(select(OperationSummaryRow.operation, column).where(
+                OperationSummaryRow.form == summary_form(),
+                tuple_(OperationSummaryRow.operation, OperationSummaryRow.version).in_(keys[start:start + 500])))
+            found.update((slug, value.encode() if isinstance(value, str) else value) for slug, value in rows)
+    return found
+
+
+def computed_summaries(catalog: Catalog, slugs: list[str]) -> dict[str, bytes]:
+    """The summaries of these operations computed from their runs, as JSON (their data versions are the
+    current ones). Many operations are loaded in one pass; the pass is then let go (every page of an
+    operation loads it again when asked), so a worker does not keep every run for having summarised them."""
+    if len(slugs) <= ONE_BY_ONE:
+        return {slug: _encoded(summarize(load_operation(catalog, slug))) for slug in slugs}
+    everything = load_all_operations(catalog)
+    summaries = {slug: _encoded(summarize(everything[slug])) for slug in slugs if slug in everything}
+    del everything
+    READ_CACHE.forget(catalog, lambda key: isinstance(key, tuple) and bool(key)
+                      and str(key[0]).startswith(("operation-data", "operation-with-attainable")))
+    return summaries
+
+
+def summarize(data: OperationData) -> OperationFacts:
+    """The operation's summary, from its loaded runs (staleness left for the reader)."""
+    eligible = [r for r in data.runs if r.eligible]
+    verified = [r for r in eligible if r.evidence in VERIFIED_LEVELS]
+    measured: dict[str, set[str]] = defaultdict(set)
+    for run in eligible:
+        gpu = data.gpu_of(run.environment)
+        measured[run.workload].add(gpu.slug if gpu else data.environments[run.environment].spec.hardware.product)
+    meta = data.operation.metadata
+    return OperationFacts(
+        slug=data.slug, title=data.title, family=data.operation.spec.family, digest=data.digest,
+        description=meta.description or "", aliases=list(meta.aliases),
+        workloads_total=len(data.workloads), eligible_runs=len(eligible),
+        eligible_workloads=len({r.workload for r in eligible}),
+        eligible_implementations=len({labels.implementation_slug(data.implementations[r.implementation])
+                                      for r in eligible}),
+        verified_runs=len(verified),
+        verified_regions=sorted({data.protocols[r.protocol].spec.timed_region for r in verified}),
+        lines=sorted({impl.metadata.name or digest for digest, impl in data.implementations.items()}),
+        gpus=_gpu_shares(data),
+        measured={workload: sorted(gpus) for workload, gpus in sorted(measured.items())},
+        workload_labels={w: labels.workload_label(data.operation, data.workloads[w]) for w in sorted(measured)},
+        cohorts=cohort_summaries(data, _COMPUTED_AT),
+    )
+
+
+def _gpu_shares(data: OperationData) -> list[GpuShare]:
+    environments: dict[str, list[str]] = defaultdict(list)
+    for digest in sorted(data.environments):
+        if (gpu := data.gpu_of(digest)) is not None:
+            environments[gpu.slug].append(digest)
+    shares = []
+    for slug, digests in sorted(environments.items()):
+        runs = [r for r in data.runs if r.eligible and r.environment in digests]
+        ceilings = [d for d in digests if data.environments[d].spec.copy_bandwidth_bytes_per_s]
+        shares.append(GpuShare(slug, len(runs), len({r.workload for r in runs}), len({r.cohort_key for r in runs}),
+                               ceilings))
+    return shares
+
+
+def _write(catalog: Catalog, rows: dict[str, tuple[int, bytes]]) -> None:
+    """Keep these summaries (slug → (version, body)) in place of any older ones. Another worker may
+    write the same ones at the same time: the first write stands, and both are the same."""
+    items = sorted(rows.items())
+    try:
+        for start in range(0, len(items), _WRITE_CHUNK):
+            chunk = items[start:start + _WRITE_CHUNK]
+            with catalog.engine.begin() as conn:
+                conn.execute(delete(OperationSummaryRow).where(
+                    OperationSummaryRow.operation.in_([slug for slug, _ in chunk])))
+                conn.execute(insert(OperationSummaryRow), [
+                    {"operation": slug, "version": version, "form": summary_form(), "body": body.decode()}
+                    for slug, (version, body) in chunk])
+    except SQLAlchemyError as exc:  # a read-only catalog, or a concurrent writer: serve what was computed
+        log.warning("operation summaries were not stored (%s); they are computed again by the next worker",
+                    exc.__class__.__name__)
+
+
+def _encoded(summary: OperationFacts) -> bytes:
+    return orjson.dumps(summary.to_json())
+
+
+# --- reading back ----------------------------------------------------------------------------------
+
+
+def _decoded(body: dict[str, Any], now: datetime) -> OperationFacts:
+    return OperationFacts(**{**body, "gpus": [GpuShare(**g) for g in body["gpus"]],
+                               "cohorts": [_cohort(c, now) for c in body["cohorts"]]})
+
+
+def _cohort(body: dict[str, Any], now: datetime) -> CohortSummary:
+    return CohortSummary(**{**body, "leader": _ref(body["leader"], now), "second": _ref(body["second"], now),
+                            "events": [_event(e, now) for e in body["events"]],
+                            "last_observed": _instant(body["last_observed"])})
+
+
+def _event(body: dict[str, Any], now: datetime) -> EventView:
+    return EventView(_instant(body["at"]), body["kind"], _ref(body["holder"], now), _ref(body["previous"], now),
+                     body["median_ns"], body["margin"])
+
+
+def _ref(body: dict[str, Any] | None, now: datetime) -> RunRef | None:
+    if body is None:
+        return None
+    observed = _instant(body["observed_at"])
+    return RunRef(**{**body, "observed_at": observed, "stale": is_stale(observed, now)})
+
+
+def _instant(text: str | None) -> Any:
+    return datetime.fromisoformat(text) if text is not None else None
+
+
+@cache
+def summary_form() -> str:
+    """A fingerprint of the code and registry a summary comes from: a stored summary is read back only
+    by the code that would compute the same one (after an upgrade they are computed again)."""
+    digest = hashlib.sha256()
+    package = resources.files("kernelindex")
+    for part in ("domain", "policy", "readmodel", "registry"):
+        for path in sorted(_files(package.joinpath(part)), key=str):
+            digest.update(str(path).rsplit("kernelindex", 1)[-1].encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def _files(folder: Any) -> list[Any]:
+    found = []
+    for entry in folder.iterdir():
+        if entry.is_dir() and entry.name != "__pycache__":
+            found.extend(_files(entry))
+        elif entry.name.endswith((".py", ".yaml", ".yml", ".json")):
+            found.append(entry)
+    return found
