@@ -135,7 +135,8 @@ class OperationSummaryRow(Base):
     operation: Mapped[str] = mapped_column(String(200), primary_key=True)  # the operation's slug
     version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     form: Mapped[str] = mapped_column(String(64), primary_key=True)
-    body: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)  # its counts, per-GPU figures and newest records (JSON)
+    cohorts: Mapped[str] = mapped_column(Text)  # every cohort's summary (JSON), read when a page lists them
 
 
 # --- the write path (round 2): API keys, the audit log, measurement requests ---------------------

@@ -83,8 +83,10 @@ class VersionedCache:
     def _keep(self, full: Full, value: Any) -> None:
         url, scope, version, _ = full
         with self._lock:
-            if version > self._latest.get((url, scope), -1):
+            latest = self._latest.get((url, scope))
+            if latest is None or version > latest:
                 self._latest[(url, scope)] = version
+            if latest is not None and version > latest:  # a scope seen first holds nothing older
                 for old in [k for k in self._items if k[0] == url and k[1] == scope and k[2] < version]:
                     self._drop(old)
             if full in self._items:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,11 +15,10 @@ from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import Source
 from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.pages_common import CohortSummary
 from kernelindex.readmodel.pages_records import LedgerEvent
 from kernelindex.readmodel.source_notices import source_notice
-from kernelindex.readmodel.summaries import operation_summaries
-
-LATEST_RECORDS = 8
+from kernelindex.readmodel.summaries import LATEST_RECORDS, newest_events, operation_summaries
 
 
 @dataclass
@@ -61,7 +59,6 @@ TAGLINE = ("The fastest known GPU kernel for an exact workload — operation, sh
 
 def home_page(catalog: Catalog, *, now: datetime) -> HomePage:
     summaries = operation_summaries(catalog, now=now)
-    cohorts = [c for s in summaries for c in s.cohorts_with_leader()]
     counts = {
         "operations": len(summaries),
         "operations_measured": sum(1 for s in summaries if s.eligible_runs),
@@ -70,20 +67,19 @@ def home_page(catalog: Catalog, *, now: datetime) -> HomePage:
         "verified_runs": sum(s.verified_runs for s in summaries),
         "operations_verified": sum(1 for s in summaries if s.verified_regions),
         "operations_verified_backward": sum(1 for s in summaries if set(s.verified_regions) - {"forward"}),
-        "cohorts": len(cohorts),
+        "cohorts": sum(s.leading_cohorts for s in summaries),
     }
     operations = sorted(
         (OperationLink(s.slug, s.title, s.family, s.eligible_runs, urls.operation(s.slug)) for s in summaries),
         key=lambda o: (-o.eligible_runs, o.slug),
     )
-    return HomePage(TAGLINE, counts, _cached_sources(catalog), _latest(cohorts), operations)
+    return HomePage(TAGLINE, counts, _cached_sources(catalog), _latest([c for s in summaries for c in s.newest]),
+                    operations)
 
 
-def _latest(summaries: list) -> list[LedgerEvent]:  # noqa: ANN001 - list[CohortSummary]
-    newest = heapq.nlargest(LATEST_RECORDS, ((s, e) for s in summaries for e in s.events),
-                            key=lambda se: (se[1].at, se[0].operation, se[0].key))
+def _latest(cohorts: list[CohortSummary]) -> list[LedgerEvent]:
     return [LedgerEvent(s.operation, s.operation_title, s.key, s.label, s.workload_label, e, s.url)
-            for s, e in newest]
+            for s, e in newest_events(cohorts, LATEST_RECORDS)]
 
 
 def _cached_sources(catalog: Catalog) -> list[SourceFreshness]:

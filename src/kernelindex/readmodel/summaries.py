@@ -12,11 +12,13 @@ run's ``observed_at`` is, and staleness is decided when the summary is read, wit
 from __future__ import annotations
 
 import hashlib
+import heapq
 import logging
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, cached_property, partial
 from importlib import resources
 from typing import Any
 
@@ -29,7 +31,7 @@ from kernelindex.catalog.models import ObjectRow, OperationSummaryRow
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cache import READ_CACHE
-from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.jsonable import JsonModel, to_jsonable
 from kernelindex.readmodel.loading import ONE_BY_ONE, OperationData, load_all_operations, load_operation
 from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef, cohort_summaries
 from kernelindex.readmodel.recommend import VERIFIED_LEVELS
@@ -40,6 +42,8 @@ log = logging.getLogger("kernelindex.readmodel")
 # is decided again when the summary is read.
 _COMPUTED_AT = datetime(2000, 1, 1, tzinfo=UTC)
 _WRITE_CHUNK = 200
+LATEST_RECORDS = 8  # the newest record events the home page lists
+Stored = tuple[bytes, bytes]  # a summary as stored: its body, and its cohorts (JSON)
 
 
 @dataclass
@@ -72,10 +76,23 @@ class OperationFacts(JsonModel):
     # Each workload with an eligible run: the GPUs (slug, or product when the registry lacks it) that have one
     measured: dict[str, list[str]]
     workload_labels: dict[str, str]  # of the measured workloads
-    cohorts: list[CohortSummary]
+    leading_cohorts: int  # cohorts with a leader (record holder)
+    newest: list[CohortSummary]  # the cohorts holding its ``LATEST_RECORDS`` newest record events
+    # Every cohort's summary: read on first use (the home page and the GPU index need none of them)
+    cohort_source: Callable[[], list[CohortSummary]] = field(repr=False, compare=False)
+
+    @cached_property
+    def cohorts(self) -> list[CohortSummary]:
+        return self.cohort_source()
 
     def cohorts_with_leader(self) -> list[CohortSummary]:
         return [c for c in self.cohorts if c.leader]
+
+
+def newest_events(cohorts: list[CohortSummary], count: int = LATEST_RECORDS) -> list[tuple[CohortSummary, EventView]]:
+    """The ``count`` newest record events of these cohorts, newest first, with their cohorts."""
+    return heapq.nlargest(count, ((c, e) for c in cohorts for e in c.events),
+                          key=lambda ce: (ce[1].at, ce[0].operation, ce[0].key))
 
 
 def operation_summaries(catalog: Catalog, *, now: datetime) -> list[OperationFacts]:
@@ -94,15 +111,30 @@ def _gather(catalog: Catalog, versions: Versions, now: datetime) -> list[Operati
         for slug in slugs}
     missing = {slug: versions.of(slug) for slug, summary in found.items() if summary is None}
     bodies = _stored(catalog, missing)
+    held: dict[str, bytes] = {}  # the cohorts of those computed here, if they could not be stored
     unsaved = [slug for slug in missing if slug not in bodies]
     if unsaved:
         computed = computed_summaries(catalog, unsaved)
-        _write(catalog, {slug: (missing[slug], body) for slug, body in computed.items()})
-        bodies.update(computed)
-    for slug in missing:
-        summary = found[slug] = _decoded(orjson.loads(bodies[slug]), now)
-        READ_CACHE.put(catalog, ("operation-summary", slug, day), summary, version=missing[slug], scope=slug)
+        if not _write(catalog, {slug: (missing[slug], stored) for slug, stored in computed.items()}):
+            held = {slug: cohorts for slug, (_, cohorts) in computed.items()}
+        bodies.update((slug, body) for slug, (body, _) in computed.items())
+    for slug, version in missing.items():
+        summary = found[slug] = _decoded(bodies[slug], partial(_cohorts, catalog, slug, version, now, held.get(slug)),
+                                         now)
+        READ_CACHE.put(catalog, ("operation-summary", slug, day), summary, version=version, scope=slug)
     return [summary for summary in found.values() if summary is not None]
+
+
+def _cohorts(catalog: Catalog, slug: str, version: int, now: datetime, held: bytes | None) -> list[CohortSummary]:
+    """The operation's stored cohort summaries at ``version`` (or, when a newer version replaced them in
+    the meantime, the newest stored: the page asking is about to be computed again anyway)."""
+    if held is None:
+        with catalog.engine.connect() as conn:
+            held = conn.execute(select(OperationSummaryRow.cohorts).where(
+                OperationSummaryRow.operation == slug, OperationSummaryRow.form == summary_form(),
+                OperationSummaryRow.version >= version).order_by(OperationSummaryRow.version).limit(1)
+            ).scalar_one().encode()
+    return [_cohort(c, now) for c in orjson.loads(held)]
 
 
 def ensure_summaries(catalog: Catalog) -> int:
@@ -112,7 +144,7 @@ def ensure_summaries(catalog: Catalog) -> int:
     wanted = {slug: versions.of(slug) for slug in _slugs(catalog)}
     missing = [slug for slug in wanted if slug not in _stored(catalog, wanted, OperationSummaryRow.version)]
     if missing:
-        _write(catalog, {slug: (wanted[slug], body) for slug, body in computed_summaries(catalog, missing).items()})
+        _write(catalog, {slug: (wanted[slug], stored) for slug, stored in computed_summaries(catalog, missing).items()})
     return len(missing)
 
 
@@ -136,7 +168,7 @@ def _stored(catalog: Catalog, wanted: dict[str, int], column: Any = OperationSum
     return found
 
 
-def computed_summaries(catalog: Catalog, slugs: list[str]) -> dict[str, bytes]:
+def computed_summaries(catalog: Catalog, slugs: list[str]) -> dict[str, Stored]:
     """The summaries of these operations computed from their runs, as JSON (their data versions are the
     current ones). Many operations are loaded in one pass; the pass is then let go (every page of an
     operation loads it again when asked), so a worker does not keep every run for having summarised them."""
@@ -159,6 +191,8 @@ def summarize(data: OperationData) -> OperationFacts:
         gpu = data.gpu_of(run.environment)
         measured[run.workload].add(gpu.slug if gpu else data.environments[run.environment].spec.hardware.product)
     meta = data.operation.metadata
+    cohorts = cohort_summaries(data, _COMPUTED_AT)
+    newest = newest_events([c for c in cohorts if c.leader])
     return OperationFacts(
         slug=data.slug, title=data.title, family=data.operation.spec.family, digest=data.digest,
         description=meta.description or "", aliases=list(meta.aliases),
@@ -172,7 +206,9 @@ def summarize(data: OperationData) -> OperationFacts:
         gpus=_gpu_shares(data),
         measured={workload: sorted(gpus) for workload, gpus in sorted(measured.items())},
         workload_labels={w: labels.workload_label(data.operation, data.workloads[w]) for w in sorted(measured)},
-        cohorts=cohort_summaries(data, _COMPUTED_AT),
+        leading_cohorts=sum(1 for c in cohorts if c.leader),
+        newest=[c for c in cohorts if any(c is n for n, _ in newest)],
+        cohort_source=lambda: cohorts,
     )
 
 
@@ -190,9 +226,9 @@ def _gpu_shares(data: OperationData) -> list[GpuShare]:
     return shares
 
 
-def _write(catalog: Catalog, rows: dict[str, tuple[int, bytes]]) -> None:
-    """Keep these summaries (slug → (version, body)) in place of any older ones. Another worker may
-    write the same ones at the same time: the first write stands, and both are the same."""
+def _write(catalog: Catalog, rows: dict[str, tuple[int, Stored]]) -> bool:
+    """Keep these summaries (slug → (version, stored)) in place of any older ones; False when they could
+    not be. Another worker may write the same ones at the same time: one write stands, both are the same."""
     items = sorted(rows.items())
     try:
         for start in range(0, len(items), _WRITE_CHUNK):
@@ -201,23 +237,28 @@ def _write(catalog: Catalog, rows: dict[str, tuple[int, bytes]]) -> None:
                 conn.execute(delete(OperationSummaryRow).where(
                     OperationSummaryRow.operation.in_([slug for slug, _ in chunk])))
                 conn.execute(insert(OperationSummaryRow), [
-                    {"operation": slug, "version": version, "form": summary_form(), "body": body.decode()}
-                    for slug, (version, body) in chunk])
+                    {"operation": slug, "version": version, "form": summary_form(), "body": body.decode(),
+                     "cohorts": cohorts.decode()}
+                    for slug, (version, (body, cohorts)) in chunk])
     except SQLAlchemyError as exc:  # a read-only catalog, or a concurrent writer: serve what was computed
         log.warning("operation summaries were not stored (%s); they are computed again by the next worker",
                     exc.__class__.__name__)
+        return False
+    return True
 
 
-def _encoded(summary: OperationFacts) -> bytes:
-    return orjson.dumps(summary.to_json())
+def _encoded(summary: OperationFacts) -> Stored:
+    light = {f.name: to_jsonable(getattr(summary, f.name)) for f in fields(summary) if f.name != "cohort_source"}
+    return orjson.dumps(light), orjson.dumps(to_jsonable(summary.cohorts))
 
 
 # --- reading back ----------------------------------------------------------------------------------
 
 
-def _decoded(body: dict[str, Any], now: datetime) -> OperationFacts:
+def _decoded(stored: bytes, cohorts: Callable[[], list[CohortSummary]], now: datetime) -> OperationFacts:
+    body = orjson.loads(stored)
     return OperationFacts(**{**body, "gpus": [GpuShare(**g) for g in body["gpus"]],
-                               "cohorts": [_cohort(c, now) for c in body["cohorts"]]})
+                             "newest": [_cohort(c, now) for c in body["newest"]], "cohort_source": cohorts})
 
 
 def _cohort(body: dict[str, Any], now: datetime) -> CohortSummary:

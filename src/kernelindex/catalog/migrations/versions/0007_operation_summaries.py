@@ -21,6 +21,7 @@ def upgrade() -> None:
         sa.Column("version", sa.BigInteger, primary_key=True),
         sa.Column("form", sa.String(64), primary_key=True),
         sa.Column("body", sa.Text, nullable=False),
+        sa.Column("cohorts", sa.Text, nullable=False),
     )
     # Empty at first: the read model computes each operation's summary on first read and writes it back.
 
