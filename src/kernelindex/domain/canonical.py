@@ -137,21 +137,49 @@ def check_size(size: int, what: str = "document") -> None:
         raise ManifestSyntaxError(f"{what} is {size:,} bytes, over the {MAX_DOCUMENT_BYTES:,}-byte limit")
 
 
-def check_json_value(value: Any) -> None:
-    """Depth, value count and integer range of decoded JSON, walked without recursion."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    count = 0
+def check_json_value(value: Any) -> bool:
+    """Depth, value count and integer range of decoded JSON, walked without recursion. Returns whether
+    the value holds JSON's own types only (dict with str keys, list, str, int, finite float, bool,
+    None; no subclasses), which any JSON writer writes as the same JSON."""
+    # Two stacks (values, their depths) visited in the same order as one of (value, depth) pairs, so
+    # the first problem found is the same; no pair is built per value (this walk guards every build()).
+    stack, depths = [value], [1]
+    count, plain = 0, True
     while stack:
-        item, depth = stack.pop()
+        item, depth = stack.pop(), depths.pop()
         count += 1
         if count > MAX_VALUES:
             raise ManifestSyntaxError(f"more than {MAX_VALUES:,} JSON values in one document")
         if depth > MAX_DEPTH:
             raise ManifestSyntaxError(f"nested deeper than {MAX_DEPTH} levels")
-        if isinstance(item, int) and not isinstance(item, bool) and not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-            _safe_integer(str(item))  # raises, saying which integer
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        stack.extend((child, depth + 1) for child in children)
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                _safe_integer(str(item))  # raises, saying which integer
+            continue
+        if kind is float:
+            plain = plain and math.isfinite(item)
+            continue
+        if kind is dict:
+            plain = plain and all(type(key) is str for key in item)
+            children: Any = item.values()
+        elif kind is list:
+            children = item
+        else:
+            plain = False
+            children = _other_value(item)
+        stack.extend(children)
+        depths.extend([depth + 1] * len(children))
+    return plain
+
+
+def _other_value(item: Any) -> Any:
+    """A value that is not of JSON's own types: subclasses are checked as their base; the children to visit."""
+    if isinstance(item, int) and not isinstance(item, bool) and not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+        _safe_integer(str(item))  # raises, saying which integer
+    return item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
 
 
 def strict_json_loads(text: str | bytes) -> Any:
