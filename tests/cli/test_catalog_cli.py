@@ -44,6 +44,17 @@ def test_retract_unknown_run_fails_clearly(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "matches no run" in result.output
 
 
+def test_retract_and_supersede_need_a_reason_and_name_an_unknown_run(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    blank = runner.invoke(app, ["supersede", "0123456789abcdef", "fedcba9876543210", "--reason", " ", "--database", db])
+    assert blank.exit_code == 2 and "--reason must say why NEW replaces OLD" in blank.output
+    blank = runner.invoke(app, ["retract", "0123456789abcdef", "--reason", "", "--database", db])
+    assert blank.exit_code == 2 and "--reason must say why the run is retracted" in blank.output
+    unknown = runner.invoke(app, ["supersede", "0123456789abcdef", "fedcba9876543210", "--reason", "x",
+                                  "--database", db])
+    assert unknown.exit_code == 1 and "matches no run" in unknown.output
+
+
 def test_import_jsonl_refuses_a_zero_median_naming_line_and_field(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'c.sqlite'}"
     assert runner.invoke(app, ["import", "liger", "--publish", "--database", db]).exit_code == 0

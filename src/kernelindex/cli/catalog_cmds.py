@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -10,6 +11,7 @@ from rich.progress import TaskID
 from rich.table import Table
 
 from kernelindex import registry
+from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import JsonlError, import_jsonl, write_export
 from kernelindex.catalog.lifecycle import UnknownRunError, retract, supersede
 from kernelindex.catalog.publish import PublishError
@@ -183,28 +185,29 @@ def retract_cmd(
     database: str = DatabaseOption,
 ) -> None:
     """Retract a run: it stays readable with a banner and leaves every ranking and count."""
-    if not reason.strip():
-        fail("--reason must say why the run is retracted", code=2)
-    catalog = open_for_cli(database)
-    try:
-        fact = retract(catalog, run, reason=reason, actor=actor())
-    except UnknownRunError as exc:
-        fail(str(exc))
+    fact = _record_act(database, reason, "why the run is retracted",
+                       lambda catalog, who: retract(catalog, run, reason=reason, actor=who))
     console.print(f"retracted {escape(run)} ({fact})")
 
 
 def supersede_cmd(
     new: str = typer.Argument(..., help="The run that replaces."),
     old: str = typer.Argument(..., help="The run that is replaced."),
-    reason: str = typer.Option(..., "--reason"),
+    reason: str = typer.Option(..., "--reason", help="Why; shown on both runs' pages."),
     database: str = DatabaseOption,
 ) -> None:
     """Record that NEW supersedes OLD; OLD leaves rankings and links to NEW."""
+    fact = _record_act(database, reason, "why NEW replaces OLD",
+                       lambda catalog, who: supersede(catalog, new, old, reason=reason, actor=who))
+    console.print(f"{escape(new)} supersedes {escape(old)} ({fact})")
+
+
+def _record_act(database: str, reason: str, reason_says: str, act: Callable[[Catalog, str], object]) -> object:
+    """Retraction and supersession are administrative acts (catalog.lifecycle): each needs a reason, names
+    its actor, and refuses an unknown or ill-matched run with the catalog's own words."""
     if not reason.strip():
-        fail("--reason must say why", code=2)
-    catalog = open_for_cli(database)
+        fail(f"--reason must say {reason_says}", code=2)
     try:
-        fact = supersede(catalog, new, old, reason=reason, actor=actor())
+        return act(open_for_cli(database), actor())
     except (UnknownRunError, ValueError) as exc:
         fail(str(exc))
-    console.print(f"{escape(new)} supersedes {escape(old)} ({fact})")
