@@ -16,6 +16,12 @@ from sqlalchemy import create_engine, text
 from kernelindex.catalog.db import Catalog, normalize_url, open_catalog
 
 PG_URL = os.environ.get("KERNELINDEX_TEST_DATABASE_URL")
+# What the session ``catalog`` fixture, and every bootstrap a test or its ``ki`` subprocess makes without
+# naming parts, imports: Liger, the export and the verified bundles (~14,000 runs). A fresh install imports
+# every bundled source (aiter and KernelBench too, ~80,700 runs); tests/web/test_every_source.py imports
+# those once per backend and checks the site-wide pages with them.
+TEST_PARTS = ("liger", "export", "verified")
+os.environ["KERNELINDEX_BUNDLED_PARTS"] = ",".join(TEST_PARTS)
 # PostgreSQL stays in every count: without the variable its tests are reported as skipped, with the reason.
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(
     not PG_URL, reason="PostgreSQL tests need KERNELINDEX_TEST_DATABASE_URL "
@@ -70,7 +76,19 @@ def catalog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     from kernelindex.bootstrap import ensure_bundled_data
 
     catalog, cleanup = _new_catalog(request.param, tmp_path_factory.mktemp("catalog"))
-    ensure_bundled_data(catalog)
+    ensure_bundled_data(catalog, parts=TEST_PARTS)
+    yield catalog
+    cleanup()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def every_source_catalog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
+    """What a fresh install imports: every bundled source (~80,700 runs), once per module and backend.
+    Read-only. Slow (minutes): only tests/web/test_every_source.py uses it."""
+    from kernelindex.bootstrap import BUNDLED_PARTS, ensure_bundled_data
+
+    catalog, cleanup = _new_catalog(request.param, tmp_path_factory.mktemp("every-source"))
+    ensure_bundled_data(catalog, parts=BUNDLED_PARTS)
     yield catalog
     cleanup()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Collection
 from importlib import resources
 from pathlib import Path
@@ -43,21 +44,33 @@ BOOTSTRAP_ACTOR = "kernelindex-bootstrap"
 EXPORT_SOURCES = ("flashinfer-bench", "gpumode-kernelbot")
 
 
-# What a fresh install imports. AMD aiter's tables and KernelBench ship in the package too but are imported
-# on demand (`ki import aiter --publish`, `ki import kernelbench --publish`, or ALL_PARTS): with them the
-# catalog holds ~80,000 runs, and the read path does not yet meet its speed goals at that size
-# (issues 24/25: first home page ~25 s of CPU, 1.6 GB per worker, measured 2026-12-01).
-BUNDLED_PARTS = ("liger", "export", "verified")
 ALL_PARTS = ("liger", "export", "aiter", "kernelbench", "verified")
+# What a fresh install imports: every bundled source (~80,700 runs). The site-wide pages read each
+# operation's stored summary (readmodel/summaries.py), so a worker no longer loads every run for them.
+BUNDLED_PARTS = ALL_PARTS
+PARTS_VARIABLE = "KERNELINDEX_BUNDLED_PARTS"
+
+
+def configured_parts() -> tuple[str, ...]:
+    """The parts named in $KERNELINDEX_BUNDLED_PARTS (comma-separated, e.g. ``liger,export,verified``: a
+    smaller install, or the tests' session catalog), else BUNDLED_PARTS."""
+    named = tuple(part.strip() for part in os.environ.get(PARTS_VARIABLE, "").split(",") if part.strip())
+    unknown = [part for part in named if part not in ALL_PARTS]
+    if unknown:
+        raise ValueError(f"${PARTS_VARIABLE} names {', '.join(unknown)}, which is not a bundled part; name some of "
+                         f"{', '.join(ALL_PARTS)} (comma-separated), or unset it to import them all")
+    return named or BUNDLED_PARTS
 
 
 def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = None, *,
-                        parts: Collection[str] = BUNDLED_PARTS) -> list[str]:
-    """Publish the bundled data named in ``parts`` that the catalog has none of yet: Liger's files, the
-    publishable part of the KernelIndex catalog export, the verified runner bundles with the shipped
-    supersessions (the default), and on request AMD aiter's tuned tables and KernelBench (ALL_PARTS).
-    ``say`` receives progress lines. Returns what was imported."""
+                        parts: Collection[str] | None = None) -> list[str]:
+    """Publish the bundled data named in ``parts`` (default: ``configured_parts()``) that the catalog has
+    none of yet: Liger's files, the publishable part of the KernelIndex catalog export, AMD aiter's tuned
+    tables, KernelBench, and the verified runner bundles with the shipped supersessions; then store the
+    summaries of the operations the site-wide pages read. ``say`` receives progress lines. Returns what
+    was imported."""
     say = say or log.info
+    parts = configured_parts() if parts is None else parts
     done: list[str] = []
     if "liger" in parts and not has_runs(catalog, SOURCE):
         say("Importing Liger-Kernel's benchmark files…")

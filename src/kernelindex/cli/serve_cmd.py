@@ -41,7 +41,7 @@ def _prepare_catalog(database_url: str | None) -> str:
     typer.echo(f"Catalog: {catalog.display_location()}")
     if not has_runs(catalog):
         typer.echo("Empty catalog: importing the bundled data (Liger-Kernel CSVs, the KernelIndex export's "
-                   "FlashInfer-Bench and GPU MODE rows, verified bundles)…")
+                   "FlashInfer-Bench and GPU MODE rows, AMD aiter's tuned tables, KernelBench, verified bundles)…")
     imported = ensure_bundled_data(catalog, say=typer.echo)
     typer.echo("Imported: " + "; ".join(imported) if imported else "Bundled data already imported.")
     typer.echo(f"Serving {_run_count(catalog)}.")

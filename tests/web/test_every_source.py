@@ -1,0 +1,79 @@
+"""A fresh install serves every bundled source (issues 24/25): Liger, the export (FlashInfer-Bench,
+GPU MODE), AMD aiter's tuned tables, KernelBench and the verified bundles, ~80,700 runs. Imported once
+per backend here (the session ``catalog`` fixture imports the smaller ``TEST_PARTS`` for speed): the
+site-wide pages answer from the stored operation summaries without loading any operation's runs, and
+show the aiter and KernelBench evidence beside the rest."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from kernelindex.bootstrap import ALL_PARTS, BUNDLED_PARTS
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import ObjectRow, OperationSummaryRow, RunRow
+from kernelindex.readmodel import loading, summaries
+from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.versions import VersionTracker
+from kernelindex.web.app import create_app
+
+NOW = datetime(2026, 12, 2, tzinfo=UTC)
+AITER, KERNELBENCH = "aiter-tuned-configs", "kernelbench"
+MI355X = "mi355x-mi350x-variant-not-recorded"  # aiter's rows do not say which of the two it was
+
+
+@pytest.fixture
+def everything(every_source_catalog: Catalog) -> Catalog:
+    return every_source_catalog
+
+
+@pytest.fixture
+def cold_client(everything: Catalog, monkeypatch: pytest.MonkeyPatch) -> TestClient:
+    """A client of a worker that holds nothing yet and may not load every operation's runs."""
+    READ_CACHE.forget(everything, lambda key: True)
+    monkeypatch.setattr(summaries, "VERSIONS", VersionTracker())
+    monkeypatch.setattr(loading, "_load_all", lambda *_: pytest.fail("a site-wide page loaded every run"))
+    return TestClient(create_app(everything, clock=lambda: NOW))
+
+
+def test_a_fresh_install_imports_and_summarises_every_bundled_source(everything: Catalog) -> None:
+    assert BUNDLED_PARTS == ALL_PARTS
+    with everything.engine.connect() as conn:
+        sources = dict(conn.execute(select(RunRow.source, func.count()).group_by(RunRow.source)).tuples().all())
+        operations = conn.execute(select(func.count()).where(ObjectRow.kind == "OperationSpec")).scalar_one()
+        summarised = conn.execute(select(func.count()).select_from(OperationSummaryRow)).scalar_one()
+    assert sources[AITER] >= 40_000 and sources[KERNELBENCH] >= 10_000 and sum(sources.values()) >= 80_000
+    assert {"liger-kernel-benchmarks", "flashinfer-bench", "gpumode-kernelbot", "kernelindex-runner"} <= set(sources)
+    assert summarised == operations
+
+
+def test_the_home_page_counts_every_source_without_loading_runs(cold_client: TestClient, everything: Catalog,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loading, "_load", lambda *_, **__: pytest.fail("the home page loaded an operation"))
+    home = cold_client.get("/api/v1/home").json()
+    runs = {s["name"]: s["runs"] for s in home["sources"]}
+    assert runs[AITER] >= 40_000 and runs[KERNELBENCH] >= 10_000
+    assert home["counts"]["operations"] >= 1_200 and home["counts"]["cohorts"] >= 40_000
+    assert home["counts"]["verified_runs"] > 0 and len(home["latest_records"]) == 8
+
+
+def test_records_and_gpu_pages_show_the_amd_and_kernelbench_cohorts(cold_client: TestClient) -> None:
+    records = cold_client.get("/api/v1/records", params={"gpu": MI355X}).json()
+    assert records["items"] and all(c["gpu"] == MI355X for c in records["items"])
+    gpus = {g["gpu"]["slug"]: g for g in cold_client.get("/api/v1/gpus").json()["items"]}
+    assert gpus[MI355X]["cohorts"] >= 10_000 and gpus["h200"]["eligible_runs"] > 0
+    page = cold_client.get(f"/api/v1/gpus/{MI355X}").json()
+    assert any(c["operation"].startswith("gemm-") for c in page["coverage"])
+    kernelbench = cold_client.get("/api/v1/records", params={"operation": "kernelbench-1-19-relu"}).json()
+    assert len({c["gpu"] for c in kernelbench["items"]}) >= 10
+
+
+def test_an_operation_page_shows_the_sources_cohorts_side_by_side(cold_client: TestClient) -> None:
+    square = cold_client.get("/api/v1/operations/kernelbench-1-1-square-matrix-multiplication").json()
+    gpus = {c["gpu"] for c in square["cohorts"]}
+    assert len(gpus) >= 10 and square["floor"] is not None
+    gemm = cold_client.get("/api/v1/operations/gemm-n4096-k4096").json()
+    assert any("B200" in c["gpu"] for c in gemm["cohorts"]) and gemm["floor"] is not None
