@@ -86,9 +86,10 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
     if "verified" in parts:
         done.extend(_bundled_verified(catalog))
         done.extend(apply_shipped_supersessions(catalog))
-    if done:
-        say("Summarising every operation for the home, records and GPU pages…")
-        say(f"  {ensure_summaries(catalog)} operations summarised")
+    # After an import, or an upgrade whose code summarises differently: computed here, once, rather than
+    # by every worker's first home page.
+    if summarised := ensure_summaries(catalog):
+        say(f"Summarised {summarised} operations for the home, records and GPU pages")
     return done
 
 
