@@ -262,21 +262,24 @@ def _decoded(stored: bytes, cohorts: Callable[[], list[CohortSummary]], now: dat
 
 
 def _cohort(body: dict[str, Any], now: datetime) -> CohortSummary:
-    return CohortSummary(**{**body, "leader": _ref(body["leader"], now), "second": _ref(body["second"], now),
-                            "events": [_event(e, now) for e in body["events"]],
-                            "last_observed": _instant(body["last_observed"])})
+    # ``body`` was parsed for this call alone: its fields are replaced in place, and the run a cohort's
+    # leader and its record events name is built once (they are the same run).
+    refs: dict[str, RunRef] = {}
+    body["leader"], body["second"] = _ref(body["leader"], now, refs), _ref(body["second"], now, refs)
+    body["events"] = [EventView(_instant(e["at"]), e["kind"], _ref(e["holder"], now, refs),
+                                _ref(e["previous"], now, refs), e["median_ns"], e["margin"]) for e in body["events"]]
+    body["last_observed"] = _instant(body["last_observed"])
+    return CohortSummary(**body)
 
 
-def _event(body: dict[str, Any], now: datetime) -> EventView:
-    return EventView(_instant(body["at"]), body["kind"], _ref(body["holder"], now), _ref(body["previous"], now),
-                     body["median_ns"], body["margin"])
-
-
-def _ref(body: dict[str, Any] | None, now: datetime) -> RunRef | None:
+def _ref(body: dict[str, Any] | None, now: datetime, refs: dict[str, RunRef]) -> RunRef | None:
     if body is None:
         return None
-    observed = _instant(body["observed_at"])
-    return RunRef(**{**body, "observed_at": observed, "stale": is_stale(observed, now)})
+    if (known := refs.get(body["run_id"])) is None:
+        observed = body["observed_at"] = datetime.fromisoformat(body["observed_at"])
+        body["stale"] = is_stale(observed, now)
+        known = refs[body["run_id"]] = RunRef(**body)
+    return known
 
 
 def _instant(text: str | None) -> Any:
