@@ -31,7 +31,7 @@ from kernelindex.catalog.models import ObjectRow, OperationSummaryRow
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cache import READ_CACHE
-from kernelindex.readmodel.jsonable import JsonModel, to_jsonable
+from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import ONE_BY_ONE, OperationData, load_all_operations, load_operation
 from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef, cohort_summaries
 from kernelindex.readmodel.recommend import VERIFIED_LEVELS
@@ -142,7 +142,8 @@ def ensure_summaries(catalog: Catalog) -> int:
     fresh install's first home page reads them instead of loading every run); returns how many."""
     versions = VERSIONS.current(catalog)
     wanted = {slug: versions.of(slug) for slug in _slugs(catalog)}
-    missing = [slug for slug in wanted if slug not in _stored(catalog, wanted, OperationSummaryRow.version)]
+    present = _stored(catalog, wanted, OperationSummaryRow.version)
+    missing = [slug for slug in wanted if slug not in present]
     if missing:
         _write(catalog, {slug: (wanted[slug], stored) for slug, stored in computed_summaries(catalog, missing).items()})
     return len(missing)
@@ -248,8 +249,9 @@ def _write(catalog: Catalog, rows: dict[str, tuple[int, Stored]]) -> bool:
 
 
 def _encoded(summary: OperationFacts) -> Stored:
-    light = {f.name: to_jsonable(getattr(summary, f.name)) for f in fields(summary) if f.name != "cohort_source"}
-    return orjson.dumps(light), orjson.dumps(to_jsonable(summary.cohorts))
+    # orjson writes dataclasses and datetimes itself (ISO 8601, read back by ``_instant``)
+    light = {f.name: getattr(summary, f.name) for f in fields(summary) if f.name != "cohort_source"}
+    return orjson.dumps(light), orjson.dumps(summary.cohorts)
 
 
 # --- reading back ----------------------------------------------------------------------------------
