@@ -50,3 +50,4 @@ def test_a_float_json_cannot_hold_is_refused() -> None:
 def test_text_with_a_lone_surrogate_is_refused_as_invalid_json() -> None:
     with pytest.raises(ManifestError, match="Invalid JSON"):
         build("SoftwareProject", {**PROJECT, "name": "x\ud800"})
+

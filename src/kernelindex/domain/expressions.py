@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import keyword
 import operator
 import threading
 from collections.abc import Mapping
@@ -31,6 +32,8 @@ class ExpressionError(ValueError):
 def evaluate(expression: str | int, axes: Mapping[str, int]) -> int:
     if isinstance(expression, int):
         return expression
+    if expression in axes and _is_name(expression):  # most dimensions are one axis: what _eval answers
+        return axes[expression]
     try:
         tree = _parse(expression)
     except SyntaxError as exc:
@@ -50,6 +53,13 @@ def _eval(node: ast.AST, axes: Mapping[str, int], text: str) -> int:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS:
         return _CALLS[node.func.id](*(_eval(arg, axes, text) for arg in node.args))
     raise ExpressionError(f"expression {text!r}: only integers, axis names, + - * // % ** min max allowed")
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_name(expression: str) -> bool:
+    """Whether ``expression`` parses to a bare name of itself (not a keyword such as True; ASCII, since
+    the parser folds other identifiers to their NFKC form)."""
+    return expression.isascii() and expression.isidentifier() and not keyword.iskeyword(expression)
 
 
 @functools.lru_cache(maxsize=4096)
