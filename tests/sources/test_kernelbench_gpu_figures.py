@@ -55,7 +55,7 @@ def figures_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
 
 def _timed_at(figures_at: object, end: int, mapper: Mapper, placed: list[Placed]) -> list[Timed]:
     figures_at(end)  # type: ignore[operator]
-    return _timed(mapper, placed)
+    return [t for _, t in _timed(mapper, placed)]
 
 
 def test_verdicts_do_not_depend_on_the_derived_figures(figures_at: object,
@@ -85,7 +85,7 @@ def test_b200_fp32_and_tf32_peaks_hold_against_its_timings(monkeypatch: pytest.M
         monkeypatch.setattr(registry, "gpu_for_product",
                             lambda product: next((g for g in table.values() if product.strip().lower() in
                                                   (m.lower() for m in g.match)), None))
-        return _timed(mapper, entries)
+        return [t for _, t in _timed(mapper, entries)]
 
     without = dataclasses.replace(b200, peaks_tflops={k: v for k, v in b200.peaks_tflops.items()
                                                       if k not in ("fp32", "tf32")})

@@ -24,7 +24,7 @@ def test_gpu_ceilings_are_one_collapsed_table_below_the_records(tab: Any, base_u
     assert "device-to-device copy, measured by" not in main.inner_text()  # the 45 near-identical lines are gone
     details = main.locator("section.ceilings details")
     assert details.evaluate("d => d.open") is False
-    rows = details.locator("tbody tr")
+    rows = details.locator("table").first.locator("tbody tr")  # bandwidth; the compute table follows
     used = rows.evaluate_all("rs => rs.map(r => r.cells[3].textContent.trim())")
     kernels = rows.evaluate_all("rs => rs.map(r => r.cells[0].textContent.trim())")
     assert len(kernels) == 4 and {k.split(":")[0] for k in kernels[:3]} == {"write-only", "read-only",
@@ -32,6 +32,12 @@ def test_gpu_ceilings_are_one_collapsed_table_below_the_records(tab: Any, base_u
     assert Counter(u.split(" (")[0].split(":")[0] for u in used) == {"the attainable floor": 1,
                                                                       "the physical floor": 1, "none on the pages": 2}
     assert kernels[-1].startswith("datasheet HBM peak") and used[-1].startswith("the physical floor")
+    # Runner-8's processes timed the ceiling GEMM: a compute table of its own, TFLOP/s never in the GB/s column.
+    compute = details.locator("table").nth(1).locator("tbody tr")
+    gemm = compute.evaluate_all("rs => rs.map(r => [...r.cells].map(c => c.textContent.trim()))")
+    assert [r[0].split(":")[0] for r in gemm] == ["16-bit GEMM", gemm[1][0].split(":")[0]]
+    assert gemm[1][0].startswith("datasheet fp16 dense peak") and all("TFLOP/s" in r[1] for r in gemm)
+    assert gemm[0][2].startswith("the attainable compute floor")
     # The operation page's floor panel links to the table, and the link opens it.
     tab.goto(base_url + "/operations/rope?gpu=h200")  # H200 has an attainable floor (A100, the default, none)
     tab.locator(".floor summary").first.evaluate("s => s.parentElement.open = true")
