@@ -222,7 +222,7 @@ def apply_shipped_supersessions(catalog: Catalog, text: str | None = None) -> li
     missing = [f for f in facts if digest_of(f) not in known]
     present = runs_present(catalog, {d for f in missing for d in (f.spec.new, f.spec.old)})
     ready = [f for f in missing if f.spec.new in present and f.spec.old in present]
-    for fact in (f for f in missing if f not in ready):
+    for fact in (f for f in missing if not (f.spec.new in present and f.spec.old in present)):
         log.warning("shipped supersession of %s by %s skipped: a run is not in this catalog", fact.spec.old,
                     fact.spec.new)
     if not ready:
