@@ -27,6 +27,7 @@ from kernelindex.runner.step_limit import CampaignCut, StepLimit
 from kernelindex.runner.timing import TimingPolicy
 from kernelindex.runner.verify import CaseOutcome, Context, Event, RunnerDevice, case_label, verify_case
 from kernelindex.trust.bundles import VerifiedBundle, write_bundle
+from kernelindex.trust.content import measurement_only
 from kernelindex.trust.keys import load_private_key
 
 
@@ -147,7 +148,7 @@ def _check_workload(operation: OperationSpec, workload: WorkloadCase) -> None:
 
 
 def write_result_bundle(result: OperationResult, out_dir: Path, key_path: Path, runner_name: str) -> VerifiedBundle:
-    return write_bundle(out_dir, result.manifests, result.samples, key=load_private_key(key_path),
+    return write_bundle(out_dir, measurement_only(result.manifests), result.samples, key=load_private_key(key_path),
                         runner_name=runner_name)
 
 

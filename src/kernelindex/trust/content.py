@@ -51,18 +51,12 @@ def check_kind(manifest: Manifest, where: str) -> None:
             "the whole bundle is refused")
 
 
-def check_measured(manifests: list[Manifest]) -> None:
-    """A bundle is one runner's measurement: its runs are source kernelindex-runner, its Source
-    manifest is that source, and every other object is referenced by one of its runs (directly, or
-    as an implementation's operation or project, or a workload's operation)."""
+def referenced_by_runs(manifests: list[Manifest]) -> set[str]:
+    """The digests the runs reference: directly, or as an implementation's operation or project, or a
+    workload's operation."""
     by_digest = {digest_of(m): m for m in manifests}
-    runs = [m for m in manifests if isinstance(m, BenchmarkRun)]
-    for run in runs:
-        if run.spec.source.name != RUNNER_SOURCE:
-            raise NotAMeasurementError(
-                f"run {run.spec.source.external_id}: source {run.spec.source.name!r}; a bundle carries runs a "
-                f"KernelIndex runner measured (source {RUNNER_SOURCE!r}); other sources are imported by an operator")
-    stack = [getattr(r.spec, f) for r in runs for f in ("implementation", "workload", "protocol", "environment")]
+    stack = [getattr(m.spec, f) for m in manifests if isinstance(m, BenchmarkRun)
+             for f in ("implementation", "workload", "protocol", "environment")]
     reached: set[str] = set()
     while stack:
         digest = stack.pop()
@@ -74,9 +68,36 @@ def check_measured(manifests: list[Manifest]) -> None:
             stack += [manifest.spec.operation, manifest.spec.project]
         elif isinstance(manifest, WorkloadCase):
             stack.append(manifest.spec.operation)
+    return reached
+
+
+def measurement_only(manifests: list[Manifest]) -> list[Manifest]:
+    """The runs and the objects they reference, in order: what a bundle of these runs may carry (a step
+    cut by its time limit planned cases, implementations and regions it never measured)."""
+    reached = referenced_by_runs(manifests)
+    return [m for m in manifests if _measured(m, digest_of(m), reached)]
+
+
+def _measured(manifest: Manifest, digest: str, reached: set[str]) -> bool:
+    if isinstance(manifest, Source):
+        return manifest.spec.name == RUNNER_SOURCE
+    return isinstance(manifest, BenchmarkRun) or digest in reached
+
+
+def check_measured(manifests: list[Manifest]) -> None:
+    """A bundle is one runner's measurement: its runs are source kernelindex-runner, its Source
+    manifest is that source, and every other object is referenced by one of its runs (directly, or
+    as an implementation's operation or project, or a workload's operation)."""
+    by_digest = {digest_of(m): m for m in manifests}
+    runs = [m for m in manifests if isinstance(m, BenchmarkRun)]
+    for run in runs:
+        if run.spec.source.name != RUNNER_SOURCE:
+            raise NotAMeasurementError(
+                f"run {run.spec.source.external_id}: source {run.spec.source.name!r}; a bundle carries runs a "
+                f"KernelIndex runner measured (source {RUNNER_SOURCE!r}); other sources are imported by an operator")
+    reached = referenced_by_runs(manifests)
     for digest, manifest in by_digest.items():
-        named = manifest.spec.name == RUNNER_SOURCE if isinstance(manifest, Source) else digest in reached
-        if not (named or isinstance(manifest, BenchmarkRun)):
+        if not _measured(manifest, digest, reached):
             raise NotAMeasurementError(
                 f"{manifest.kind} {manifest.metadata.name or digest}: no run of the bundle references it; a "
                 "bundle carries only runs and the objects they reference, so the whole bundle is refused")
