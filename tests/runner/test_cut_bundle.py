@@ -25,7 +25,7 @@ from kernelindex.trust.content import NotAMeasurementError, check_measured, meas
 
 
 @pytest.fixture
-def cut_after_first_case(runner_key):
+def cut_after_first_case(runner_key):  # noqa: F811 (the fixture imported above)
     private, key = runner_key
     previous = signal.getsignal(signal.SIGTERM)
     limit = StepLimit().install()
