@@ -1,0 +1,1 @@
+{"algorithm":"ed25519","key_id":"sha256:b44dfff1366c4d4a8caf2debec5fb6a187f2753af6d4eea21b08dd82e305a80f","public_key":"0c81da83a352e01654fda6f3853d77866d4b087941022a4e9b46d0639f1af113","signature":"4a3348e1995e23f3c8dd2b0ed866dbe7cad7aedfe296a56fd600ebdef382eafc236b10db4defbace54ea6783bae5d2bb4fcce487cf4934ed3f393fca39e30801"}
