@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 LEVELS = ("replicated", "verified", "reproducible", "reported")
 LEVEL_ORDER = {level: i for i, level in enumerate(LEVELS)}
+# A trusted runner measured it (and, replicated, a second one agreed): what "verified" means on every page.
+VERIFIED_LEVELS = ("verified", "replicated")
 REPLICATION_AGREEMENT = 0.05
 
 SENTENCES = {

@@ -25,13 +25,13 @@ from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.policy.ceilings import best_seen
+from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.floor import Attainable, attainable_compute, compulsory_traffic, resolved_axes
 from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 
-VERIFIED = ("verified", "replicated")
 CEILINGS = (("copy_bandwidth_bytes_per_s", "copy"), ("read_bandwidth_bytes_per_s", "read-only"),
             ("write_bandwidth_bytes_per_s", "write-only"))
 
@@ -118,7 +118,7 @@ def _verified_runs_with_gpu(data: OperationData) -> Iterator[tuple[Run, GpuSpec,
     and its median in ns."""
     for run in data.runs:
         gpu = data.gpu_of(run.environment)
-        if gpu is not None and run.eligible and run.evidence in VERIFIED and run.median_ns:
+        if gpu is not None and run.eligible and run.evidence in VERIFIED_LEVELS and run.median_ns:
             yield run, gpu, run.median_ns
 
 

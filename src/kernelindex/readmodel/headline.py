@@ -6,6 +6,7 @@ from datetime import datetime
 
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
+from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.labels import (
@@ -98,7 +99,7 @@ def _fastest_verified(
         and _region(data, c) == region
         and (leader := c.leader) is not None
         and leader.median_ns is not None
-        and leader.evidence in ("verified", "replicated")
+        and leader.evidence in VERIFIED_LEVELS
     ]
     if not candidates:
         return None

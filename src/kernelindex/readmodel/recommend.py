@@ -19,6 +19,7 @@ from kernelindex import registry, urls
 from kernelindex.domain.manifests import manifest_json
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
+from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.ratios import ratio
 from kernelindex.policy.selection import CohortChoice, default_cohort
@@ -32,8 +33,6 @@ from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
 from kernelindex.readmodel.rows import ranked_rows, run_floors
 from kernelindex.readmodel.snippets import python_snippet
 from kernelindex.registry import GpuSpec
-
-VERIFIED_LEVELS = ("verified", "replicated")
 
 
 @dataclass

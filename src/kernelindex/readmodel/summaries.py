@@ -28,13 +28,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, OperationSummaryRow
+from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import ONE_BY_ONE, OperationData, load_all_operations, load_operation
 from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef, cohort_summaries
-from kernelindex.readmodel.recommend import VERIFIED_LEVELS
 from kernelindex.readmodel.versions import VERSIONS, Versions
 
 log = logging.getLogger("kernelindex.readmodel")
