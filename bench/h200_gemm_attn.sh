@@ -26,6 +26,15 @@ mkdir -p "$work/c" "$OUT"; touch "$work/done"; log="$OUT/run.log"
 say() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$log"; }
 [ -n "${KI_DRY_RUN:-}" ] || nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,\
 temperature.gpu,power.draw --format=csv >> "$log" 2>&1
+# The SM clock, power and throttle reasons once a second for the whole call ($OUT/clocks.csv), so a step's
+# self-check (graph replay vs device time: single-kernel GEMMs replayed 5-10% slower in v9) can be read against
+# the clocks it ran at. NVML reads only, from another process; nothing is set.
+if [ -z "${KI_DRY_RUN:-}" ]; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -l 1 >> "$OUT/clocks.csv" 2>&1 & clocks=$!
+  trap 'kill $clocks 2>/dev/null' EXIT
+fi
+say "start $(date -u +%Y-%m-%dT%H:%M:%SZ) (the clock of clocks.csv)"
 ship() {  # everything so far, re-packed after every step (at most 8 files come back)
   tar czf "$OUT/bundles.tgz" -C "$work/c" bundles 2>/dev/null
   tar czf "$OUT/summaries.tgz" -C "$work/c" $(cd "$work/c" && ls summary-*.json sample.json 2>/dev/null) 2>/dev/null
