@@ -13,6 +13,7 @@ On the GPU machine (resumable: a problem with a result file is skipped):
 
     python bench/kernelbench_campaign.py run --cases bench/kernelbench-cases.json --out OUT \\
         --levels 1 --impl eager,torch-compile [--skip N] [--max N] [--budget SECONDS] \\
+        [--workers-per-gpu K]          # K problem processes share each GPU under the GPU lock
         [--test-device-product H200]   # a CPU rehearsal: real problems, nominal times
 
 writes OUT/environments/<digest>.json (the probe, once per call, with PyTorch's backend flags) and
@@ -25,7 +26,10 @@ OUT/results/<impl-set>/<level>-<number>.json per problem. Then, on either machin
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
+import os
 import threading
 import time
 from dataclasses import asdict
@@ -34,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 MIN_PROBLEM_S = 30.0  # a problem is not started with less of the call's budget left
+GPU_LOCK = ("an exclusive lock per GPU (fcntl.flock on a file) held by each problem process around every phase "
+            "that runs work on the GPU: moving the model and inputs, input draws, float64 references on the GPU, "
+            "correctness checks, first calls, Inductor's compile-time benchmarks, warm-up, timing and v3's extras")
 
 
 def prepare(out: Path, data_path: Path | None = None, counted_path: Path | None = None) -> dict[str, int]:
@@ -90,6 +97,9 @@ def _environment(args: argparse.Namespace) -> dict[str, Any]:
         del device
         torch.cuda.empty_cache()
     found.software.update(backend_flags())
+    found.software["kernelindex.problem_workers_per_gpu"] = str(args.workers_per_gpu)
+    if args.workers_per_gpu > 1:
+        found.software["kernelindex.gpu_lock"] = GPU_LOCK
     return _plain(environment_manifest(found))
 
 
@@ -113,51 +123,112 @@ def _probe_once(args: argparse.Namespace) -> str:
 
 
 class _Queue:
-    """The problems left, shared by the GPU workers; stops handing out problems once the budget is spent."""
+    """The problems left, shared by the workers; stops handing out problems once the budget is spent. A problem
+    that ran out of GPU memory beside other workers is handed out again at the end, to run alone on its GPU."""
 
     def __init__(self, args: argparse.Namespace, cases: list[dict[str, Any]], folder: Path) -> None:
         self.args, self.folder, self.start = args, folder, time.monotonic()
         self.cases = [c for c in cases if not (folder / f"{c['level']}-{c['number']}.json").exists()]
+        self.alone: list[tuple[dict[str, Any], str]] = []  # (case, why) to rerun alone on its GPU
         self.lock = threading.Lock()
         self.stopped = False
 
-    def next(self) -> tuple[dict[str, Any], float] | None:
+    def next(self) -> tuple[dict[str, Any], float, str] | None:
         with self.lock:
-            remaining = self.args.budget - (time.monotonic() - self.start) if self.args.budget else self.args.time_limit
-            if self.stopped or not self.cases:
+            remaining = self.args.budget - (time.monotonic() - self.start) if self.args.budget else float("inf")
+            if self.stopped or not (self.cases or self.alone):
                 return None
             if remaining < MIN_PROBLEM_S:
-                print(f"stop before {self.cases[0]['file']}: the budget is spent", flush=True)
+                left = (self.cases or [c for c, _ in self.alone])[0]
+                print(f"stop before {left['file']}: the budget is spent", flush=True)
                 self.stopped = True
                 return None
-            return self.cases.pop(0), min(self.args.time_limit, remaining)
+            if self.cases:
+                return self.cases.pop(0), remaining, ""
+            return self.alone.pop(0)[0], remaining, "alone"
+
+    def again_alone(self, case: dict[str, Any], why: str) -> None:
+        with self.lock:
+            self.alone.append((case, why))
 
 
-def _work(queue: _Queue, gpu: int, base: dict[str, Any], extra: dict[str, Any]) -> None:
+def _out_of_memory(result: dict[str, Any]) -> str:
+    """The first 'out of memory' failure in a result (a GPU shared with other workers can cause it), or ''."""
+    details = [result.get("detail", "")]
+    details += [e["verdict"].get("detail", "") for e in result.get("implementations", {}).values()]
+    return next((d for d in details if "out of memory" in (d or "").lower()), "")
+
+
+@contextlib.contextmanager
+def _gpu_share(path: Path, alone: bool) -> Any:
+    """Shared (a worker's problem) or exclusive (a problem rerun alone) hold on the whole GPU: an exclusive one
+    waits for the problems running on it to end and keeps new ones out until it ends."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _child_env(args: argparse.Namespace, gpu: int) -> dict[str, str]:
+    """Each child's environment: its GPU, its share of the host's cores (intra-op and Inductor's compile
+    threads), one Inductor cache directory for the call's workers."""
+    env = {} if args.test_device_product else {"CUDA_VISIBLE_DEVICES": str(gpu)}
+    threads = str(_threads(args))
+    env.update({"OMP_NUM_THREADS": threads, "TORCHINDUCTOR_COMPILE_THREADS": threads})
+    env["TORCHINDUCTOR_CACHE_DIR"] = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or str(Path(args.out) / "inductor-cache")
+    return env
+
+
+def _threads(args: argparse.Namespace) -> int:
+    if args.cpu_threads:
+        return int(args.cpu_threads)
+    return max(1, (os.cpu_count() or 1) // (args.gpus * args.workers_per_gpu))
+
+
+def _work(queue: _Queue, worker: int, base: dict[str, Any], extra: dict[str, Any]) -> None:
     from kernelindex.runner.problem_process import run_isolated
 
     args = queue.args
+    gpu = worker % args.gpus
+    share = Path(args.out) / f"gpu{gpu}.share.lock"
     while (item := queue.next()) is not None:
-        case, limit = item
-        request = {**base, "source": case["source"], "digest": case["digest"]}
+        case, limit, alone = item
+        lock = str(Path(args.out) / f"gpu{gpu}.lock") if base["gpu_lock"] else None
+        request = {**base, "source": case["source"], "digest": case["digest"], "gpu_lock": lock}
         began = time.monotonic()
-        env = {} if args.test_device_product else {"CUDA_VISIBLE_DEVICES": str(gpu)}
-        result = run_isolated(request, time_limit_s=limit, extra_env=env)
-        if result.get("status") == "timeout" and limit < args.time_limit:
+        with _gpu_share(share, bool(alone)):
+            started, started_at = time.monotonic(), time.time()
+            result = run_isolated(request, time_limit_s=args.time_limit, extra_env=_child_env(args, gpu),
+                                  wall_limit_s=limit - (started - began))
+        if result.get("status") == "timeout" and "wall-time limit" in result.get("detail", ""):
             print(f"{case['file']}: cut by the call's budget ({limit:.0f} s), not recorded: the next call redoes it",
                   flush=True)
             continue
+        memory = _out_of_memory(result)
+        if memory and args.workers_per_gpu > 1 and not alone:
+            print(f"[worker {worker}] {case['file']}: out of GPU memory beside other workers; rerun alone at the end "
+                  f"({memory[:120]})", flush=True)
+            queue.again_alone(case, memory)
+            continue
         result.update({**extra, "file": case["file"], "digest": case["digest"], "workload": case["workload"],
-                       "wall_s": round(time.monotonic() - began, 1), "gpu_index": gpu,
+                       "wall_s": round(time.monotonic() - started, 1), "gpu_index": gpu, "worker": worker,
+                       "started_at": round(started_at, 3), "ended_at": round(time.time(), 3),
+                       "waited_for_gpu_s": round(started - began, 1),
                        "observed_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        if alone:
+            result["ran_alone"] = "rerun alone on its GPU after running out of memory beside other workers"
+            result["workers_per_gpu"] = 1
         (queue.folder / f"{case['level']}-{case['number']}.json").write_text(json.dumps(result, indent=1) + "\n")
         verdicts = {k: v["verdict"]["status"] for k, v in result.get("implementations", {}).items()}
-        print(f"[gpu {gpu}] {case['file']}: {result.get('status')} {verdicts or result.get('detail', '')} "
-              f"{result['wall_s']} s {result.get('phases_s', '')}", flush=True)
+        print(f"[gpu {gpu} worker {worker}] {case['file']}: {result.get('status')} "
+              f"{verdicts or result.get('detail', '')} {result['wall_s']} s {result.get('phases_s', '')}", flush=True)
 
 
 def run(args: argparse.Namespace) -> None:
-    """Each problem in its own process; ``--gpus N`` runs N at once, one per GPU (CUDA_VISIBLE_DEVICES)."""
+    """Each problem in its own process; ``--gpus N --workers-per-gpu K`` runs N×K at once, K per GPU
+    (CUDA_VISIBLE_DEVICES) sharing it under the GPU lock (with K = 1 the lock is not taken)."""
     from kernelindex.runner.campaign import campaign_id
 
     document = json.loads(Path(args.cases).read_text())
@@ -170,11 +241,16 @@ def run(args: argparse.Namespace) -> None:
     if not queue.cases:
         return
     policy = _policy(args)
-    base = {"implementations": impls, "checks": 2, "policy": policy, "reference_device": args.reference_device,
-            "device": "cpu" if args.test_device_product else "cuda", "product": args.test_device_product}
+    on_cpu = bool(args.test_device_product)
+    reference = args.reference_device or ("cpu" if on_cpu else "cuda")
+    base = {"implementations": impls, "checks": 2, "policy": policy, "reference_device": reference,
+            "device": "cpu" if on_cpu else "cuda", "product": args.test_device_product,
+            "gpu_lock": args.workers_per_gpu > 1, "cpu_threads": _threads(args),
+            "draw_on_device": not args.inputs_on_cpu, "fresh_compile": not args.compile_caches}
     extra = {"environment": _probe_once(args), "campaign": campaign_id(), "policy": policy,
-             "implementations_asked": impls}
-    workers = [threading.Thread(target=_work, args=(queue, gpu, base, extra)) for gpu in range(args.gpus)]
+             "implementations_asked": impls, "workers_per_gpu": args.workers_per_gpu}
+    workers = [threading.Thread(target=_work, args=(queue, worker, base, extra))
+               for worker in range(args.gpus * args.workers_per_gpu)]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -219,9 +295,18 @@ def main() -> None:
     r.add_argument("--impl", default="eager,torch-compile")
     r.add_argument("--test-device-product", default="",
                    help="CPU rehearsal: real problems on CPU tensors, nominal times, announcing this product")
-    r.add_argument("--gpus", type=int, default=1, help="problems run at once, one per GPU")
-    r.add_argument("--reference-device", default="cpu", choices=("cpu", "cuda"),
-                   help="where the float64 reference runs first (cuda: much faster; the CPU where it does not fit)")
+    r.add_argument("--gpus", type=int, default=1, help="GPUs, one problem process per GPU (× --workers-per-gpu)")
+    r.add_argument("--workers-per-gpu", type=int, default=1,
+                   help="problem processes sharing each GPU, every GPU phase under an exclusive GPU lock")
+    r.add_argument("--cpu-threads", type=int, default=0,
+                   help="intra-op and compile threads per child (default: the host's cores / all workers)")
+    r.add_argument("--reference-device", default="", choices=("", "cpu", "cuda"),
+                   help="where the float64 reference runs first (default: the GPU, the CPU where it does not fit; "
+                        "the CPU in a rehearsal)")
+    r.add_argument("--inputs-on-cpu", action="store_true",
+                   help="draw inputs on the CPU as the file writes it (default: get_inputs() on the GPU)")
+    r.add_argument("--compile-caches", action="store_true",
+                   help="keep Inductor's FX-graph/autotune caches (default off: each problem compiles its own)")
     r.add_argument("--skip", type=int, default=0)
     r.add_argument("--max", type=int, default=0)
     r.add_argument("--time-limit", type=float, default=300.0, help="seconds per problem (its process is killed)")

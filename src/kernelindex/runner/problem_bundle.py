@@ -94,6 +94,7 @@ def _add_run(b: _Builder, case: ProblemCase, result: dict[str, Any], key: str) -
             b.out.samples.append(blob)
             if floor is not None and timing["median_ns"] < floor:
                 status = "suspected_reward_hack"
+            timing["raw"].update(sharing_raw(result, entry))
     verdict = entry["verdict"] if entry is not None else None
     title = IMPLEMENTATIONS[key][1]
     b.out.manifests.append(records.run_manifest(
@@ -104,6 +105,22 @@ def _add_run(b: _Builder, case: ProblemCase, result: dict[str, Any], key: str) -
         runner=b.runner, artifacts=artifacts,
         title=f"{title} · kernelbench {case.level}/{case.number} · forward"))
     b.statuses[status] += 1
+
+
+def sharing_raw(result: dict[str, Any], entry: dict[str, Any]) -> dict[str, str]:
+    """How the GPU was shared while this run was made (several problem processes per GPU under the GPU lock)
+    and whether its compile time came after one of Inductor's cache hits: said in the run, never hidden."""
+    raw: dict[str, str] = {}
+    workers = int(result.get("workers_per_gpu", 1))
+    if workers > 1:
+        raw["gpu_sharing"] = (
+            f"{workers} problem processes per GPU; every GPU phase of each (transfers, input draws, references, "
+            "checks, first calls, Inductor benchmarks, warm-up, timing) under one exclusive GPU lock (fcntl), so "
+            "none overlapped this run's timing; host-side figures may carry the other workers' CPU load")
+    hits = {k: v for k, v in (entry.get("compile") or {}).get("cache_counters", {}).items() if "hit" in k and v}
+    if hits:
+        raw["compile_cache_hits"] = ", ".join(f"{k} {v}" for k, v in sorted(hits.items()))
+    return raw
 
 
 def _instant(text: str) -> datetime:

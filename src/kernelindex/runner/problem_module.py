@@ -16,6 +16,13 @@
   cudagraphs")``; the timed region is the forward call, as upstream times it. The first call of a
   compiled implementation (its compilation and autotuning) is timed on its own and recorded
   (``compile_ns``), never part of the figure.
+- Several problem processes may share one GPU: every phase that runs work on the GPU holds the
+  case's ``GpuLock`` (``runner.gpu_lock``: moving the model and inputs there, drawing inputs, a GPU
+  reference, the checks, an implementation's first call, Inductor's compile-time benchmarks; the
+  timing is held by ``problem_process``), while the CPU-only parts overlap: building the model, a CPU
+  reference, and Inductor's compilation in the default mode (``gpu_lock.LockedBackend`` lets the GPU go
+  while Inductor compiles; max-autotune keeps it, its autotuning benchmarks on the GPU). The time a
+  first call waited for the lock is taken out of its ``compile_ns``.
 - Older problem sets call ``torch.rand_mix`` / ``torch.rand_mix_like``, helpers KernelBench's own
   package registers on torch; ``install_rand_mix`` provides ours (documented below).
 
@@ -29,11 +36,14 @@ import copy
 import hashlib
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from kernelindex.runner.gpu_lock import GpuLock, LockedBackend, install_compile_hooks
 
 FP64_TOLERANCE = 1e-4  # relative Frobenius error of fp32 execution against float64, no TF32 involved
 TF32_TOLERANCE = 1e-2  # … where TF32 math is allowed on a CUDA device (cuDNN's default for convolutions)
@@ -113,6 +123,10 @@ def _to(value: Any, device: str, dtype: torch.dtype | None = None) -> Any:
     return value
 
 
+def _on_cuda(value: Any) -> bool:
+    return any(t.is_cuda for t in _tensors(value))
+
+
 @dataclass
 class Case:
     """One problem on one device: the model, built once, and how to draw its inputs."""
@@ -121,20 +135,47 @@ class Case:
     device: str
     seed: int = 0
     reference_device: str = "cpu"  # where the float64 reference runs first ("cuda": faster, where it fits)
+    lock: GpuLock = field(default_factory=GpuLock)  # held around every phase that runs work on the device
+    draw_on_device: bool = False  # get_inputs() with the device as default device (the CPU where that fails)
     model: torch.nn.Module = field(init=False)
 
     def __post_init__(self) -> None:
         torch.manual_seed(self.seed)
-        self.model = self.module.Model(*self.module.get_init_inputs())
+        self.model = self.module.Model(*self.module.get_init_inputs())  # on the CPU: no lock needed
         self.reference_model = copy.deepcopy(self.model)
-        self.model.to(self.device)
+        with self.lock.hold("model to the device"):
+            self.model.to(self.device)
         # The reference of each check's seed, computed once for every implementation (the draws are the same).
         self.references: dict[int, tuple[list[torch.Tensor], str]] = {}
         self.reference_s = 0.0  # wall seconds spent computing them
+        self.inputs_drawn_on = "cpu"  # where get_inputs() last ran ("cuda" only where asked and it worked)
+        self._timed: list[Any] | None = None
+        self.backend: Any = None  # the last implementation's LockedBackend (None: plain torch.compile)
 
     def inputs(self, seed: int) -> list[Any]:
+        """A draw of inputs under ``seed``: on the device where the case asks (a draw there is a GPU phase,
+        under the lock), the same recipe and dtypes, else on the CPU as the problem file writes it."""
+        if self.draw_on_device and self.device != "cpu":
+            try:
+                with self.lock.hold("draw inputs"), torch.device(self.device):
+                    torch.manual_seed(seed)
+                    drawn = list(self.module.get_inputs())
+                self.inputs_drawn_on = self.device
+                return drawn
+            except Exception:  # noqa: BLE001 - a recipe that cannot run on the device is drawn on the CPU
+                self.draw_on_device = False
         torch.manual_seed(seed)
+        self.inputs_drawn_on = "cpu"
         return list(self.module.get_inputs())
+
+    def timed_inputs(self) -> list[Any]:
+        """The draw every implementation's first call and timing use (seed ``self.seed``), on the device once:
+        the implementations share it (the same values they were each drawn before), so one copy is held."""
+        if self._timed is None:
+            drawn = self.inputs(self.seed)
+            with self.lock.hold("inputs to the device"):
+                self._timed = _to(drawn, self.device)
+        return self._timed
 
 
 @dataclass
@@ -148,10 +189,20 @@ class Verdict:
 
 
 def _float64(case: Case, inputs: list[Any], device: str) -> list[torch.Tensor]:
-    model64 = copy.deepcopy(case.reference_model).to(device=device, dtype=torch.float64)
-    with torch.no_grad():
-        out = model64(*_to(inputs, device, torch.float64))
-    return [t.detach().to("cpu", torch.float64) for t in _tensors(out)]
+    """The float64 execution on ``device``; a CUDA one holds the lock (the cast of the model is done on the
+    CPU first, outside it), a CPU one runs beside the other workers' GPU phases."""
+    model64 = copy.deepcopy(case.reference_model).to(dtype=torch.float64)
+    if device == "cpu" and _on_cuda(inputs):
+        with case.lock.hold("inputs to the CPU for the reference"):
+            inputs = _to(inputs, "cpu")
+    with case.lock.hold("float64 reference on the GPU") if device != "cpu" else _nothing(), torch.no_grad():
+        out = model64.to(device)(*_to(inputs, device, torch.float64))
+        return [t.detach().to("cpu", torch.float64) for t in _tensors(out)]
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 def _reference(case: Case, inputs: list[Any]) -> tuple[list[torch.Tensor], str]:
@@ -166,6 +217,9 @@ def _reference(case: Case, inputs: list[Any]) -> tuple[list[torch.Tensor], str]:
             failure = exc
             if device.startswith("cuda"):
                 torch.cuda.empty_cache()
+    if _on_cuda(inputs):
+        with case.lock.hold("inputs to the CPU for the reference"):
+            inputs = _to(inputs, "cpu")
     with torch.no_grad():
         out = copy.deepcopy(case.reference_model)(*_to(inputs, "cpu"))
     why = f"{type(failure).__name__}: {str(failure)[:160]}"
@@ -179,6 +233,17 @@ def tolerance_for(device: str, reference: str) -> float:
     return TF32_TOLERANCE if device.startswith("cuda") and tf32 else FP64_TOLERANCE
 
 
+def _compared(g: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both in float64 on the output's device (a GPU compares a large output in milliseconds, under the
+    lock the check holds), on the CPU where the reference does not fit beside it."""
+    if g.is_cuda:
+        try:
+            return g.detach().to(torch.float64), w.to(g.device)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+    return g.detach().to("cpu", torch.float64), w
+
+
 def _error(got: list[torch.Tensor], want: list[torch.Tensor]) -> tuple[float, str]:
     if len(got) != len(want):
         return float("inf"), f"{len(got)} outputs, the reference has {len(want)}"
@@ -186,7 +251,7 @@ def _error(got: list[torch.Tensor], want: list[torch.Tensor]) -> tuple[float, st
     for g, w in zip(got, want, strict=True):
         if g.shape != w.shape:
             return float("inf"), f"output shape {tuple(g.shape)}, the reference's {tuple(w.shape)}"
-        g64 = g.detach().to("cpu", torch.float64)
+        g64, w = _compared(g, w)
         if not torch.isfinite(g64).all():
             return float("inf"), "NaN or Inf in the output"
         norm = float(torch.linalg.vector_norm(w))
@@ -208,11 +273,15 @@ def check(case: Case, call: Callable[[list[Any]], Any], checks: int = 2) -> Verd
             case.reference_s += time.perf_counter() - start
         want, verdict.reference = case.references[seed]
         verdict.tolerance = tolerance_for(case.device, verdict.reference)
-        try:
-            got = _tensors(call(_to(inputs, case.device)))
-        except Exception as exc:  # noqa: BLE001 - any failure of the implementation is its verdict
-            return Verdict("runtime_error", detail=f"{type(exc).__name__}: {str(exc)[:300]}", checks=index)
-        error, why = _error(got, want)
+        with case.lock.hold("correctness check"):
+            try:
+                got = _tensors(call(_to(inputs, case.device)))
+                if case.device.startswith("cuda"):
+                    torch.cuda.synchronize()  # an asynchronous failure is this check's, not the next phase's
+            except Exception as exc:  # noqa: BLE001 - any failure of the implementation is its verdict
+                return Verdict("runtime_error", detail=f"{type(exc).__name__}: {str(exc)[:300]}", checks=index)
+            error, why = _error(got, want)
+            del got, inputs
         verdict.relative_error = max(verdict.relative_error or 0.0, error)
         verdict.checks = index + 1
         if why or error > verdict.tolerance:
@@ -232,7 +301,13 @@ def implementation(case: Case, key: str) -> Callable[..., Any]:
 
     torch._dynamo.reset()
     mode = None if key == "torch-compile" else key
-    return torch.compile(case.model, mode=mode, dynamic=False)
+    wrapper = getattr(torch, "_TorchCompileInductorWrapper", None)
+    case.backend = None
+    if wrapper is None:  # the compilation holds the lock throughout
+        return torch.compile(case.model, mode=mode, dynamic=False)
+    case.backend = LockedBackend(wrapper(mode, None, False), case.lock,
+                                  overlap=mode is None and install_compile_hooks())
+    return torch.compile(case.model, backend=case.backend, dynamic=False)
 
 
 @dataclass
@@ -243,22 +318,31 @@ class Prepared:
     call: Callable[[], object]
     verdict: Verdict
     compile_ns: int | None = None  # the first call's time (compilation, autotuning): never in the figure
+    compile_lock_wait_ns: int = 0  # … the time it waited for another process's GPU phase, taken out of it
+    compiled_unlocked: bool | None = None  # whether Inductor compiled with the GPU let go
 
 
 def prepare(case: Case, key: str, checks: int = 2) -> Prepared:
     """Compile (timing the first call on its own), check, then bind the timed call to one draw of
     inputs on the device."""
     fn = implementation(case, key)
-    inputs = _to(case.inputs(case.seed), case.device)
+    inputs = case.timed_inputs()
     compile_ns = None
+    waited = case.lock.summary()["waited_s"]
     try:
-        start = time.perf_counter_ns()
-        fn(*inputs)
-        if case.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        compile_ns = time.perf_counter_ns() - start if key != "eager" else None
+        with case.lock.hold(f"first call {key}"):
+            start = time.perf_counter_ns()
+            fn(*inputs)
+            if case.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            elapsed = time.perf_counter_ns() - start
     except Exception as exc:  # noqa: BLE001 - a compile failure is this implementation's verdict
         status = "compile_error" if key != "eager" else "runtime_error"
         return Prepared(key, lambda: None, Verdict(status, detail=f"{type(exc).__name__}: {str(exc)[:300]}"))
+    wait_ns = round((case.lock.summary()["waited_s"] - waited) * 1e9)
+    unlocked = None
+    if key != "eager":
+        compile_ns = max(elapsed - wait_ns, 0)
+        unlocked = bool(case.backend.compiled_unlocked) if case.backend is not None else False
     verdict = check(case, lambda xs: fn(*xs), checks)
-    return Prepared(key, lambda: fn(*inputs), verdict, compile_ns)
+    return Prepared(key, lambda: fn(*inputs), verdict, compile_ns, wait_ns if key != "eager" else 0, unlocked)

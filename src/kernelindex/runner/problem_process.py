@@ -7,6 +7,14 @@ prepares each implementation (compile, check against the reference execution), t
 ones through ``timing.measure_interleaved`` and prints one JSON result. A child that runs past the
 time limit is killed and reported as ``timeout``; one that dies is ``runtime_error`` with its last
 words. The result carries the backend flags (TF32, cuDNN) the checks and the timing ran under.
+
+Several children may share one GPU (the request's ``gpu_lock``: a lock file, ``runner.gpu_lock``):
+every phase that runs work on the GPU, the timing included, holds the lock, and the result carries each
+hold (``gpu_lock``), so that no two children's GPU phases overlap and this can be checked afterwards.
+``cpu_threads`` caps the child's intra-op threads (the workers share the host's cores);
+``fresh_compile`` turns off Inductor's FX-graph, AOT-autograd and autotuning caches, so every
+problem's compilation is its own (a shared ``TORCHINDUCTOR_CACHE_DIR`` still shares Triton's
+compiled kernels of identical source).
 """
 
 from __future__ import annotations
@@ -14,12 +22,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict
 from typing import Any
+
+from kernelindex.runner.gpu_lock import waited_s
 
 NO_NETWORK = "network disabled for problem modules"
 DEFAULT_TIME_LIMIT_S = 600
@@ -45,7 +57,7 @@ def _no_network() -> None:
 
 
 def _device(request: dict[str, Any]) -> Any:
-    if request["device"] == "cuda":
+    if request["device"] == "cuda":  # allocates and fills the L2 flush buffer: under the lock
         from kernelindex.runner.cuda import CudaDevice
 
         return CudaDevice()
@@ -87,27 +99,64 @@ def _v3_extras(device: Any, call: Any, host_calls: int) -> tuple[Any, Any, Any, 
     return cross, host, peak, ""
 
 
+def _compile_caches(fresh: bool) -> dict[str, Any]:
+    """Inductor's caches that would let one problem's compilation reuse another's (off when ``fresh``)."""
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    if fresh:
+        for module, name in ((inductor_config, "fx_graph_cache"), (inductor_config, "autotune_local_cache"),
+                             (functorch_config, "enable_autograd_cache")):
+            if hasattr(module, name):
+                setattr(module, name, False)
+    return {"fx_graph_cache": getattr(inductor_config, "fx_graph_cache", None),
+            "autotune_local_cache": getattr(inductor_config, "autotune_local_cache", None),
+            "autograd_cache": getattr(functorch_config, "enable_autograd_cache", None),
+            "cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR", "default")}
+
+
+def _cache_counters() -> dict[str, int]:
+    """Inductor's cache hit and miss counters so far (a compile_ns after a hit is not a cold compilation)."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return {}
+    return {k: int(v) for k, v in counters["inductor"].items() if "cache" in k}
+
+
 def serve(request: dict[str, Any]) -> dict[str, Any]:
     """The child's work: load, prepare, time; every implementation gets a result."""
+    import torch
+
+    from kernelindex.runner.gpu_lock import GpuLock, cuda_release
     from kernelindex.runner.problem_module import Case, backend_flags, load_problem, prepare
     from kernelindex.runner.timing import TimingPolicy, measure_interleaved
 
     began = time.perf_counter()
+    if request.get("cpu_threads"):
+        torch.set_num_threads(int(request["cpu_threads"]))
+    caches = _compile_caches(bool(request.get("fresh_compile")))
+    lock = GpuLock(request.get("gpu_lock"), cuda_release if request["device"] == "cuda" else None,
+                   request.get("lock_waits"))
     phases: dict[str, float] = {}  # wall seconds of each part: where a problem's time goes
     module = load_problem(request["source"], request["digest"])
-    device = _device(request)
-    case = Case(module, device.torch_device, reference_device=request.get("reference_device", "cpu"))
+    with lock.hold("device"):
+        device = _device(request)
+    case = Case(module, device.torch_device, reference_device=request.get("reference_device", "cpu"), lock=lock,
+                draw_on_device=bool(request.get("draw_on_device")))
     phases["build"] = time.perf_counter() - began
     prepared = {}
+    counters: dict[str, dict[str, int]] = {}
     for key in request["implementations"]:
-        start = time.perf_counter()
+        start, before = time.perf_counter(), _cache_counters()
         prepared[key] = prepare(case, key, request.get("checks", 2))
         phases[f"prepare {key}"] = time.perf_counter() - start
+        counters[key] = {k: v - before.get(k, 0) for k, v in _cache_counters().items() if v - before.get(k, 0)}
     phases["references"] = case.reference_s  # float64 references, within the prepares
     passed = {key: p for key, p in prepared.items() if p.verdict.status == "passed"}
     policy = TimingPolicy(**request.get("policy", {}))
     results: dict[str, Any] = {}
-    with _timing_context(device):
+    with lock.hold("timing"), _timing_context(device):
         start = time.perf_counter()
         measured = measure_interleaved({k: p.call for k, p in passed.items()},
                                        {k: device.sampler(p.call) for k, p in passed.items()}, device, policy) \
@@ -115,6 +164,9 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
         phases["timing"], start = time.perf_counter() - start, time.perf_counter()
         for key, p in prepared.items():
             entry: dict[str, Any] = {"verdict": asdict(p.verdict), "compile_ns": p.compile_ns}
+            if key != "eager":
+                entry["compile"] = {"lock_wait_ns": p.compile_lock_wait_ns, "compiled_unlocked": p.compiled_unlocked,
+                                    "cache_counters": counters.get(key, {})}
             if key in measured:
                 cross, host, peak, error = _v3_extras(device, p.call, policy.host_calls)
                 entry["timing"] = _timing_json(measured[key], cross, host, peak)
@@ -122,27 +174,67 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
                     entry["extras_error"] = error
             results[key] = entry
         phases["cross-check, host cost, peak memory"] = time.perf_counter() - start
+    held = lock.summary()
+    phases["GPU lock waits"] = held["waited_s"]  # within the phases above
     return {"digest": request["digest"], "device": device.name, "backend_flags": backend_flags(),
             "policy": asdict(policy), "implementations": results,
-            "phases_s": {k: round(v, 2) for k, v in phases.items()}}
+            "phases_s": {k: round(v, 2) for k, v in phases.items()}, "gpu_lock": held,
+            "cpu_threads": torch.get_num_threads(), "inputs_drawn_on": case.inputs_drawn_on,
+            "compile_caches": caches}
 
 
 def run_isolated(request: dict[str, Any], time_limit_s: float = DEFAULT_TIME_LIMIT_S,
-                 extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+                 extra_env: dict[str, str] | None = None, wall_limit_s: float | None = None) -> dict[str, Any]:
     """``serve(request)`` in a child process; a status for every failure mode of the child itself.
-    ``extra_env``: e.g. ``CUDA_VISIBLE_DEVICES`` for the GPU this child may use."""
+    ``extra_env``: e.g. ``CUDA_VISIBLE_DEVICES`` for the GPU this child may use. With a GPU lock in the request
+    the time limit counts the child's own work: its waits for another process's GPU phase are left out of it
+    (a problem stuck in a GPU phase until its own limit does not make the others time out), up to
+    ``wall_limit_s`` of wall time in all (the call's budget)."""
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()} | (extra_env or {})
+    waits = None
+    if request.get("gpu_lock"):
+        handle, waits = tempfile.mkstemp(prefix="ki-lock-waits-")
+        os.close(handle)
+        request = {**request, "lock_waits": waits}
+    began = time.time()
+    wall = min(wall_limit_s or float("inf"), float("inf") if waits else time_limit_s)
+    # Its own session, so that a kill at the limit takes its helpers (Inductor's compile workers) too.
+    child = subprocess.Popen([sys.executable, "-m", "kernelindex.runner.problem_process"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+    payload: str | None = json.dumps(request)
     try:
-        done = subprocess.run([sys.executable, "-m", "kernelindex.runner.problem_process"], input=json.dumps(request),
-                              capture_output=True, text=True, timeout=time_limit_s, env=env)
-    except subprocess.TimeoutExpired:
-        return {"digest": request["digest"], "status": "timeout",
-                "detail": f"the problem's process ran past its time limit ({time_limit_s:g} s) and was killed"}
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        while True:
+            now = time.time()
+            left = min(time_limit_s + waited_s(waits, now) - (now - began), wall - (now - began))
+            try:
+                stdout, stderr = child.communicate(payload, timeout=max(0.0, min(left, 1.0)) if waits else left)
+                break
+            except subprocess.TimeoutExpired:
+                payload = None
+                now = time.time()
+                waited = waited_s(waits, now)
+                if now - began - waited > time_limit_s or now - began > wall:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(child.pid, signal.SIGKILL)
+                    child.communicate()
+                    what = f"its time limit ({time_limit_s:g} s)" if now - began - waited > time_limit_s else \
+                        f"the wall-time limit it was given ({wall:g} s)"
+                    return {"digest": request["digest"], "status": "timeout", "lock_wait_s": round(waited, 1),
+                            "detail": f"the problem's process ran past {what} and was killed"
+                                      + (f" ({waited:.0f} s waiting for the GPU lock not counted)" if waited else "")}
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # helpers it left behind
+            os.killpg(child.pid, signal.SIGKILL)
+        if waits:
+            for path in (waits, waits + ".new"):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if child.returncode != 0 or not lines:
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
         return {"digest": request["digest"], "status": "runtime_error",
-                "detail": f"the problem's process ended with status {done.returncode}: {last[:300]}"}
+                "detail": f"the problem's process ended with status {child.returncode}: {last[:300]}"}
     return {"status": "done", **json.loads(lines[-1])}
 
 

@@ -1,0 +1,202 @@
+"""An exclusive lock on one GPU, shared by the problem processes a campaign runs on it at once.
+
+Several problem processes may share one GPU (``bench/kernelbench_campaign.py --workers-per-gpu K``):
+their CPU-only parts (process start, ``import torch``, building the model on the CPU, Inductor's code
+generation and Triton compilation, a float64 reference on the CPU) overlap, while every phase that runs
+work on the GPU — moving the model and inputs there, drawing inputs, a float64 reference on the GPU, the
+correctness checks, the first call of an implementation, compile-time benchmarks, warm-up, timing and v3's
+extras — holds this lock, so no two processes' GPU work ever overlaps and a timed call has the GPU to itself.
+
+The lock is ``fcntl.flock`` on a file (``LOCK_EX``), opened only while it is held (close-on-exec, so no
+helper process forked or started by the problem keeps it); the kernel releases it when its process dies,
+so a problem killed at its time limit frees the GPU for the others. Before releasing, the process waits
+for its GPU work to finish (``on_release``: ``torch.cuda.synchronize`` and ``empty_cache``), so work
+launched under the lock never runs past it. Every hold is recorded (phase, when asked, acquired and
+released, in ``time.time()`` seconds) and travels with the result, so overlaps can be checked afterwards.
+Without a path the holds are still recorded and nothing is locked (one process per GPU).
+
+``waits``: a file where the process says how long it has waited for the lock (``TOTAL SINCE``: seconds
+waited so far, and the ``time.time()`` its current wait began, 0 when it holds or runs unlocked), so the
+parent can leave a problem's waiting for another's GPU phase out of its time limit (``problem_process``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+
+class GpuLock:
+    def __init__(self, path: str | None = None, on_release: Callable[[], None] | None = None,
+                 waits: str | None = None) -> None:
+        self.path = path or None
+        self.on_release = on_release
+        self.waits = waits or None
+        self._waited = 0.0
+        self.holds: list[tuple[str, float, float, float]] = []  # (phase, asked, acquired, released)
+        self._fd: int | None = None
+        self._phase = ""
+        self._asked = self._acquired = 0.0
+        self._held = False
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def acquire(self, phase: str) -> bool:
+        """Take the lock for ``phase``; False (and nothing done) where this process already holds it."""
+        if self._held:
+            return False
+        self._asked = time.time()
+        if self.path:
+            self._say_waits(self._asked)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._fd = fd
+        self._acquired, self._phase, self._held = time.time(), phase, True
+        self._waited += self._acquired - self._asked
+        if self.path:
+            self._say_waits(0.0)
+        return True
+
+    def _say_waits(self, since: float) -> None:
+        if self.waits:
+            with open(self.waits + ".new", "w") as out:
+                out.write(f"{self._waited:.3f} {since:.3f}\n")
+            os.replace(self.waits + ".new", self.waits)
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        try:
+            if self.on_release is not None:
+                self.on_release()  # the GPU work launched under the lock ends under it
+        finally:
+            released = time.time()
+            if self._fd is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+                self._fd = None
+            self._held = False
+            self.holds.append((self._phase, self._asked, self._acquired, released))
+
+    @contextlib.contextmanager
+    def hold(self, phase: str) -> Iterator[None]:
+        """Hold the lock for the block (a no-op inside a block that already holds it)."""
+        took = self.acquire(phase)
+        try:
+            yield
+        finally:
+            if took:
+                self.release()
+
+    @contextlib.contextmanager
+    def released(self) -> Iterator[None]:
+        """Let the GPU go for a CPU-only block inside a held one (Inductor's compilation), then take it back."""
+        phase = self._phase
+        was = self._held
+        if was:
+            self.release()
+        try:
+            yield
+        finally:
+            if was:
+                self.acquire(phase + " (after compiling)")
+
+    def summary(self) -> dict[str, Any]:
+        return {"path": self.path, "held_s": round(sum(r - a for _, _, a, r in self.holds), 3),
+                "waited_s": round(sum(a - q for _, q, a, _ in self.holds), 3),
+                "holds": [[phase, round(asked, 4), round(acquired, 4), round(released, 4)]
+                          for phase, asked, acquired, released in self.holds]}
+
+
+_COMPILING: list[GpuLock] = []  # the lock of the compilation in progress (for the benchmark hooks)
+
+
+def _hold_while_compiling(fn: Callable[..., Any], phase: str) -> Callable[..., Any]:
+    def held(*args: Any, **kwargs: Any) -> Any:
+        if not _COMPILING:
+            return fn(*args, **kwargs)
+        with _COMPILING[-1].hold(phase):
+            return fn(*args, **kwargs)
+
+    held.__wrapped__ = fn  # type: ignore[attr-defined]
+    return held
+
+
+def install_compile_hooks() -> bool:
+    """Make Inductor's compile-time GPU work take the lock: the pad-mm pass benchmarks padded against unpadded
+    matmuls on the GPU (on its own example tensors) in the default mode, and every Inductor benchmark goes
+    through ``runtime.benchmarking.benchmarker``. False where this PyTorch lacks either hook: the
+    compilation then keeps the lock throughout (nothing overlaps, nothing is left unlocked)."""
+    try:
+        from torch._inductor.fx_passes import pad_mm
+        from torch._inductor.runtime import benchmarking
+    except ImportError:
+        return False
+    bench = getattr(benchmarking, "benchmarker", None)
+    if not callable(getattr(pad_mm, "should_pad", None)) or bench is None:
+        return False
+    if not hasattr(pad_mm.should_pad, "__wrapped__"):
+        pad_mm.should_pad = _hold_while_compiling(pad_mm.should_pad, "compile: pad-mm benchmark")
+    for name in ("benchmark_gpu", "benchmark"):
+        method = getattr(bench, name, None)
+        if callable(method) and not hasattr(method, "__wrapped__"):
+            setattr(bench, name, _hold_while_compiling(method, "compile: Inductor benchmark"))
+    return True
+
+
+class LockedBackend:
+    """Inductor as ``torch.compile(mode=...)`` makes it (the same wrapper object), its compilation run with the
+    GPU let go in the default mode: the first call holds the lock (Dynamo's tracing, any eager code around the
+    graphs, the compiled graph's first run and Triton's launch-time autotuning), Inductor's lowering, code
+    generation and Triton compilation run without it, its GPU benchmarks take it back. Max-autotune modes keep
+    the lock while compiling: their autotuning makes example tensors and benchmarks on the GPU."""
+
+    def __init__(self, inner: Any, lock: GpuLock, overlap: bool) -> None:
+        self.inner, self.lock, self.overlap = inner, lock, overlap
+        self.compiled_unlocked = 0  # graphs compiled with the GPU let go
+
+    def __call__(self, gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
+        if not self.overlap:
+            return self.inner(gm, example_inputs, **kwargs)
+        _COMPILING.append(self.lock)
+        try:
+            with self.lock.released():
+                compiled = self.inner(gm, example_inputs, **kwargs)
+        finally:
+            _COMPILING.pop()
+        self.compiled_unlocked += 1
+        return compiled
+
+    def __getattr__(self, name: str) -> Any:  # get_compiler_config, reset, … as the wrapper has them
+        return getattr(self.inner, name)
+
+
+def cuda_release() -> None:
+    """Wait for the GPU work launched under the lock and hand the cached memory back (other workers need it)."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def waited_s(waits: str | None, now: float | None = None) -> float:
+    """Seconds a process has waited for the lock so far, its current wait included (``GpuLock.waits``)."""
+    if not waits:
+        return 0.0
+    try:
+        total, since = (float(x) for x in Path(waits).read_text().split())
+    except (OSError, ValueError):
+        return 0.0
+    return total + ((now or time.time()) - since if since else 0.0)

@@ -1,0 +1,136 @@
+"""Several problem processes on one GPU (``bench/kernelbench_campaign.py --workers-per-gpu 2``), on the CPU
+test device: every phase that would run work on the GPU holds the exclusive GPU lock, and the recorded holds
+of all the problems never overlap; the workers did contend for it (so without it they would have overlapped);
+a problem stuck inside a locked phase is killed at its own limit and the others, their waits for the lock not
+counted against theirs, still finish; a failing problem does not stop the other worker; a problem that ran
+out of memory beside the others is rerun alone, with no other problem running on its GPU meanwhile."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelindex.runner.gpu_lock import GpuLock, waited_s
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _problem(forward: str, tag: str = "") -> str:
+    return f'''import time
+import torch
+import torch.nn as nn
+# {tag}
+
+class Model(nn.Module):
+    def forward(self, x):
+        {forward}
+
+def get_inputs():
+    return [torch.randn(8)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+SLOW = "time.sleep(0.2)\n        return x * 2"  # every call holds the lock 0.2 s: two of them at once contend
+PROBLEMS = {
+    "level1/1_SlowA.py": _problem(SLOW, "a"),
+    "level1/2_SlowB.py": _problem(SLOW, "b"),
+    "level1/3_Hang.py": _problem("time.sleep(1000)\n        return x"),  # stuck in its first call, locked
+    "level1/4_Quick.py": _problem("return x * 2"),
+    "level1/5_Fails.py": _problem("raise ValueError('broken kernel')"),
+    "level1/6_Memory.py": _problem("raise RuntimeError('CUDA out of memory. Tried to allocate 1.00 GiB (simulated)')"),
+}
+TIME_LIMIT_S = 25
+
+
+def _digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("gpu-lock")
+    cases = [{"level": 1, "number": int(f.split("/")[1].split("_")[0]), "file": f, "digest": _digest(s), "source": s,
+              "workload": None} for f, s in PROBLEMS.items()]
+    (tmp / "cases.json").write_text(json.dumps({"problem_set": "test", "commit": "0" * 40, "cases": cases}))
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "kernelbench_campaign.py"), "run", "--cases", str(tmp / "cases.json"),
+         "--out", str(tmp / "out"), "--levels", "1", "--impl", "eager", "--test-device-product", "H200",
+         "--min-samples", "20", "--warmup-calls", "1", "--warmup-ms", "0", "--time-limit", str(TIME_LIMIT_S),
+         "--gpus", "1", "--workers-per-gpu", "2"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = {json.loads(p.read_text())["file"]: json.loads(p.read_text())
+               for p in (tmp / "out" / "results" / "eager").glob("*.json")}
+    environment = json.loads(next((tmp / "out" / "environments").glob("*.json")).read_text())
+    return {"results": results, "log": done.stdout, "wall_s": time.monotonic() - began, "environment": environment}
+
+
+def test_every_problem_has_its_result_and_a_stuck_or_failing_one_stalls_nothing(shared: dict[str, Any]) -> None:
+    results = shared["results"]
+    assert set(results) == set(PROBLEMS), shared["log"]
+    status = {f: (r["status"], r.get("implementations", {}).get("eager", {}).get("verdict", {}).get("status"))
+              for f, r in results.items()}
+    assert status == {
+        "level1/1_SlowA.py": ("done", "passed"), "level1/2_SlowB.py": ("done", "passed"),
+        "level1/3_Hang.py": ("timeout", None), "level1/4_Quick.py": ("done", "passed"),
+        "level1/5_Fails.py": ("done", "runtime_error"), "level1/6_Memory.py": ("done", "runtime_error")}, shared["log"]
+    assert {r["worker"] for r in results.values()} == {0, 1}  # both workers ran problems
+    for r in results.values():
+        assert r["workers_per_gpu"] == (1 if "ran_alone" in r else 2)
+    # The one stuck inside a locked phase was killed at its own limit; whoever waited for the lock meanwhile
+    # did not have that wait counted against its own limit, and finished.
+    hang = results["level1/3_Hang.py"]
+    assert TIME_LIMIT_S <= hang["wall_s"] < TIME_LIMIT_S + 15
+    assert shared["environment"]["spec"]["software"]["kernelindex.problem_workers_per_gpu"] == "2"
+
+
+def test_no_two_problems_locked_phases_overlapped(shared: dict[str, Any]) -> None:
+    holds = sorted((acquired, released, f, phase) for f, r in shared["results"].items() if "gpu_lock" in r
+                   for phase, _, acquired, released in r["gpu_lock"]["holds"])
+    assert {"device", "model to the device", "first call eager", "correctness check", "timing"} <= {h[3] for h in holds}
+    for before, after in zip(holds, holds[1:], strict=False):
+        assert after[0] >= before[1], f"{after[2]} ({after[3]}) took the GPU before {before[2]} ({before[3]}) let it go"
+    # The lock was contended: without it these phases would have run at once.
+    assert sum(r["gpu_lock"]["waited_s"] for r in shared["results"].values() if "gpu_lock" in r) > 0.1
+
+
+def test_a_problem_out_of_memory_beside_others_is_rerun_alone(shared: dict[str, Any]) -> None:
+    results = shared["results"]
+    alone = results["level1/6_Memory.py"]
+    assert "ran_alone" in alone and "out of memory" in alone["implementations"]["eager"]["verdict"]["detail"]
+    assert "rerun alone at the end" in shared["log"]
+    for f, r in results.items():
+        if f != "level1/6_Memory.py":  # nothing else ran on the GPU while it did
+            assert r["ended_at"] <= alone["started_at"] or r["started_at"] >= alone["ended_at"], f
+
+
+def test_the_lock_is_exclusive_across_processes_and_waits_are_reported(tmp_path: Path) -> None:
+    """Unit level: a second process blocks on a held lock until it is released, and says it is waiting."""
+    path, waits = str(tmp_path / "gpu.lock"), str(tmp_path / "waits")
+    lock = GpuLock(path)
+    assert lock.acquire("phase")
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from kernelindex.runner.gpu_lock import GpuLock; "
+        f"lock = GpuLock({path!r}, waits={waits!r}); lock.acquire('x'); lock.release(); "
+        "print(lock.summary()['waited_s'])")], stdout=subprocess.PIPE, text=True,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    deadline = time.monotonic() + 60
+    while waited_s(waits) < 1.0 and time.monotonic() < deadline:  # it is waiting, and says so
+        time.sleep(0.1)
+    assert child.poll() is None and waited_s(waits) >= 1.0
+    lock.release()
+    out, _ = child.communicate(timeout=60)
+    assert float(out) >= 1.0 and waited_s(waits) >= 1.0  # the finished wait stays counted
+    assert lock.holds[0][0] == "phase" and lock.holds[0][3] >= lock.holds[0][2]
