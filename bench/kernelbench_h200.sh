@@ -10,8 +10,9 @@
 #   LEVELS:IMPLS[:SKIP:MAX]   e.g. 1:eager,torch-compile  2:eager,torch-compile  1:max-autotune-no-cudagraphs
 #                             3:eager,torch-compile:0:25 (problems SKIP+1 … SKIP+MAX of the levels; MAX 0: all)
 # KI_REHEARSAL="--test-device-product=H200 --min-samples=20 --warmup-calls=1 --warmup-ms=0": a CPU
-# rehearsal (real problems, nominal times). KI_GPUS (default 1): problems at once, one per GPU.
-# KI_RUN_ARGS: more options of `run` (e.g. --reference-device=cuda). KI_KEY (default keys/runner.key),
+# rehearsal (real problems, nominal times). KI_GPUS (default 1): GPUs; KI_WORKERS_PER_GPU (default 1): problem
+# processes sharing each GPU, every GPU phase under an exclusive GPU lock (docs/sources-kernelbench.md).
+# KI_RUN_ARGS: more options of `run` (e.g. --reference-device=cpu, --inputs-on-cpu). KI_KEY (default keys/runner.key),
 # KI_WORK (default /tmp/ki-kb), KI_CASES (default bench/kernelbench-cases.json, made by `prepare` when missing).
 set -u
 budget=$1; shift; start=$(date +%s); work=${KI_WORK:-/tmp/ki-kb}; key=${KI_KEY:-keys/runner.key}
@@ -32,7 +33,8 @@ for step in "$@"; do
   if [ "$t" -lt 60 ]; then say "stop before $step: $t s left"; break; fi
   IFS=: read -r levels impls skip max <<< "$step"
   python3 bench/kernelbench_campaign.py run --cases "$cases" --out "$work" --levels "$levels" --impl "$impls" \
-    --skip "${skip:-0}" --max "${max:-0}" --budget "$t" --time-limit 300 --gpus "${KI_GPUS:-1}" ${KI_REHEARSAL:-} ${KI_RUN_ARGS:-} >> "$OUT/campaign.log" 2>&1
+    --skip "${skip:-0}" --max "${max:-0}" --budget "$t" --time-limit 300 --gpus "${KI_GPUS:-1}" \
+    --workers-per-gpu "${KI_WORKERS_PER_GPU:-1}" ${KI_REHEARSAL:-} ${KI_RUN_ARGS:-} >> "$OUT/campaign.log" 2>&1
   rc=$?
   missing=$(python3 - "$cases" "$levels" "${skip:-0}" "${max:-0}" "$work/results/${impls//,/+}" <<'PY'
 import json, os, sys
