@@ -20,9 +20,11 @@ from fastapi.testclient import TestClient
 from pagetext import text_of
 from web_helpers import make_app
 
+from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
 from kernelindex.readmodel.loading import load_operation
+from kernelindex.readmodel.pages_challenges import KERNELBENCH_SLUG
 from kernelindex.sources.base import FileTransport
 from kernelindex.sources.kernelbench import import_kernelbench
 from kernelindex.sources.kernelbench.read import KernelBenchData, ProblemSet, TimingFile, write_kernelbench
@@ -63,7 +65,27 @@ def get_inputs():
 def get_init_inputs():
     return []
 '''
-FILES = {"level1/1_Square_matrix_multiplication_.py": MATMUL, "level1/2_Scale.py": WRONG}
+MLP = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.layer = nn.Linear(width, width)
+
+    def forward(self, x):
+        return torch.relu(self.layer(x))
+
+width = 16
+
+def get_inputs():
+    return [torch.rand(4, width)]
+
+def get_init_inputs():
+    return [width]
+'''
+# Level 3 is in the problem set but not in the campaign's steps here: /challenges must say it is left, and why.
+FILES = {"level1/1_Square_matrix_multiplication_.py": MATMUL, "level1/2_Scale.py": WRONG, "level3/1_MLP.py": MLP}
 H100 = "NVIDIA H100 80GB HBM3"
 
 
@@ -72,13 +94,16 @@ def _digest(text: str) -> str:
 
 
 def _counted() -> dict[str, Any]:
-    """The problems' tensors as bench/kernelbench_floors.py counts them, by hand for the two files."""
+    """The problems' tensors as bench/kernelbench_floors.py counts them, by hand for the three files."""
     square, vector = {"dtype": "fp32", "shape": [32, 32]}, {"dtype": "fp32", "shape": [1024]}
+    rows = {"dtype": "fp32", "shape": [4, 16]}
     return {"problems": {
         _digest(MATMUL): {"inputs": [{"name": "A", **square}, {"name": "B", **square}], "parameters": [],
                           "outputs": [{"name": "output", **square}], "flops": 2 * 32 ** 3, "scalars": {}},
         _digest(WRONG): {"inputs": [{"name": "x", **vector}], "parameters": [],
-                         "outputs": [{"name": "output", **vector}], "flops": 0, "scalars": {}}}}
+                         "outputs": [{"name": "output", **vector}], "flops": 0, "scalars": {}},
+        _digest(MLP): {"inputs": [{"name": "x", **rows}], "parameters": [], "outputs": [{"name": "output", **rows}],
+                       "flops": 2 * 4 * 16 * 16, "scalars": {}}}}
 
 
 def _data() -> KernelBenchData:
@@ -89,7 +114,7 @@ def _data() -> KernelBenchData:
              "device": "cuda:0"}
     data.timings = [TimingFile("H100_a__baseline_time_torch.json", "results/timing/H100_a/baseline_time_torch.json",
                                "c" * 40, "2026-01-14", "problems/new", "0" * 64,
-                               {"level1": {name.split("/")[1]: entry for name in FILES}})]
+                               {"level1": {name.split("/")[1]: entry for name in FILES if name.startswith("level1")}})]
     return data
 
 
@@ -152,3 +177,19 @@ def test_published_runs_are_verified_on_the_problems_operation_page(campaign: di
     assert page.status_code == 200
     text = text_of(page.text)
     assert "Fastest verified · NVIDIA H200 SXM 141GB · forward" in text and "Verified evidence" in text
+    # /challenges says, per level of the newest set, what is verified and what is left, and why (issue 24: level 3
+    # as far as device time allows, what is left said there).
+    with TestClient(make_app(empty_catalog)) as client:
+        levels = {k["level"]: k for k in client.get("/api/v1/challenges").json()["kernelbench"]}
+        html = text_of(client.get("/challenges").text)
+    assert {k: (v["problems"], v["verified"], [n["operation"] for n in v["left"]]) for k, v in levels.items()} == {
+        1: (2, 1, ["kernelbench-1-2-scale"]), 3: (1, 0, ["kernelbench-3-1-mlp"])}
+    assert levels[3]["reason"] == registry.kernelbench_pending()[3] and "device time" in levels[3]["reason"]
+    assert "Level 3: 1 of 1 problems without a verified run" in html and levels[3]["reason"] in html
+    assert "Level 1: 1 of 2 problems without a verified run" in html
+
+
+def test_only_the_newest_sets_problems_are_counted_on_challenges() -> None:
+    assert KERNELBENCH_SLUG.fullmatch("kernelbench-1-38-l1norm")
+    assert not KERNELBENCH_SLUG.fullmatch("kernelbench-1-38-l1norm-v1a2b3c4d")  # an older version's semantics
+    assert not KERNELBENCH_SLUG.fullmatch("gemm-n128-k2048")

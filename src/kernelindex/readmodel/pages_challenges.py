@@ -7,6 +7,7 @@ catalog they are ~5,100 rows, which made a ~1 MB HTML page and a ~7 MB JSON twin
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -53,7 +54,21 @@ class NotVerified(JsonModel):
     url: str
 
 
+@dataclass
+class KernelBenchLevel(JsonModel):
+    """One KernelBench level of the newest problem set: how many of its problems have a verified run (the H200
+    campaign's), and the problems left, with the registry's reason."""
+
+    level: int
+    problems: int
+    verified: int
+    reason: str  # why the rest have none ("" when none is left)
+    left: list[NotVerified] = field(default_factory=list)
+
+
 NOT_YET = "not yet verified by a KernelIndex runner"
+# The newest problem set's operations have the plain slug; an older version's semantics add "-v" and 8 hex digits.
+KERNELBENCH_SLUG = re.compile(r"kernelbench-(\d+)-(\d+)-(?!.*-v[0-9a-f]{8}$).+")
 PER_PAGE = 50  # rows of challenges per page: the whole list was ~5,100 rows (952 KB of HTML, 15,522 px tall)
 # The paged lists, in page order: (the model's field, its heading, the HTML anchor).
 SECTIONS = (("unmeasured", "Not measured on a priority GPU", "unmeasured"),
@@ -84,6 +99,7 @@ class ChallengesPage(JsonModel):
     single_entry: list[CohortSummary] = field(default_factory=list)
     stale_records: list[CohortSummary] = field(default_factory=list)
     not_verified: list[NotVerified] = field(default_factory=list)
+    kernelbench: list[KernelBenchLevel] = field(default_factory=list)  # empty where KernelBench is not imported
     counts: dict[str, int] = field(default_factory=dict)
     sections: list[ChallengeSection] = field(default_factory=list)
     paging: Paging | None = None
@@ -97,7 +113,8 @@ def challenges_page(catalog: Catalog, *, page: str | None = None, now: datetime)
     for name, _, _ in SECTIONS[1:]:
         rows += [(name, cohort) for cohort in getattr(whole, name)]
     chunk, paging = page_of(rows, page, PER_PAGE)
-    model = ChallengesPage(whole.priority_gpus, not_verified=whole.not_verified, counts=whole.counts, paging=paging)
+    model = ChallengesPage(whole.priority_gpus, not_verified=whole.not_verified, kernelbench=whole.kernelbench,
+                           counts=whole.counts, paging=paging)
     for name, row in chunk:
         if name != "unmeasured":
             getattr(model, name).append(row)
@@ -124,7 +141,10 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
     priority = [g for g in registry.priority_gpus() if g in gpus]
     page = ChallengesPage([{"slug": g, "name": gpus[g].name, "short": gpus[g].short} for g in priority])
     curated = registry.operations()
+    problems: dict[int, list[tuple[int, OperationFacts]]] = {}
     for data in operation_summaries(catalog, now=clock):
+        if found := KERNELBENCH_SLUG.fullmatch(data.slug):
+            problems.setdefault(int(found[1]), []).append((int(found[2]), data))
         summaries = data.cohorts_with_leader()
         gaps = _gaps(data, priority)
         if gaps.cells:
@@ -138,6 +158,7 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
             title = data.title
             reason = registry.why_not_verified(data.slug) or NOT_YET
             page.not_verified.append(NotVerified(data.slug, title, reason, urls.operation(data.slug)))
+    page.kernelbench = [_kernelbench_level(level, problems[level]) for level in sorted(problems)]
     page.counts = {
         "unmeasured_cells": sum(g.missing_total for g in page.unmeasured),
         "unbeaten_baselines": len(page.unbeaten_baselines),
@@ -146,6 +167,14 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
         "not_verified": len(page.not_verified),
     }
     return page
+
+
+def _kernelbench_level(level: int, problems: list[tuple[int, OperationFacts]]) -> KernelBenchLevel:
+    """A level's problems without a verified run, in problem order, under the registry's reason for the level."""
+    left = [NotVerified(d.slug, d.title, "", urls.operation(d.slug)) for _, d in sorted(problems, key=lambda p: p[0])
+            if not d.verified_regions]
+    reason = (registry.kernelbench_pending().get(level) or NOT_YET) if left else ""
+    return KernelBenchLevel(level, len(problems), len(problems) - len(left), reason, left)
 
 
 def _gaps(data: OperationFacts, priority: list[str]) -> OperationGaps:

@@ -24,6 +24,7 @@ from kernelindex.registry.projects import project_licenses, project_manifest, pr
 from kernelindex.registry.relations import relation_rules
 from kernelindex.registry.runner_coverage import (
     forward_computes_gradient,
+    kernelbench_pending,
     runner_pending,
     runner_unavailable,
     why_not_verified,
@@ -39,7 +40,8 @@ from kernelindex.registry.source_policies import (
 __all__ = [
     "DECISIONS", "FlopRule", "GpuSpec", "ModuleConstructor", "RegistryError", "SourcePolicy", "curated_operation",
     "device_product", "flop_rule", "forward_computes_gradient", "gpu_aliases", "gpu_for_product", "gpu_may_be",
-    "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "load_operation", "module_constructors", "operation_digests",
+    "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "kernelbench_pending", "load_operation",
+    "module_constructors", "operation_digests",
     "operations", "priority_gpus", "project_licenses", "project_manifest", "projects", "refused_sources",
     "relation_rules", "runner_pending", "runner_unavailable", "source_mapping", "source_policies", "source_policy",
     "why_not_verified",

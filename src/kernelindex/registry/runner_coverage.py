@@ -27,6 +27,13 @@ def forward_computes_gradient() -> dict[str, str]:
     return dict(load_yaml("region_work.yaml").get("forward_computes_gradient") or {})
 
 
+@cache
+def kernelbench_pending() -> dict[int, str]:
+    """KernelBench level → why problems of its newest set have no verified run yet (``runner_coverage.yaml``)."""
+    pending = load_yaml("runner_coverage.yaml").get("kernelbench_pending") or {}
+    return {int(level): str(why) for level, why in pending.items()}
+
+
 def why_not_verified(slug: str) -> str | None:
     """The stated reason an operation has no verified runs, when the registry states one."""
     return runner_unavailable().get(slug) or runner_pending().get(slug)
