@@ -130,6 +130,7 @@ class _Queue:
         self.args, self.folder, self.start = args, folder, time.monotonic()
         self.cases = [c for c in cases if not (folder / f"{c['level']}-{c['number']}.json").exists()]
         self.alone: list[tuple[dict[str, Any], str]] = []  # (case, why) to rerun alone on its GPU
+        self.written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # result file → (case, result)
         self.lock = threading.Lock()
         self.stopped = False
 
@@ -145,7 +146,8 @@ class _Queue:
                 return None
             if self.cases:
                 return self.cases.pop(0), remaining, ""
-            return self.alone.pop(0)[0], remaining, "alone"
+            case, why = self.alone.pop(0)
+            return case, remaining, why
 
     def again_alone(self, case: dict[str, Any], why: str) -> None:
         with self.lock:
@@ -153,10 +155,11 @@ class _Queue:
 
 
 def _out_of_memory(result: dict[str, Any]) -> str:
-    """The first 'out of memory' failure in a result (a GPU shared with other workers can cause it), or ''."""
+    """The first 'out of memory' failure in a result (a GPU shared with other workers can cause it; a child
+    killed with status -9 is the host's memory killer's), or ''."""
     details = [result.get("detail", "")]
     details += [e["verdict"].get("detail", "") for e in result.get("implementations", {}).values()]
-    return next((d for d in details if "out of memory" in (d or "").lower()), "")
+    return next((d for d in details if "out of memory" in (d or "").lower() or "with status -9" in (d or "")), "")
 
 
 @contextlib.contextmanager
@@ -210,7 +213,7 @@ def _work(queue: _Queue, worker: int, base: dict[str, Any], extra: dict[str, Any
         if memory and args.workers_per_gpu > 1 and not alone:
             print(f"[worker {worker}] {case['file']}: out of GPU memory beside other workers; rerun alone at the end "
                   f"({memory[:120]})", flush=True)
-            queue.again_alone(case, memory)
+            queue.again_alone(case, f"out of GPU memory beside other workers ({memory[:200]})")
             continue
         result.update({**extra, "file": case["file"], "digest": case["digest"], "workload": case["workload"],
                        "wall_s": round(time.monotonic() - started, 1), "gpu_index": gpu, "worker": worker,
@@ -218,9 +221,12 @@ def _work(queue: _Queue, worker: int, base: dict[str, Any], extra: dict[str, Any
                        "waited_for_gpu_s": round(started - began, 1),
                        "observed_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
         if alone:
-            result["ran_alone"] = "rerun alone on its GPU after running out of memory beside other workers"
+            result["ran_alone"] = f"rerun alone on its GPU: {alone[:300]}"
             result["workers_per_gpu"] = 1
-        (queue.folder / f"{case['level']}-{case['number']}.json").write_text(json.dumps(result, indent=1) + "\n")
+        path = queue.folder / f"{case['level']}-{case['number']}.json"
+        path.write_text(json.dumps(result, indent=1) + "\n")
+        with queue.lock:
+            queue.written[str(path)] = (case, result)
         verdicts = {k: v["verdict"]["status"] for k, v in result.get("implementations", {}).items()}
         print(f"[gpu {gpu} worker {worker}] {case['file']}: {result.get('status')} "
               f"{verdicts or result.get('detail', '')} {result['wall_s']} s {result.get('phases_s', '')}", flush=True)
@@ -249,12 +255,38 @@ def run(args: argparse.Namespace) -> None:
             "draw_on_device": not args.inputs_on_cpu, "fresh_compile": not args.compile_caches}
     extra = {"environment": _probe_once(args), "campaign": campaign_id(), "policy": policy,
              "implementations_asked": impls, "workers_per_gpu": args.workers_per_gpu}
-    workers = [threading.Thread(target=_work, args=(queue, worker, base, extra))
-               for worker in range(args.gpus * args.workers_per_gpu)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    while True:
+        workers = [threading.Thread(target=_work, args=(queue, worker, base, extra))
+                   for worker in range(args.gpus * args.workers_per_gpu)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        again = _overlapped(queue.written)
+        if not again or queue.stopped:
+            break
+        for path, (case, why) in again.items():  # not recorded: rerun alone, or by the next call
+            Path(path).unlink(missing_ok=True)
+            del queue.written[path]
+            print(f"{case['file']}: {why}; rerun alone", flush=True)
+            queue.again_alone(case, why)
+
+
+def _overlapped(written: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, tuple[dict[str, Any], str]]:
+    """Results whose timing ran while another process on the same GPU made GPU tensors without the lock (its
+    tripwire, ``gpu_lock.unlocked``): their figures may carry that work, so they are not kept."""
+    windows = [(r["gpu_index"], path, max(start, r.get("started_at", 0.0)), end) for path, (_, r) in written.items()
+               for _, start, end, _ in (r.get("gpu_lock") or {}).get("unlocked", [])]
+    found: dict[str, tuple[dict[str, Any], str]] = {}
+    for path, (case, r) in written.items():
+        if r.get("ran_alone"):
+            continue
+        timing = [(a, b) for phase, _, a, b in (r.get("gpu_lock") or {}).get("holds", []) if phase == "timing"]
+        for gpu, culprit, start, end in windows:
+            if gpu == r["gpu_index"] and culprit != path and any(a < end and start < b for a, b in timing):
+                found[path] = (case, f"timed while {Path(culprit).name}'s process made GPU tensors without the lock")
+                break
+    return found
 
 
 def bundle(args: argparse.Namespace) -> dict[str, Any]:

@@ -134,3 +134,43 @@ def test_the_lock_is_exclusive_across_processes_and_waits_are_reported(tmp_path:
     out, _ = child.communicate(timeout=60)
     assert float(out) >= 1.0 and waited_s(waits) >= 1.0  # the finished wait stays counted
     assert lock.holds[0][0] == "phase" and lock.holds[0][3] >= lock.holds[0][2]
+
+
+def test_the_tripwire_records_device_allocations_made_without_the_lock() -> None:
+    made = [0]
+    lock = GpuLock(allocations=lambda: made[0])
+    with lock.hold("a"):
+        made[0] += 3  # under the lock: fine
+    with lock.hold("b"):
+        pass
+    assert lock.unlocked == []
+    made[0] += 2  # a GPU tensor made between two holds: a path the compile hooks missed
+    with lock.hold("c"):
+        pass
+    (phase, start, end, count), = lock.unlocked
+    assert (phase, count) == ("c", 2) and lock.holds[1][3] == start <= end == lock.holds[2][1]
+    assert lock.summary()["unlocked"][0][0] == "c"
+
+
+def _campaign_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kernelbench_campaign", ROOT / "bench" / "kernelbench_campaign.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_timing_during_another_process_unlocked_gpu_work_is_not_kept() -> None:
+    """The campaign's answer to the tripwire: every result on the same GPU whose timing overlapped the window
+    is dropped (and rerun alone); the culprit's own timing, later and under its lock, is kept."""
+    def result(gpu: int, timing: tuple[float, float], unlocked: list[Any] | None = None, **more: Any) -> Any:
+        holds = [["first call eager", timing[0] - 5, timing[0] - 5, timing[0] - 4], ["timing", *timing[:1], *timing]]
+        return {"file": "x", "level": 1, "number": 1}, {"gpu_index": gpu, "started_at": 0.0, **more,
+                                                        "gpu_lock": {"holds": holds, "unlocked": unlocked or []}}
+    written = {"culprit": result(0, (30.0, 31.0), [["first call torch-compile", 10.0, 20.0, 4]]),
+               "during": result(0, (15.0, 16.0)), "after": result(0, (21.0, 22.0)),
+               "other gpu": result(1, (15.0, 16.0)), "alone": result(0, (15.0, 16.0), ran_alone="rerun alone")}
+    found = _campaign_module()._overlapped(written)
+    assert set(found) == {"during"} and "without the lock" in found["during"][1]

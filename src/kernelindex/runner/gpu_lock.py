@@ -13,7 +13,10 @@ so a problem killed at its time limit frees the GPU for the others. Before relea
 for its GPU work to finish (``on_release``: ``torch.cuda.synchronize`` and ``empty_cache``), so work
 launched under the lock never runs past it. Every hold is recorded (phase, when asked, acquired and
 released, in ``time.time()`` seconds) and travels with the result, so overlaps can be checked afterwards.
-Without a path the holds are still recorded and nothing is locked (one process per GPU).
+Without a path the holds are still recorded and nothing is locked (one process per GPU). ``allocations``
+(CUDA's allocation count) is a tripwire: GPU tensors made between a release and the next acquire are recorded
+(``unlocked``: the window and how many), and the campaign reruns alone every problem whose timing ran in such
+a window of another process (``bench/kernelbench_campaign.py``).
 
 ``waits``: a file where the process says how long it has waited for the lock (``TOTAL SINCE``: seconds
 waited so far, and the ``time.time()`` its current wait began, 0 when it holds or runs unlocked), so the
@@ -33,11 +36,16 @@ from typing import Any
 
 class GpuLock:
     def __init__(self, path: str | None = None, on_release: Callable[[], None] | None = None,
-                 waits: str | None = None) -> None:
+                 waits: str | None = None, allocations: Callable[[], int] | None = None) -> None:
         self.path = path or None
         self.on_release = on_release
         self.waits = waits or None
         self._waited = 0.0
+        # The tripwire: the process's count of device allocations (CUDA's allocator), read at each release and
+        # acquire; a rise in between means GPU tensors were made without the lock (a path the hooks missed).
+        self.allocations = allocations
+        self._count, self._released_at = 0, 0.0
+        self.unlocked: list[tuple[str, float, float, int]] = []  # (next phase, from, to, allocations)
         self.holds: list[tuple[str, float, float, float]] = []  # (phase, asked, acquired, released)
         self._fd: int | None = None
         self._phase = ""
@@ -64,6 +72,10 @@ class GpuLock:
             self._fd = fd
         self._acquired, self._phase, self._held = time.time(), phase, True
         self._waited += self._acquired - self._asked
+        if self.allocations is not None:
+            count = self.allocations()
+            if count > self._count:
+                self.unlocked.append((phase, self._released_at, self._asked, count - self._count))
         if self.path:
             self._say_waits(0.0)
         return True
@@ -81,7 +93,9 @@ class GpuLock:
             if self.on_release is not None:
                 self.on_release()  # the GPU work launched under the lock ends under it
         finally:
-            released = time.time()
+            if self.allocations is not None:
+                self._count = self.allocations()
+            released = self._released_at = time.time()
             if self._fd is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
                 os.close(self._fd)
@@ -116,7 +130,9 @@ class GpuLock:
         return {"path": self.path, "held_s": round(sum(r - a for _, _, a, r in self.holds), 3),
                 "waited_s": round(sum(a - q for _, q, a, _ in self.holds), 3),
                 "holds": [[phase, round(asked, 4), round(acquired, 4), round(released, 4)]
-                          for phase, asked, acquired, released in self.holds]}
+                          for phase, asked, acquired, released in self.holds],
+                "unlocked": [[phase, round(start, 4), round(end, 4), count]
+                             for phase, start, end, count in self.unlocked]}
 
 
 _COMPILING: list[GpuLock] = []  # the lock of the compilation in progress (for the benchmark hooks)
@@ -133,12 +149,28 @@ def _hold_while_compiling(fn: Callable[..., Any], phase: str) -> Callable[..., A
     return held
 
 
-def install_compile_hooks() -> bool:
-    """Make Inductor's compile-time GPU work take the lock: the pad-mm pass benchmarks padded against unpadded
-    matmuls on the GPU (on its own example tensors) in the default mode, and every Inductor benchmark goes
-    through ``runtime.benchmarking.benchmarker``. False where this PyTorch lacks either hook: the
-    compilation then keeps the lock throughout (nothing overlaps, nothing is left unlocked)."""
+def _hook_method(owner: Any, name: str, phase: str) -> bool:
+    """Wrap ``owner.name`` (a plain function: an instance method) so that it holds the lock while compiling."""
+    import inspect
+
+    method = inspect.getattr_static(owner, name, None)
+    if not inspect.isfunction(method):
+        return False
+    if not hasattr(method, "__wrapped__"):
+        setattr(owner, name, _hold_while_compiling(method, phase))
+    return True
+
+
+def install_compile_hooks(autotune: bool = False) -> bool:
+    """Make Inductor's compile-time GPU work take the lock, so the rest of its compilation can run without it:
+    the pad-mm pass benchmarks padded against unpadded matmuls on its own example tensors (default mode too);
+    every Inductor benchmark goes through ``runtime.benchmarking.benchmarker``; with ``autotune`` (max-autotune
+    modes) also template autotuning (``AlgorithmSelectorCache.benchmark``: its example tensors and timings)
+    and the scheduler's fusion benchmarks (``Scheduler.benchmark_*``: theirs). False where this PyTorch lacks
+    any of them: the compilation then keeps the lock throughout (nothing overlaps, nothing is left unlocked).
+    A path these miss is caught by the allocation tripwire (``GpuLock.allocations``)."""
     try:
+        from torch._inductor import scheduler, select_algorithm
         from torch._inductor.fx_passes import pad_mm
         from torch._inductor.runtime import benchmarking
     except ImportError:
@@ -146,6 +178,13 @@ def install_compile_hooks() -> bool:
     bench = getattr(benchmarking, "benchmarker", None)
     if not callable(getattr(pad_mm, "should_pad", None)) or bench is None:
         return False
+    if autotune:
+        selector = getattr(select_algorithm, "AlgorithmSelectorCache", None)
+        fusion = getattr(scheduler, "Scheduler", None)
+        names = ("benchmark_fused_nodes", "benchmark_codegened_module", "benchmark_combo_kernel")
+        if selector is None or fusion is None or not _hook_method(selector, "benchmark", "compile: autotuning") \
+                or not all(_hook_method(fusion, n, "compile: fusion benchmark") for n in names):
+            return False
     if not hasattr(pad_mm.should_pad, "__wrapped__"):
         pad_mm.should_pad = _hold_while_compiling(pad_mm.should_pad, "compile: pad-mm benchmark")
     for name in ("benchmark_gpu", "benchmark"):
@@ -159,8 +198,9 @@ class LockedBackend:
     """Inductor as ``torch.compile(mode=...)`` makes it (the same wrapper object), its compilation run with the
     GPU let go in the default mode: the first call holds the lock (Dynamo's tracing, any eager code around the
     graphs, the compiled graph's first run and Triton's launch-time autotuning), Inductor's lowering, code
-    generation and Triton compilation run without it, its GPU benchmarks take it back. Max-autotune modes keep
-    the lock while compiling: their autotuning makes example tensors and benchmarks on the GPU."""
+    generation and Triton compilation run without it, its GPU benchmarks take it back (max-autotune's template
+    autotuning and fusion benchmarks too, with their example tensors: ``install_compile_hooks``). Where the
+    hooks cannot be installed the lock is kept while compiling."""
 
     def __init__(self, inner: Any, lock: GpuLock, overlap: bool) -> None:
         self.inner, self.lock, self.overlap = inner, lock, overlap
@@ -180,6 +220,15 @@ class LockedBackend:
 
     def __getattr__(self, name: str) -> Any:  # get_compiler_config, reset, … as the wrapper has them
         return getattr(self.inner, name)
+
+
+def cuda_allocations() -> int:
+    """CUDA's caching allocator's count of allocations so far in this process (0 before CUDA starts)."""
+    import torch
+
+    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+        return 0
+    return int(torch.cuda.memory_stats().get("allocation.all.allocated", 0))
 
 
 def cuda_release() -> None:

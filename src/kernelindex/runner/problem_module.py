@@ -18,11 +18,11 @@
   (``compile_ns``), never part of the figure.
 - Several problem processes may share one GPU: every phase that runs work on the GPU holds the
   case's ``GpuLock`` (``runner.gpu_lock``: moving the model and inputs there, drawing inputs, a GPU
-  reference, the checks, an implementation's first call, Inductor's compile-time benchmarks; the
-  timing is held by ``problem_process``), while the CPU-only parts overlap: building the model, a CPU
-  reference, and Inductor's compilation in the default mode (``gpu_lock.LockedBackend`` lets the GPU go
-  while Inductor compiles; max-autotune keeps it, its autotuning benchmarks on the GPU). The time a
-  first call waited for the lock is taken out of its ``compile_ns``.
+  reference, the checks, an implementation's first call, Inductor's compile-time benchmarks and
+  autotuning; the timing is held by ``problem_process``), while the CPU-only parts overlap: building
+  the model, a CPU reference, and Inductor's compilation (``gpu_lock.LockedBackend`` lets the GPU go
+  while Inductor compiles, its GPU benchmarks take it back). The time a first call waited for the lock
+  is taken out of its ``compile_ns``.
 - Older problem sets call ``torch.rand_mix`` / ``torch.rand_mix_like``, helpers KernelBench's own
   package registers on torch; ``install_rand_mix`` provides ours (documented below).
 
@@ -305,8 +305,8 @@ def implementation(case: Case, key: str) -> Callable[..., Any]:
     case.backend = None
     if wrapper is None:  # the compilation holds the lock throughout
         return torch.compile(case.model, mode=mode, dynamic=False)
-    case.backend = LockedBackend(wrapper(mode, None, False), case.lock,
-                                  overlap=mode is None and install_compile_hooks())
+    overlap = install_compile_hooks(autotune=mode is not None)
+    case.backend = LockedBackend(wrapper(mode, None, False), case.lock, overlap=overlap)
     return torch.compile(case.model, backend=case.backend, dynamic=False)
 
 

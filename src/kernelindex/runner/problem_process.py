@@ -128,7 +128,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     """The child's work: load, prepare, time; every implementation gets a result."""
     import torch
 
-    from kernelindex.runner.gpu_lock import GpuLock, cuda_release
+    from kernelindex.runner.gpu_lock import GpuLock, cuda_allocations, cuda_release
     from kernelindex.runner.problem_module import Case, backend_flags, load_problem, prepare
     from kernelindex.runner.timing import TimingPolicy, measure_interleaved
 
@@ -136,8 +136,9 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("cpu_threads"):
         torch.set_num_threads(int(request["cpu_threads"]))
     caches = _compile_caches(bool(request.get("fresh_compile")))
-    lock = GpuLock(request.get("gpu_lock"), cuda_release if request["device"] == "cuda" else None,
-                   request.get("lock_waits"))
+    cuda = request["device"] == "cuda"
+    lock = GpuLock(request.get("gpu_lock"), cuda_release if cuda else None, request.get("lock_waits"),
+                   cuda_allocations if cuda else None)
     phases: dict[str, float] = {}  # wall seconds of each part: where a problem's time goes
     module = load_problem(request["source"], request["digest"])
     with lock.hold("device"):
@@ -153,6 +154,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
         phases[f"prepare {key}"] = time.perf_counter() - start
         counters[key] = {k: v - before.get(k, 0) for k, v in _cache_counters().items() if v - before.get(k, 0)}
     phases["references"] = case.reference_s  # float64 references, within the prepares
+    case.references.clear()  # every implementation is checked: the host memory goes back (other workers need it)
     passed = {key: p for key, p in prepared.items() if p.verdict.status == "passed"}
     policy = TimingPolicy(**request.get("policy", {}))
     results: dict[str, Any] = {}
