@@ -105,3 +105,18 @@ def test_no_run_of_any_source_is_under_either_floor(everything: Catalog) -> None
                 under_attainable.append(f"{data.slug} {run.run_id} {run.median_ns} < {attainable.floor_ns:.0f}")
     assert floored > 60_000  # aiter's and KernelBench's runs have floors too
     assert under_physical == [] and under_attainable == []
+
+
+def test_challenges_count_kernelbench_newest_problems_by_level_with_the_reason_for_those_left(
+        cold_client: TestClient) -> None:
+    """Issue 24: level 3 as far as device time allows, what is left said on /challenges. The newest problem set's
+    250 problems are its plain-slug operations (an older version's semantics carries "-v…"), by level."""
+    from kernelindex import registry
+
+    levels = {k["level"]: k for k in cold_client.get("/api/v1/challenges").json()["kernelbench"]}
+    assert {k: v["problems"] for k, v in levels.items()} == {1: 100, 2: 100, 3: 50}
+    for level, k in levels.items():
+        assert k["verified"] + len(k["left"]) == k["problems"]
+        assert k["reason"] == (registry.kernelbench_pending()[level] if k["left"] else "")
+    html = cold_client.get("/challenges").text
+    assert "KernelBench problems verified by a KernelIndex runner" in html
