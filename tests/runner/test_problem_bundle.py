@@ -151,3 +151,22 @@ def test_the_child_keeps_what_the_device_offers_and_says_what_failed() -> None:
     assert cross == ("cuda_graph_replay", 101.0, None) and host is None and peak is None
     assert error == "RuntimeError: the call cannot run twice"
     assert _v3_extras(object(), lambda: None, 20) == (None, None, None, "")  # the CPU test device offers none
+
+
+def test_a_run_made_on_a_shared_gpu_says_so_and_a_compile_after_a_cache_hit_too(
+        case: ProblemCase, environment: ExecutionEnvironment, tmp_path: Path) -> None:
+    alone = _result(environment, {"eager": _timing(2_500_000), "torch-compile": _timing(2_400_000)})
+    shared = _result(environment, {"eager": _timing(2_500_000), "torch-compile": _timing(2_400_000)},
+                     workers_per_gpu=3)
+    shared["implementations"]["torch-compile"]["compile"] = {"lock_wait_ns": 0, "compiled_unlocked": True,
+                                                              "cache_counters": {"fxgraph_cache_hit": 1}}
+    runner = {"name": "r", "key_id": "sha256:" + "0" * 64}
+    raws = []
+    for result in (alone, shared):
+        out = problem_runs({DIGEST: case}, [result], {digest_of(environment): environment}, runner)
+        implementations = {digest_of(m): m.metadata.name for m in out.manifests if m.kind == "ImplementationRevision"}
+        raws.append({implementations[r.spec.implementation].split("-")[-1]: r.spec.timing.raw for r in out.runs()})
+    assert all("gpu_sharing" not in raw for raw in raws[0].values())
+    assert all("3 problem processes per GPU" in raw["gpu_sharing"] for raw in raws[1].values())
+    assert raws[1]["default"]["compile_cache_hits"] == "fxgraph_cache_hit 1"
+    assert "compile_cache_hits" not in raws[1]["eager"]
