@@ -117,7 +117,9 @@ def protocol_manifest(policy: dict[str, Any], calls_per_sample: int = 10) -> Ben
         "l2_policy": records.V3_L2_POLICY,
         "input_regeneration": (
             f"the model built once from get_init_inputs() under a fixed seed; fresh inputs from get_inputs() for "
-            f"each of {CHECKS} correctness checks; timing uses one further draw per implementation"),
+            f"each of {CHECKS} correctness checks; timing uses one further draw, shared by the implementations; "
+            "the campaign draws them with the GPU as get_inputs()'s default device (same recipe, shapes and dtypes; "
+            "the CPU where the recipe cannot run there)"),
         "statistic": "median",
         "quantiles": [0.2, 0.5, 0.8],
         "correctness": {
