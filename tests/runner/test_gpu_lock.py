@@ -174,3 +174,22 @@ def test_a_timing_during_another_process_unlocked_gpu_work_is_not_kept() -> None
                "other gpu": result(1, (15.0, 16.0)), "alone": result(0, (15.0, 16.0), ran_alone="rerun alone")}
     found = _campaign_module()._overlapped(written)
     assert set(found) == {"during"} and "without the lock" in found["during"][1]
+
+
+def test_a_hold_from_another_thread_waits_for_the_holder() -> None:
+    """A benchmark Inductor runs off the main thread while the main thread holds the GPU must wait its turn: the
+    main thread's hold is never taken over, and the other's hold starts after it ends."""
+    import threading
+
+    lock = GpuLock()
+    order: list[str] = []
+    assert lock.acquire("main")
+    other = threading.Thread(target=lambda: (lock.acquire("other"), order.append("other holds"), lock.release()))
+    other.start()
+    time.sleep(0.3)
+    assert lock.held and order == []  # still the main thread's
+    lock.release()  # ... a release from the wrong thread would be ignored; this is the holder's
+    other.join(timeout=10)
+    assert order == ["other holds"] and not lock.held
+    (main, _, _, main_end), (name, _, other_start, _) = lock.holds
+    assert (main, name) == ("main", "other") and other_start >= main_end

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,26 +52,39 @@ class GpuLock:
         self._phase = ""
         self._asked = self._acquired = 0.0
         self._held = False
+        # Within the process one thread holds it at a time: a hold asked from another thread (a benchmark run off
+        # the main thread while it compiles with the GPU let go) waits for the holder's release.
+        self._owner: int | None = None
+        self._turn = threading.Condition()
 
     @property
     def held(self) -> bool:
         return self._held
 
     def acquire(self, phase: str) -> bool:
-        """Take the lock for ``phase``; False (and nothing done) where this process already holds it."""
-        if self._held:
-            return False
-        self._asked = time.time()
-        if self.path:
-            self._say_waits(self._asked)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
-                os.close(fd)
-                raise
-            self._fd = fd
-        self._acquired, self._phase, self._held = time.time(), phase, True
+        """Take the lock for ``phase``; False (and nothing done) where this thread already holds it."""
+        me = threading.get_ident()
+        with self._turn:
+            while self._held and self._owner != me:
+                self._turn.wait()
+            if self._held:
+                return False
+            self._held, self._owner = True, me
+        try:
+            self._asked = time.time()
+            if self.path:
+                self._say_waits(self._asked)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._fd = fd
+        except BaseException:
+            self._let_go()
+            raise
+        self._acquired, self._phase = time.time(), phase
         self._waited += self._acquired - self._asked
         if self.allocations is not None:
             count = self.allocations()
@@ -87,7 +101,7 @@ class GpuLock:
             os.replace(self.waits + ".new", self.waits)
 
     def release(self) -> None:
-        if not self._held:
+        if not self._held or self._owner != threading.get_ident():
             return
         try:
             if self.on_release is not None:
@@ -100,8 +114,13 @@ class GpuLock:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
                 os.close(self._fd)
                 self._fd = None
-            self._held = False
             self.holds.append((self._phase, self._asked, self._acquired, released))
+            self._let_go()
+
+    def _let_go(self) -> None:
+        with self._turn:
+            self._held, self._owner = False, None
+            self._turn.notify_all()
 
     @contextlib.contextmanager
     def hold(self, phase: str) -> Iterator[None]:
