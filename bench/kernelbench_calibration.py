@@ -1,6 +1,6 @@
 """Read a KernelBench campaign call's results and say what one GPU shared by K problem processes costs per
 problem (bench/RESULTS.md, "KernelBench campaign for one GPU"): for each problem its wall time, the time it
-held the GPU lock (its GPU phases: L), the time it waited for it, the rest (its CPU-only phases: U), the
+held the GPU lock (its GPU phases: L, and by phase), the time it waited for it, the rest (its CPU-only phases: U), the
 tripwire (GPU tensors made without the lock), and, where the same problem was also run alone
 (``--solo``), the ratio of its device-time medians shared / alone. Then the per-problem rate of the GPU
 (max(L, (L + U) / K) on average) and how many problems a call's budget holds.
@@ -33,7 +33,12 @@ def report(shared: dict[str, dict[str, Any]], solo: dict[str, dict[str, Any]], w
     for name, r in shared.items():
         lock = r.get("gpu_lock") or {}
         held, waited = lock.get("held_s", 0.0), lock.get("waited_s", 0.0)
+        by_phase: dict[str, float] = {}
+        for phase, _, acquired, released in lock.get("holds", []):
+            phase = phase.split(" (")[0]
+            by_phase[phase] = by_phase.get(phase, 0.0) + released - acquired
         row = {"problem": name, "status": r.get("status"), "wall_s": r.get("wall_s"), "L_s": round(held, 1),
+               "L_by_phase_s": {k: round(v, 2) for k, v in by_phase.items()},
                "waited_s": round(waited, 1), "U_s": round((r.get("wall_s") or 0.0) - held - waited, 1),
                "unlocked": len(lock.get("unlocked", [])), "phases_s": r.get("phases_s", {}),
                "verdicts": {k: v["verdict"]["status"] for k, v in r.get("implementations", {}).items()}}
@@ -53,6 +58,8 @@ def report(shared: dict[str, dict[str, Any]], solo: dict[str, dict[str, Any]], w
             "seconds_per_problem": round(rate, 1), "problems_per_call": int(budget // rate) if rate else None,
             "best_workers": max(1, round((mean_l + mean_u) / mean_l)) if mean_l else None,
             "tripwire_results": sum(r["unlocked"] > 0 for r in rows),
+            "mean_L_by_phase_s": {k: round(sum(r["L_by_phase_s"].get(k, 0.0) for r in done) / len(done), 2)
+                                  for k in sorted({k for r in done for k in r["L_by_phase_s"]})},
             "shared_over_alone": {"n": len(ratios), "min": min(ratios), "max": max(ratios)} if ratios else None}
     return out
 

@@ -193,3 +193,25 @@ def test_a_hold_from_another_thread_waits_for_the_holder() -> None:
     assert order == ["other holds"] and not lock.held
     (main, _, _, main_end), (name, _, other_start, _) = lock.holds
     assert (main, name) == ("main", "other") and other_start >= main_end
+
+
+def test_the_calibration_report_splits_each_problem_into_gpu_and_cpu_time() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("calibration", ROOT / "bench" / "kernelbench_calibration.py")
+    assert spec is not None and spec.loader is not None
+    calibration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(calibration)
+
+    def result(median: int, holds: list[Any], waited: float, wall: float) -> dict[str, Any]:
+        return {"status": "done", "wall_s": wall, "implementations": {"eager": {
+            "verdict": {"status": "passed"}, "timing": {"median_ns": median}}},
+            "gpu_lock": {"held_s": sum(h[3] - h[2] for h in holds), "waited_s": waited, "holds": holds, "unlocked": []}}
+    shared = {"a/1-1": result(1010, [["first call eager", 0, 0, 2.0], ["timing", 5, 5, 9.0]], 3.0, 30.0),
+              "a/1-2": result(2000, [["timing", 0, 1, 5.0]], 0.0, 24.0)}
+    found = calibration.report(shared, {"a/1-1": result(1000, [], 0.0, 20.0)}, workers=3, budget=520)
+    summary = found["summary"]
+    assert (summary["mean_L_s"], summary["mean_U_s"]) == (5.0, 20.5)  # (6 + 4) / 2; (30 - 6 - 3 + 24 - 4) / 2
+    assert summary["seconds_per_problem"] == 8.5 and summary["problems_per_call"] == 61  # (5 + 20.5) / 3 > 5
+    assert summary["mean_L_by_phase_s"] == {"first call eager": 1.0, "timing": 4.0}
+    assert found["problems"][0]["shared_over_alone"] == {"eager": 1.01} and summary["shared_over_alone"]["n"] == 1
