@@ -137,6 +137,8 @@ class OperationSummaryRow(Base):
     form: Mapped[str] = mapped_column(String(64), primary_key=True)
     body: Mapped[str] = mapped_column(Text)  # its counts, per-GPU figures and newest records (JSON)
     cohorts: Mapped[str] = mapped_column(Text)  # every cohort's summary (JSON), read when a page lists them
+    # its measured workload cases (JSON), read by the workloads listing only
+    workloads: Mapped[str] = mapped_column(Text, server_default="[]")
 
 
 # --- the write path (round 2): API keys, the audit log, measurement requests ---------------------

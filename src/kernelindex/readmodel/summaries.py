@@ -1,7 +1,8 @@
 """What the site-wide pages (home, records, GPUs, challenges, the operations index, the feed) read of
 each operation, so that none of them loads every run: its counts, implementation lines, per-GPU
 figures, the GPUs each measured workload has, and its cohort summaries with their leaders and record
-history (``pages_common.cohort_summaries``: the same functions the operation's own pages use).
+history (``pages_common.cohort_summaries``: the same functions the operation's own pages use); and what
+the catalog-wide listings of implementations and workloads read of it (``listing_facts``).
 
 Computed from the loaded operation, written once to the catalog (``operation_summaries``) under the
 version of the operation's data (``readmodel/versions.py``: it moves with every publication,
@@ -33,6 +34,7 @@ from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.listing_facts import Entry, implementation_lines, workload_entries
 from kernelindex.readmodel.loading import ONE_BY_ONE, OperationData, load_all_operations, load_operation
 from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef, cohort_summaries
 from kernelindex.readmodel.versions import VERSIONS, Versions
@@ -43,7 +45,7 @@ log = logging.getLogger("kernelindex.readmodel")
 _COMPUTED_AT = datetime(2000, 1, 1, tzinfo=UTC)
 _WRITE_CHUNK = 200
 LATEST_RECORDS = 8  # the newest record events the home page lists
-Stored = tuple[bytes, bytes]  # a summary as stored: its body, and its cohorts (JSON)
+Stored = tuple[bytes, bytes, bytes]  # a summary as stored: its body, its cohorts, its workloads (JSON)
 
 
 @dataclass
@@ -78,12 +80,19 @@ class OperationFacts(JsonModel):
     workload_labels: dict[str, str]  # of the measured workloads
     leading_cohorts: int  # cohorts with a leader (record holder)
     newest: list[CohortSummary]  # the cohorts holding its ``LATEST_RECORDS`` newest record events
+    implementations: list[Entry]  # its implementation lines with a ranked run (``listing_facts``)
     # Every cohort's summary: read on first use (the home page and the GPU index need none of them)
     cohort_source: Callable[[], list[CohortSummary]] = field(repr=False, compare=False)
+    # Its workload cases with a run (``listing_facts``): read on first use, by the workloads listing only
+    workload_source: Callable[[], list[Entry]] = field(repr=False, compare=False)
 
     @cached_property
     def cohorts(self) -> list[CohortSummary]:
         return self.cohort_source()
+
+    @cached_property
+    def workloads(self) -> list[Entry]:
+        return self.workload_source()
 
     def cohorts_with_leader(self) -> list[CohortSummary]:
         return [c for c in self.cohorts if c.leader]
@@ -111,30 +120,40 @@ def _gather(catalog: Catalog, versions: Versions, now: datetime) -> list[Operati
         for slug in slugs}
     missing = {slug: versions.of(slug) for slug, summary in found.items() if summary is None}
     bodies = _stored(catalog, missing)
-    held: dict[str, bytes] = {}  # the cohorts of those computed here, if they could not be stored
+    held: dict[str, Stored] = {}  # those computed here, if they could not be stored
     unsaved = [slug for slug in missing if slug not in bodies]
     if unsaved:
         computed = computed_summaries(catalog, unsaved)
         if not _write(catalog, {slug: (missing[slug], stored) for slug, stored in computed.items()}):
-            held = {slug: cohorts for slug, (_, cohorts) in computed.items()}
-        bodies.update((slug, body) for slug, (body, _) in computed.items())
+            held = computed
+        bodies.update((slug, body) for slug, (body, _, _) in computed.items())
     for slug, version in missing.items():
-        summary = found[slug] = _decoded(bodies[slug], partial(_cohorts, catalog, slug, version, now, held.get(slug)),
-                                         now)
+        kept = held.get(slug)
+        summary = found[slug] = _decoded(
+            bodies[slug], partial(_cohorts, catalog, slug, version, now, kept[1] if kept else None),
+            partial(_workloads, catalog, slug, version, kept[2] if kept else None), now)
         READ_CACHE.put(catalog, ("operation-summary", slug, day), summary, version=version, scope=slug)
     return [summary for summary in found.values() if summary is not None]
 
 
 def _cohorts(catalog: Catalog, slug: str, version: int, now: datetime, held: bytes | None) -> list[CohortSummary]:
-    """The operation's stored cohort summaries at ``version`` (or, when a newer version replaced them in
+    """The operation's stored cohort summaries at ``version`` (see ``_part``)."""
+    return [_cohort(c, now) for c in orjson.loads(held or _part(catalog, slug, version, OperationSummaryRow.cohorts))]
+
+
+def _workloads(catalog: Catalog, slug: str, version: int, held: bytes | None) -> list[Entry]:
+    """The operation's stored workload entries at ``version`` (see ``_part``)."""
+    return orjson.loads(held or _part(catalog, slug, version, OperationSummaryRow.workloads))
+
+
+def _part(catalog: Catalog, slug: str, version: int, column: Any) -> bytes:
+    """A column of the operation's stored summary at ``version`` (or, when a newer version replaced it in
     the meantime, the newest stored: the page asking is about to be computed again anyway)."""
-    if held is None:
-        with catalog.engine.connect() as conn:
-            held = conn.execute(select(OperationSummaryRow.cohorts).where(
-                OperationSummaryRow.operation == slug, OperationSummaryRow.form == summary_form(),
-                OperationSummaryRow.version >= version).order_by(OperationSummaryRow.version).limit(1)
-            ).scalar_one().encode()
-    return [_cohort(c, now) for c in orjson.loads(held)]
+    with catalog.engine.connect() as conn:
+        return conn.execute(select(column).where(
+            OperationSummaryRow.operation == slug, OperationSummaryRow.form == summary_form(),
+            OperationSummaryRow.version >= version).order_by(OperationSummaryRow.version).limit(1)
+        ).scalar_one().encode()
 
 
 def ensure_summaries(catalog: Catalog) -> int:
@@ -194,6 +213,7 @@ def summarize(data: OperationData) -> OperationFacts:
     meta = data.operation.metadata
     cohorts = cohort_summaries(data, _COMPUTED_AT)
     newest = newest_events([c for c in cohorts if c.leader])
+    workloads = workload_entries(data)
     return OperationFacts(
         slug=data.slug, title=data.title, family=data.operation.spec.family, digest=data.digest,
         description=meta.description or "", aliases=list(meta.aliases),
@@ -209,7 +229,9 @@ def summarize(data: OperationData) -> OperationFacts:
         workload_labels={w: labels.workload_label(data.operation, data.workloads[w]) for w in sorted(measured)},
         leading_cohorts=sum(1 for c in cohorts if c.leader),
         newest=[c for c in cohorts if any(c is n for n, _ in newest)],
+        implementations=implementation_lines(data),
         cohort_source=lambda: cohorts,
+        workload_source=lambda: workloads,
     )
 
 
@@ -239,8 +261,8 @@ def _write(catalog: Catalog, rows: dict[str, tuple[int, Stored]]) -> bool:
                     OperationSummaryRow.operation.in_([slug for slug, _ in chunk])))
                 conn.execute(insert(OperationSummaryRow), [
                     {"operation": slug, "version": version, "form": summary_form(), "body": body.decode(),
-                     "cohorts": cohorts.decode()}
-                    for slug, (version, (body, cohorts)) in chunk])
+                     "cohorts": cohorts.decode(), "workloads": workloads.decode()}
+                    for slug, (version, (body, cohorts, workloads)) in chunk])
     except SQLAlchemyError as exc:  # a read-only catalog, or a concurrent writer: serve what was computed
         log.warning("operation summaries were not stored (%s); they are computed again by the next worker",
                     exc.__class__.__name__)
@@ -250,17 +272,20 @@ def _write(catalog: Catalog, rows: dict[str, tuple[int, Stored]]) -> bool:
 
 def _encoded(summary: OperationFacts) -> Stored:
     # orjson writes dataclasses and datetimes itself (ISO 8601, read back by ``_instant``)
-    light = {f.name: getattr(summary, f.name) for f in fields(summary) if f.name != "cohort_source"}
-    return orjson.dumps(light), orjson.dumps(summary.cohorts)
+    light = {f.name: getattr(summary, f.name) for f in fields(summary)
+             if f.name not in ("cohort_source", "workload_source")}
+    return orjson.dumps(light), orjson.dumps(summary.cohorts), orjson.dumps(summary.workloads)
 
 
 # --- reading back ----------------------------------------------------------------------------------
 
 
-def _decoded(stored: bytes, cohorts: Callable[[], list[CohortSummary]], now: datetime) -> OperationFacts:
+def _decoded(stored: bytes, cohorts: Callable[[], list[CohortSummary]], workloads: Callable[[], list[Entry]],
+             now: datetime) -> OperationFacts:
     body = orjson.loads(stored)
     return OperationFacts(**{**body, "gpus": [GpuShare(**g) for g in body["gpus"]],
-                             "newest": [_cohort(c, now) for c in body["newest"]], "cohort_source": cohorts})
+                             "newest": [_cohort(c, now) for c in body["newest"]], "cohort_source": cohorts,
+                             "workload_source": workloads})
 
 
 def _cohort(body: dict[str, Any], now: datetime) -> CohortSummary:

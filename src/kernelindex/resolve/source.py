@@ -21,6 +21,7 @@ from kernelindex.policy.reasons import Reason
 from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
+from kernelindex.readmodel.listing_facts import gpu_short
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.objects import operation_manifests
 from kernelindex.readmodel.operations import load_operation_runs
@@ -54,7 +55,7 @@ def _run_facts(data: OperationData) -> dict[str, RunFacts]:
         views[run.digest] = RunFacts(
             run_id=run.run_id, operation=data.slug, cohort_key=run.cohort_key, workload_key=run.workload,
             axes=_ordered_axes(workload.axes, order), dtypes=dict(workload.dtypes),
-            gpu=gpu.slug if gpu else None, gpu_label=gpu.short if gpu else hardware.product,
+            gpu=gpu.slug if gpu else None, gpu_label=gpu_short(data, run.environment),
             arch=gpu.architecture if gpu else hardware.architecture,
             mode=protocol.timed_region, protocol_key=run.protocol, native=protocol.native,
             implementation=impls[run.implementation], evidence=run.evidence, eligible=run.eligible,

@@ -16,11 +16,11 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import KINDS, MANIFEST_MODELS, ManifestError, digest_of, parse_manifest
 from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.changes import BadCursor, list_changes
+from kernelindex.readmodel.listings import implementations_list, workloads_list
 from kernelindex.readmodel.operations import operations_index
 from kernelindex.readmodel.pages_gpus import gpus_index
 from kernelindex.readmodel.requests import requests_listing
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
-from kernelindex.resolve.listings import implementations_list, workloads_list
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.service import Refusal, resolve_structured, search
 from kernelindex.resolve.source import CatalogCohortSource
@@ -62,16 +62,15 @@ def operations(catalog: Catalog) -> list[Answer]:
 
 def implementations(catalog: Catalog) -> list[Answer]:
     """Every implementation line (``/api/v1/implementations``)."""
-    return _index(catalog, ("implementations",), lambda: implementations_list(CatalogCohortSource(catalog)))
+    return _index(catalog, ("implementations",), lambda: implementations_list(catalog))
 
 
 def workloads(catalog: Catalog, operation: str | None) -> list[Answer] | Problem:
     """The workload cases with eligible runs, of one operation or of all (``/api/v1/workloads``)."""
-    source = CatalogCohortSource(catalog)
-    if operation is not None and operation not in source.operations():
+    if operation is not None and operation not in CatalogCohortSource(catalog).operations():
         return Problem("not_found", f"no operation {operation!r} in the catalog; list them at "
                                     f"{urls.api(urls.OPERATIONS)}")
-    return _index(catalog, ("workloads", operation), lambda: workloads_list(source, operation))
+    return _index(catalog, ("workloads", operation), lambda: workloads_list(catalog, operation))
 
 
 def changes(catalog: Catalog, now: datetime, since: str | None, limit: int) -> Answer | Problem:
