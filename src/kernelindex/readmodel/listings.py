@@ -12,7 +12,7 @@ from typing import Any
 
 from kernelindex import urls
 from kernelindex.catalog.db import Catalog
-from kernelindex.readmodel.summaries import operation_summaries
+from kernelindex.readmodel.summaries import operation_summaries, workloads_of
 
 
 def implementations_list(catalog: Catalog, *, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -35,8 +35,9 @@ def workloads_list(catalog: Catalog, operation: str | None = None, *,
                    now: datetime | None = None) -> list[dict[str, Any]]:
     """One entry per workload case with a run, of one operation or of all, by operation and key: its axes,
     dtypes, ranked runs, and the GPUs and timed regions measured."""
-    out = [{"operation": facts.slug, **entry, "url": urls.operation(facts.slug, ("workload", entry["key"]))}
-           for facts in operation_summaries(catalog, now=now or datetime.now(UTC))
-           if operation is None or facts.slug == operation
-           for entry in facts.workloads]
+    summaries = operation_summaries(catalog, now=now or datetime.now(UTC))
+    chosen = workloads_of(catalog, summaries) if operation is None else {
+        facts.slug: facts.workloads for facts in summaries if facts.slug == operation}
+    out = [{"operation": slug, **entry, "url": urls.operation(slug, ("workload", entry["key"]))}
+           for slug, entries in chosen.items() for entry in entries]
     return sorted(out, key=lambda w: (w["operation"], w["key"]))

@@ -112,6 +112,14 @@ def operation_summaries(catalog: Catalog, *, now: datetime) -> list[OperationFac
                           version=versions.catalog)
 
 
+def workloads_of(catalog: Catalog, summaries: list[OperationFacts]) -> dict[str, list[Entry]]:
+    """The workload entries of these summaries, by slug: those stored at the summary's version read in
+    one pass (not one query per operation), the others as each summary reads its own."""
+    versions = VERSIONS.current(catalog)
+    stored = _stored(catalog, {s.slug: versions.of(s.slug) for s in summaries}, OperationSummaryRow.workloads)
+    return {s.slug: orjson.loads(stored[s.slug]) if s.slug in stored else s.workloads for s in summaries}
+
+
 def _gather(catalog: Catalog, versions: Versions, now: datetime) -> list[OperationFacts]:
     day = now.date().isoformat()
     slugs = _slugs(catalog)
