@@ -91,6 +91,9 @@ def snapshot(out: Path, url: str | None) -> None:
         for op in items(f"{api}/operations"):
             get(f"{api}/operations/{op['slug']}")
             get(f"{api}/operations/{op['slug']}/workloads")
+        items(f"{api}/workloads")  # every operation's, in pages (the listing read from stored summaries)
+        get(f"{api}/workloads?operation=rope")
+        get(f"{api}/workloads?operation=no-such-operation")
         get(f"{api}/records")
         get(f"{api}/challenges")
         for gpu in items(f"{api}/gpus")[:6]:

@@ -1,5 +1,6 @@
 """The site-wide pages at the size of every bundled source (issues 24/25): what each of home, records,
-the GPU index, a GPU page and challenges costs a fresh worker (cold: its own process, nothing kept),
+the GPU index, a GPU page, challenges and the API's implementations and workloads listings costs a
+fresh worker (cold: its own process, nothing kept),
 what the process then holds, and the page built again once warm. Prints figures; asserts nothing.
 
     .venv/bin/python bench/site_pages.py sqlite:////tmp/full.sqlite [--gpu mi300x] [--warm 5]
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-PAGES = ("home", "records", "gpus", "gpu", "challenges")
+PAGES = ("home", "records", "gpus", "gpu", "challenges", "implementations", "workloads")
 
 
 def builder(page: str, catalog: Any, gpu: str, now: datetime) -> Callable[[], object]:
@@ -33,6 +34,7 @@ def builder(page: str, catalog: Any, gpu: str, now: datetime) -> Callable[[], ob
     from kernelindex.readmodel.pages_gpus import gpu_page, gpus_index
     from kernelindex.readmodel.pages_home import home_page
     from kernelindex.readmodel.pages_records import records_page
+    from kernelindex.services import reads
 
     return {
         "home": lambda: home_page(catalog, now=now),
@@ -40,6 +42,10 @@ def builder(page: str, catalog: Any, gpu: str, now: datetime) -> Callable[[], ob
         "gpus": lambda: gpus_index(catalog),
         "gpu": lambda: gpu_page(catalog, gpu, now=now),
         "challenges": lambda: challenges_page(catalog, now=now),
+        # the API's two catalog-wide listings, as served (the service keeps its answer per catalog
+        # version: their warm figure is that cache's)
+        "implementations": lambda: reads.implementations(catalog),
+        "workloads": lambda: reads.workloads(catalog, None),
     }[page]
 
 
