@@ -85,17 +85,26 @@ CUT_EXIT = 3  # the step's limit cut it: not done, the next call resumes it (ben
 
 
 def cut_record(out: Path, label: str) -> dict[str, Any]:
-    """Per operation of a cut step: the case labels finished (in bundles already written) and how many
-    bundle parts were written, so the next call measures only the rest (runner/step_limit.py)."""
+    """Per operation of a cut step: the case labels finished (in bundles already written), the regions finished
+    of cases cut part-way (``regions``: label → regions), and how many bundle parts were written, so the next
+    call measures only the rest (runner/step_limit.py). A step writes it after every finished region too, so a
+    step killed outright leaves it as true as a cut one."""
     path = out / f"cut-{label}.json"
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write beside, then rename over: a step killed at any instant leaves the old file or the new one whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.new")
+    staging.write_text(text)
+    staging.replace(path)
 
 
 def write_cut_record(out: Path, label: str, record: dict[str, Any]) -> None:
     path = out / f"cut-{label}.json"
     if record:
-        out.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=1, sort_keys=True))
+        write_atomically(path, json.dumps(record, indent=1, sort_keys=True))
     else:
         path.unlink(missing_ok=True)
 
@@ -107,16 +116,31 @@ def resumed_suffix(record: dict[str, Any], slug: str) -> str:
 
 
 def note_cut(record: dict[str, Any], slug: str, result: Any, *, wrote_bundle: bool) -> dict[str, Any]:
-    """The record after one operation ran: a cut adds the cases it finished (and a bundle part, when it
-    wrote one); an operation that finished leaves the record."""
+    """The record after one operation ran: a cut adds the cases it finished, the regions it finished of the
+    case it was cut in (and a bundle part, when it wrote one); an operation that finished leaves the record.
+    ``record`` is the one the run started from (``note_progress`` writes the same after every region)."""
+    return note_progress(record, slug, result, wrote_bundle=wrote_bundle, done=not result.cut)
+
+
+def note_progress(record: dict[str, Any], slug: str, result: Any, *, wrote_bundle: bool, done: bool) -> dict[str, Any]:
+    """``record`` (as the run started) plus what ``result`` finished so far: whole cases in ``finished``, the
+    regions of a case finished part-way in ``regions``; ``done`` leaves the record (the operation finished)."""
     from kernelindex.runner.verify import case_label
 
     rest = {k: v for k, v in record.items() if k != slug}
-    if not result.cut:
+    if done:
         return rest
     entry = record.get(slug, {"finished": [], "parts": 0})
     finished = set(entry["finished"]) | {case_label(c.workload) for c in result.cases}
-    return {**rest, slug: {"finished": sorted(finished), "parts": entry["parts"] + int(wrote_bundle)}}
+    regions = {label: set(rs) for label, rs in entry.get("regions", {}).items()}
+    partial = getattr(result, "partial", None)
+    if partial is not None:
+        regions.setdefault(case_label(partial.workload), set()).update(o.region for o in partial.impls)
+    new = {"finished": sorted(finished), "parts": entry["parts"] + int(wrote_bundle)}
+    kept = {label: sorted(rs) for label, rs in sorted(regions.items()) if label not in finished and rs}
+    if kept:
+        new["regions"] = kept
+    return {**rest, slug: new}
 
 
 def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
@@ -141,6 +165,10 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
             regions = {d: tuple(r for r in rs if r in args.regions.split(",")) for d, rs in regions.items()}
         finished = set(record.get(slug, {}).get("finished", ()))
         cases = [w for w in cases if case_label(w) not in finished]
+        done_regions = record.get(slug, {}).get("regions", {})  # cases cut part-way: only their other regions
+        regions = {d: tuple(r for r in rs if r not in done_regions.get(case_label(w), ()))
+                   for w in cases for d, rs in [(digest_of(w), regions[digest_of(w)])]}
+        cases = [w for w in cases if regions[digest_of(w)]]
         if cases:
             plan.append((registry.load_operation(slug), cases, keys, regions))
             outs.append(args.out / "bundles" / f"h200-{slug}-{time.strftime('%Y%m%d')}{args.bundle_suffix}"
@@ -195,40 +223,84 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     console = Console(stderr=True, force_terminal=False, width=150) if args.progress else None
     for entry, out in zip(plan, outs, strict=True):
         op_started = time.perf_counter()
+        slug = entry[0].metadata.name
+        earlier = summary["operations"].get(slug) if slug in record else None
+
+        def keep(result: Any, bundle: Any, *, slug: str = slug, earlier: Any = earlier,
+                 op_started: float = op_started) -> None:
+            """The summary's rows of what ``result`` holds (and the bundle that holds them), on disk."""
+            summary["operations"][slug] = {
+                "seconds": round(time.perf_counter() - op_started + (earlier["seconds"] if earlier else 0), 1),
+                "runs": (earlier["runs"] if earlier else []) + outcome_rows(result),
+                "skipped": result.skipped, "bundle": bundle.digest if bundle is not None else None,
+            }
+            write_atomically(args.out / f"summary-{args.label}.json",  # a cut-off campaign keeps what it did
+                             json.dumps(summary, indent=1, sort_keys=True, default=str))
+
+        def checkpoint(result: Any, bundle: Any, *, slug: str = slug, start: dict[str, Any] = record) -> None:
+            """After every finished region: its bundle is written (run_session); the record and the summary say
+            so, so that a step killed outright resumes where it stood (the cut record as if cut now)."""
+            keep(result, bundle)
+            write_cut_record(args.out, args.label, note_progress(start, slug, result, wrote_bundle=True, done=False))
+
         session = run_session([entry], key_path=args.key, runner_name=runner.name, key_id=runner.key_id,
                               out_dirs=[out], time_budget_s=args.time_budget,
                               min_samples=args.min_samples, console=console, do_bench=args.do_bench,
                               write_bundles=not args.no_bundle, host_calls=args.host_calls,
                               test_device_product=args.test_device_product or None,
-                              hard_limit_s=args.hard_limit, limit=limit)
+                              hard_limit_s=args.hard_limit, limit=limit, on_event=_event_printer(slug, started, limit),
+                              on_checkpoint=checkpoint)
         result = session.results[0]
-        slug = result.operation.metadata.name
-        earlier = summary["operations"].get(slug) if slug in record else None
-        summary["operations"][slug] = {
-            "seconds": round(time.perf_counter() - op_started + (earlier["seconds"] if earlier else 0), 1),
-            "runs": (earlier["runs"] if earlier else []) + outcome_rows(result),
-            "skipped": result.skipped, "bundle": session.bundles[0].digest if session.bundles else None,
-        }
+        keep(result, session.bundles[0] if session.bundles else None)
         record = note_cut(record, slug, result, wrote_bundle=bool(session.bundles))
         write_cut_record(args.out, args.label, record)
         summary["environment"] = session.environment.model_dump(mode="json")["spec"]
         print(f"{slug}: {len(result.runs())} runs in {summary['operations'][slug]['seconds']} s", flush=True)
-        args.out.mkdir(parents=True, exist_ok=True)  # after every operation: a cut-off campaign keeps what it did
-        (args.out / f"summary-{args.label}.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
+        summary_text = json.dumps(summary, indent=1, sort_keys=True, default=str)
+        write_atomically(args.out / f"summary-{args.label}.json", summary_text)
         for row in summary["operations"][slug]["runs"]:
             _print_self_check(slug, row)
             if row["status"] != "passed":
                 print(f"  {row['case']} {row['region']} {row['implementation']}: {row['status']} {row['detail'][:300]}")
         if result.cut:
-            print(f"{slug}: cut by the step's time limit after {len(result.cases)} more case(s); "
+            part = result.partial
+            regions = ", ".join(dict.fromkeys(o.region for o in part.impls)) if part is not None else ""
+            kept = f" and {len(part.impls)} run(s) of the cut case ({regions})" if part is not None else ""
+            print(f"{slug}: cut by the step's time limit after {len(result.cases)} more case(s){kept}; "
                   f"{len(record[slug]['finished'])} finished in all, the rest resume on the next call", flush=True)
             summary["cut"] = True
             break
     summary["total_s"] = round(time.perf_counter() - started, 1)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"summary-{args.label}.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
+    write_atomically(args.out / f"summary-{args.label}.json",
+                     json.dumps(summary, indent=1, sort_keys=True, default=str))
     print(f"total {summary['total_s']} s")
     return summary
+
+
+def _event_printer(slug: str, started: float, limit: Any = None) -> Any:
+    """One line per event of the verification, with the seconds since the step started: where a step's time
+    goes (each check, each region's setup, sampling, cross-check, host cost), in campaign.log as it happens.
+    Also says when the step limit's SIGTERM handler was found gone at a case boundary (and put back)."""
+    said = [0]
+
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        at = f"[{time.perf_counter() - started:7.1f} s] {slug}"
+        if limit is not None and limit.replaced > said[0]:
+            said[0] = limit.replaced
+            print(f"{at}: WARNING: the SIGTERM handler of the step limit was gone ({limit.replaced} time(s)); "
+                  "put back", flush=True)
+        if kind == "case":
+            print(f"{at}: case {data['index'] + 1} of {data['total']}: {data['label']}", flush=True)
+        elif kind == "phase":
+            print(f"{at}:   {data['label']}: {data['seconds']:.1f} s", flush=True)
+        elif kind == "case_done":
+            print(f"{at}: case {data['index'] + 1} done", flush=True)
+        elif kind == "cut":
+            print(f"{at}: cut in case {data['index'] + 1} of {data['total']}", flush=True)
+        elif kind in ("warning", "skipped"):
+            what = data.get("message") or f"{data.get('adapter', '')} {data.get('reason', '')}"
+            print(f"{at}: {kind}: {what}", flush=True)
+    return on_event
 
 
 def _print_self_check(slug: str, row: dict[str, Any]) -> None:

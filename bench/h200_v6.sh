@@ -24,7 +24,7 @@ say() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$log"; }
 [ -n "${KI_DRY_RUN:-}" ] || nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,\
 temperature.gpu,power.draw --format=csv >> "$log" 2>&1
 ship() {  # everything so far, re-packed after every step (at most 8 files come back)
-  tar czf "$OUT/bundles.tgz" -C "$work/c" bundles 2>/dev/null
+  tar czf "$OUT/bundles.tgz" -C "$work/c" --exclude='bundles/.*' bundles 2>/dev/null  # .NAME.new/.old: a rewrite in flight
   tar czf "$OUT/summaries.tgz" -C "$work/c" $(cd "$work/c" && ls summary-*.json sample.json ceilings.json 2>/dev/null) 2>/dev/null
 }
 common=(--cases cases --key keys/runner.key --time-budget 0.5 --hard-limit 40 --host-calls 20 --out "$work/c")

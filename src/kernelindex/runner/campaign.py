@@ -13,6 +13,7 @@ from kernelindex import registry
 from kernelindex.domain.manifests import (
     BenchmarkRun,
     ExecutionEnvironment,
+    ImplementationRevision,
     Manifest,
     OperationSpec,
     WorkloadCase,
@@ -39,9 +40,20 @@ class OperationResult:
     cases: list[CaseOutcome] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # adapter key → why it did not run
     cut: bool = False  # the step's time limit ended it: ``cases`` are the ones finished (runner/step_limit)
+    # The case being measured when the limit came, with the regions it finished before (each region is a
+    # protocol of its own: its runs are complete, and they are in ``manifests``); None when no region finished.
+    partial: CaseOutcome | None = None
 
     def runs(self) -> list[BenchmarkRun]:
         return [m for m in self.manifests if isinstance(m, BenchmarkRun)]
+
+    def finished_regions(self) -> dict[str, list[str]]:
+        """Case label → the regions whose runs this result holds (whole cases and the cut case's part)."""
+        found: dict[str, list[str]] = {}
+        for case in [*self.cases, *([self.partial] if self.partial is not None else [])]:
+            regions = found.setdefault(case_label(case.workload), [])
+            regions += [o.region for o in case.impls if o.region not in regions]
+        return found
 
 
 def campaign_id(now: datetime | None = None) -> str:
@@ -99,10 +111,14 @@ def verify_operation(
     op: OperationDef | None = None,
     ceilings: Ceilings | None = None,
     limit: StepLimit | None = None,
+    checkpoint: Callable[[OperationResult], None] | None = None,
 ) -> OperationResult:
     """Check and time every available adapter on every workload case of one operation, in each
     case's regions (``regions``: by workload digest; default: every region the runner times). When
-    ``limit`` is reached the case being measured is dropped and the result holds the finished ones."""
+    ``limit`` is reached the region being measured is dropped: the result holds the finished cases and, in
+    ``partial``, the regions of the cut case finished before it. ``checkpoint(result)`` is called after every
+    finished region, with that region's runs already in the result (a campaign writes its bundle there, so a
+    process killed outright still leaves every finished region on disk)."""
     op = op or operation_def(operation.slug)
     result = OperationResult(operation)
     if adapters is None:
@@ -120,26 +136,43 @@ def verify_operation(
     ctx = Context(operation=operation, op=op, protocols=protocols, environment=environment, device=device,
                   policy=policy, runner=runner, campaign=campaign, do_bench=do_bench, on_event=on_event,
                   ceilings=ceilings)
-    for index, workload in enumerate(workloads):
-        _check_workload(operation, workload)
-        case_rs = tuple(r for r in op.regions if r in wanted[digest_of(workload)])
-        ctx.emit("case", index=index, total=len(workloads), label=case_label(workload),
-                 steps=len(impls) + len(case_rs))
-        try:
-            with limit.case() if limit is not None else nullcontext():
-                case = verify_case(ctx, workload, impls, case_rs)
-        except CampaignCut:
-            result.cut = True
-            ctx.emit("cut", index=index, total=len(workloads))
-            break
-        result.cases.append(case)
+    _verify_cases(ctx, result, workloads, wanted, impls, limit, checkpoint)
+    return result
+
+
+def _verify_cases(
+    ctx: Context, result: OperationResult, workloads: list[WorkloadCase], wanted: dict[str, tuple[str, ...]],
+    impls: list[tuple[Adapter, ImplementationRevision]], limit: StepLimit | None,
+    checkpoint: Callable[[OperationResult], None] | None,
+) -> None:
+    """Each case in turn, its runs added to ``result`` region by region (see ``verify_operation``)."""
+    def region_done(case: CaseOutcome, region: str) -> None:
         for outcome in case.impls:
+            if outcome.region != region:
+                continue
             if outcome.run is not None:
                 result.manifests.append(outcome.run)
             if outcome.samples_blob is not None:
                 result.samples.append(outcome.samples_blob)
+        result.partial = case
+        if checkpoint is not None:
+            checkpoint(result)
+
+    for index, workload in enumerate(workloads):
+        _check_workload(ctx.operation, workload)
+        case_rs = tuple(r for r in ctx.op.regions if r in wanted[digest_of(workload)])
+        ctx.emit("case", index=index, total=len(workloads), label=case_label(workload),
+                 steps=len(impls) + len(case_rs))
+        try:
+            with limit.case() if limit is not None else nullcontext():
+                case = verify_case(ctx, workload, impls, case_rs, on_region=region_done)
+        except CampaignCut:
+            result.cut = True  # ``partial``: this case with the regions it finished, or None
+            ctx.emit("cut", index=index, total=len(workloads))
+            break
+        result.partial = None
+        result.cases.append(case)
         ctx.emit("case_done", index=index, case=case)
-    return result
 
 
 def _check_workload(operation: OperationSpec, workload: WorkloadCase) -> None:
@@ -148,8 +181,28 @@ def _check_workload(operation: OperationSpec, workload: WorkloadCase) -> None:
 
 
 def write_result_bundle(result: OperationResult, out_dir: Path, key_path: Path, runner_name: str) -> VerifiedBundle:
+    """The result's runs and what they reference (a result cut part-way also holds the cases and protocols it
+    never reached, which a bundle may not carry: ``trust.content.check_measured``)."""
     return write_bundle(out_dir, measurement_only(result.manifests), result.samples, key=load_private_key(key_path),
                         runner_name=runner_name)
+
+
+def replace_result_bundle(result: OperationResult, out_dir: Path, key_path: Path, runner_name: str) -> VerifiedBundle:
+    """Write the result's bundle to ``out_dir``, replacing the one an earlier checkpoint of the same result
+    wrote there. The bundle is written and verified beside it (``.NAME.new``) and swapped in by renames, so a
+    process killed at any instant leaves a whole bundle: ``out_dir`` itself, or (killed between the two
+    renames) ``.NAME.old`` beside a whole ``.NAME.new``; the next write clears both."""
+    import shutil
+
+    staging, old = out_dir.with_name(f".{out_dir.name}.new"), out_dir.with_name(f".{out_dir.name}.old")
+    for leftover in (staging, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    bundle = write_result_bundle(result, staging, key_path, runner_name)
+    if out_dir.exists():
+        out_dir.rename(old)
+    staging.rename(out_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    return bundle
 
 
 def select_workloads(workloads: list[WorkloadCase], selector: str) -> list[WorkloadCase]:
@@ -171,7 +224,7 @@ def select_workloads(workloads: list[WorkloadCase], selector: str) -> list[Workl
 def outcome_rows(result: OperationResult) -> list[dict[str, Any]]:
     """One row per run, for tables and JSON output."""
     rows = []
-    for case in result.cases:
+    for case in [*result.cases, *([result.partial] if result.partial is not None else [])]:
         for o in case.impls:
             timing = o.run.spec.timing if o.run is not None else None
             rows.append({

@@ -3,6 +3,7 @@ write one signed bundle per operation. Used by ``ki verify`` and by ``bench/camp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,13 @@ from rich.text import Text
 from kernelindex.domain.manifests import ExecutionEnvironment, OperationSpec, WorkloadCase
 from kernelindex.policy.ceilings import best_sizes, ceilings_over_sizes
 from kernelindex.policy.floor import Ceilings
-from kernelindex.runner.campaign import OperationResult, campaign_id, verify_operation, write_result_bundle
+from kernelindex.runner.campaign import (
+    OperationResult,
+    campaign_id,
+    replace_result_bundle,
+    verify_operation,
+    write_result_bundle,
+)
 from kernelindex.runner.cuda import (
     CudaDevice,
     ceiling_sweep,
@@ -71,9 +78,15 @@ def run_session(
     min_samples: int = 100, time_budget_s: float = 4.0, calls_per_sample: int = 10, use_graphs: bool = True,
     console: Console | None = None, do_bench: bool = True, write_bundles: bool = True, host_calls: int = 50,
     test_device_product: str | None = None, hard_limit_s: float = 0.0, limit: StepLimit | None = None,
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    on_checkpoint: Callable[[OperationResult, VerifiedBundle], None] | None = None,
 ) -> Session:
     """``test_device_product``: run on the CPU test device instead of CUDA (tests of the work loop).
-    ``limit``: a reached step limit ends the session after the cut operation's finished cases are written."""
+    ``limit``: a reached step limit ends the session after the cut operation's finished regions are written.
+    With ``limit`` (a campaign step), each operation's bundle is also rewritten after every finished region
+    (``replace_result_bundle``) and ``on_checkpoint(result, bundle)`` told, so a step killed outright (a signal
+    it could not handle in time) still leaves every finished region signed on disk.
+    ``on_event``: every event of the verification too (a campaign's log lines)."""
     device, found = _device(calls_per_sample, use_graphs, test_device_product)
     do_bench = do_bench and test_device_product is None
     environment = environment_manifest(found)
@@ -90,20 +103,44 @@ def run_session(
     total = sum(len(entry[1]) for entry in plan)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=console is None) as progress:
-        events = _ProgressEvents(progress if console is not None else None, console, total)
+        progress_events = _ProgressEvents(progress if console is not None else None, console, total)
+
+        def events(kind: str, data: dict[str, Any]) -> None:
+            progress_events(kind, data)
+            if on_event is not None:
+                on_event(kind, data)
+
         for (operation, cases, keys, regions), out in zip(plan, out_dirs, strict=True):
+            written: list[VerifiedBundle] = []
+            checkpoint = _checkpoint(out, key_path, runner_name, written, on_checkpoint)
             result = verify_operation(
                 operation, cases, keys, device=device, environment=session.environment, runner=runner,
                 policy=policy, calls_per_sample=calls_per_sample, campaign=campaign,
                 do_bench=do_bench_median_ns if do_bench else None, on_event=events, regions=regions,
-                ceilings=ceilings, limit=limit,
+                ceilings=ceilings, limit=limit, checkpoint=checkpoint if limit is not None and write_bundles else None,
             )
             session.results.append(result)
             if result.runs() and write_bundles:
-                session.bundles.append(write_result_bundle(result, out, key_path, runner_name))
+                # The last checkpoint may already hold every run; the final write is the bundle of record.
+                write = replace_result_bundle if written else write_result_bundle
+                session.bundles.append(write(result, out, key_path, runner_name))
             if result.cut:
                 break
     return session
+
+
+def _checkpoint(out: Path, key_path: Path, runner_name: str, written: list[VerifiedBundle],
+                on_checkpoint: Callable[[OperationResult, VerifiedBundle], None] | None,
+                ) -> Callable[[OperationResult], None]:
+    """After a finished region: the operation's bundle so far, replacing the last one (``written`` holds it)."""
+    def checkpoint(partial: OperationResult) -> None:
+        if not partial.runs():  # every adapter skipped: no bundle, as at the end
+            return
+        bundle = replace_result_bundle(partial, out, key_path, runner_name)
+        written[:] = [bundle]
+        if on_checkpoint is not None:
+            on_checkpoint(partial, bundle)
+    return checkpoint
 
 
 def _device(calls_per_sample: int, use_graphs: bool, test_product: str | None) -> tuple[Any, Probe]:

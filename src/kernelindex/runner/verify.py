@@ -11,6 +11,7 @@ yields a BenchmarkRun per region, whatever its status.
 from __future__ import annotations
 
 import contextlib
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -163,16 +164,26 @@ def _time(ctx: Context, workload: WorkloadCase, outcomes: list[ImplOutcome]) -> 
     samplers: dict[str, Sampler] = {}
     with _timing_context(ctx.device):
         for o in outcomes:
+            started = time.perf_counter()
             try:
                 calls[o.adapter.key], samplers[o.adapter.key] = _setup(ctx, workload, o)
             except Exception as exc:  # noqa: BLE001
                 o.status, o.error = "runtime_error", f"timing setup failed: {_error(exc)}"
+            ctx.emit("phase", label=f"{o.region}: setup {o.adapter.key} (inputs, first call, peak memory)",
+                     seconds=time.perf_counter() - started)
         timed = [o for o in outcomes if o.adapter.key in samplers]
+        started = time.perf_counter()
         results = _measure(ctx, calls, samplers, timed)
+        counts = ", ".join(f"{key} {len(m.samples)}" for key, m in results.items())
+        ctx.emit("phase", label=f"{outcomes[0].region}: warm-up and interleaved samples ({counts})",
+                 seconds=time.perf_counter() - started)
         for o in timed:
             o.measurement = results.get(o.adapter.key)
             if o.measurement is not None:
+                started = time.perf_counter()
                 _v3_extras(ctx, o, calls[o.adapter.key])
+                ctx.emit("phase", label=f"{o.region}: cross-check and host cost {o.adapter.key}",
+                         seconds=time.perf_counter() - started)
             if o.measurement is not None and ctx.do_bench is not None:
                 try:
                     o.do_bench_ns = ctx.do_bench(calls[o.adapter.key])
@@ -213,16 +224,22 @@ def _measure(ctx: Context, calls: dict[str, Callable[[], object]], samplers: dic
 def verify_case(
     ctx: Context, workload: WorkloadCase, adapters: list[tuple[Adapter, ImplementationRevision]],
     regions: tuple[str, ...] = ("forward",),
+    on_region: Callable[[CaseOutcome, str], None] | None = None,
 ) -> CaseOutcome:
-    """Check every adapter once (gradients too when a backward region is asked), then time each region."""
+    """Check every adapter once (gradients too when a backward region is asked), then time each region.
+    ``on_region(case, region)`` is called as soon as a region's runs are in ``case.impls``: each region is a
+    protocol of its own, so a caller can keep a finished region when the rest of the case is cut."""
     product = ctx.device.name
     case = CaseOutcome(workload, {r: floor_ns(ctx.operation, workload, product, r) for r in regions})
     checks: dict[str, tuple[CheckResult | None, str]] = {}
     for adapter, _ in adapters:
         adapter.start_case()
         ctx.emit("step", label=f"check {adapter.key}")
+        started = time.perf_counter()
         checks[adapter.key] = _check(ctx, workload, adapter, needs_gradients(regions))
+        ctx.emit("phase", label=f"check {adapter.key}", seconds=time.perf_counter() - started)
     for region in regions:
+        started = time.perf_counter()
         outcomes = []
         for adapter, impl in adapters:
             result, error = checks[adapter.key]
@@ -241,6 +258,9 @@ def verify_case(
         for o in outcomes:
             _finish(ctx, workload, case, o)
         case.impls.extend(outcomes)
+        ctx.emit("phase", label=f"{region} done", seconds=time.perf_counter() - started)
+        if on_region is not None:
+            on_region(case, region)
     return case
 
 
