@@ -183,6 +183,7 @@ def plan_only(args: argparse.Namespace) -> int:
     from kernelindex.runner.adapters import select
     from kernelindex.runner.campaign import operation_def
     from kernelindex.runner.definitions import REGIONS
+    from kernelindex.runner.verify import case_label
 
     unknown = sorted(set(filter(None, args.regions.split(","))) - set(REGIONS))
     if unknown:
@@ -198,6 +199,8 @@ def plan_only(args: argparse.Namespace) -> int:
             print(f"plan {op.metadata.name}: {exc}")
             return 1
         print(f"plan {op.metadata.name}: {len(cases)} cases, {pairs} case-regions, {', '.join(chosen)} -> {out.name}")
+        for w in cases:
+            print(f"  {case_label(w)}: {', '.join(regions[digest_of(w)])}")
     missing = [s for s in args.operations.split(",") if s not in found]
     for slug in missing:
         print(f"plan {slug}: no case left (skip {args.skip_cases}, max {args.max_cases}, regions {args.regions!r})")
@@ -220,6 +223,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     summary_path = args.out / f"summary-{args.label}.json"
     summary: dict[str, Any] = json.loads(summary_path.read_text()) if record and summary_path.exists() \
         else {"operations": {}, "order": args.order}
+    summary.pop("cut", None)  # the earlier call's cut: this call is cut only if it is cut itself (its exit code)
     console = Console(stderr=True, force_terminal=False, width=150) if args.progress else None
     for entry, out in zip(plan, outs, strict=True):
         op_started = time.perf_counter()

@@ -256,9 +256,12 @@ def test_a_handler_a_native_library_replaced_is_put_back_at_the_next_case(limit:
     assert sigterm_caught() and limit.replaced == 1
 
 
-def test_a_step_killed_outright_keeps_every_finished_region_and_the_next_call_measures_the_rest(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig, rc", [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGTERM, 3)])
+def test_a_step_killed_or_cut_keeps_every_finished_region_and_the_next_call_measures_the_rest(
+        tmp_path: Path, sig: int, rc: int) -> None:
     """SIGKILL (what ``timeout -k`` sends when SIGTERM was not handled in time, or a step that dies of its SIGTERM,
-    rc 137/143): the bundle and the record written after every finished region are what the step leaves."""
+    rc 137/143): the bundle and the record written after every finished region are what the step leaves. SIGTERM
+    (the step limit): the same, exit 3; and the call that resumes it exits 0 (it is done), not 3 again."""
     import subprocess
     import time
 
@@ -289,9 +292,9 @@ def test_a_step_killed_outright_keeps_every_finished_region_and_the_next_call_me
                 break
             time.sleep(0.02)
         assert process.poll() is None, "the step finished before it could be killed"
-        process.kill()
+        process.send_signal(sig)
     finally:
-        process.wait()
+        assert process.wait() == rc
     record = campaign.cut_record(out, "softmax")["softmax"]
     (part,) = [p for p in (out / "bundles").iterdir() if not p.name.startswith(".")]
     first = [m for m in verify_directory(part).manifests if m.kind == "BenchmarkRun"]
