@@ -310,3 +310,24 @@ def test_a_step_killed_or_cut_keeps_every_finished_region_and_the_next_call_meas
     rest = [m for m in verify_directory(second).manifests if m.kind == "BenchmarkRun"]
     both = [(r.spec.workload, r.spec.source.external_id.split("/")[-2]) for r in first + rest]
     assert len(both) == len(set(both)) == 9 and not record_path.exists()  # each case-region once, in two parts
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the caught-signal mask of /proc")
+def test_a_handler_replaced_inside_a_region_is_back_before_the_next_region(limit: StepLimit) -> None:
+    import ctypes
+
+    from kernelindex.runner.step_limit import sigterm_caught
+
+    def on_event(event: str, data: dict[str, Any]) -> None:
+        if event == "step" and data["label"].startswith("forward: timing"):
+            ctypes.CDLL(None).signal(signal.SIGTERM, 0)  # as a native library's first call might
+
+    caught: list[bool] = []
+    device = FakeDevice(name="NVIDIA H200")
+    verify_operation(
+        ROPE, _cases(1), None, device=device, environment=_environment("NVIDIA H200"),
+        runner={"name": "t", "key_id": "sha256:" + "0" * 64}, policy=POLICY, calls_per_sample=10, campaign="t",
+        adapters=[_adapter(device, "baseline", 50_000, role="baseline")], on_event=on_event, limit=limit,
+        checkpoint=lambda result: caught.append(sigterm_caught()),
+    )
+    assert caught == [True, True, True] and limit.replaced == 1

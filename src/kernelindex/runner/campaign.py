@@ -155,6 +155,8 @@ def _verify_cases(
             if outcome.samples_blob is not None:
                 result.samples.append(outcome.samples_blob)
         result.partial = case
+        if limit is not None:
+            limit.reinstall()  # a library the region ran may have replaced the SIGTERM handler
         if checkpoint is not None:
             checkpoint(result)
 

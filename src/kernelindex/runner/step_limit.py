@@ -50,8 +50,8 @@ class StepLimit:
         self._installed = True
         return self
 
-    def _reinstall(self) -> None:
-        """Put the handler back at every case boundary: the cut must not depend on what an implementation's
+    def reinstall(self) -> None:
+        """Put the handler back at every case and region boundary: the cut must not depend on what an implementation's
         import or first call did to the process's signal handlers. A native library that replaces it leaves
         Python's own table unchanged, so the process's caught-signal mask is read too (Linux), and a handler
         found gone is counted in ``replaced``."""
@@ -69,7 +69,7 @@ class StepLimit:
 
     @contextmanager
     def case(self) -> Iterator[None]:
-        self._reinstall()
+        self.reinstall()
         if self.reached:
             raise CampaignCut
         self._in_case = True
