@@ -187,6 +187,11 @@ class FloorEstimate:
     def ratio(self, median_ns: float | None) -> float | None:
         return ratio(median_ns, self.floor_ns)
 
+    def peak_share(self, median_ns: float | None) -> float | None:
+        """The achieved rate's share of the rate this floor assumes for its bound (the datasheet's fp16 dense
+        TFLOP/s or HBM bandwidth for the physical floor): the floor's time over the run's."""
+        return self.floor_ns / median_ns if median_ns and median_ns > 0 and self.floor_ns > 0 else None
+
     def throughput(self, median_ns: float | None) -> tuple[float, str] | None:
         """Achieved rate in the bound's unit: floor bytes ÷ time (GB/s) when bandwidth-bound,
         counted FLOPs ÷ time (TFLOP/s) when compute-bound."""

@@ -53,6 +53,7 @@ class RankedRow(JsonModel):
     floor_ratio: float | None = None  # "N× above floor" (floor-v1, datasheet; an estimate)
     throughput: float | None = None  # achieved GB/s (bandwidth-bound) or TFLOP/s (compute-bound)
     throughput_unit: str | None = None
+    peak_share: float | None = None  # throughput ÷ the datasheet peak of the physical floor's bound (0.79 = 79%)
     method: str | None = None  # how the run was timed (runner runs: cuda_graph_replay / per_call_events)
     method_note: str | None = None  # said when it differs from the cohort's usual method
     replication: dict | None = None  # the runners that measured it too, agreeing or disagreeing

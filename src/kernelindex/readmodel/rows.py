@@ -111,6 +111,7 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
             row.floor_ratio = physical.ratio(row.median_ns)
             rate = physical.throughput(row.median_ns)
             row.throughput, row.throughput_unit = rate if rate else (None, None)
+            row.peak_share = physical.peak_share(row.median_ns) if rate else None
     return rows
 
 
