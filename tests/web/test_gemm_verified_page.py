@@ -40,3 +40,19 @@ def test_the_b200_cohort_stands_beside_the_verified_one(client: TestClient) -> N
     assert "B200" in page["cohort_line"]["gpu"] and page["floor"]["physical"]["compute_ns"]
     gpus = {c["gpu"] for c in page["cohorts"]} if isinstance(page["cohorts"][0], dict) else set()
     assert any("H200" in g for g in gpus) and any("B200" in g for g in gpus)
+
+
+def test_a_gpu_not_measured_names_the_peak_its_compute_bound_floor_divides_by(client: TestClient) -> None:
+    """The "not measured on H100" line once said "(3,350 GB/s datasheet)" under a floor that FLOPs set."""
+    from kernelindex import registry
+
+    key = _m8192(client)
+    asked = client.get(f"/api/v1/operations/{OP}?gpu=h100&workload={key}").json()["asked_gpu"]
+    peak = registry.gpus()["h100-sxm"].peaks_tflops["fp16"]
+    assert asked["bound"] == "compute" and asked["peak_tflops"] == pytest.approx(peak)
+    assert asked["floor_ns"] == pytest.approx(2 * 8192 * 4096 * 4096 / (peak * 1e12) * 1e9)
+    html = client.get(f"/operations/{OP}?gpu=h100&workload={key}").text
+    assert f"(compute-bound: {peak:.1f} TFLOP/s dense datasheet; estimate, not evidence)" in html
+    rope = client.get("/api/v1/operations/rope?gpu=h100").json()["asked_gpu"]  # Liger's rope: no H100 run
+    assert rope["bound"] == "bandwidth" and rope["peak_tflops"] is None  # a bandwidth-bound floor keeps its GB/s
+    assert "3,350 GB/s datasheet; estimate, not evidence" in client.get("/operations/rope?gpu=h100").text

@@ -48,6 +48,8 @@ class NotMeasured(JsonModel):
     floor_ns: float
     region: str
     nearest: NearestMeasured | None
+    bound: str = "bandwidth"  # what sets the floor: "bandwidth" (bytes ÷ HBM) or "compute" (FLOPs ÷ dense peak)
+    peak_tflops: float | None = None  # the datasheet dense rate a compute-bound floor divides by
 
 
 def asked_gpu(word: str | None) -> registry.GpuSpec | None:
@@ -89,8 +91,9 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
             continue
         spec = known[slug]
         floor = floor_estimate(*data.specs_json(selected.workload), spec)
+        peak = floor.peak_flops_per_s if floor.bound == "compute" else None
         out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
-                               _nearest(data, spec, measured, facts)))
+                               _nearest(data, spec, measured, facts), floor.bound, peak / 1e12 if peak else None))
     return out
 
 
