@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -194,8 +195,6 @@ def replace_result_bundle(result: OperationResult, out_dir: Path, key_path: Path
     wrote there. The bundle is written and verified beside it (``.NAME.new``) and swapped in by renames, so a
     process killed at any instant leaves a whole bundle: ``out_dir`` itself, or (killed between the two
     renames) ``.NAME.old`` beside a whole ``.NAME.new``; the next write clears both."""
-    import shutil
-
     staging, old = out_dir.with_name(f".{out_dir.name}.new"), out_dir.with_name(f".{out_dir.name}.old")
     for leftover in (staging, old):
         shutil.rmtree(leftover, ignore_errors=True)
