@@ -81,6 +81,32 @@ def test_an_operation_page_shows_the_sources_cohorts_side_by_side(cold_client: T
     assert any("B200" in c["gpu"] for c in gemm["cohorts"]) and gemm["floor"] is not None
 
 
+def test_kernelbench_square_matmul_shows_reported_and_verified_h200_cohorts_each_with_its_floor(
+        cold_client: TestClient) -> None:
+    """Issue 24: level 1 problem 1 of the newest set (N = 4096, fp32, ``torch.rand``) has the reported H100 and
+    L40S cohorts of KernelBench's timing files beside the runner's verified H200 cohort (runner-10, 2026-12-02:
+    eager and torch.compile), and each cohort's page states the floor on its own GPU."""
+    slug = "kernelbench-1-1-square-matrix-multiplication"
+    url = f"/api/v1/operations/{slug}"
+    views = [cold_client.get(url, params={"workload": w["key"]}).json()
+             for w in cold_client.get(url).json()["workloads"]]
+    newest = [v for v in views if any(c["evidence"] == "verified" and "H200" in c["gpu"] for c in v["cohorts"])]
+    assert len(newest) == 1
+    selected = next(w for w in newest[0]["workloads"] if w["key"] == newest[0]["selected_workload"])
+    assert selected["axes"]["n"] == 4096 and "torch.rand(N, N)" in selected["label"]
+    cohorts = newest[0]["cohorts"]
+    assert {"H100 SXM", "L40S"} <= {g for c in cohorts for g in ("H100 SXM", "L40S") if g in c["gpu"]}
+    for cohort in cohorts:
+        view = cold_client.get(url, params={"workload": newest[0]["selected_workload"], "cohort": cohort["key"]}).json()
+        floor = view["floor"]["physical"]
+        assert floor["gpu_name"] == cohort["gpu"] and floor["bound"] == "compute"
+        assert floor["flops"] == 2 * 4096**3 and floor["floor_ns"] < cohort["best_ns"]
+    verified = next(c for c in cohorts if c["evidence"] == "verified")
+    ranked = cold_client.get(url, params={"workload": newest[0]["selected_workload"],
+                                          "cohort": verified["key"]}).json()["ranked"]
+    assert {r["implementation"]["title"] for r in ranked} == {"PyTorch eager", "torch.compile (inductor, default)"}
+
+
 def test_no_run_of_any_source_is_under_either_floor(everything: Catalog) -> None:
     """Issue 20's rule over every imported and verified run, aiter's and KernelBench's too: a physical floor
     (datasheet) and an attainable floor (the best bandwidth seen on the GPU) are lower bounds. Checked once, on
