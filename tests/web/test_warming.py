@@ -16,7 +16,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import retract
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.views.table import VIEW
-from kernelindex.web import warming
+from kernelindex.web import pages, warming
 from kernelindex.web.app import create_app
 
 
@@ -79,6 +79,27 @@ def test_a_publication_is_warmed_in_the_background(liger_catalog: Catalog, monke
                 at=datetime(2026, 1, 2, tzinfo=UTC))
         version = liger_catalog.version()
         assert _eventually(lambda: READ_CACHE.peek(liger_catalog, home_key, version) is not None)
+
+
+def test_warming_keeps_every_site_wide_page_under_its_routes_key(liger_catalog: Catalog) -> None:
+    """/records and /challenges read every operation's summary too (seconds cold with every source): warming
+    computes them under the key their routes ask for, so the request after it is a cache hit."""
+    READ_CACHE.clear()
+    app = create_app(liger_catalog, clock=lambda: FIXED_NOW)
+    pages.warm(app)
+    version = liger_catalog.version()
+    for name in ("home", "records", "challenges"):
+        key = VIEW[name].cache_key(FIXED_NOW, VIEW[name].arguments(None, {}))
+        assert READ_CACHE.peek(liger_catalog, key, version) is not None, name
+    built = []
+    with TestClient(app) as client:
+        original = VIEW["records"].build
+        try:
+            object.__setattr__(VIEW["records"], "build", lambda *a, **k: built.append(1) or original(*a, **k))
+            assert client.get("/records").status_code == 200 and client.get("/api/v1/records").status_code == 200
+        finally:
+            object.__setattr__(VIEW["records"], "build", original)
+    assert built == []
 
 
 def _eventually(check: Callable[[], bool], seconds: float = 30.0) -> bool:
