@@ -212,11 +212,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from kernelindex.runner.campaign import outcome_rows
     from kernelindex.runner.session import run_session
-    from kernelindex.runner.step_limit import StepLimit
+    from kernelindex.runner.step_limit import StepLimit, deadline_after_start
     from kernelindex.trust import keys
 
     started = time.perf_counter()
-    limit = StepLimit().install()
+    limit = StepLimit(deadline_after_start(args.deadline_s) if args.deadline_s else None).install()
     runner = keys.load_public_key(args.key.with_name(keys.PUBLIC_KEY_FILE))
     plan, outs = _plan(args)
     record = cut_record(args.out, args.label)
@@ -284,15 +284,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _event_printer(slug: str, started: float, limit: Any = None) -> Any:
     """One line per event of the verification, with the seconds since the step started: where a step's time
     goes (each check, each region's setup, sampling, cross-check, host cost), in campaign.log as it happens.
-    Also says when the step limit's SIGTERM handler was found gone at a case boundary (and put back)."""
+    Also says when the step limit's SIGTERM handler was found gone at a safe point (and put back), and where."""
     said = [0]
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         at = f"[{time.perf_counter() - started:7.1f} s] {slug}"
         if limit is not None and limit.replaced > said[0]:
             said[0] = limit.replaced
-            print(f"{at}: WARNING: the SIGTERM handler of the step limit was gone ({limit.replaced} time(s)); "
-                  "put back", flush=True)
+            print(f"{at}: WARNING: the SIGTERM handler of the step limit was gone ({limit.replaced} time(s), "
+                  f"last found at {limit.lost_at or 'a region end'}); put back", flush=True)
         if kind == "case":
             print(f"{at}: case {data['index'] + 1} of {data['total']}: {data['label']}", flush=True)
         elif kind == "phase":
@@ -300,7 +300,9 @@ def _event_printer(slug: str, started: float, limit: Any = None) -> Any:
         elif kind == "case_done":
             print(f"{at}: case {data['index'] + 1} done", flush=True)
         elif kind == "cut":
-            print(f"{at}: cut in case {data['index'] + 1} of {data['total']}", flush=True)
+            how = f" by {limit.cut_by}" if limit is not None and limit.cut_by else ""
+            where = f" at {limit.cut_at}" if limit is not None and limit.cut_at else ""
+            print(f"{at}: cut in case {data['index'] + 1} of {data['total']}{how}{where}", flush=True)
         elif kind in ("warning", "skipped"):
             what = data.get("message") or f"{data.get('adapter', '')} {data.get('reason', '')}"
             print(f"{at}: {kind}: {what}", flush=True)
@@ -374,6 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--min-samples", type=int, default=100)
     r.add_argument("--hard-limit", type=float, default=0.0,
                    help="seconds per case and region before min_samples stops it (0: 3x --time-budget)")
+    r.add_argument("--deadline-s", type=float, default=0.0,
+                   help="seconds after the process started at which the case in progress is cut at its next safe "
+                        "point (between sample batches and phases), as SIGTERM would: a limit no library can "
+                        "reset (0: none; SIGTERM stays the backstop)")
     r.add_argument("--host-calls", type=int, default=50, help="calls timed on the host, device drained before each")
     r.add_argument("--do-bench", action="store_true", help="also record triton's do_bench median")
     r.add_argument("--no-bundle", action="store_true", help="measure only (re-verification, order checks)")
@@ -382,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--test-device-product", default="",
                    help="CPU smoke: real adapters on CPU tensors, nominal times (e.g. 'NVIDIA H200')")
     args = parser.parse_args(argv)
+    if getattr(args, "deadline_s", 0) < 0:
+        parser.error(f"--deadline-s {args.deadline_s:g}: the deadline is seconds after the step's start, so positive "
+                     "(a script passes its timeout less a margin: give the step more time than the margin)")
     if args.command == "prepare-bundles":
         print(prepare_from_bundles(args.bundles, args.out))
         return 0

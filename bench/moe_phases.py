@@ -165,11 +165,11 @@ def _instrument() -> None:
         finally:
             PHASES.add("setup: inputs, first call (compile), peak-memory call", time.perf_counter() - start, 2)
 
-    def timed_warm_up(call: Call, sampler: Any, device: Any, policy: TimingPolicy) -> int:
+    def timed_warm_up(call: Call, sampler: Any, device: Any, policy: TimingPolicy, *more: Any) -> int:
         PHASES.where["impl"] = getattr(sampler, "key", "")
         start = time.perf_counter()
         before = dict(PHASES.seconds)
-        n = warm_up(call, sampler, device, policy)
+        n = warm_up(call, sampler, device, policy, *more)  # more: the step limit's safe point and the name
         spent = time.perf_counter() - start
         inner = sum(v - before.get(k, 0.0) for k, v in PHASES.seconds.items())
         PHASES.add("warm-up plain calls", spent - inner, policy.warmup_calls)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -256,6 +258,28 @@ def test_a_handler_a_native_library_replaced_is_put_back_at_the_next_case(limit:
     assert sigterm_caught() and limit.replaced == 1
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _softmax_step(tmp_path: Path) -> tuple[list[Any], list[str], dict[str, str], Path]:
+    """A campaign step on the CPU test device: 3 softmax cases of 3 regions each, its command, env and output."""
+    from kernelindex.trust import keys
+
+    cases = [small_workload("softmax", {"rows": 8 * (i + 1), "hidden": 32}, "fp32") for i in range(3)]
+    folder, out = tmp_path / "cases", tmp_path / "out"
+    folder.mkdir()
+    (folder / "cases.jsonl").write_text("\n".join(c.model_dump_json() for c in cases) + "\n")
+    (folder / "regions.json").write_text(json.dumps({digest_of(c): ["backward", "forward", "forward+backward"]
+                                                     for c in cases}))
+    keys.generate("t", tmp_path / "keys")
+    command = [sys.executable, str(ROOT / "bench" / "campaign.py"), "run", "--cases", str(folder), "--key",
+               str(tmp_path / "keys" / "runner.key"), "--out", str(out), "--operations", "softmax",
+               "--label", "softmax", "--impl", "baseline",
+               "--test-device-product", "NVIDIA H200", "--min-samples", "10", "--time-budget", "0.01",
+               "--hard-limit", "5", "--host-calls", "2"]
+    return cases, command, {**os.environ, "PYTHONPATH": str(ROOT / "src")}, out
+
+
 @pytest.mark.parametrize("sig, rc", [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGTERM, 3)])
 def test_a_step_killed_or_cut_keeps_every_finished_region_and_the_next_call_measures_the_rest(
         tmp_path: Path, sig: int, rc: int) -> None:
@@ -265,24 +289,10 @@ def test_a_step_killed_or_cut_keeps_every_finished_region_and_the_next_call_meas
     import subprocess
     import time
 
-    from kernelindex.trust import keys
     from kernelindex.trust.bundles import verify_directory
 
     campaign = _bench_campaign()
-    cases = [small_workload("softmax", {"rows": 8 * (i + 1), "hidden": 32}, "fp32") for i in range(3)]
-    folder, out = tmp_path / "cases", tmp_path / "out"
-    folder.mkdir()
-    (folder / "cases.jsonl").write_text("\n".join(c.model_dump_json() for c in cases) + "\n")
-    (folder / "regions.json").write_text(json.dumps({digest_of(c): ["backward", "forward", "forward+backward"]
-                                                     for c in cases}))
-    keys.generate("t", tmp_path / "keys")
-    root = Path(__file__).resolve().parents[2]
-    command = [sys.executable, str(root / "bench" / "campaign.py"), "run", "--cases", str(folder), "--key",
-               str(tmp_path / "keys" / "runner.key"), "--out", str(out), "--operations", "softmax",
-               "--label", "softmax", "--impl", "baseline",
-               "--test-device-product", "NVIDIA H200", "--min-samples", "10", "--time-budget", "0.01",
-               "--hard-limit", "5", "--host-calls", "2"]
-    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    cases, command, env, out = _softmax_step(tmp_path)
     record_path = out / "cut-softmax.json"
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -331,3 +341,81 @@ def test_a_handler_replaced_inside_a_region_is_back_before_the_next_region(limit
         checkpoint=lambda result: caught.append(sigterm_caught()),
     )
     assert caught == [True, True, True] and limit.replaced == 1
+
+
+# --- A deadline needs no signal (rc 143 twice on the H200: a library had set SIGTERM back to its default) -------
+
+_LOSING_LIBRARY = '''"""``bench/campaign.py run`` with a device library as the H200 saw one: every sample batch
+sets SIGTERM back to its default action behind Python's back, and a batch of the second region's sampling outlasts
+the step's deadline (fused-moe's longest batch: ~16 s)."""
+import ctypes, runpy, signal, sys, time
+from kernelindex.runner import cpu_device
+from kernelindex.runner.step_limit import deadline_after_start
+
+deadline = deadline_after_start(float(sys.argv[sys.argv.index("--deadline-s") + 1]))
+made, sample, sampler = [], cpu_device.NominalSampler.sample, cpu_device.CpuTestDevice.sampler
+libc = ctypes.CDLL(None)
+
+def losing_sampler(self, call):
+    made.append(sampler(self, call))
+    made[-1].region_index = len(made) - 1
+    return made[-1]
+
+def losing_sample(self):
+    libc.signal(signal.SIGTERM, signal.SIG_DFL)
+    if getattr(self, "region_index", 0) == 1 and sys._getframe(1).f_code.co_name == "measure_interleaved":
+        time.sleep(max(0.0, deadline - time.monotonic()) + 0.05)
+    return sample(self)
+
+cpu_device.CpuTestDevice.sampler, cpu_device.NominalSampler.sample = losing_sampler, losing_sample
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists() or not shutil.which("timeout"),
+                    reason="Linux: a native SIG_DFL, and coreutils' timeout as the campaign scripts run it")
+def test_a_deadline_cuts_inside_the_sampling_when_sigterm_would_kill(tmp_path: Path) -> None:
+    """The step runs as bench/h200_v6.sh runs it (``timeout --preserve-status -k``, its deadline seconds before),
+    with SIGTERM at SIG_DFL during every batch: the deadline alone cuts the region being sampled at the next batch,
+    and the step ends as a SIGTERM cut would (exit 3, the finished region in the bundle, the record naming it)."""
+    import subprocess
+    import time
+
+    from kernelindex.trust.bundles import verify_directory
+
+    campaign = _bench_campaign()
+    cases, command, env, out = _softmax_step(tmp_path)
+    (tmp_path / "losing_library.py").write_text(_LOSING_LIBRARY)
+    # The backward region's sampling starts ~3 s after the process here, ~7 s on 2 loaded cores; the step ends ~10 s
+    deadline, limit = 10, 16
+    started = time.monotonic()
+    step = subprocess.run(["timeout", "--preserve-status", "-k", "5", str(limit), sys.executable,
+                           str(tmp_path / "losing_library.py"), *command[1:], "--deadline-s", str(deadline),
+                           "--min-samples", "30"],  # rounds of sampling after the slow one
+                          env=env, capture_output=True, text=True)
+    log = step.stdout + step.stderr
+    assert step.returncode == 3, log  # without the deadline: 0, or 143 had the timeout's SIGTERM found a batch
+    assert time.monotonic() - started < limit
+    # at the batch after the slow one (a loaded machine may reach the deadline in the region's warm-up batches)
+    assert re.search(r"cut in case 1 of 3 by the deadline at backward: (sampling round|warm-up baseline, batch)",
+                     log), log
+    assert "WARNING: the SIGTERM handler of the step limit was gone" in log  # found at a batch, said in the log
+    first = case_label(cases[0])
+    assert campaign.cut_record(out, "softmax") == {"softmax": {"finished": [], "parts": 1,
+                                                               "regions": {first: ["forward"]}}}
+    (bundle,) = [p for p in (out / "bundles").iterdir() if not p.name.startswith(".")]
+    runs = [m for m in verify_directory(bundle).manifests if m.kind == "BenchmarkRun"]
+    assert [(r.spec.workload, r.spec.source.external_id.split("/")[-2]) for r in runs] == \
+        [(digest_of(cases[0]), "forward")]
+
+
+def test_a_deadline_cuts_at_the_next_safe_point_and_not_outside_a_case() -> None:
+    import time
+
+    limit = StepLimit(deadline=time.monotonic() - 1)
+    limit.check("between cases")  # outside a case: no cut here, the next case start raises
+    assert limit.reached and limit.cut_by == "the deadline"
+    with pytest.raises(CampaignCut), limit.case():
+        pass
+    assert StepLimit(deadline=time.monotonic() + 60).check("sampling") is None

@@ -116,7 +116,8 @@ def verify_operation(
 ) -> OperationResult:
     """Check and time every available adapter on every workload case of one operation, in each
     case's regions (``regions``: by workload digest; default: every region the runner times). When
-    ``limit`` is reached the region being measured is dropped: the result holds the finished cases and, in
+    ``limit`` is reached (its SIGTERM, or its deadline at a safe point inside the region) the region being
+    measured is dropped: the result holds the finished cases and, in
     ``partial``, the regions of the cut case finished before it. ``checkpoint(result)`` is called after every
     finished region, with that region's runs already in the result (a campaign writes its bundle there, so a
     process killed outright still leaves every finished region on disk)."""
@@ -136,7 +137,7 @@ def verify_operation(
                         *(impl for _, impl in impls), *protocols.values(), environment]
     ctx = Context(operation=operation, op=op, protocols=protocols, environment=environment, device=device,
                   policy=policy, runner=runner, campaign=campaign, do_bench=do_bench, on_event=on_event,
-                  ceilings=ceilings)
+                  ceilings=ceilings, safe_point=limit.check if limit is not None else None)
     _verify_cases(ctx, result, workloads, wanted, impls, limit, checkpoint)
     return result
 

@@ -5,7 +5,8 @@ L2 and records events around each call) and measures host time. ``measure_interl
 every sampler up, then takes samples round-robin across implementations (the order rotates every
 round) until each has enough: at least ``min_samples``, then it stops when the relative standard
 error is under target, at ``max_samples``, or when the case's time budget is spent. Tests drive it
-with a fake device clock.
+with a fake device clock. ``between(where)``, where given, is called before every batch and before the host
+cost: a campaign's step limit cuts there (runner/step_limit.py), so a cut waits for one batch at most.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ from kernelindex.runner.stats import Summary, relative_standard_error, summarize
 from kernelindex.runner.trace import CallActivity
 
 Call = Callable[[], object]
+SafePoint = Callable[[str], None]
+
+
+def _nothing(where: str) -> None:
+    return None
 
 
 class Sampler(Protocol):
@@ -89,13 +95,16 @@ def sampler_with_fallback(
         return sampler
 
 
-def warm_up(call: Call, sampler: Sampler, device: Device, policy: TimingPolicy) -> int:
+def warm_up(call: Call, sampler: Sampler, device: Device, policy: TimingPolicy, between: SafePoint = _nothing,
+            name: str = "") -> int:
     """Plain calls by count (compilation, autotuning), then sampler batches until the time is spent."""
+    between(f"warm-up {name}")
     for _ in range(policy.warmup_calls):
         call()
     device.synchronize()
     start, batches = device.wall_ns(), 0
     while device.wall_ns() - start < policy.warmup_time_ns or batches == 0:
+        between(f"warm-up {name}, batch {batches + 1}")
         sampler.sample()
         batches += 1
     return policy.warmup_calls + batches
@@ -122,12 +131,14 @@ def measure_interleaved(
     device: Device,
     policy: TimingPolicy,
     on_round: Callable[[dict[str, Measurement]], None] | None = None,
+    between: SafePoint | None = None,
 ) -> dict[str, Measurement]:
     """Time several implementations of one workload, interleaved round by round."""
+    between = between or _nothing
     results = {name: Measurement(method=samplers[name].method, fallback_reason=getattr(samplers[name],
                                  "fallback_reason", None)) for name in samplers}
     for name, sampler in samplers.items():
-        results[name].warmup_calls = warm_up(calls[name], sampler, device, policy)
+        results[name].warmup_calls = warm_up(calls[name], sampler, device, policy, between, name)
         traced = getattr(sampler, "activities", None)
         if traced is not None:
             traced.clear()  # the warm-up's traces are not samples
@@ -136,6 +147,7 @@ def measure_interleaved(
     while pending:
         order = pending[round_index % len(pending):] + pending[: round_index % len(pending)]
         for name in order:
+            between(f"sampling round {round_index + 1} {name}")
             results[name].samples.extend(samplers[name].sample())
         for name in list(pending):
             reason = _finished(results[name], policy, device.wall_ns() - start)
@@ -147,6 +159,7 @@ def measure_interleaved(
             on_round(results)
     for name, call in calls.items():
         if name in results:
+            between(f"host cost {name}")
             results[name].activities = list(getattr(samplers[name], "activities", []))
             results[name].host_samples = device.host_times_ns(call, policy.host_calls)
     return results

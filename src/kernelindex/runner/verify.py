@@ -95,10 +95,16 @@ class Context:
     on_event: Event | None = None
     check_trials: int = 3
     ceilings: Ceilings | None = None
+    # Called at safe points inside a case with where it stands; a campaign's step limit cuts there (StepLimit.check).
+    safe_point: Callable[[str], None] | None = None
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.on_event is not None:
             self.on_event(kind, data)
+
+    def safe(self, where: str) -> None:
+        if self.safe_point is not None:
+            self.safe_point(where)
 
 
 def case_label(workload: WorkloadCase) -> str:
@@ -164,6 +170,7 @@ def _time(ctx: Context, workload: WorkloadCase, outcomes: list[ImplOutcome]) -> 
     samplers: dict[str, Sampler] = {}
     with _timing_context(ctx.device):
         for o in outcomes:
+            ctx.safe(f"{o.region}: setup {o.adapter.key}")
             started = time.perf_counter()
             try:
                 calls[o.adapter.key], samplers[o.adapter.key] = _setup(ctx, workload, o)
@@ -180,11 +187,13 @@ def _time(ctx: Context, workload: WorkloadCase, outcomes: list[ImplOutcome]) -> 
         for o in timed:
             o.measurement = results.get(o.adapter.key)
             if o.measurement is not None:
+                ctx.safe(f"{o.region}: cross-check and host cost {o.adapter.key}")
                 started = time.perf_counter()
                 _v3_extras(ctx, o, calls[o.adapter.key])
                 ctx.emit("phase", label=f"{o.region}: cross-check and host cost {o.adapter.key}",
                          seconds=time.perf_counter() - started)
             if o.measurement is not None and ctx.do_bench is not None:
+                ctx.safe(f"{o.region}: do_bench {o.adapter.key}")
                 try:
                     o.do_bench_ns = ctx.do_bench(calls[o.adapter.key])
                 except Exception as exc:  # noqa: BLE001 - the secondary figure is optional
@@ -208,14 +217,19 @@ def _v3_extras(ctx: Context, o: ImplOutcome, call: Callable[[], object]) -> None
 
 def _measure(ctx: Context, calls: dict[str, Callable[[], object]], samplers: dict[str, Sampler],
              timed: list[ImplOutcome]) -> dict[str, Measurement]:
+    region = timed[0].region if timed else ""
+
+    def between(where: str) -> None:
+        ctx.safe(f"{region}: {where}")
     try:
-        return measure_interleaved(calls, samplers, ctx.device, ctx.policy)
+        return measure_interleaved(calls, samplers, ctx.device, ctx.policy, between=between)
     except Exception:  # noqa: BLE001 - isolate the implementation that fails
         results: dict[str, Measurement] = {}
         for o in timed:
             key = o.adapter.key
             try:
-                results.update(measure_interleaved({key: calls[key]}, {key: samplers[key]}, ctx.device, ctx.policy))
+                results.update(measure_interleaved({key: calls[key]}, {key: samplers[key]}, ctx.device, ctx.policy,
+                                                   between=between))
             except Exception as exc:  # noqa: BLE001
                 o.status, o.error = "runtime_error", f"timing failed: {_error(exc)}"
         return results
@@ -233,12 +247,14 @@ def verify_case(
     case = CaseOutcome(workload, {r: floor_ns(ctx.operation, workload, product, r) for r in regions})
     checks: dict[str, tuple[CheckResult | None, str]] = {}
     for adapter, _ in adapters:
+        ctx.safe(f"check {adapter.key}")
         adapter.start_case()
         ctx.emit("step", label=f"check {adapter.key}")
         started = time.perf_counter()
         checks[adapter.key] = _check(ctx, workload, adapter, needs_gradients(regions))
         ctx.emit("phase", label=f"check {adapter.key}", seconds=time.perf_counter() - started)
     for region in regions:
+        ctx.safe(f"{region}: start")  # also puts back a SIGTERM handler the case's checks replaced
         started = time.perf_counter()
         outcomes = []
         for adapter, impl in adapters:
