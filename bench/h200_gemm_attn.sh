@@ -57,6 +57,11 @@ expand() {  # a batch → its steps; anything else as it is
   esac
 }
 steps=(); for arg in "$@"; do while read -r s; do steps+=("$s"); done < <(expand "$arg"); done
+# Each run step gets --deadline-s DEADLINE_MARGIN s before its timeout: the runner cuts at the first safe point after
+# it (between sample batches and phases) without a signal, since SIGTERM's handler can be reset by a native library
+# (rc 143 twice on the H200, fused-moe under torch.compile). The margin: the longest profiled batch seen (~16 s,
+# fused-moe experts 64 forward+backward) plus writing the bundle and summary; SIGTERM stays the backstop.
+DEADLINE_MARGIN=25
 common=(--cases "$cases" --key keys/runner.key --time-budget 0.5 --hard-limit 40 --host-calls 20 --out "$work/c")
 for step in "${steps[@]}"; do
   if grep -qxF "$step" "$work/done"; then say "skip $step (done in an earlier call)"; continue; fi
@@ -66,20 +71,21 @@ for step in "${steps[@]}"; do
     if [ -n "${KI_DRY_RUN:-}" ]; then say "plan reverify: 10% of the cases measured so far"; rc=0; else
     python3 bench/fidelity.py select --summaries "$work"/c/summary-*.json --every 10 --out "$work/c/sample.json" \
       && timeout --preserve-status -k 15 "$t" python3 bench/campaign.py run "${common[@]}" --label reverify --no-bundle \
+        --deadline-s $(( t - DEADLINE_MARGIN )) \
         --only-cases "$work/c/sample.json" ${KI_REHEARSAL:-} \
         --operations "$(python3 -c 'import json,sys; print(",".join(sorted({o for o,_ in json.load(open(sys.argv[1]))})))' "$work/c/sample.json")" \
         >> "$OUT/reverify.log" 2>&1
     rc=$?; fi
   else
     IFS=: read -r ops selection impl suffix limit <<< "$step"
-    limit=${limit:-300}; first=${ops%%,*}; more=$(( $(tr -cd , <<< "$ops" | wc -c) ))
+    limit=${limit:-300}; step_s=$(( t < limit ? t : limit )); first=${ops%%,*}; more=$(( $(tr -cd , <<< "$ops" | wc -c) ))
     label="${first}$([ "$more" -gt 0 ] && echo "+$more")${suffix:-}"
     args=("${common[@]}" --label "$label" --operations "$ops" --only-cases "$cases/$selection.json"
-          --impl "$impl" --bundle-suffix="-v3${suffix:-}")
+          --impl "$impl" --bundle-suffix="-v3${suffix:-}" --deadline-s $(( step_s - DEADLINE_MARGIN )))
     if [ -n "${KI_DRY_RUN:-}" ]; then
       python3 bench/campaign.py run "${args[@]}" --plan-only 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}
     else
-      timeout --preserve-status -k 15 $(( t < limit ? t : limit )) python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
+      timeout --preserve-status -k 15 "$step_s" python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
         >> "$OUT/campaign.log" 2>&1
       rc=$?
     fi

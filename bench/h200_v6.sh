@@ -30,6 +30,11 @@ ship() {  # everything so far, re-packed after every step (at most 8 files come 
   tar czf "$OUT/bundles.tgz" -C "$work/c" --exclude='bundles/.*' bundles 2>/dev/null  # .NAME.new/.old: a rewrite in flight
   tar czf "$OUT/summaries.tgz" -C "$work/c" $(cd "$work/c" && ls summary-*.json sample.json ceilings.json 2>/dev/null) 2>/dev/null
 }
+# Each run step gets --deadline-s DEADLINE_MARGIN s before its timeout: the runner cuts at the first safe point after
+# it (between sample batches and phases) without a signal, since SIGTERM's handler can be reset by a native library
+# (rc 143 twice on the H200, fused-moe under torch.compile). The margin: the longest profiled batch seen (~16 s,
+# fused-moe experts 64 forward+backward) plus writing the bundle and summary; SIGTERM stays the backstop.
+DEADLINE_MARGIN=25
 common=(--cases cases --key keys/runner.key --time-budget 0.5 --host-calls 20 --out "$work/c")
 for step in "$@"; do
   if grep -qxF "$step" "$work/done"; then say "skip $step (done in an earlier call)"; continue; fi
@@ -45,20 +50,21 @@ for step in "$@"; do
       if [ -n "${KI_DRY_RUN:-}" ]; then say "plan reverify: 10% of the cases measured so far"; rc=0; else
       python3 bench/fidelity.py select --summaries "$work"/c/summary-*.json --every 10 --out "$work/c/sample.json" \
         && timeout --preserve-status -k 15 "$t" python3 bench/campaign.py run "${common[@]}" --hard-limit 40 \
-          --label reverify --no-bundle \
+          --label reverify --no-bundle --deadline-s $(( t - DEADLINE_MARGIN )) \
           --only-cases "$work/c/sample.json" ${KI_REHEARSAL:-} \
           --operations "$(python3 -c 'import json,sys; print(",".join(sorted({o for o,_ in json.load(open(sys.argv[1]))})))' "$work/c/sample.json")" \
           >> "$OUT/reverify.log" 2>&1
       rc=$?; fi;;
     *)
       IFS=: read -r op skip max suffix regions limit hard <<< "$step"
-      limit=${limit:-300}
+      limit=${limit:-300}; step_s=$(( t < limit ? t : limit ))
       args=("${common[@]}" --hard-limit "${hard:-40}" --label "${op}${suffix:-}" --operations "$op" --skip-cases "${skip:-0}"
-            --max-cases "${max:-0}" --regions "${regions:-}" --bundle-suffix="-v3${suffix:-}")
+            --max-cases "${max:-0}" --regions "${regions:-}" --bundle-suffix="-v3${suffix:-}"
+            --deadline-s $(( step_s - DEADLINE_MARGIN )))
       if [ -n "${KI_DRY_RUN:-}" ]; then
         python3 bench/campaign.py run "${args[@]}" --plan-only 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}
       else
-        timeout --preserve-status -k 15 $(( t < limit ? t : limit )) python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
+        timeout --preserve-status -k 15 "$step_s" python3 bench/campaign.py run "${args[@]}" ${KI_REHEARSAL:-} \
           >> "$OUT/campaign.log" 2>&1
         rc=$?
       fi;;
