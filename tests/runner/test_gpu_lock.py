@@ -152,6 +152,68 @@ def test_the_tripwire_records_device_allocations_made_without_the_lock() -> None
     assert lock.summary()["unlocked"][0][0] == "c"
 
 
+_DEVICE_TENSORS = """
+import json, torch
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.overrides import TorchFunctionMode
+from kernelindex.runner.gpu_lock import GpuLock, LockedBackend, install_compile_hooks
+
+made = [0]
+
+
+class Made(TorchFunctionMode):  # real tensors made: torch.tensor materialises its data even under FakeTensorMode
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func is torch.tensor or (type(out) is torch.Tensor and out.device.type != "meta"):
+            made[0] += 1
+        return out
+
+
+hooked = [install_compile_hooks(), install_compile_hooks()]  # twice: wrapped once
+from torch._inductor.fx_passes import joint_graph
+from torch._inductor.runtime.benchmarking import benchmarker
+
+
+def inductor(gm, example_inputs):  # the start of Inductor's joint-graph passes, through the module's names
+    joint_graph.lazy_init(torch.device("cpu"))
+    joint_graph.constant_fold_uniform_value(gm)
+    return gm
+
+
+lock = GpuLock(allocations=lambda: made[0])
+backend = LockedBackend(inductor, lock, overlap=True)
+for _ in range(2):  # two compilations in one process
+    graph = make_fx(lambda x: torch.relu(x) + torch.full([4], 2.0), tracing_mode="fake")(torch.randn(4))
+    with Made(), lock.hold("first call"):
+        backend(graph, [])
+print(json.dumps({"hooked": hooked, "made": made[0], "unlocked": lock.unlocked, "holds": [h[0] for h in lock.holds],
+                  "wrapped_once": not hasattr(joint_graph.lazy_init.__wrapped__, "_gpu_lock_phase"),
+                  "benchmarker": getattr(benchmarker.benchmark_gpu, "_gpu_lock_phase", None)}))
+"""
+
+
+def test_inductor_device_tensors_made_while_compiling_hold_the_lock() -> None:
+    """What the tripwire found on the H200 (one window of 48 allocations in every problem's first compilation, before
+    pad-mm's hold; 1-2 more where the graph had scalar constants): Inductor's pattern-matcher set-up (fuse-attention's
+    ``torch.tensor`` example inputs, once per process) and the joint graph's constant folding (every compilation)
+    make real tensors on the compile's device. On the CPU a count of real tensors made stands in for CUDA's, driven
+    by the real torch functions called as Inductor calls them while the GPU is let go (a fresh process: the set-up
+    is cached per process): the count never rises outside a hold, the set-up holds once, the folding each time."""
+    import os
+
+    done = subprocess.run([sys.executable, "-c", _DEVICE_TENSORS], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["hooked"] == [True, True] and found["wrapped_once"]
+    # Inductor's own functools.wraps gives its benchmarker methods a __wrapped__: hooked all the same
+    assert found["benchmarker"] == "compile: Inductor benchmark"
+    assert found["made"] > 20  # the set-up did make real tensors (26 with torch 2.13; 24 scalars, 48 on CUDA, in 2.11)
+    assert found["unlocked"] == []
+    one = ["first call", "compile: pattern init", "compile: constant folding", "first call (after compiling)"]
+    assert found["holds"] == one + [h for h in one if h != "compile: pattern init"]
+
+
 def _campaign_module() -> Any:
     import importlib.util
 

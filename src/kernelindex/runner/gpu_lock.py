@@ -155,6 +155,12 @@ class GpuLock:
 
 
 _COMPILING: list[GpuLock] = []  # the lock of the compilation in progress (for the benchmark hooks)
+_PHASE = "_gpu_lock_phase"  # marks a hook (``__wrapped__`` will not do: functools.wraps sets it on Inductor's own)
+# Inductor's pattern-matcher set-up, once per process and device (``lazy_init`` of these passes, functools.cache):
+# tracing the replacement patterns makes real tensors on the compile's device, fuse-attention's scalar example
+# inputs (``torch.tensor(2.0, device=...)`` materialises its data before FakeTensorMode sees it) — 48 CUDA
+# allocations under torch 2.11, in the first compilation of every problem process.
+_PATTERN_INITS = ("pre_grad", "joint_graph", "post_grad", "freezing_patterns")
 
 
 def _hold_while_compiling(fn: Callable[..., Any], phase: str) -> Callable[..., Any]:
@@ -165,6 +171,31 @@ def _hold_while_compiling(fn: Callable[..., Any], phase: str) -> Callable[..., A
             return fn(*args, **kwargs)
 
     held.__wrapped__ = fn  # type: ignore[attr-defined]
+    setattr(held, _PHASE, phase)
+    return held
+
+
+def _hold_first_call_while_compiling(fn: Callable[..., Any], phase: str) -> Callable[..., Any]:
+    """``_hold_while_compiling`` for a once-per-arguments init: later calls (cached, no GPU work) skip the lock."""
+    done: set[Any] = set()
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        key: Any = (args, tuple(sorted(kwargs.items())))
+        try:
+            hash(key)
+        except TypeError:
+            key = None
+        if not _COMPILING or (key is not None and key in done):
+            result = fn(*args, **kwargs)
+        else:
+            with _COMPILING[-1].hold(phase):
+                result = fn(*args, **kwargs)
+        if key is not None:
+            done.add(key)
+        return result
+
+    held.__wrapped__ = fn  # type: ignore[attr-defined]
+    setattr(held, _PHASE, phase)
     return held
 
 
@@ -175,19 +206,44 @@ def _hook_method(owner: Any, name: str, phase: str) -> bool:
     method = inspect.getattr_static(owner, name, None)
     if not inspect.isfunction(method):
         return False
-    if not hasattr(method, "__wrapped__"):
+    if not hasattr(method, _PHASE):
         setattr(owner, name, _hold_while_compiling(method, phase))
     return True
+
+
+def _hook_device_tensors() -> None:
+    """Inductor's compile-time work outside FakeTensorMode that makes real tensors on the compile's device (the
+    allocation tripwire found them): the pattern-matcher set-up (``_PATTERN_INITS``, held its first time) and
+    the joint graph's constant folding (``constant_fold_uniform_value`` evaluates ``full``, ``scalar_tensor``
+    and pointwise ops on them for real: one allocation per folded constant, every compilation). Whatever this
+    PyTorch lacks needs no lock."""
+    import importlib
+
+    for name in _PATTERN_INITS:
+        try:
+            module: Any = importlib.import_module(f"torch._inductor.fx_passes.{name}")
+        except ImportError:
+            continue
+        init = getattr(module, "lazy_init", None)
+        if callable(init) and not hasattr(init, _PHASE):
+            module.lazy_init = _hold_first_call_while_compiling(init, "compile: pattern init")
+    from torch._inductor.fx_passes import joint_graph
+
+    fold = getattr(joint_graph, "constant_fold_uniform_value", None)
+    if callable(fold) and not hasattr(fold, _PHASE):
+        joint_graph.constant_fold_uniform_value = _hold_while_compiling(fold, "compile: constant folding")
 
 
 def install_compile_hooks(autotune: bool = False) -> bool:
     """Make Inductor's compile-time GPU work take the lock, so the rest of its compilation can run without it:
     the pad-mm pass benchmarks padded against unpadded matmuls on its own example tensors (default mode too);
-    every Inductor benchmark goes through ``runtime.benchmarking.benchmarker``; with ``autotune`` (max-autotune
-    modes) also template autotuning (``AlgorithmSelectorCache.benchmark``: its example tensors and timings)
-    and the scheduler's fusion benchmarks (``Scheduler.benchmark_*``: theirs). False where this PyTorch lacks
-    any of them: the compilation then keeps the lock throughout (nothing overlaps, nothing is left unlocked).
-    A path these miss is caught by the allocation tripwire (``GpuLock.allocations``)."""
+    every Inductor benchmark goes through ``runtime.benchmarking.benchmarker``; the pattern-matcher set-up and
+    the joint graph's constant folding make real tensors on the device (``_hook_device_tensors``); with
+    ``autotune`` (max-autotune modes) also template autotuning (``AlgorithmSelectorCache.benchmark``: its
+    example tensors and timings) and the scheduler's fusion benchmarks (``Scheduler.benchmark_*``: theirs).
+    False where this PyTorch lacks any of the benchmarks: the compilation then keeps the lock throughout
+    (nothing overlaps, nothing is left unlocked). A path these miss is caught by the allocation tripwire
+    (``GpuLock.allocations``)."""
     try:
         from torch._inductor import scheduler, select_algorithm
         from torch._inductor.fx_passes import pad_mm
@@ -204,12 +260,13 @@ def install_compile_hooks(autotune: bool = False) -> bool:
         if selector is None or fusion is None or not _hook_method(selector, "benchmark", "compile: autotuning") \
                 or not all(_hook_method(fusion, n, "compile: fusion benchmark") for n in names):
             return False
-    if not hasattr(pad_mm.should_pad, "__wrapped__"):
+    if not hasattr(pad_mm.should_pad, _PHASE):
         pad_mm.should_pad = _hold_while_compiling(pad_mm.should_pad, "compile: pad-mm benchmark")
     for name in ("benchmark_gpu", "benchmark"):
         method = getattr(bench, name, None)
-        if callable(method) and not hasattr(method, "__wrapped__"):
+        if callable(method) and not hasattr(method, _PHASE):
             setattr(bench, name, _hold_while_compiling(method, "compile: Inductor benchmark"))
+    _hook_device_tensors()
     return True
 
 
@@ -218,7 +275,8 @@ class LockedBackend:
     GPU let go in the default mode: the first call holds the lock (Dynamo's tracing, any eager code around the
     graphs, the compiled graph's first run and Triton's launch-time autotuning), Inductor's lowering, code
     generation and Triton compilation run without it, its GPU benchmarks take it back (max-autotune's template
-    autotuning and fusion benchmarks too, with their example tensors: ``install_compile_hooks``). Where the
+    autotuning and fusion benchmarks too, with their example tensors), as do the steps that make tensors on the
+    device (pattern-matcher set-up, constant folding: ``install_compile_hooks``). Where the
     hooks cannot be installed the lock is kept while compiling."""
 
     def __init__(self, inner: Any, lock: GpuLock, overlap: bool) -> None:
