@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from kernelindex import registry
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.evidence import VERIFIED_LEVELS
@@ -124,6 +125,17 @@ def fastest_by_language(rows: list[RankedRow]) -> list[LanguageLeader]:
     return list(seen.values()) if len(seen) >= 2 else []
 
 
+def _compute_bound_words(data: OperationData, cohort: Cohort) -> str:
+    rule = registry.floor_flops(data.operation)
+    if rule is None:
+        return "no arithmetic formula for this family: bandwidth floor only"
+    counted = ("the operation's declared formula" if rule.why == registry.DECLARED_FLOPS
+               else f"the family's standard count (KernelIndex registry: {rule.why})")
+    rate = ("" if data.workloads[cohort.workload].spec.dtypes else
+            ", over the GPU's fastest dense rate since the operation does not say which precision its math runs in")
+    return f"flops from {counted}{rate}"
+
+
 def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> FloorView | None:
     floors = cohort_floors(data, cohort)
     if floors is None or not rows:
@@ -131,14 +143,7 @@ def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> Fl
     physical, attainable = floors
     # The record is the fastest row the floor bounds: a backward that only scales is not held to it.
     record = min((r.median_ns for r in rows if not skips_floor_traffic(r.region_note)), default=None)
-    bound = (
-        "no arithmetic formula for this family: bandwidth floor only"
-        if not data.operation.spec.flops
-        else "flops from the operation's declared formula"
-        if data.workloads[cohort.workload].spec.dtypes
-        else "flops from the family's standard count (KernelIndex registry), over the GPU's fastest dense rate "
-        "since the operation does not say which precision its math runs in"
-    )
+    bound = _compute_bound_words(data, cohort)
     return FloorView(
         physical=physical.to_json(),
         attainable=attainable.to_json() if attainable else None,

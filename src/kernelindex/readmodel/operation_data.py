@@ -175,8 +175,10 @@ class OperationData:
 
     def specs_json(self, workload: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """The operation's and the workload's specs in the JSON form the pure policies (floor, snippets) take,
-        dumped once per loaded operation (read-only: every floor and snippet of the workload shares them)."""
-        operation = self.derived("operation-spec-json", lambda: manifest_json(self.operation)["spec"])
+        dumped once per loaded operation (read-only: every floor and snippet of the workload shares them). The
+        operation's ``flops`` is the floor's (``registry.floor_spec``: a registry rule for an imported one)."""
+        operation = self.derived("operation-spec-json",
+                                 lambda: registry.floor_spec(self.operation, manifest_json(self.operation)["spec"]))
         return operation, self.derived(("workload-spec-json", workload),
                                        lambda: manifest_json(self.workloads[workload])["spec"])
 

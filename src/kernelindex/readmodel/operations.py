@@ -133,6 +133,7 @@ def _json_url(slug: str, workload: str | None, cohort: Cohort | None, gpu: str |
 
 def _semantics(data: OperationData) -> dict:
     spec = stored_json(data.operation)["spec"]  # inputs, outputs, axes exactly as stored
+    counted = registry.floor_flops(data.operation)  # the floor's FLOPs: a registry rule for an imported operation
     return {**_provenance(data), 
         "semantics": spec["semantics"],
         "inputs": spec["inputs"],
@@ -144,7 +145,8 @@ def _semantics(data: OperationData) -> dict:
         "constraints": spec.get("constraints", []),
         "reference": spec.get("reference"),
         "tolerance": spec.get("tolerance", {}),
-        "flops": spec.get("flops"),
+        "flops": counted.flops if counted else None,
+        "flops_why": counted.why if counted and counted.why != registry.DECLARED_FLOPS else None,
     }
 
 

@@ -7,7 +7,7 @@ rules, runner coverage. One module per file it reads; callers write ``registry.g
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.registry.constructors import ModuleConstructor, module_constructors
 from kernelindex.registry.documents import RegistryError
-from kernelindex.registry.floor_rules import FlopRule, flop_rule
+from kernelindex.registry.floor_rules import DECLARED_FLOPS, FlopRule, floor_flops, floor_spec, flop_rule
 from kernelindex.registry.gpu_table import (
     device_product,
     gpu_aliases,
@@ -38,8 +38,9 @@ from kernelindex.registry.source_policies import (
 )
 
 __all__ = [
-    "DECISIONS", "FlopRule", "GpuSpec", "ModuleConstructor", "RegistryError", "SourcePolicy", "curated_operation",
-    "device_product", "flop_rule", "forward_computes_gradient", "gpu_aliases", "gpu_for_product", "gpu_may_be",
+    "DECISIONS", "DECLARED_FLOPS", "FlopRule", "GpuSpec", "ModuleConstructor", "RegistryError", "SourcePolicy",
+    "curated_operation", "device_product", "floor_flops", "floor_spec", "flop_rule", "forward_computes_gradient",
+    "gpu_aliases", "gpu_for_product", "gpu_may_be",
     "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "kernelbench_pending", "load_operation",
     "module_constructors", "operation_digests",
     "operations", "priority_gpus", "project_licenses", "project_manifest", "projects", "refused_sources",

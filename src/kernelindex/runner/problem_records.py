@@ -213,7 +213,7 @@ def correctness_json(verdict: dict[str, Any] | None, detail: str = "") -> dict[s
 def floor_ns(case: ProblemCase, product: str) -> float | None:
     """The problem's physical floor on the environment's GPU (None: unknown GPU or tensors not counted)."""
     gpu = registry.gpu_for_product(product)
-    op = case.operation.model_dump(mode="json")["spec"]
+    op = registry.floor_spec(case.operation, case.operation.model_dump(mode="json")["spec"])
     if gpu is None or not op.get("outputs"):
         return None
     workload = case.workload.model_dump(mode="json")["spec"]

@@ -121,7 +121,7 @@ def floor_ns(operation: OperationSpec, workload: WorkloadCase, product: str, reg
     gpu = registry.gpu_for_product(product)
     if gpu is None:
         return None
-    op = operation.model_dump(mode="json")["spec"]
+    op = registry.floor_spec(operation, operation.model_dump(mode="json")["spec"])
     wl = workload.model_dump(mode="json")["spec"]
     return floor_estimate(op, wl, gpu, region=region, operation=operation.slug, measured=measured,
                           distinct_ids=distinct_ids).floor_ns

@@ -61,7 +61,8 @@ def _timed(mapper: Mapper, placed: list[Placed]) -> list[tuple[Placed, Timed]]:
         if key not in floors:
             try:
                 refs = mapper.refs(p)
-                op = mapper.operation(p.problem).model_dump(mode="json")["spec"]
+                operation = mapper.operation(p.problem)
+                op = registry.floor_spec(operation, operation.model_dump(mode="json")["spec"])
                 floors[key] = floor_estimate(op, refs["workload"].model_dump(mode="json")["spec"], gpu).floor_ns \
                     if op["outputs"] else None  # tensors not counted: no floor
             except ProblemNotMapped:

@@ -82,8 +82,11 @@ def map_operation(row: dict, aliases: list[str], source_title: str) -> Manifest:
     if not body["outputs"]:
         raise RowSkipped(f"{where}: declares no output")
     _paged_caches_are_gathers(body)
+    # Only the rules the importer always wrote (in_spec): they are part of the digests that signed runs
+    # reference. Floors read every rule at estimation time (registry.floor_flops), so a rule added later
+    # (gqa-ragged's) reaches the floor without changing an imported operation's identity.
     rule = registry.flop_rule(row["family"], row["slug"], set(body["axes"]))
-    if rule:
+    if rule and rule.in_spec:
         body["flops"] = rule.flops
         body["constraints"] = [f"flops: {rule.why} (KernelIndex registry, floors.yaml)"]
     links = {f"source {i + 1}": ref["url"] for i, ref in enumerate(meta.get("sourceRefs") or []) if ref.get("url")}
