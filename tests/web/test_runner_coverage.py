@@ -116,3 +116,14 @@ def test_a_row_timed_another_way_than_its_cohort_says_so() -> None:
     assert "includes the host's launch of the call" in note and "RuntimeError" not in note
     assert method_note(run("cuda_graph_replay"), "cuda_graph_replay") is None
     assert method_note(run("per_call_events"), "per_call_events") is None  # the cohort's own method: no note
+
+
+def test_kernelbench_levels_are_counted_only_where_its_problem_set_is_imported(client: TestClient) -> None:
+    """The shared test catalog holds the verified bundles but not KernelBench's import: the runner's KernelBench
+    problems are there (with their verified cohorts), yet /challenges must not count a level from them alone
+    ("8 of 8 verified" for a level of 100); tests/web/test_kernelbench_campaign.py and test_every_source.py count
+    them with the import."""
+    square = client.get("/api/v1/operations/kernelbench-1-1-square-matrix-multiplication").json()
+    assert any(c["evidence"] == "verified" for c in square["cohorts"])
+    assert client.get("/api/v1/challenges").json()["kernelbench"] == []
+    assert "KernelBench problems verified by a KernelIndex runner" not in client.get("/challenges").text

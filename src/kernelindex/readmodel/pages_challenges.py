@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.holdings import has_runs
 from kernelindex.domain.canonical import short_digest
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cache import kept
@@ -68,6 +69,7 @@ class KernelBenchLevel(JsonModel):
 
 NOT_YET = "not yet verified by a KernelIndex runner"
 # The newest problem set's operations have the plain slug; an older version's semantics add "-v" and 8 hex digits.
+KERNELBENCH_SOURCE = "kernelbench"  # the source's key in registry/sources.yaml
 KERNELBENCH_SLUG = re.compile(r"kernelbench-(\d+)-(\d+)-(?!.*-v[0-9a-f]{8}$).+")
 PER_PAGE = 50  # rows of challenges per page: the whole list was ~5,100 rows (952 KB of HTML, 15,522 px tall)
 # The paged lists, in page order: (the model's field, its heading, the HTML anchor).
@@ -99,7 +101,7 @@ class ChallengesPage(JsonModel):
     single_entry: list[CohortSummary] = field(default_factory=list)
     stale_records: list[CohortSummary] = field(default_factory=list)
     not_verified: list[NotVerified] = field(default_factory=list)
-    kernelbench: list[KernelBenchLevel] = field(default_factory=list)  # empty where KernelBench is not imported
+    kernelbench: list[KernelBenchLevel] = field(default_factory=list)  # empty without KernelBench's import
     counts: dict[str, int] = field(default_factory=dict)
     sections: list[ChallengeSection] = field(default_factory=list)
     paging: Paging | None = None
@@ -158,7 +160,10 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
             title = data.title
             reason = registry.why_not_verified(data.slug) or NOT_YET
             page.not_verified.append(NotVerified(data.slug, title, reason, urls.operation(data.slug)))
-    page.kernelbench = [_kernelbench_level(level, problems[level]) for level in sorted(problems)]
+    # Counted only where KernelBench's problem set is imported: the shipped verified bundles alone bring just the
+    # problems the runner measured, and "8 of 8 verified" would misstate a level of 100.
+    if has_runs(catalog, KERNELBENCH_SOURCE):
+        page.kernelbench = [_kernelbench_level(level, problems[level]) for level in sorted(problems)]
     page.counts = {
         "unmeasured_cells": sum(g.missing_total for g in page.unmeasured),
         "unbeaten_baselines": len(page.unbeaten_baselines),
