@@ -176,7 +176,9 @@ def _hold_while_compiling(fn: Callable[..., Any], phase: str) -> Callable[..., A
 
 
 def _hold_first_call_while_compiling(fn: Callable[..., Any], phase: str) -> Callable[..., Any]:
-    """``_hold_while_compiling`` for a once-per-arguments init: later calls (cached, no GPU work) skip the lock."""
+    """``_hold_while_compiling`` for a once-per-arguments init: later calls (cached, no GPU work) skip the lock,
+    so they never wait for another process's timing."""
+    locked = _hold_while_compiling(fn, phase)
     done: set[Any] = set()
 
     def held(*args: Any, **kwargs: Any) -> Any:
@@ -184,12 +186,10 @@ def _hold_first_call_while_compiling(fn: Callable[..., Any], phase: str) -> Call
         try:
             hash(key)
         except TypeError:
-            key = None
-        if not _COMPILING or (key is not None and key in done):
-            result = fn(*args, **kwargs)
-        else:
-            with _COMPILING[-1].hold(phase):
-                result = fn(*args, **kwargs)
+            key = None  # unhashable arguments: held every time
+        if key is not None and key in done:
+            return fn(*args, **kwargs)
+        result = locked(*args, **kwargs)
         if key is not None:
             done.add(key)
         return result

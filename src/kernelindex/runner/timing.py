@@ -131,10 +131,9 @@ def measure_interleaved(
     device: Device,
     policy: TimingPolicy,
     on_round: Callable[[dict[str, Measurement]], None] | None = None,
-    between: SafePoint | None = None,
+    between: SafePoint = _nothing,
 ) -> dict[str, Measurement]:
     """Time several implementations of one workload, interleaved round by round."""
-    between = between or _nothing
     results = {name: Measurement(method=samplers[name].method, fallback_reason=getattr(samplers[name],
                                  "fallback_reason", None)) for name in samplers}
     for name, sampler in samplers.items():
