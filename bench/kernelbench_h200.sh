@@ -13,10 +13,12 @@
 # rehearsal (real problems, nominal times). KI_GPUS (default 1): GPUs; KI_WORKERS_PER_GPU (default 1): problem
 # processes sharing each GPU, every GPU phase under an exclusive GPU lock (docs/sources-kernelbench.md).
 # KI_RUN_ARGS: more options of `run` (e.g. --reference-device=cpu, --inputs-on-cpu). KI_KEY (default keys/runner.key),
-# KI_WORK (default /tmp/ki-kb), KI_CASES (default bench/kernelbench-cases.json, made by `prepare` when missing).
+# KI_WORK (default /tmp/ki-kb), KI_CASES (default bench/kernelbench-cases.json, made by `prepare` when missing),
+# KI_BUNDLE_TAG (default today's date, the bundle names' last part: a second runner key's bundles of the same day
+# need their own names, or they would replace the first key's when shipped).
 set -u
 budget=$1; shift; start=$(date +%s); work=${KI_WORK:-/tmp/ki-kb}; key=${KI_KEY:-keys/runner.key}
-cases=${KI_CASES:-bench/kernelbench-cases.json}; day=$(date -u +%Y%m%d)
+cases=${KI_CASES:-bench/kernelbench-cases.json}; day=${KI_BUNDLE_TAG:-$(date -u +%Y%m%d)}
 left() { echo $(( budget - ($(date +%s) - start) )); }
 mkdir -p "$work/bundles" "$OUT"; touch "$work/done"; log="$OUT/run.log"
 say() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$log"; }
