@@ -58,10 +58,30 @@ def test_2026_12_01_operations_have_verified_h200_cohorts_in_every_region(client
                       if c["evidence"] in ("verified", "replicated") and "H200" in c["gpu"]}
         assert modes == sampled, slug
         # fused-moe's v2 forward+backward stopped below 100 samples in every case, until runner-10's v3 runs
-        # (2026-12-02) took 100 at experts 8, 16 and 32. The fused-linear GRPO token loss's forward and
+        # (2026-12-02) took 100 at experts 8, 16 and 32, and runner-11's at experts 64. The fused-linear GRPO token loss's forward and
         # forward+backward had too, until runner-7's v3 runs (2026-12-01) took 100 samples at batch 4 (batch 2's
         # stopped at 75 and are kept, unranked).
         assert len(modes) == 3, slug
+
+
+def test_every_fused_moe_workload_ranks_a_v3_run_in_every_region(client: TestClient, catalog) -> None:  # noqa: ANN001
+    """Issue 19's last region: experts 64 forward+backward (runner-11, 2026-12-02) joined experts 8, 16 and 32, so
+    every fused-moe workload shows a verified H200 cohort in all three regions, and no v2 run of them is current."""
+    from kernelindex.readmodel.loading import load_operation
+
+    page = client.get("/api/v1/operations/fused-moe").json()
+    measured = 0
+    for workload in page["workloads"]:  # Liger's reported-only workloads have no H200 cohort
+        view = client.get(f"/api/v1/operations/fused-moe?workload={workload['key']}").json()
+        modes = {c["mode"] for c in view["cohorts"] if c["evidence"] in ("verified", "replicated") and "H200" in c["gpu"]}
+        if modes:
+            measured += 1
+            assert modes == {"forward", "backward", "forward+backward"}, workload["key"]
+    assert measured == 4  # experts 8, 16, 32 and 64
+    data = load_operation(catalog, "fused-moe")
+    current_v2 = [r for r in data.runs if r.spec.runner is not None and r.status == "passed"
+                  and r.spec.timing.method != "cupti-device-time" and r.superseded_by is None]
+    assert not current_v2
 
 
 def test_home_counts_the_operations_the_runner_verified(catalog, now) -> None:  # noqa: ANN001 - Catalog, datetime
