@@ -10,15 +10,8 @@ import hashlib
 import pytest
 import torch
 
-from kernelindex.runner.problem_module import (
-    FP64_TOLERANCE,
-    Case,
-    ProblemLoadError,
-    check,
-    install_rand_mix,
-    load_problem,
-    prepare,
-)
+from kernelindex.runner.problem_checks import FP64_TOLERANCE, check
+from kernelindex.runner.problem_module import Case, ProblemLoadError, install_rand_mix, load_problem, prepare
 from kernelindex.runner.problem_process import run_isolated
 
 CORRECT = '''import torch

@@ -122,6 +122,16 @@ class GpuLock:
             self._held, self._owner = False, None
             self._turn.notify_all()
 
+    def next_phase(self, phase: str) -> None:
+        """Go on holding the lock under another phase's name: the current hold is recorded as ended now and the
+        next begins at once, with nothing let go in between (a float64 reference kept on the GPU for the checks
+        that follow it is never left there while another process runs)."""
+        if not self._held or self._owner != threading.get_ident():
+            raise RuntimeError(f"next_phase({phase!r}): this thread holds no GPU lock to go on holding")
+        now = time.time()
+        self.holds.append((self._phase, self._asked, self._acquired, now))
+        self._phase, self._asked, self._acquired = phase, now, now
+
     @contextlib.contextmanager
     def hold(self, phase: str) -> Iterator[None]:
         """Hold the lock for the block (a no-op inside a block that already holds it)."""

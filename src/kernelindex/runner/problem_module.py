@@ -4,12 +4,11 @@
 - The file is loaded by digest: its sha256 must be the digest asked for, or nothing runs.
 - ``Model(*get_init_inputs())`` is built once per case under a fixed seed; each correctness check
   draws fresh inputs from ``get_inputs()`` (a new seed per check).
-- The reference is the same module executed in float64 (a deep copy of the model, its parameters and
-  buffers and the inputs' floating tensors cast to float64), on the CPU — or first on the GPU where the
-  campaign asks (``Case.reference_device``), then the CPU where it does not fit; the run says which.
-  Where the module cannot run in float64 (an op without a float64 kernel, a dtype the module forces),
-  the reference is its float32 execution on the CPU, and the run says so; the tolerance is then
-  ``FP32_REFERENCE_TOLERANCE``.
+- The checks (``problem_checks``): every implementation is prepared first (its first call), then each
+  check's draw has its float64 reference computed once — on the GPU where the campaign asks
+  (``Case.reference_device``), else or where that fails on the CPU, float32 on the CPU where float64
+  cannot run — and every implementation checked against it before the next draw; the run says which
+  reference it had and the tolerance follows from it.
 - PyTorch's defaults are kept (matmul TF32 off, cuDNN TF32 on); the flags that change results are
   recorded with the run (``backend_flags``). Under TF32 the tolerance is ``TF32_TOLERANCE``.
 - Implementations: eager, ``torch.compile`` (default) and ``torch.compile(mode="max-autotune-no-
@@ -36,19 +35,15 @@ import copy
 import hashlib
 import time
 import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from kernelindex.runner.gpu_lock import GpuLock, LockedBackend, install_compile_hooks
+from kernelindex.runner.problem_checks import Verdict, check_all, to_device
 
-FP64_TOLERANCE = 1e-4  # relative Frobenius error of fp32 execution against float64, no TF32 involved
-TF32_TOLERANCE = 1e-2  # … where TF32 math is allowed on a CUDA device (cuDNN's default for convolutions)
-FP32_REFERENCE_TOLERANCE = 1e-3  # … against a float32 CPU reference, where float64 cannot run
-TRIVIAL_NORM_RATIO = 1e-3
 IMPLEMENTATIONS = ("eager", "torch-compile", "max-autotune-no-cudagraphs")
 
 
@@ -106,27 +101,6 @@ def backend_flags() -> dict[str, str]:
     }
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, tuple | list):
-        return [t for item in value for t in _tensors(item)]
-    return []
-
-
-def _to(value: Any, device: str, dtype: torch.dtype | None = None) -> Any:
-    if isinstance(value, torch.Tensor):
-        floating = value.is_floating_point() and dtype is not None
-        return value.to(device=device, dtype=dtype if floating else value.dtype)
-    if isinstance(value, tuple | list):
-        return type(value)(_to(v, device, dtype) for v in value)
-    return value
-
-
-def _on_cuda(value: Any) -> bool:
-    return any(t.is_cuda for t in _tensors(value))
-
-
 @dataclass
 class Case:
     """One problem on one device: the model, built once, and how to draw its inputs."""
@@ -145,9 +119,7 @@ class Case:
         self.reference_model = copy.deepcopy(self.model)
         with self.lock.hold("model to the device"):
             self.model.to(self.device)
-        # The reference of each check's seed, computed once for every implementation (the draws are the same).
-        self.references: dict[int, tuple[list[torch.Tensor], str]] = {}
-        self.reference_s = 0.0  # wall seconds spent computing them
+        self.reference_s = 0.0  # wall seconds spent computing the checks' references
         self.inputs_drawn_on = "cpu"  # where get_inputs() last ran ("cuda" only where asked and it worked)
         self._timed: list[Any] | None = None
         self.backend: Any = None  # the last implementation's LockedBackend (None: plain torch.compile)
@@ -174,121 +146,8 @@ class Case:
         if self._timed is None:
             drawn = self.inputs(self.seed)
             with self.lock.hold("inputs to the device"):
-                self._timed = _to(drawn, self.device)
+                self._timed = to_device(drawn, self.device)
         return self._timed
-
-
-@dataclass
-class Verdict:
-    status: str  # passed | incorrect_numerical | runtime_error
-    relative_error: float | None = None
-    tolerance: float | None = None
-    reference: str = "float64 on the CPU"
-    detail: str = ""
-    checks: int = 0
-
-
-def _float64(case: Case, inputs: list[Any], device: str) -> list[torch.Tensor]:
-    """The float64 execution on ``device``; a CUDA one holds the lock (the cast of the model is done on the
-    CPU first, outside it), a CPU one runs beside the other workers' GPU phases."""
-    model64 = copy.deepcopy(case.reference_model).to(dtype=torch.float64)
-    if device == "cpu" and _on_cuda(inputs):
-        with case.lock.hold("inputs to the CPU for the reference"):
-            inputs = _to(inputs, "cpu")
-    with case.lock.hold("float64 reference on the GPU") if device != "cpu" else _nothing(), torch.no_grad():
-        out = model64.to(device)(*_to(inputs, device, torch.float64))
-        return [t.detach().to("cpu", torch.float64) for t in _tensors(out)]
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
-def _reference(case: Case, inputs: list[Any]) -> tuple[list[torch.Tensor], str]:
-    """Float64 on ``case.reference_device`` (the CPU unless the campaign asks for the GPU), then on the CPU
-    (a reference too big for the GPU beside the case, an op without a float64 kernel there); float32 on the
-    CPU only where float64 cannot run at all."""
-    failure: BaseException | None = None
-    for device in dict.fromkeys((case.reference_device, "cpu")):
-        try:
-            return _float64(case, inputs, device), f"float64 on the {'GPU' if device.startswith('cuda') else 'CPU'}"
-        except (RuntimeError, TypeError, NotImplementedError) as exc:
-            failure = exc
-            if device.startswith("cuda"):
-                torch.cuda.empty_cache()
-    if _on_cuda(inputs):
-        with case.lock.hold("inputs to the CPU for the reference"):
-            inputs = _to(inputs, "cpu")
-    with torch.no_grad():
-        out = copy.deepcopy(case.reference_model)(*_to(inputs, "cpu"))
-    why = f"{type(failure).__name__}: {str(failure)[:160]}"
-    return [t.double() for t in _tensors(out)], f"float32 on the CPU (the module cannot run in float64: {why})"
-
-
-def tolerance_for(device: str, reference: str) -> float:
-    if reference.startswith("float32"):
-        return FP32_REFERENCE_TOLERANCE
-    tf32 = torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32
-    return TF32_TOLERANCE if device.startswith("cuda") and tf32 else FP64_TOLERANCE
-
-
-def _compared(g: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Both in float64 on the output's device (a GPU compares a large output in milliseconds, under the
-    lock the check holds), on the CPU where the reference does not fit beside it."""
-    if g.is_cuda:
-        try:
-            return g.detach().to(torch.float64), w.to(g.device)
-        except torch.cuda.OutOfMemoryError:
-            torch.cuda.empty_cache()
-    return g.detach().to("cpu", torch.float64), w
-
-
-def _error(got: list[torch.Tensor], want: list[torch.Tensor]) -> tuple[float, str]:
-    if len(got) != len(want):
-        return float("inf"), f"{len(got)} outputs, the reference has {len(want)}"
-    worst = 0.0
-    for g, w in zip(got, want, strict=True):
-        if g.shape != w.shape:
-            return float("inf"), f"output shape {tuple(g.shape)}, the reference's {tuple(w.shape)}"
-        g64, w = _compared(g, w)
-        if not torch.isfinite(g64).all():
-            return float("inf"), "NaN or Inf in the output"
-        norm = float(torch.linalg.vector_norm(w))
-        if norm and float(torch.linalg.vector_norm(g64)) < TRIVIAL_NORM_RATIO * norm:
-            return float("inf"), "the output is (nearly) zero where the reference is not"
-        worst = max(worst, float(torch.linalg.vector_norm(g64 - w)) / (norm or 1.0))
-    return worst, ""
-
-
-def check(case: Case, call: Callable[[list[Any]], Any], checks: int = 2) -> Verdict:
-    """``checks`` fresh draws of inputs; each output against the reference execution."""
-    verdict = Verdict("passed")
-    for index in range(checks):
-        seed = case.seed + 1000 + index
-        inputs = case.inputs(seed)
-        if seed not in case.references:
-            start = time.perf_counter()
-            case.references[seed] = _reference(case, inputs)
-            case.reference_s += time.perf_counter() - start
-        want, verdict.reference = case.references[seed]
-        verdict.tolerance = tolerance_for(case.device, verdict.reference)
-        with case.lock.hold("correctness check"):
-            try:
-                got = _tensors(call(_to(inputs, case.device)))
-                if case.device.startswith("cuda"):
-                    torch.cuda.synchronize()  # an asynchronous failure is this check's, not the next phase's
-            except Exception as exc:  # noqa: BLE001 - any failure of the implementation is its verdict
-                return Verdict("runtime_error", detail=f"{type(exc).__name__}: {str(exc)[:300]}", checks=index)
-            error, why = _error(got, want)
-            del got, inputs
-        verdict.relative_error = max(verdict.relative_error or 0.0, error)
-        verdict.checks = index + 1
-        if why or error > verdict.tolerance:
-            verdict.status = "incorrect_numerical"
-            verdict.detail = why or f"relative error {error:.3g} over the tolerance {verdict.tolerance:g}"
-            return verdict
-    return verdict
 
 
 def implementation(case: Case, key: str) -> Callable[..., Any]:
@@ -320,14 +179,14 @@ class Prepared:
     compile_ns: int | None = None  # the first call's time (compilation, autotuning): never in the figure
     compile_lock_wait_ns: int = 0  # … the time it waited for another process's GPU phase, taken out of it
     compiled_unlocked: bool | None = None  # whether Inductor compiled with the GPU let go
+    forward: Callable[..., Any] | None = None  # the implementation itself, for the checks (None: it failed)
 
 
-def prepare(case: Case, key: str, checks: int = 2) -> Prepared:
-    """Compile (timing the first call on its own), check, then bind the timed call to one draw of
-    inputs on the device."""
+def first_call(case: Case, key: str) -> Prepared:
+    """Compile (timing the first call on its own) and bind the timed call to one draw of inputs on the device;
+    the verdict stays ``passed`` until the checks (``check_prepared``) say otherwise."""
     fn = implementation(case, key)
     inputs = case.timed_inputs()
-    compile_ns = None
     waited = case.lock.summary()["waited_s"]
     try:
         with case.lock.hold(f"first call {key}"):
@@ -339,10 +198,26 @@ def prepare(case: Case, key: str, checks: int = 2) -> Prepared:
     except Exception as exc:  # noqa: BLE001 - a compile failure is this implementation's verdict
         status = "compile_error" if key != "eager" else "runtime_error"
         return Prepared(key, lambda: None, Verdict(status, detail=f"{type(exc).__name__}: {str(exc)[:300]}"))
+    if key == "eager":
+        return Prepared(key, lambda: fn(*inputs), Verdict("passed"), forward=fn)
     wait_ns = round((case.lock.summary()["waited_s"] - waited) * 1e9)
-    unlocked = None
-    if key != "eager":
-        compile_ns = max(elapsed - wait_ns, 0)
-        unlocked = bool(case.backend.compiled_unlocked) if case.backend is not None else False
-    verdict = check(case, lambda xs: fn(*xs), checks)
-    return Prepared(key, lambda: fn(*inputs), verdict, compile_ns, wait_ns if key != "eager" else 0, unlocked)
+    unlocked = bool(case.backend.compiled_unlocked) if case.backend is not None else False
+    return Prepared(key, lambda: fn(*inputs), Verdict("passed"), max(elapsed - wait_ns, 0), wait_ns, unlocked, fn)
+
+
+def check_prepared(case: Case, prepared: dict[str, Prepared], checks: int = 2) -> None:
+    """Every implementation whose first call worked, checked on the same draws (``check_all``)."""
+    calls = {key: _forward(p.forward) for key, p in prepared.items() if p.forward is not None}
+    for key, verdict in check_all(case, calls, checks).items():
+        prepared[key].verdict = verdict
+
+
+def _forward(fn: Callable[..., Any]) -> Callable[[list[Any]], Any]:
+    return lambda xs: fn(*xs)
+
+
+def prepare(case: Case, key: str, checks: int = 2) -> Prepared:
+    """One implementation: its first call, then its checks."""
+    prepared = {key: first_call(case, key)}
+    check_prepared(case, prepared, checks)
+    return prepared[key]

@@ -3,10 +3,11 @@
 ``run_isolated`` starts ``python -m kernelindex.runner.problem_process`` with the request on stdin
 (the file's text and its digest, the device, the implementations, the timing policy) and an
 environment without proxies; the child refuses every socket before it loads the problem, then
-prepares each implementation (compile, check against the reference execution), times the passed
-ones through ``timing.measure_interleaved`` and prints one JSON result. A child that runs past the
-time limit is killed and reported as ``timeout``; one that dies is ``runtime_error`` with its last
-words. The result carries the backend flags (TF32, cuDNN) the checks and the timing ran under.
+prepares each implementation (its first call: compilation), checks them all on the same draws of
+inputs against each draw's reference execution, times the passed ones through
+``timing.measure_interleaved`` and prints one JSON result. A child that runs past the time limit
+is killed and reported as ``timeout``; one that dies is ``runtime_error`` with its last words.
+The result carries the backend flags (TF32, cuDNN) the checks and the timing ran under.
 
 Several children may share one GPU (the request's ``gpu_lock``: a lock file, ``runner.gpu_lock``):
 every phase that runs work on the GPU, the timing included, holds the lock, and the result carries each
@@ -124,12 +125,30 @@ def _cache_counters() -> dict[str, int]:
     return {k: int(v) for k, v in counters["inductor"].items() if "cache" in k}
 
 
+def _prepared(case: Any, request: dict[str, Any], phases: dict[str, float]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every implementation's first call (compilation: ``prepare KEY`` in ``phases``, with Inductor's cache
+    counters), then the checks of them all on the same draws (``checks``, of which ``references``)."""
+    from kernelindex.runner.problem_module import check_prepared, first_call
+
+    prepared, counters = {}, {}
+    for key in request["implementations"]:
+        start, before = time.perf_counter(), _cache_counters()
+        prepared[key] = first_call(case, key)
+        phases[f"prepare {key}"] = time.perf_counter() - start
+        counters[key] = {k: v - before.get(k, 0) for k, v in _cache_counters().items() if v - before.get(k, 0)}
+    start = time.perf_counter()
+    check_prepared(case, prepared, request.get("checks", 2))
+    phases["checks"] = time.perf_counter() - start
+    phases["references"] = case.reference_s  # float64 references, within the checks
+    return prepared, counters
+
+
 def serve(request: dict[str, Any]) -> dict[str, Any]:
     """The child's work: load, prepare, time; every implementation gets a result."""
     import torch
 
     from kernelindex.runner.gpu_lock import GpuLock, cuda_allocations, cuda_release
-    from kernelindex.runner.problem_module import Case, backend_flags, load_problem, prepare
+    from kernelindex.runner.problem_module import Case, backend_flags, load_problem
     from kernelindex.runner.timing import TimingPolicy, measure_interleaved
 
     began = time.perf_counter()
@@ -146,15 +165,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     case = Case(module, device.torch_device, reference_device=request.get("reference_device", "cpu"), lock=lock,
                 draw_on_device=bool(request.get("draw_on_device")))
     phases["build"] = time.perf_counter() - began
-    prepared = {}
-    counters: dict[str, dict[str, int]] = {}
-    for key in request["implementations"]:
-        start, before = time.perf_counter(), _cache_counters()
-        prepared[key] = prepare(case, key, request.get("checks", 2))
-        phases[f"prepare {key}"] = time.perf_counter() - start
-        counters[key] = {k: v - before.get(k, 0) for k, v in _cache_counters().items() if v - before.get(k, 0)}
-    phases["references"] = case.reference_s  # float64 references, within the prepares
-    case.references.clear()  # every implementation is checked: the host memory goes back (other workers need it)
+    prepared, counters = _prepared(case, request, phases)
     passed = {key: p for key, p in prepared.items() if p.verdict.status == "passed"}
     policy = TimingPolicy(**request.get("policy", {}))
     results: dict[str, Any] = {}
