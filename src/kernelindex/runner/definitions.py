@@ -25,6 +25,16 @@ InputMaker = Callable[[WorkloadCase, "torch.Generator", "torch.device"], Tensors
 Reference = Callable[[Tensors], Tensors]
 
 REGIONS = ("forward", "backward", "forward+backward")
+BIND_COMPILE = "bind-compile"  # Adapter.state: the compile the latest bind did
+
+
+@dataclass(frozen=True)
+class CompileRecord:
+    """A compile an implementation did ahead of time while binding (XLA's ``lower().compile()``): its wall
+    time and what that time covers, in words a run page can show."""
+
+    ns: int
+    method: str
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,17 @@ class Adapter:
 
     def bind(self, inputs: Tensors) -> Bound:
         """The call on these inputs. Autograd mode is the caller's: the timed regions decide it."""
+        self.state.pop(BIND_COMPILE, None)
         return self.binder(self, inputs)
+
+    def record_compile(self, ns: int, method: str) -> None:
+        """Called by a binder that compiled ahead of time: what this bind's compile cost."""
+        self.state[BIND_COMPILE] = CompileRecord(ns, method)
+
+    def bind_compile(self) -> CompileRecord | None:
+        """The compile the latest ``bind`` did, or None: a bind that reused an earlier compile did none, so a
+        compile is never reported twice."""
+        record = self.state.get(BIND_COMPILE)
+        return record if isinstance(record, CompileRecord) else None
 
 
