@@ -58,9 +58,9 @@ def test_2026_12_01_operations_have_verified_h200_cohorts_in_every_region(client
                       if c["evidence"] in ("verified", "replicated") and "H200" in c["gpu"]}
         assert modes == sampled, slug
         # fused-moe's v2 forward+backward stopped below 100 samples in every case, until runner-10's v3 runs
-        # (2026-12-02) took 100 at experts 8, 16 and 32, and runner-11's at experts 64. The fused-linear GRPO token loss's forward and
-        # forward+backward had too, until runner-7's v3 runs (2026-12-01) took 100 samples at batch 4 (batch 2's
-        # stopped at 75 and are kept, unranked).
+        # (2026-12-02) took 100 at experts 8, 16 and 32, and runner-11's at experts 64. The fused-linear GRPO
+        # token loss's forward and forward+backward had too, until runner-7's v3 runs (2026-12-01) took 100
+        # samples at batch 4 (batch 2's stopped at 75 and are kept, unranked).
         assert len(modes) == 3, slug
 
 
@@ -73,7 +73,8 @@ def test_every_fused_moe_workload_ranks_a_v3_run_in_every_region(client: TestCli
     measured = 0
     for workload in page["workloads"]:  # Liger's reported-only workloads have no H200 cohort
         view = client.get(f"/api/v1/operations/fused-moe?workload={workload['key']}").json()
-        modes = {c["mode"] for c in view["cohorts"] if c["evidence"] in ("verified", "replicated") and "H200" in c["gpu"]}
+        modes = {c["mode"] for c in view["cohorts"]
+                 if c["evidence"] in ("verified", "replicated") and "H200" in c["gpu"]}
         if modes:
             measured += 1
             assert modes == {"forward", "backward", "forward+backward"}, workload["key"]
