@@ -101,20 +101,28 @@ class Vocabulary:
 
 
 _HOW_ORDER = {"slug": 0, "alias": 1, "title": 2, "family": 3}
+# A word that names a family means the family: another operation's alias of the same word ranks after it.
+# KernelBench lists each word of a problem's name as an alias ("Gemm" of level 2's Gemm_Multiply_LeakyReLU, a
+# fused pattern), so without this "gemm" would pick those problems instead of the GEMM family.
+_FAMILY_WORD_ORDER = {"slug": 0, "title": 1, "family": 2, "alias": 3}
 
 
 def build_vocabulary(operations: Iterable[OperationEntry], gpus: Iterable[GpuEntry]) -> Vocabulary:
     names: dict[str, dict[str, str]] = {}
+    ops = {op.slug: op for op in operations}
+    families = {normalise(op.family) for op in ops.values()}
+
+    def rank(key: str, how: str) -> int:
+        return (_FAMILY_WORD_ORDER if key in families else _HOW_ORDER)[how]
 
     def add(phrase: str, slug: str, how: str) -> None:
         key = normalise(phrase)
         if not key:
             return
         seen = names.setdefault(key, {})
-        if slug not in seen or _HOW_ORDER[how] < _HOW_ORDER[seen[slug]]:
+        if slug not in seen or rank(key, how) < rank(key, seen[slug]):
             seen[slug] = how
 
-    ops = {op.slug: op for op in operations}
     max_words = 1
     for op in ops.values():
         for phrase, how in [(op.slug, "slug"), (op.title, "title"), (op.family, "family")] + [
@@ -123,8 +131,9 @@ def build_vocabulary(operations: Iterable[OperationEntry], gpus: Iterable[GpuEnt
             add(phrase, op.slug, how)
             max_words = max(max_words, len(_SEPARATORS.split(phrase.strip())))
     operation_names = {
-        key: tuple(sorted((NameHit(s, h) for s, h in hits.items()), key=lambda n: (_HOW_ORDER[n.how], n.slug)))
+        key: tuple(sorted((NameHit(s, h) for s, h in hits.items()), key=lambda n: (hits_rank[n.how], n.slug)))
         for key, hits in names.items()
+        for hits_rank in [_FAMILY_WORD_ORDER if key in families else _HOW_ORDER]
     }
     gpu_entries = {g.slug: g for g in gpus}
     gpu_names = {key: slug for key, slug in registry.gpu_aliases().items() if slug in gpu_entries}

@@ -1,0 +1,28 @@
+"""A word that names a family means the family, even where another operation lists the same word as an alias
+(KernelBench lists each word of a problem's name: level 2's Gemm_Multiply_LeakyReLU has the alias "Gemm")."""
+
+from __future__ import annotations
+
+from kernelindex.resolve.request import pick_operation
+from kernelindex.resolve.vocabulary import OperationEntry, build_vocabulary
+
+DENSE = OperationEntry("gemm-n4096-k4096", "GEMM N 4096 K 4096", "gemm", (), ("M",))
+MATMUL = OperationEntry("gpumode-matmul-v2", "matmul (GPU MODE)", "gemm", ("matmul",), ("M",))
+FUSED = OperationEntry("kernelbench-2-12-gemm-multiply-leakyrelu", "KernelBench 2/12 Gemm_Multiply_LeakyReLU",
+                       "fused pattern", ("Gemm", "Multiply", "LeakyReLU"), ("batch_size",))
+RELU = OperationEntry("kernelbench-1-19-relu", "KernelBench 1/19 ReLU", "activation", ("ReLU",), ("dim",))
+
+
+def test_a_family_word_picks_the_family_before_aliases_of_the_same_word() -> None:
+    vocab = build_vocabulary([DENSE, MATMUL, FUSED, RELU], [])
+    pick = pick_operation("gemm", vocab)
+    assert pick is not None and pick.how == "family"
+    assert set(pick.slugs) == {"gemm-n4096-k4096", "gpumode-matmul-v2"}
+
+
+def test_an_alias_that_names_no_family_still_ranks_before_titles_and_families() -> None:
+    vocab = build_vocabulary([DENSE, MATMUL, FUSED, RELU], [])
+    relu = pick_operation("relu", vocab)
+    assert relu is not None and relu.how == "alias" and relu.slugs == ("kernelbench-1-19-relu",)
+    matmul = pick_operation("matmul", vocab)
+    assert matmul is not None and matmul.slugs == ("gpumode-matmul-v2",)
