@@ -26,3 +26,16 @@ def test_an_alias_that_names_no_family_still_ranks_before_titles_and_families() 
     assert relu is not None and relu.how == "alias" and relu.slugs == ("kernelbench-1-19-relu",)
     matmul = pick_operation("matmul", vocab)
     assert matmul is not None and matmul.slugs == ("gpumode-matmul-v2",)
+
+
+def test_a_family_word_after_other_words_narrows_by_every_operation_it_names() -> None:
+    """'kernelbench gemm' keeps the KernelBench problems 'gemm' names in any way (the fused pattern by its alias);
+    'gemm' alone is the family."""
+    from kernelindex.resolve.grammar import parse_query
+
+    kb_matmul = OperationEntry("kernelbench-1-1-square-matrix-multiplication", "KernelBench 1/1 Square matmul",
+                               "gemm", ("kernelbench",), ("N",))
+    fused = OperationEntry(FUSED.slug, FUSED.title, FUSED.family, (*FUSED.aliases, "kernelbench"), FUSED.axes)
+    vocab = build_vocabulary([DENSE, MATMUL, fused, kb_matmul], [])
+    assert set(parse_query("kernelbench gemm", vocab).operation_candidates) == {fused.slug, kb_matmul.slug}
+    assert set(parse_query("gemm", vocab).operation_candidates) == {DENSE.slug, MATMUL.slug, kb_matmul.slug}

@@ -134,7 +134,7 @@ def _pick(state: _State, w: _Word, pick: OperationPick) -> None:
         return
     # Each further name narrows the candidates ("gqa paged" then "decode": the GQA decode operations,
     # not every operation whose name holds "decode"); one left is the operation.
-    narrowed = tuple(s for s in state.candidates if s in pick.slugs)
+    narrowed = tuple(s for s in state.candidates if s in (pick.named or pick.slugs))
     if len(narrowed) == 1:
         state.candidates = ()
         state.set(w, "operation", narrowed[0])

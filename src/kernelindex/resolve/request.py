@@ -88,6 +88,10 @@ def suggest(word: str, choices: list[str], cutoff: float = 60) -> str | None:
 class OperationPick:
     slugs: tuple[str, ...]
     how: str  # slug | alias | title | family | fuzzy | text
+    # Every operation the phrase names, however (the slugs are those of the best kind only): what a further
+    # word narrows earlier candidates by ("level 2 gemm": the level-2 problems whose alias is "Gemm", though
+    # "gemm" alone means the GEMM family).
+    named: tuple[str, ...] = ()
 
     @property
     def unique(self) -> str | None:
@@ -99,7 +103,7 @@ def pick_operation(phrase: str, vocab: Vocabulary, *, fuzzy: bool = True) -> Ope
     hits = vocab.operation_hits(phrase)
     if hits:
         best = hits[0].how
-        return OperationPick(tuple(h.slug for h in hits if h.how == best), best)
+        return OperationPick(tuple(h.slug for h in hits if h.how == best), best, tuple(h.slug for h in hits))
     key = normalise(phrase)
     if not fuzzy or len(key) < 4:
         return None
