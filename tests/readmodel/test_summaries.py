@@ -33,7 +33,7 @@ def _stored(catalog: Catalog) -> dict[str, int]:
 def test_a_stored_summary_reads_back_as_the_loaded_operation_says(catalog: Catalog, now) -> None:  # noqa: ANN001
     later = now + timedelta(days=400)  # a clock that makes every run stale: staleness is the reader's
     for data in load_all_operations(catalog).values():
-        body, cohorts, workloads = summaries._encoded(summaries.summarize(data))
+        body, cohorts, workloads, counts = summaries._encoded(summaries.summarize(data))
         for clock in (now, later):
             stored = [summaries._cohort(c, clock) for c in orjson.loads(cohorts)]
             read = summaries._decoded(body, lambda stored=stored: stored,
@@ -42,6 +42,7 @@ def test_a_stored_summary_reads_back_as_the_loaded_operation_says(catalog: Catal
             assert read.implementations == implementation_lines(data), data.slug
             assert orjson.dumps(read.workloads) == orjson.dumps(workload_entries(data)), data.slug
             assert summaries.newest_events(read.newest) == summaries.newest_events(read.cohorts_with_leader())
+            assert summaries._counts(orjson.loads(counts)) == summaries.counts_in(read), data.slug
     assert any(s.leader and s.leader.stale for d in load_all_operations(catalog).values()
                for s in cohort_summaries(d, later))
 

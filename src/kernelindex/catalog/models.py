@@ -139,6 +139,8 @@ class OperationSummaryRow(Base):
     cohorts: Mapped[str] = mapped_column(Text)  # every cohort's summary (JSON), read when a page lists them
     # its measured workload cases (JSON), read by the workloads listing only
     workloads: Mapped[str] = mapped_column(Text, server_default="[]")
+    # the counts the search chooser weighs (JSON: ``summaries.OperationCounts``), read without the body
+    counts: Mapped[str] = mapped_column(Text, server_default="{}")
 
 
 # --- the write path (round 2): API keys, the audit log, measurement requests ---------------------

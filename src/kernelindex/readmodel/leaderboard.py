@@ -4,7 +4,7 @@ scores of the same suite, GPU, protocol and statistic (their cohort), never mixe
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -39,6 +39,26 @@ class Leaderboard(JsonModel):
     scope: str
     rows: list[LeaderboardRow] = field(default_factory=list)
     not_ranked: int = 0  # failed, retracted or superseded score runs
+
+
+@dataclass
+class ScoreShare(JsonModel):
+    """An operation's suite-scoped score runs on one GPU (registry slug; None, labelled by its product, when
+    the registry lacks it): counted whatever their eligibility, as the leaderboards list them."""
+
+    gpu: str | None
+    gpu_label: str
+    runs: int
+
+
+def score_shares(data: OperationData) -> list[ScoreShare]:
+    """The operation's score runs per GPU, by label (stored in its summary: the search chooser reads them)."""
+    counts: Counter[tuple[str | None, str]] = Counter()
+    for run in data.score_runs:
+        gpu = data.gpu_of(run.environment)
+        product = data.environments[run.environment].spec.hardware.product
+        counts[(gpu.slug, gpu.short) if gpu else (None, product)] += 1
+    return [ScoreShare(slug, label, n) for (slug, label), n in sorted(counts.items(), key=lambda item: item[0][1])]
 
 
 def _eligible(run: Run) -> bool:

@@ -16,7 +16,7 @@ import hashlib
 import heapq
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import cache, cached_property, partial
@@ -34,6 +34,7 @@ from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
 from kernelindex.readmodel.listing_facts import Entry, implementation_lines, workload_entries
 from kernelindex.readmodel.loading import ONE_BY_ONE, OperationData, load_all_operations, load_operation
 from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef, cohort_summaries
@@ -45,7 +46,7 @@ log = logging.getLogger("kernelindex.readmodel")
 _COMPUTED_AT = datetime(2000, 1, 1, tzinfo=UTC)
 _WRITE_CHUNK = 200
 LATEST_RECORDS = 8  # the newest record events the home page lists
-Stored = tuple[bytes, bytes, bytes]  # a summary as stored: its body, its cohorts, its workloads (JSON)
+Stored = tuple[bytes, bytes, bytes, bytes]  # a summary as stored: its body, cohorts, workloads, counts (JSON)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class OperationFacts(JsonModel):
     verified_regions: list[str]  # timed regions with an eligible verified run
     lines: list[str]  # implementation lines (name, or digest when unnamed)
     gpus: list[GpuShare]
+    scores: list[ScoreShare]  # its suite-scoped leaderboard score runs per GPU (in no cohort, not in ``gpus``)
     # Each workload with an eligible run: the GPUs (slug, or product when the registry lacks it) that have one
     measured: dict[str, list[str]]
     workload_labels: dict[str, str]  # of the measured workloads
@@ -108,8 +110,38 @@ def operation_summaries(catalog: Catalog, *, now: datetime) -> list[OperationFac
     """Every operation's summary, by slug, as of ``now`` (kept per catalog version and day)."""
     versions = VERSIONS.current(catalog)
     day = now.date().isoformat()
-    return READ_CACHE.get(catalog, ("operation-summaries", day), lambda: _gather(catalog, versions, now),
-                          version=versions.catalog)
+    return READ_CACHE.get(catalog, ("operation-summaries", day),
+                          lambda: _gather(catalog, versions, now, _slugs(catalog)), version=versions.catalog)
+
+
+@dataclass
+class OperationCounts(JsonModel):
+    """What the search chooser weighs of an operation: its eligible runs (as its page counts them),
+    those per GPU (registry slug), and its leaderboard score runs per GPU."""
+
+    eligible_runs: int
+    gpus: dict[str, int]
+    scores: list[ScoreShare]
+
+
+def counts_in(summary: OperationFacts) -> OperationCounts:
+    return OperationCounts(summary.eligible_runs, {g.gpu: g.eligible_runs for g in summary.gpus}, summary.scores)
+
+
+def counts_of(catalog: Catalog, slugs: Collection[str], *, now: datetime) -> dict[str, OperationCounts]:
+    """The counts of these operations by slug (those the catalog holds): the small column stored beside
+    each summary, read in one pass without the bodies; a summary not stored yet is computed (``_gather``)."""
+    versions = VERSIONS.current(catalog)
+    wanted = {slug: versions.of(slug) for slug in set(slugs).intersection(_slugs(catalog))}
+    stored = _stored(catalog, wanted, OperationSummaryRow.counts)
+    found = {slug: _counts(orjson.loads(text)) for slug, text in stored.items()}
+    if missing := sorted(slug for slug in wanted if slug not in found):
+        found.update((s.slug, counts_in(s)) for s in _gather(catalog, versions, now, missing))
+    return found
+
+
+def _counts(body: dict[str, Any]) -> OperationCounts:
+    return OperationCounts(body["eligible_runs"], body["gpus"], [ScoreShare(**s) for s in body["scores"]])
 
 
 def workloads_of(catalog: Catalog, summaries: list[OperationFacts]) -> dict[str, list[Entry]]:
@@ -120,9 +152,8 @@ def workloads_of(catalog: Catalog, summaries: list[OperationFacts]) -> dict[str,
     return {s.slug: orjson.loads(stored[s.slug]) if s.slug in stored else s.workloads for s in summaries}
 
 
-def _gather(catalog: Catalog, versions: Versions, now: datetime) -> list[OperationFacts]:
+def _gather(catalog: Catalog, versions: Versions, now: datetime, slugs: list[str]) -> list[OperationFacts]:
     day = now.date().isoformat()
-    slugs = _slugs(catalog)
     found: dict[str, OperationFacts | None] = {
         slug: READ_CACHE.peek(catalog, ("operation-summary", slug, day), versions.of(slug), scope=slug)
         for slug in slugs}
@@ -134,7 +165,7 @@ def _gather(catalog: Catalog, versions: Versions, now: datetime) -> list[Operati
         computed = computed_summaries(catalog, unsaved)
         if not _write(catalog, {slug: (missing[slug], stored) for slug, stored in computed.items()}):
             held = computed
-        bodies.update((slug, body) for slug, (body, _, _) in computed.items())
+        bodies.update((slug, stored[0]) for slug, stored in computed.items())
     for slug, version in missing.items():
         kept = held.get(slug)
         summary = found[slug] = _decoded(
@@ -233,6 +264,7 @@ def summarize(data: OperationData) -> OperationFacts:
         verified_regions=sorted({data.protocols[r.protocol].spec.timed_region for r in verified}),
         lines=sorted({impl.metadata.name or digest for digest, impl in data.implementations.items()}),
         gpus=_gpu_shares(data),
+        scores=score_shares(data),
         measured={workload: sorted(gpus) for workload, gpus in sorted(measured.items())},
         workload_labels={w: labels.workload_label(data.operation, data.workloads[w]) for w in sorted(measured)},
         leading_cohorts=sum(1 for c in cohorts if c.leader),
@@ -269,8 +301,8 @@ def _write(catalog: Catalog, rows: dict[str, tuple[int, Stored]]) -> bool:
                     OperationSummaryRow.operation.in_([slug for slug, _ in chunk])))
                 conn.execute(insert(OperationSummaryRow), [
                     {"operation": slug, "version": version, "form": summary_form(), "body": body.decode(),
-                     "cohorts": cohorts.decode(), "workloads": workloads.decode()}
-                    for slug, (version, (body, cohorts, workloads)) in chunk])
+                     "cohorts": cohorts.decode(), "workloads": workloads.decode(), "counts": counts.decode()}
+                    for slug, (version, (body, cohorts, workloads, counts)) in chunk])
     except SQLAlchemyError as exc:  # a read-only catalog, or a concurrent writer: serve what was computed
         log.warning("operation summaries were not stored (%s); they are computed again by the next worker",
                     exc.__class__.__name__)
@@ -282,7 +314,8 @@ def _encoded(summary: OperationFacts) -> Stored:
     # orjson writes dataclasses and datetimes itself (ISO 8601, read back by ``_instant``)
     light = {f.name: getattr(summary, f.name) for f in fields(summary)
              if f.name not in ("cohort_source", "workload_source")}
-    return orjson.dumps(light), orjson.dumps(summary.cohorts), orjson.dumps(summary.workloads)
+    return (orjson.dumps(light), orjson.dumps(summary.cohorts), orjson.dumps(summary.workloads),
+            orjson.dumps(counts_in(summary)))
 
 
 # --- reading back ----------------------------------------------------------------------------------
@@ -292,6 +325,7 @@ def _decoded(stored: bytes, cohorts: Callable[[], list[CohortSummary]], workload
              now: datetime) -> OperationFacts:
     body = orjson.loads(stored)
     return OperationFacts(**{**body, "gpus": [GpuShare(**g) for g in body["gpus"]],
+                             "scores": [ScoreShare(**s) for s in body["scores"]],
                              "newest": [_cohort(c, now) for c in body["newest"]], "cohort_source": cohorts,
                              "workload_source": workloads})
 
