@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from kernelindex import registry
 from kernelindex.policy.reasons import Reason
-from kernelindex.resolve.cohorts import CohortSource
+from kernelindex.resolve.cohorts import CohortSource, OperationEvidence
 from kernelindex.resolve.interpret import canonical_query
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.results import Choice, Resolution
@@ -26,11 +26,13 @@ def _fits(op: OperationEntry | None, axes: dict[str, int]) -> bool:
     return all(name in op.axes and op.constants.get(name, value) == value for name, value in axes.items())
 
 
-def _on_gpu(source: CohortSource, slug: str, gpu: str) -> int:
+def _on_gpu(evidence: OperationEvidence | None, gpu: str) -> int:
     """Evidence on the GPU: eligible workload runs, and suite-scoped leaderboard scores (GPU MODE's
     only H100 data), each counted where the GPU may be the one asked for."""
-    runs = sum(c.eligible_runs for c in source.cohorts(slug) if registry.gpu_may_be(gpu, c.sample.gpu))
-    return runs + sum(s.runs for s in source.leaderboard_scores(slug) if registry.gpu_may_be(gpu, s.gpu))
+    if evidence is None:
+        return 0
+    runs = sum(n for observed, n in evidence.gpu_runs if registry.gpu_may_be(gpu, observed))
+    return runs + sum(s.runs for s in evidence.scores if registry.gpu_may_be(gpu, s.gpu))
 
 
 def narrow_candidates(req: ResolveRequest, source: CohortSource, vocab: Vocabulary,
@@ -45,7 +47,8 @@ def narrow_candidates(req: ResolveRequest, source: CohortSource, vocab: Vocabula
         return fitting[0], Reason("OPERATION_PICKED_BY_AXES", (
             f"'{fitting[0]}' is the only one of {len(candidates)} matching operations with {bound}."))
     if req.gpu and len(fitting) > 1:
-        with_runs = [s for s in fitting if _on_gpu(source, s, req.gpu)]
+        evidence = source.evidence(fitting)
+        with_runs = [s for s in fitting if _on_gpu(evidence.get(s), req.gpu)]
         if len(with_runs) == 1:
             gpu = vocab.gpus.get(req.gpu)
             label = gpu.short if gpu else req.gpu
@@ -67,8 +70,9 @@ def choose(req: ResolveRequest, source: CohortSource, vocab: Vocabulary, candida
     known = set(source.operations())
     fitting = [s for s in candidates if _fits(vocab.operations.get(s), dict(req.axes))] or list(candidates)
     pool = fitting or sorted(known | set(vocab.operations))
-    counts = {slug: source.eligible_count(slug) if slug in known else 0 for slug in pool}
-    on_gpu = {slug: _on_gpu(source, slug, req.gpu) if req.gpu and slug in known else None for slug in pool}
+    evidence = source.evidence([s for s in pool if s in known])  # stored summaries: no candidate's runs loaded
+    counts = {slug: e.eligible_runs if (e := evidence.get(slug)) else 0 for slug in pool}
+    on_gpu = {slug: _on_gpu(evidence.get(slug), req.gpu) if req.gpu and slug in known else None for slug in pool}
     slugs = sorted(pool, key=lambda s: (-(on_gpu[s] or 0), -counts[s], s)) if candidates or req.gpu else \
         sorted(pool, key=lambda s: (-counts[s], s))
     choices = []
@@ -84,13 +88,19 @@ def choose(req: ResolveRequest, source: CohortSource, vocab: Vocabulary, candida
                       message=_choose_message(req, vocab, slugs, on_gpu), **base)
 
 
+def _example(ops: list[OperationEntry], differ: list[str]) -> str:
+    """", e.g. n=1 m=2": those constants as the first candidate that has any of them fixes them (the first
+    listed may fix none: "gemm h100" lists GPU MODE's matmul first); "" when none has one."""
+    op = next((o for o in ops if any(n in o.constants for n in differ)), None)
+    return f", e.g. {' '.join(f'{n}={op.constants[n]}' for n in differ if n in op.constants)}" if op else ""
+
+
 def _choose_message(req: ResolveRequest, vocab: Vocabulary, slugs: list[str], on_gpu: dict[str, int | None]) -> str:
     ops = [op for s in slugs if (op := vocab.operations.get(s))]
     message = f"{len(slugs)} operations match; pick one."
     if differ := _differing_constants(ops):
-        example = " ".join(f"{n}={ops[0].constants[n]}" for n in differ if n in ops[0].constants)
         message = (f"{len(slugs)} operations match; they fix different {', '.join(differ)} (constants of each "
-                   f"definition). Pick one, or bind them, e.g. {example}.")
+                   f"definition). Pick one, or bind them{_example(ops, differ)}.")
     if req.gpu:
         gpu = vocab.gpus.get(req.gpu)
         label = gpu.short if gpu else req.gpu

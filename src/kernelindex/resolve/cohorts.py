@@ -3,7 +3,7 @@ chooser and its messages (and filled by :mod:`kernelindex.resolve.source`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +22,17 @@ class LeaderboardScores:
     runs: int
 
 
+@dataclass(frozen=True)
+class OperationEvidence:
+    """What the search chooser weighs of an operation, read from its stored summary without loading its
+    runs: its eligible runs (counted as its page and the operations listing count them, replicates
+    included), those on each GPU (registry slug), and its leaderboard score runs per GPU."""
+
+    eligible_runs: int
+    gpu_runs: tuple[tuple[str, int], ...] = ()
+    scores: tuple[LeaderboardScores, ...] = ()
+
+
 class CohortSource(Protocol):
     """Where runs come from: the catalog's read model (see :mod:`kernelindex.resolve.source`)."""
 
@@ -35,7 +46,9 @@ class CohortSource(Protocol):
 
     def operations(self) -> list[str]: ...
 
-    def eligible_count(self, operation: str) -> int: ...
+    def evidence(self, operations: Sequence[str]) -> Mapping[str, OperationEvidence]:
+        """Of these operations, those the catalog holds, by slug (their runs not loaded)."""
+        ...
 
     def leaderboard_scores(self, operation: str) -> Sequence[LeaderboardScores]: ...
 

@@ -9,9 +9,9 @@ only filter in memory.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from kernelindex import registry
@@ -21,13 +21,15 @@ from kernelindex.policy.reasons import Reason
 from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
+from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
 from kernelindex.readmodel.listing_facts import gpu_short
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.objects import operation_manifests
 from kernelindex.readmodel.operations import load_operation_runs
 from kernelindex.readmodel.region_work import forward_work_note
 from kernelindex.readmodel.rows import implementation_ref
-from kernelindex.resolve.cohorts import LeaderboardScores, RankedCohort, order_key
+from kernelindex.readmodel.summaries import OperationCounts, counts_of
+from kernelindex.resolve.cohorts import LeaderboardScores, OperationEvidence, RankedCohort, order_key
 from kernelindex.resolve.run_facts import ImplementationFacts, RunFacts
 from kernelindex.resolve.vocabulary import Vocabulary, build_vocabulary, operation_entry, registry_vocabulary
 
@@ -95,13 +97,17 @@ def cohorts_from(data: OperationData) -> list[RankedCohort]:
 
 def scores_from(data: OperationData) -> tuple[LeaderboardScores, ...]:
     """Suite-scoped leaderboard score runs per GPU (they are not in any workload's cohort)."""
-    counts: Counter[tuple[str | None, str]] = Counter()
-    for run in data.score_runs:
-        gpu = data.gpu_of(run.environment)
-        product = data.environments[run.environment].spec.hardware.product
-        counts[(gpu.slug, gpu.short) if gpu else (None, product)] += 1
-    ordered = sorted(counts.items(), key=lambda item: item[0][1])
-    return tuple(LeaderboardScores(slug, label, n) for (slug, label), n in ordered)
+    return tuple(_scores(s) for s in score_shares(data))
+
+
+def _scores(share: ScoreShare) -> LeaderboardScores:
+    return LeaderboardScores(share.gpu, share.gpu_label, share.runs)
+
+
+def evidence_from(counts: OperationCounts) -> OperationEvidence:
+    """The chooser's counts of an operation, from those stored beside its summary."""
+    return OperationEvidence(counts.eligible_runs, tuple(sorted(counts.gpus.items())),
+                             tuple(_scores(s) for s in counts.scores))
 
 
 class CatalogCohortSource:
@@ -111,6 +117,7 @@ class CatalogCohortSource:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._version = catalog.version()
+        self._evidence: dict[str, OperationEvidence | None] = {}  # read once per source (the chooser asks twice)
 
     def _cached(self, table: str, arguments: tuple[str, ...], compute: Callable[[], T], *,
                 long_lived: bool = False) -> T:
@@ -155,5 +162,11 @@ class CatalogCohortSource:
         """Slugs of the operations stored in the catalog (no runs loaded)."""
         return sorted(self._operation_manifests())
 
-    def eligible_count(self, operation: str) -> int:
-        return sum(c.eligible_runs for c in self.cohorts(operation))
+    def evidence(self, operations: Sequence[str]) -> dict[str, OperationEvidence]:
+        """From the operations' stored summaries (``readmodel/summaries.py``): the chooser weighs hundreds
+        of candidates ("gemm" names ~700 operations) without loading one of them."""
+        wanted = set(operations) & set(self._operation_manifests())
+        if unread := wanted - set(self._evidence):
+            counts = counts_of(self.catalog, unread, now=datetime.now(UTC))
+            self._evidence.update((slug, evidence_from(counts[slug]) if slug in counts else None) for slug in unread)
+        return {slug: e for slug in wanted if (e := self._evidence[slug]) is not None}
