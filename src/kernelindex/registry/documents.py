@@ -14,5 +14,14 @@ class RegistryError(ValueError):
     pass
 
 
+# libyaml's safe loader when PyYAML was built with it: the same documents as the pure-Python one, about ten
+# times faster (a fresh process parses the 70 operation files on its first query: ~0.7 s pure-Python)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_LOADER)  # a safe loader, C or Python
+
+
 def load_yaml(relative: str) -> Any:
-    return yaml.safe_load(ROOT.joinpath(relative).read_text(encoding="utf-8"))
+    return parse_yaml(ROOT.joinpath(relative).read_text(encoding="utf-8"))

@@ -5,10 +5,8 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources.abc import Traversable
 
-import yaml
-
 from kernelindex.domain.manifests import ManifestError, OperationSpec, as_kind, digest_of, parse_manifest
-from kernelindex.registry.documents import ROOT, RegistryError
+from kernelindex.registry.documents import ROOT, RegistryError, parse_yaml
 
 
 @cache
@@ -35,7 +33,7 @@ def curated_operation(slug: str) -> OperationSpec | None:
 def _parse(entry: Traversable) -> OperationSpec:
     try:
         document = f"registry/operations/{entry.name}"
-        manifest = as_kind(parse_manifest(yaml.safe_load(entry.read_text(encoding="utf-8")), document), OperationSpec)
+        manifest = as_kind(parse_manifest(parse_yaml(entry.read_text(encoding="utf-8")), document), OperationSpec)
     except ManifestError as exc:
         raise RegistryError(str(exc)) from None
     slug = manifest.metadata.name

@@ -6,10 +6,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import yaml
-
 from kernelindex.domain.manifests import SoftwareProject, build
-from kernelindex.registry.documents import ROOT, RegistryError, load_yaml
+from kernelindex.registry.documents import ROOT, RegistryError, load_yaml, parse_yaml
 
 
 @cache
@@ -36,7 +34,7 @@ def source_mapping(name: str) -> dict[str, Any]:
     for entry in sorted(ROOT.joinpath("sources", name).iterdir(), key=lambda p: p.name):
         if not entry.name.endswith(".yaml"):
             continue
-        data = yaml.safe_load(entry.read_text(encoding="utf-8")) or {}
+        data = parse_yaml(entry.read_text(encoding="utf-8")) or {}
         if "source" in data:
             if merged["source"] is not None:
                 raise RegistryError(f"registry/sources/{name}/{entry.name}: a second 'source' block")
