@@ -118,3 +118,28 @@ def test_the_summary_keeps_the_leaderboard_scores_per_gpu(catalog: Catalog, now:
     assert list(counts) == ["gpumode-matmul-v2"]
     by_gpu = {s.gpu: s.runs for s in counts["gpumode-matmul-v2"].scores}
     assert by_gpu[UNRECORDED] == 23 and by_gpu["b200"] == 47
+
+
+def test_a_choice_says_leaderboard_scores_apart_from_runs(now: datetime) -> None:
+    """"0 runs (23 on the GPU asked for)" read as a contradiction: the 23 are leaderboard scores, which rank a whole
+    suite and sit in no workload's cohort."""
+    r = _resolve(SummaryOnlySource(OPS, EVIDENCE), "h100-sxm", [op.slug for op in OPS], now)
+    texts = {c.slug: c.evidence_text for c in r.choices}
+    assert texts["gemm-scores"] == "0 runs (23 leaderboard scores on the GPU asked for)"
+    assert texts["gemm-sxm"] == "7 runs (5 on the GPU asked for)"
+    assert texts["gemm-none"] == "0 runs (0 on the GPU asked for)"
+    assert r.to_json()["choices"][0]["on_gpu_scores"] == 23
+    no_gpu = resolve(ResolveRequest(), SummaryOnlySource(OPS, EVIDENCE), candidates=[o.slug for o in OPS], now=now)
+    assert {c.evidence_text for c in no_gpu.choices} >= {"100 runs", "7 runs"}
+
+
+def test_a_chooser_says_the_words_that_named_its_candidates(catalog: Catalog, now: datetime) -> None:
+    """The request of a chooser names no operation: it read "Any operation · gpu H100" with the exact query
+    "gpu:h100-sxm", a query that lists every operation. The words stay in both, and the query parses back to the
+    same candidates."""
+    r = search(catalog, "gqa paged decode b200", now=now)
+    assert r.status == "choose_operation"
+    assert r.interpretation.startswith(f"{len(r.choices)} operations named 'gqa paged decode' · gpu B200")
+    assert r.canonical_query == "gqa paged decode gpu:b200"
+    again = search(catalog, r.canonical_query, now=now)
+    assert [c.slug for c in again.choices] == [c.slug for c in r.choices]

@@ -55,9 +55,7 @@ def render_resolution(data: dict[str, Any]) -> None:
         console.print(f"[yellow]![/] [bold]{issue['token']}[/]: {issue['message']}{fix}", highlight=False)
     console.print(data["message"], highlight=False)
     for choice in data["choices"]:
-        on_gpu = f" ({choice['on_gpu_runs']} on the GPU asked for)" if choice.get("on_gpu_runs") is not None else ""
-        console.print(f"  {choice['slug']:<28} {choice['title']} · {choice['eligible_runs']} runs{on_gpu}",
-                      highlight=False)
+        console.print(f"  {choice['slug']:<28} {choice['title']} · {choice['evidence_text']}", highlight=False)
     for cohort in data["exact"]:
         _cohort_block(cohort)
     if data["exact_total"] > len(data["exact"]):

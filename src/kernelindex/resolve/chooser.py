@@ -29,10 +29,15 @@ def _fits(op: OperationEntry | None, axes: dict[str, int]) -> bool:
 def _on_gpu(evidence: OperationEvidence | None, gpu: str) -> int:
     """Evidence on the GPU: eligible workload runs, and suite-scoped leaderboard scores (GPU MODE's
     only H100 data), each counted where the GPU may be the one asked for."""
-    if evidence is None:
-        return 0
-    runs = sum(n for observed, n in evidence.gpu_runs if registry.gpu_may_be(gpu, observed))
-    return runs + sum(s.runs for s in evidence.scores if registry.gpu_may_be(gpu, s.gpu))
+    return _runs_on_gpu(evidence, gpu) + _scores_on_gpu(evidence, gpu)
+
+
+def _runs_on_gpu(evidence: OperationEvidence | None, gpu: str) -> int:
+    return sum(n for observed, n in evidence.gpu_runs if registry.gpu_may_be(gpu, observed)) if evidence else 0
+
+
+def _scores_on_gpu(evidence: OperationEvidence | None, gpu: str) -> int:
+    return sum(s.runs for s in evidence.scores if registry.gpu_may_be(gpu, s.gpu)) if evidence else 0
 
 
 def narrow_candidates(req: ResolveRequest, source: CohortSource, vocab: Vocabulary,
@@ -79,13 +84,27 @@ def choose(req: ResolveRequest, source: CohortSource, vocab: Vocabulary, candida
     for slug in slugs:
         op = vocab.operations.get(slug)
         query = canonical_query(req.model_copy(update={"operation": slug}), vocab)
+        scores = _scores_on_gpu(evidence.get(slug), req.gpu) if on_gpu[slug] is not None and req.gpu else None
         choices.append(Choice(slug, op.title if op else slug, op.family if op else "", counts.get(slug, 0), query,
-                              on_gpu[slug], dict(op.constants) if op else {}))
+                              on_gpu[slug], dict(op.constants) if op else {}, scores))
     if not candidates:
         return Resolution(status="no_operation", operation=None, choices=tuple(choices),
                           message="No operation named; pick one (or add an operation name to the query).", **base)
     return Resolution(status="choose_operation", operation=None, choices=tuple(choices),
-                      message=_choose_message(req, vocab, slugs, on_gpu), **base)
+                      message=_choose_message(req, vocab, slugs, on_gpu), **_named_by_words(base, len(candidates)))
+
+
+def _named_by_words(base: dict, count: int) -> dict:
+    """A chooser's request names no operation, so its own interpretation would read "Any operation" and its
+    canonical query would list every operation: say the words that named the candidates instead, and keep
+    them in the query (they parse back to the same candidates)."""
+    tokens = (base.get("parsed") or {}).get("tokens") or []
+    words = " ".join(str(t["text"]) for t in tokens if t.get("kind") == "operation")
+    if not words:
+        return base
+    rest = str(base["interpretation"]).removeprefix("Any operation")
+    return {**base, "interpretation": f"{count:,} operations named '{words}'{rest}",
+            "canonical_query": " ".join(filter(None, (words, str(base["canonical_query"]))))}
 
 
 def _example(ops: list[OperationEntry], differ: list[str]) -> str:

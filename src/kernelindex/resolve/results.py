@@ -182,10 +182,24 @@ class Choice:
     query: str
     on_gpu_runs: int | None = None  # runs on the GPU the query names, leaderboard scores included (None: no GPU)
     constants: Mapping[str, int] | None = None  # axes the operation fixes (what tells look-alikes apart)
+    on_gpu_scores: int | None = None  # of on_gpu_runs, suite-scoped leaderboard scores (in no workload's cohort)
+
+    @property
+    def evidence_text(self) -> str:
+        """"56 runs (9 on the GPU asked for)"; scores said apart, since they rank a whole suite and a page
+        shows them beside no workload: "0 runs (23 leaderboard scores on the GPU asked for)"."""
+        text = f"{self.eligible_runs:,} runs"
+        if self.on_gpu_runs is None:
+            return text
+        scores = self.on_gpu_scores or 0
+        parts = [f"{self.on_gpu_runs - scores:,}"] if self.on_gpu_runs - scores or not scores else []
+        parts += [f"{scores:,} leaderboard score{'s' if scores != 1 else ''}"] if scores else []
+        return f"{text} ({' and '.join(parts)} on the GPU asked for)"
 
     def to_json(self) -> dict[str, object]:
         return {"slug": self.slug, "title": self.title, "family": self.family,
                 "eligible_runs": self.eligible_runs, "on_gpu_runs": self.on_gpu_runs,
+                "on_gpu_scores": self.on_gpu_scores, "evidence_text": self.evidence_text,
                 "constants": dict(self.constants or {}), "query": self.query, "url": urls.operation(self.slug)}
 
 

@@ -140,6 +140,10 @@ class ChoiceOut(_Doc):
     eligible_runs: int
     on_gpu_runs: int | None = Field(None, description="Runs on the GPU the query names: eligible workload runs and "
                                     "leaderboard scores (null: no GPU named)")
+    on_gpu_scores: int | None = Field(None, description="Of on_gpu_runs, the suite-scoped leaderboard score runs (they "
+                                      "rank a problem's whole suite, in no workload's cohort; null: no GPU named)")
+    evidence_text: str = Field(description="The counts in words, as pages and the CLI show them: '56 runs (9 on the "
+                                           "GPU asked for)'")
     constants: dict[str, int] = Field(default_factory=dict, description="Axes the operation fixes (role constant)")
     query: str
     url: str
