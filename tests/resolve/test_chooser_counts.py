@@ -143,3 +143,14 @@ def test_a_chooser_says_the_words_that_named_its_candidates(catalog: Catalog, no
     assert r.canonical_query == "gqa paged decode gpu:b200"
     again = search(catalog, r.canonical_query, now=now)
     assert [c.slug for c in again.choices] == [c.slug for c in r.choices]
+
+
+def test_constants_are_named_only_among_look_alikes(now: datetime) -> None:
+    """Candidates of different axes (a family word: GEMMs of several semantics) are not told apart by a list of every
+    constant any of them fixes."""
+    ops = [OperationEntry("gemm-n4096", "GEMM N 4096", "gemm", (), ("M", "N"), constants={"N": 4096}),
+           OperationEntry("gemm-blocks", "Block-scaled GEMM", "gemm", (), ("M", "N", "k_blocks"),
+                          constants={"k_blocks": 8})]
+    evidence = {"gemm-n4096": OperationEvidence(3), "gemm-blocks": OperationEvidence(1)}
+    r = _resolve(SummaryOnlySource(ops, evidence), "b200", [op.slug for op in ops], now)
+    assert r.message.startswith("2 operations match; pick one.") and "bind them" not in r.message

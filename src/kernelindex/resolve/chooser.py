@@ -65,6 +65,11 @@ def narrow_candidates(req: ResolveRequest, source: CohortSource, vocab: Vocabula
 
 
 def _differing_constants(ops: list[OperationEntry]) -> list[str]:
+    """The constants that tell look-alike definitions apart (FlashInfer-Bench's one definition per head
+    configuration); none when the candidates have different axes ("gemm" names ~700 operations of several
+    semantics: a list of every constant any of them fixes would not help choose)."""
+    if len({frozenset(op.axes) for op in ops}) > 1:
+        return []
     names = sorted({n for op in ops for n in op.constants})
     return [n for n in names if len({op.constants.get(n) for op in ops}) > 1]
 
