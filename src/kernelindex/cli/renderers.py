@@ -33,7 +33,8 @@ def _rows_table(cohort: dict[str, Any]) -> Table:
     for row in cohort["rows"]:
         impl = row["implementation"]
         rank = row["rank_label"] + ("~" if row["within_noise"] else "")
-        title = impl["title"] + (" (baseline)" if impl["baseline"] else "") + (" †" if row.get("region_note") else "")
+        title = (impl["title"] + (" (baseline)" if impl["baseline"] else "") + (" †" if row.get("region_note") else "")
+                 + (" ‡" if row.get("host_bound") else ""))
         table.add_row(rank, title, format_duration(row["median_ns"], 2), format_ratio(row["vs_first"]),
                       row["evidence"] + ("*" if row["stale"] else ""), "yes" if impl["usable"] else "no",
                       row["run_id"])
@@ -43,6 +44,7 @@ def _rows_table(cohort: dict[str, Any]) -> Table:
     if any(r["stale"] for r in cohort["rows"]):
         notes.append("* stale: observed more than 180 days ago")
     notes += [f"† {note}" for note in dict.fromkeys(r["region_note"] for r in cohort["rows"] if r.get("region_note"))]
+    notes += [f"‡ {r['implementation']['title']}: {r['host_bound']}" for r in cohort["rows"] if r.get("host_bound")]
     table.caption = " · ".join(notes) or None
     table.caption_justify = "left"
     return table

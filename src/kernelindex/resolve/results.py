@@ -53,6 +53,7 @@ class Row:
             "observed_at": observed_at,
             "stale": self.stale,
             "region_note": r.region_note,
+            "host_bound": r.host_bound,
             "url": urls.run(r.run_id),
         }
 

@@ -85,6 +85,9 @@ class RunFacts(CohortIdentity):
     # The operation page's row note when the run's region does another region's work (this backward only
     # scales the gradient its forward computed; compare forward+backward): readmodel.region_work.
     region_note: str | None = None
+    # The runner's host-bound label (wall time and syncs per call beside the device time), as the operation
+    # page shows it: readmodel.ranking_notes.host_bound_label.
+    host_bound: str | None = None
 
     @cached_property  # asked for every cohort of every query the resolver matches
     def dtype_values(self) -> frozenset[str]:

@@ -26,6 +26,7 @@ from kernelindex.readmodel.listing_facts import gpu_short
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.objects import operation_manifests
 from kernelindex.readmodel.operations import load_operation_runs
+from kernelindex.readmodel.ranking_notes import host_bound_label
 from kernelindex.readmodel.region_work import forward_work_note
 from kernelindex.readmodel.rows import implementation_ref
 from kernelindex.readmodel.summaries import OperationCounts, counts_of
@@ -65,7 +66,7 @@ def _run_facts(data: OperationData) -> dict[str, RunFacts]:
             source=run.source, runner=run.runner,
             ineligible_reasons=tuple(run.eligibility.reasons) if run.eligibility else (),
             workload_ref=workload_key(run.workload), cohort_ref=cohort_key_short(run.cohort_key),
-            region_note=forward_work_note(data, run),
+            region_note=forward_work_note(data, run), host_bound=host_bound_label(run),
         )
     return views
 

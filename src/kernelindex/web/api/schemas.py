@@ -51,6 +51,9 @@ class RowOut(_Doc):
                                                 "another region's work (e.g. this backward only scales the "
                                                 "gradient its forward computed; compare forward+backward); null "
                                                 "when it does only its own.")
+    host_bound: str | None = Field(None, description="The runner's host-bound label, as the operation page shows "
+                                                     "it: the call's wall time and host syncs beside its device "
+                                                     "time (the figure); null when device-bound or not measured.")
     url: str
 
 
