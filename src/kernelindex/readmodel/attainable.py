@@ -7,21 +7,27 @@ The figures are kept per version of their inputs (``Versions.attainable``); each
 best rate per GPU is derived once per loaded operation, so a publication that adds a verified run to
 one operation recomputes that operation's rates and a maximum over the others' kept ones. A GPU's figure
 reads only ceilings and runs on that GPU, so an answer that shows a few GPUs asks for theirs alone
-(``gpus``): the operations with no verified run on them are not loaded at all."""
+(``gpus``): the operations with no verified run on them are not loaded at all.
+
+Each verified operation's rates are part of its stored summary (``readmodel/summaries.py``: computed at import
+and publication, kept per version of the operation's data and code fingerprint), so a fresh worker reads them
+in one query instead of loading every verified operation's runs; an operation whose summary at its current
+version is not stored yet is loaded and its rates derived as before — the same function computes both."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import orjson
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 
 from kernelindex import registry
 from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
+from kernelindex.catalog.models import AttestationRow, ObjectRow, OperationSummaryRow, RunRow
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.policy.ceilings import best_seen
@@ -31,24 +37,37 @@ from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
+from kernelindex.readmodel.summary_form import summary_form
+from kernelindex.readmodel.versions import Versions
 
 CEILINGS = (("copy_bandwidth_bytes_per_s", "copy"), ("read_bandwidth_bytes_per_s", "read-only"),
             ("write_bandwidth_bytes_per_s", "write-only"))
+Rates = dict[str, tuple[float, str]]  # per GPU slug: the best rate and what reached it
+# An operation's verified rates: "bandwidth" (bytes/s of compulsory traffic), "gemm" (FLOP/s of a 16-bit GEMM)
+AttainableRates = dict[str, Rates]
 
 
-def attainable_bandwidths(catalog: Catalog, version: int, load: Callable[[str], OperationData],
+def attainable_bandwidths(catalog: Catalog, versions: Versions, load: Callable[[str], OperationData],
                           gpus: frozenset[str] | None = None) -> dict[str, Attainable]:
     """Per GPU slug, the best bandwidth seen sustained on it and what sustained it (GPUs no runner
-    measured and no verified run ran on are absent: they have the physical floor only). ``version``:
-    of the figures' inputs; ``load``: an operation by slug, with at least its attested runs
-    (``readmodel.loading``); ``gpus``: only these GPUs' figures (None: every GPU's), each the same as
-    in the whole table."""
+    measured and no verified run ran on are absent: they have the physical floor only). ``versions``:
+    the catalog's (the figures are kept by ``versions.attainable``, each operation's stored rates read at
+    its own version); ``load``: an operation by slug, with at least its attested runs
+    (``readmodel.loading``), for those whose rates are not stored; ``gpus``: only these GPUs' figures
+    (None: every GPU's), each the same as in the whole table."""
     key = ("attainable-bandwidths",) if gpus is None else ("attainable-bandwidths", *sorted(gpus))
-    return READ_CACHE.get(catalog, key, lambda: _compute(catalog, load, gpus), version=version,
-                          scope=MAY_MOVE_ATTAINABLE)
+    return READ_CACHE.get(catalog, key, lambda: _compute(catalog, versions, load, gpus),
+                          version=versions.attainable, scope=MAY_MOVE_ATTAINABLE)
 
 
-def _compute(catalog: Catalog, load: Callable[[str], OperationData],
+def attainable_rates(data: OperationData) -> AttainableRates:
+    """Per GPU, the best rates this operation's verified runs reached: what it adds to the attainable
+    figures (kept in its stored summary)."""
+    return {"bandwidth": data.derived("verified-rates", partial(_verified_rates, data)),
+            "gemm": data.derived("verified-gemm-flops", partial(_gemm_flops, data))}
+
+
+def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], OperationData],
              gpus: frozenset[str] | None) -> dict[str, Attainable]:
     with catalog.engine.connect() as conn:
         environments = [(digest, orjson.loads(body)["spec"]) for digest, body in conn.execute(
@@ -70,16 +89,38 @@ def _compute(catalog: Catalog, load: Callable[[str], OperationData],
     compute: dict[str, Attainable] = {}
     for _, spec in environments:
         _offer_gemm_ceiling(compute, spec)
-    for slug in sorted(s for s in verified_operations if s):
-        data = load(slug)
-        for gpu, (rate, source) in data.derived("verified-rates", partial(_verified_rates, data)).items():
+    slugs = sorted(s for s in verified_operations if s)
+    stored = _stored_rates(catalog, {slug: versions.of(slug) for slug in slugs})
+    for slug in slugs:
+        rates = stored[slug] if slug in stored else attainable_rates(load(slug))
+        for gpu, (rate, source) in rates["bandwidth"].items():
             _offer(best, gpu, rate, source)
         if gemm_ceilings:
-            for gpu, (rate, source) in data.derived("verified-gemm-flops", partial(_gemm_flops, data)).items():
+            for gpu, (rate, source) in rates["gemm"].items():
                 _offer(compute, gpu, rate, source)
     return {gpu: replace(a, compute_flops_per_s=compute[gpu].bandwidth_bytes_per_s,
                          compute_source=compute[gpu].source) if gpu in compute else a for gpu, a in best.items()
             if gpus is None or gpu in gpus}
+
+
+def _stored_rates(catalog: Catalog, wanted: dict[str, int]) -> dict[str, AttainableRates]:
+    """The rates kept in the stored summaries of these operations at these versions, in this code's form
+    (those not stored: absent)."""
+    found: dict[str, AttainableRates] = {}
+    keys = sorted(wanted.items())
+    with catalog.engine.connect() as conn:
+        for start in range(0, len(keys), 500):
+            rows = conn.execute(select(OperationSummaryRow.operation, OperationSummaryRow.body).where(
+                OperationSummaryRow.form == summary_form(),
+                tuple_(OperationSummaryRow.operation, OperationSummaryRow.version).in_(keys[start:start + 500])))
+            found.update((slug, rates_from_json(orjson.loads(body)["attainable"])) for slug, body in rows)
+    return found
+
+
+def rates_from_json(kept: dict[str, dict[str, list[Any]]]) -> AttainableRates:
+    """Rates as a stored summary's JSON holds them (each pair a list)."""
+    return {kind: {gpu: (float(rate), str(source)) for gpu, (rate, source) in figures.items()}
+            for kind, figures in kept.items()}
 
 
 def _gpu_slug(environment: dict) -> str | None:

@@ -97,7 +97,7 @@ def attainable_now(catalog: Catalog, gpus: frozenset[str] | None = None) -> dict
     """Per GPU slug, the attainable bandwidth at the catalog's current version (``readmodel.attainable``):
     of these ``gpus`` only (None: of every GPU)."""
     versions = VERSIONS.current(catalog)
-    return attainable_bandwidths(catalog, versions.attainable,
+    return attainable_bandwidths(catalog, versions,
                                  lambda slug: attested_runs_of(catalog, slug, versions.of(slug)), gpus)
 
 

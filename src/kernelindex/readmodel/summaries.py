@@ -12,15 +12,13 @@ run's ``observed_at`` is, and staleness is decided when the summary is read, wit
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from functools import cache, cached_property, partial
-from importlib import resources
+from functools import cached_property, partial
 from typing import Any
 
 import orjson
@@ -32,12 +30,14 @@ from kernelindex.catalog.models import ObjectRow, OperationSummaryRow
 from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
+from kernelindex.readmodel.attainable import AttainableRates, attainable_rates, rates_from_json
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
 from kernelindex.readmodel.listing_facts import Entry, implementation_lines, workload_entries
 from kernelindex.readmodel.loading import ONE_BY_ONE, OperationData, load_all_operations, load_operation
 from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef, cohort_summaries
+from kernelindex.readmodel.summary_form import summary_form
 from kernelindex.readmodel.versions import VERSIONS, Versions
 
 log = logging.getLogger("kernelindex.readmodel")
@@ -83,6 +83,9 @@ class OperationFacts(JsonModel):
     leading_cohorts: int  # cohorts with a leader (record holder)
     newest: list[CohortSummary]  # the cohorts holding its ``LATEST_RECORDS`` newest record events
     implementations: list[Entry]  # its implementation lines with a ranked run (``listing_facts``)
+    # Per GPU, the best rates its verified runs reached, which the attainable ceilings are the maximum of
+    # (``readmodel/attainable.py`` reads them here instead of loading the operation's runs)
+    attainable: AttainableRates
     # Every cohort's summary: read on first use (the home page and the GPU index need none of them)
     cohort_source: Callable[[], list[CohortSummary]] = field(repr=False, compare=False)
     # Its workload cases with a run (``listing_facts``): read on first use, by the workloads listing only
@@ -270,6 +273,7 @@ def summarize(data: OperationData) -> OperationFacts:
         leading_cohorts=sum(1 for c in cohorts if c.leader),
         newest=[c for c in cohorts if any(c is n for n, _ in newest)],
         implementations=implementation_lines(data),
+        attainable=attainable_rates(data),
         cohort_source=lambda: cohorts,
         workload_source=lambda: workloads,
     )
@@ -326,6 +330,7 @@ def _decoded(stored: bytes, cohorts: Callable[[], list[CohortSummary]], workload
     body = orjson.loads(stored)
     return OperationFacts(**{**body, "gpus": [GpuShare(**g) for g in body["gpus"]],
                              "scores": [ScoreShare(**s) for s in body["scores"]],
+                             "attainable": rates_from_json(body["attainable"]),
                              "newest": [_cohort(c, now) for c in body["newest"]], "cohort_source": cohorts,
                              "workload_source": workloads})
 
@@ -353,26 +358,3 @@ def _ref(body: dict[str, Any] | None, now: datetime, refs: dict[str, RunRef]) ->
 
 def _instant(text: str | None) -> Any:
     return datetime.fromisoformat(text) if text is not None else None
-
-
-@cache
-def summary_form() -> str:
-    """A fingerprint of the code and registry a summary comes from: a stored summary is read back only
-    by the code that would compute the same one (after an upgrade they are computed again)."""
-    digest = hashlib.sha256()
-    package = resources.files("kernelindex")
-    for part in ("domain", "policy", "readmodel", "registry"):
-        for path in sorted(_files(package.joinpath(part)), key=str):
-            digest.update(str(path).rsplit("kernelindex", 1)[-1].encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:32]
-
-
-def _files(folder: Any) -> list[Any]:
-    found = []
-    for entry in folder.iterdir():
-        if entry.is_dir() and entry.name != "__pycache__":
-            found.extend(_files(entry))
-        elif entry.name.endswith((".py", ".yaml", ".yml", ".json")):
-            found.append(entry)
-    return found
