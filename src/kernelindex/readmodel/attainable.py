@@ -9,10 +9,11 @@ one operation recomputes that operation's rates and a maximum over the others' k
 reads only ceilings and runs on that GPU, so an answer that shows a few GPUs asks for theirs alone
 (``gpus``): the operations with no verified run on them are not loaded at all.
 
-Each verified operation's rates are part of its stored summary (``readmodel/summaries.py``: computed at import
-and publication, kept per version of the operation's data and code fingerprint), so a fresh worker reads them
-in one query instead of loading every verified operation's runs; an operation whose summary at its current
-version is not stored yet is loaded and its rates derived as before — the same function computes both."""
+Each verified operation's rates are part of its stored summary (``readmodel/summaries.py``: stored after an
+import and whenever the site-wide pages gather the summaries, kept per version of the operation's data and
+code fingerprint), so a fresh worker reads them in one query instead of loading every verified operation's
+runs; an operation whose summary at its current version is not stored yet is loaded and its rates derived
+as before — the same function computes both."""
 
 from __future__ import annotations
 
