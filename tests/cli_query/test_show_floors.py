@@ -1,6 +1,6 @@
 """``ki show operation X`` (local) loads only what its answer needs for the attainable floor — the stored rates
-of the operations with a verified run on its GPUs, or the attested runs of those not summarised — and prints the same floors as the page's JSON
-served by a worker that holds every operation whole (issue 22)."""
+of the operations with a verified run on its GPUs, or the attested runs of those not summarised — and prints
+the same floors as the page's JSON served by a worker that holds every operation whole (issue 22)."""
 
 from __future__ import annotations
 
