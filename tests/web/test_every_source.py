@@ -104,7 +104,8 @@ def test_kernelbench_square_matmul_shows_reported_and_verified_h200_cohorts_each
     verified = next(c for c in cohorts if c["evidence"] == "verified")
     ranked = cold_client.get(url, params={"workload": newest[0]["selected_workload"],
                                           "cohort": verified["key"]}).json()["ranked"]
-    assert {r["implementation"]["title"] for r in ranked} == {"PyTorch eager", "torch.compile (inductor, default)"}
+    assert {r["implementation"]["title"] for r in ranked} == {  # runner-12 added max-autotune for problems 1-55
+        "PyTorch eager", "torch.compile (inductor, default)", "torch.compile (inductor, max-autotune-no-cudagraphs)"}
 
 
 def test_no_run_of_any_source_is_under_either_floor(everything: Catalog) -> None:
