@@ -21,11 +21,12 @@ def _axes(cohort: dict[str, Any]) -> str:
 
 
 def _rows_table(cohort: dict[str, Any]) -> Table:
-    table = Table(title=f"{cohort['label']} · {_axes(cohort)}", title_justify="left", box=box.SIMPLE_HEAD,
+    table = Table(title=f"{cohort['label']} · {_axes(cohort)} · ranks the {cohort['ranked_statistic']}",
+                  title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("Implementation", min_width=12)
-    table.add_column("Median", justify="right", no_wrap=True)
+    table.add_column("Latency", justify="right", no_wrap=True)
     table.add_column("vs #1", justify="right", no_wrap=True)
     table.add_column("Evidence", no_wrap=True)
     table.add_column("Usable", no_wrap=True)
@@ -107,24 +108,25 @@ def _render_nearest(nearest: dict[str, Any]) -> None:
         if not n:
             continue
         table = Table(title=f"{side}: {nearest['axis']} {n['value']} · ki resolve {n['query']}", title_justify="left")
-        for name in ("Cohort", "Leader", "Median", "Runs"):
-            table.add_column(name, justify="right" if name in ("Median", "Runs") else "left")
+        for name in ("Cohort", "Leader", "Latency", "Ranks the", "Runs"):
+            table.add_column(name, justify="right" if name in ("Latency", "Runs") else "left")
         for c in n["leaders"]:
             leader = c["leader"]
             table.add_row(f"{c['label']} · {_axes(c)}", leader["implementation"]["title"] if leader else "—",
-                          format_duration(leader["median_ns"], 2) if leader else "—", str(c["eligible_runs"]))
+                          format_duration(leader["median_ns"], 2) if leader else "—", c["ranked_statistic"],
+                          str(c["eligible_runs"]))
         console.print(table)
 
 
 def _render_compatible(compatible: dict[str, Any]) -> None:
     table = Table(title=f"Compatible ({len(compatible['shown'])} of {compatible['total']})", title_justify="left")
-    for name in ("Cohort", "Differs in", "Leader", "Median"):
-        table.add_column(name, justify="right" if name == "Median" else "left")
+    for name in ("Cohort", "Differs in", "Leader", "Latency", "Ranks the"):
+        table.add_column(name, justify="right" if name == "Latency" else "left")
     for c in compatible["shown"]:
         diff = ", ".join(f"{m['field']} {m['observed']} (asked {m['requested']})" for m in c["mismatches"])
         leader = c["leader"]
         table.add_row(f"{c['label']} · {_axes(c)}", diff, leader["implementation"]["title"] if leader else "—",
-                      format_duration(leader["median_ns"], 2) if leader else "—")
+                      format_duration(leader["median_ns"], 2) if leader else "—", c["ranked_statistic"])
     console.print(table)
 
 

@@ -52,17 +52,28 @@ def _fair_cohort_url(data: OperationData, cohort: Cohort, workload_cohorts: list
 
 def ranked_statistic(data: OperationData, cohort: Cohort) -> str:
     """What the cohort's ranking orders by, in words: a cohort never ranks a wall time beside a device time."""
+    return _statistic(data, cohort)[1]
+
+
+def ranked_statistic_short(data: OperationData, cohort: Cohort) -> str:
+    """The same in a few words, for a list of cohorts side by side ("median device time", "mean, as reported")."""
+    return _statistic(data, cohort)[0]
+
+
+def _statistic(data: OperationData, cohort: Cohort) -> tuple[str, str]:
     protocol = data.protocols[cohort.protocol].spec
     if protocol.native:
-        return f"{protocol.statistic} time per call, as the source's own harness reported it"
+        return (f"{protocol.statistic}, as its source timed it",
+                f"{protocol.statistic} time per call, as the source's own harness reported it")
     methods = {r.spec.timing.method for r in cohort.eligible}
     if methods == {DEVICE_TIME}:
-        return ("median device time per call (CUPTI: the durations of the call's kernels, copies and sets; "
-                "never its wall time)")
+        return ("median device time", "median device time per call (CUPTI: the durations of the call's kernels, "
+                                      "copies and sets; never its wall time)")
     if DEVICE_TIME in methods:  # runner v3 writes its own protocol, so this would be a runner fault: say it
-        return "mixed: device time for some runs, CUDA event time for others (not comparable; report it)"
-    return ("median time per call between CUDA events, in CUDA graph replays or per call where capture failed "
-            "(runner v1/v2): not device time")
+        return ("mixed statistics",
+                "mixed: device time for some runs, CUDA event time for others (not comparable; report it)")
+    return ("median CUDA-event time", "median time per call between CUDA events, in CUDA graph replays or per "
+                                      "call where capture failed (runner v1/v2): not device time")
 
 
 def host_bound_label(run: Run) -> str | None:

@@ -62,6 +62,7 @@ class RankedCohort:
     ranked: tuple[tuple[RunFacts, int, str, bool, float | None], ...]  # run, rank, label, within_noise, vs_first
     excluded: tuple[RunFacts, ...]
     order: tuple = ()  # display order: mode, priority GPU, GPU, axes, native first (see order_key)
+    statistic: str = ""  # what its ranking orders by, in a few words (readmodel.ranking_notes)
 
     @property
     def eligible_runs(self) -> int:

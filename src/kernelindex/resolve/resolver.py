@@ -123,7 +123,7 @@ def _cohort_result(c: RankedCohort, req: ResolveRequest, now: datetime, mismatch
     )
     return CohortResult(
         **c.sample.identity(), key=c.key, eligible_runs=c.eligible_runs, rows=tuple(rows),
-        hidden=tuple(hidden), excluded=excluded, mismatches=tuple(mismatches), query=query,
+        hidden=tuple(hidden), excluded=excluded, mismatches=tuple(mismatches), query=query, statistic=c.statistic,
     )
 
 

@@ -78,6 +78,7 @@ class CohortResult(CohortIdentity):
     mismatches: tuple[Mismatch, ...] = ()
     query: str = ""
     distinct: str | None = None  # what tells it from a look-alike listed beside it (labels.tell_apart)
+    statistic: str = ""  # what its ranking orders by, in a few words ("median device time", "mean, as …")
 
     @property
     def leader(self) -> Row | None:
@@ -112,6 +113,7 @@ class CohortResult(CohortIdentity):
             "ranking": "ranking-v1 (source-native: only equal values tie)" if self.native
             else "ranking-v1 (runner: ties when 95% CIs overlap or medians within 1%)",
             "eligible_runs": self.eligible_runs,
+            "ranked_statistic": self.statistic,
             "leader": self.leader.to_json() if self.leader else None,
             "hidden_by_filters": [h.to_json() for h in self.hidden],
             "not_ranked": [h.to_json() for h in self.excluded],

@@ -26,7 +26,7 @@ from kernelindex.readmodel.listing_facts import gpu_short
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.objects import operation_manifests
 from kernelindex.readmodel.operations import load_operation_runs
-from kernelindex.readmodel.ranking_notes import host_bound_label
+from kernelindex.readmodel.ranking_notes import host_bound_label, ranked_statistic_short
 from kernelindex.readmodel.region_work import forward_work_note
 from kernelindex.readmodel.rows import implementation_ref
 from kernelindex.readmodel.summaries import OperationCounts, counts_of
@@ -92,7 +92,7 @@ def cohorts_from(data: OperationData) -> list[RankedCohort]:
                                  for r in cohort.runs if r.digest not in ranked_ids), key=lambda v: v.run_id))
         sample = views[cohort.runs[0].digest]
         order = order_key(sample, key, registry.priority_gpus(), ranks_a_run=bool(ranked))
-        out.append(RankedCohort(key, sample, ranked, excluded, order))
+        out.append(RankedCohort(key, sample, ranked, excluded, order, ranked_statistic_short(data, cohort)))
     return out
 
 

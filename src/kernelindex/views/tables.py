@@ -60,12 +60,14 @@ def resolution_rows(resolution: dict[str, Any]) -> list[dict[str, Any]]:
                               + sorted(set(c["workload"]["dtypes"].values())))
             cohort = {"match": match, "operation": (resolution.get("operation") or {}).get("slug"),
                       "workload_key": c["workload"]["ref"], "workload": axes, "cohort_key": c["cohort_key"],
-                      "cohort": c["label"], "gpu": c["gpu"]["label"], "timed_region": c["mode"]}
+                      "cohort": c["label"], "gpu": c["gpu"]["label"], "timed_region": c["mode"],
+                      "ranked_statistic": c["ranked_statistic"]}
             rows += [{**cohort, **_run_columns(r)} for r in c.get("rows", [])]
     return rows
 
 
-RESOLUTION_COLUMNS = ["match", *COHORT_COLUMNS, *RUN_COLUMNS]
+# ranked_statistic: what median_ns holds in that cohort (a source's own statistic may be a mean)
+RESOLUTION_COLUMNS = ["match", *COHORT_COLUMNS, "ranked_statistic", *RUN_COLUMNS]
 OPERATION_COLUMNS = [*COHORT_COLUMNS, *RUN_COLUMNS]
 RECORD_COLUMNS = ["operation", "workload_key", "workload", "cohort_key", "cohort", "gpu", "timed_region",
                   "eligible_runs", "event", "event_at_utc", "margin_ratio", "run_id", "implementation",

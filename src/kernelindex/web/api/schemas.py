@@ -95,6 +95,9 @@ class CohortOut(_Doc):
                                            "with what tells them apart (\"runner NAME\").")
     ranking: str
     eligible_runs: int
+    ranked_statistic: str = Field(description="What the cohort's ranking orders by, in a few words: 'median device "
+                                              "time' (our runner), 'mean, as its source timed it' (a source's own "
+                                              "harness) — cohorts side by side may time different things")
     leader: RowOut | None
     hidden_by_filters: list[HiddenOut]
     not_ranked: list[HiddenOut]
