@@ -122,7 +122,9 @@ def test_compatible_rows_are_compact_on_a_phone(tab: Any, base_url: str) -> None
     tab.goto(base_url + "/search?q=rope+seq+2048+hidden+8192+on+h100")
     rows = tab.locator("table.compat tbody tr")
     heights = rows.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
-    assert len(heights) == 12 and max(heights) < 170, heights  # ~260 px when each word had its own line
+    # ~260 px when each word had its own line; ~170 before each figure said what it is ("mean, as its source timed
+    # it", one more wrapped line in some rows)
+    assert len(heights) == 12 and max(heights) < 200, heights
     tops = rows.first.locator(".mismatch").first.evaluate(
         "e => [...e.getClientRects()].map(r => Math.round(r.top))")
     assert len(set(tops)) == 1, tops  # "gpu: h200 (asked h100-sxm)" on one line, not one word per line
