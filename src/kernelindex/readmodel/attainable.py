@@ -23,12 +23,12 @@ from functools import partial
 from typing import Any
 
 import orjson
-from sqlalchemy import select, tuple_
+from sqlalchemy import select
 
 from kernelindex import registry
 from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import AttestationRow, ObjectRow, OperationSummaryRow, RunRow
+from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.policy.ceilings import best_seen
@@ -38,7 +38,7 @@ from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
-from kernelindex.readmodel.summary_form import summary_form
+from kernelindex.readmodel.summary_form import stored_column
 from kernelindex.readmodel.versions import Versions
 
 CEILINGS = (("copy_bandwidth_bytes_per_s", "copy"), ("read_bandwidth_bytes_per_s", "read-only"),
@@ -105,17 +105,9 @@ def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], Operati
 
 
 def _stored_rates(catalog: Catalog, wanted: dict[str, int]) -> dict[str, AttainableRates]:
-    """The rates kept in the stored summaries of these operations at these versions, in this code's form
-    (those not stored: absent)."""
-    found: dict[str, AttainableRates] = {}
-    keys = sorted(wanted.items())
-    with catalog.engine.connect() as conn:
-        for start in range(0, len(keys), 500):
-            rows = conn.execute(select(OperationSummaryRow.operation, OperationSummaryRow.body).where(
-                OperationSummaryRow.form == summary_form(),
-                tuple_(OperationSummaryRow.operation, OperationSummaryRow.version).in_(keys[start:start + 500])))
-            found.update((slug, rates_from_json(orjson.loads(body)["attainable"])) for slug, body in rows)
-    return found
+    """The rates kept in the stored summaries of these operations at these versions (those not stored: absent)."""
+    return {slug: rates_from_json(orjson.loads(body)["attainable"])
+            for slug, body in stored_column(catalog, wanted).items()}
 
 
 def rates_from_json(kept: dict[str, dict[str, list[Any]]]) -> AttainableRates:

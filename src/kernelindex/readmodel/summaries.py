@@ -22,7 +22,7 @@ from functools import cached_property, partial
 from typing import Any
 
 import orjson
-from sqlalchemy import delete, insert, select, tuple_
+from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex.catalog.db import Catalog
@@ -37,7 +37,7 @@ from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
 from kernelindex.readmodel.listing_facts import Entry, implementation_lines, workload_entries
 from kernelindex.readmodel.loading import ONE_BY_ONE, OperationData, load_all_operations, load_operation
 from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef, cohort_summaries
-from kernelindex.readmodel.summary_form import summary_form
+from kernelindex.readmodel.summary_form import stored_column, summary_form
 from kernelindex.readmodel.versions import VERSIONS, Versions
 
 log = logging.getLogger("kernelindex.readmodel")
@@ -136,7 +136,7 @@ def counts_of(catalog: Catalog, slugs: Collection[str], *, now: datetime) -> dic
     each summary, read in one pass without the bodies; a summary not stored yet is computed (``_gather``)."""
     versions = VERSIONS.current(catalog)
     wanted = {slug: versions.of(slug) for slug in set(slugs).intersection(_slugs(catalog))}
-    stored = _stored(catalog, wanted, OperationSummaryRow.counts)
+    stored = stored_column(catalog, wanted, OperationSummaryRow.counts)
     found = {slug: _counts(orjson.loads(text)) for slug, text in stored.items()}
     if missing := sorted(slug for slug in wanted if slug not in found):
         found.update((s.slug, counts_in(s)) for s in _gather(catalog, versions, now, missing))
@@ -151,7 +151,7 @@ def workloads_of(catalog: Catalog, summaries: list[OperationFacts]) -> dict[str,
     """The workload entries of these summaries, by slug: those stored at the summary's version read in
     one pass (not one query per operation), the others as each summary reads its own."""
     versions = VERSIONS.current(catalog)
-    stored = _stored(catalog, {s.slug: versions.of(s.slug) for s in summaries}, OperationSummaryRow.workloads)
+    stored = stored_column(catalog, {s.slug: versions.of(s.slug) for s in summaries}, OperationSummaryRow.workloads)
     return {s.slug: orjson.loads(stored[s.slug]) if s.slug in stored else s.workloads for s in summaries}
 
 
@@ -161,7 +161,7 @@ def _gather(catalog: Catalog, versions: Versions, now: datetime, slugs: list[str
         slug: READ_CACHE.peek(catalog, ("operation-summary", slug, day), versions.of(slug), scope=slug)
         for slug in slugs}
     missing = {slug: versions.of(slug) for slug, summary in found.items() if summary is None}
-    bodies = _stored(catalog, missing)
+    bodies = stored_column(catalog, missing)
     held: dict[str, Stored] = {}  # those computed here, if they could not be stored
     unsaved = [slug for slug in missing if slug not in bodies]
     if unsaved:
@@ -203,7 +203,7 @@ def ensure_summaries(catalog: Catalog) -> int:
     fresh install's first home page reads them instead of loading every run); returns how many."""
     versions = VERSIONS.current(catalog)
     wanted = {slug: versions.of(slug) for slug in _slugs(catalog)}
-    present = _stored(catalog, wanted, OperationSummaryRow.version)
+    present = stored_column(catalog, wanted, OperationSummaryRow.version)
     missing = [slug for slug in wanted if slug not in present]
     if missing:
         _write(catalog, {slug: (wanted[slug], stored) for slug, stored in computed_summaries(catalog, missing).items()})
@@ -214,20 +214,6 @@ def _slugs(catalog: Catalog) -> list[str]:
     with catalog.engine.connect() as conn:
         names = conn.execute(select(ObjectRow.name).where(ObjectRow.kind == "OperationSpec")).scalars()
         return sorted(name for name in names if name is not None)
-
-
-def _stored(catalog: Catalog, wanted: dict[str, int], column: Any = OperationSummaryRow.body) -> dict[str, Any]:
-    """``column`` (the body: its bytes) of the stored summaries of these operations at these versions, in
-    this code's form."""
-    found: dict[str, Any] = {}
-    keys = sorted(wanted.items())
-    with catalog.engine.connect() as conn:
-        for start in range(0, len(keys), 500):
-            rows = conn.execute(select(OperationSummaryRow.operation, column).where(
-                OperationSummaryRow.form == summary_form(),
-                tuple_(OperationSummaryRow.operation, OperationSummaryRow.version).in_(keys[start:start + 500])))
-            found.update((slug, value.encode() if isinstance(value, str) else value) for slug, value in rows)
-    return found
 
 
 def computed_summaries(catalog: Catalog, slugs: list[str]) -> dict[str, Stored]:

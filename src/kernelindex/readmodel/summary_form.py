@@ -9,6 +9,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from sqlalchemy import select, tuple_
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.models import OperationSummaryRow
+
 
 @cache
 def summary_form() -> str:
@@ -30,4 +35,18 @@ def _files(folder: Any) -> list[Any]:
             found.extend(_files(entry))
         elif entry.name.endswith((".py", ".yaml", ".yml", ".json")):
             found.append(entry)
+    return found
+
+
+def stored_column(catalog: Catalog, wanted: dict[str, int], column: Any = OperationSummaryRow.body) -> dict[str, Any]:
+    """``column`` (the body: its bytes) of the stored summaries of these operations at these versions, in
+    this code's form (those not stored: absent). Summaries and the attainable ceilings both read through it."""
+    found: dict[str, Any] = {}
+    keys = sorted(wanted.items())
+    with catalog.engine.connect() as conn:
+        for start in range(0, len(keys), 500):
+            rows = conn.execute(select(OperationSummaryRow.operation, column).where(
+                OperationSummaryRow.form == summary_form(),
+                tuple_(OperationSummaryRow.operation, OperationSummaryRow.version).in_(keys[start:start + 500])))
+            found.update((slug, value.encode() if isinstance(value, str) else value) for slug, value in rows)
     return found
