@@ -141,3 +141,37 @@ def test_float64_reference_on_the_gpu_says_so() -> None:
     case = Case(load_problem(CORRECT, _digest(CORRECT)), "cuda", reference_device="cuda")
     verdict = check(case, lambda xs: case.model(*xs))
     assert verdict.status == "passed" and verdict.reference == "float64 on the GPU"
+
+
+GRAD_MODE = '''import torch
+import torch.nn as nn
+
+seen = []
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        seen.append(torch.is_grad_enabled())
+        return self.linear(x)
+
+def get_inputs():
+    return [torch.randn(2, 4)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_every_call_runs_with_autograd_off_as_upstream_times_it() -> None:
+    """KernelBench's timing scripts run the forward under torch.no_grad(); with autograd recording, the output
+    would hold a graph and torch.compile would build a training graph (saving activations) instead."""
+    module = load_problem(GRAD_MODE, _digest(GRAD_MODE))
+    case = Case(module, "cpu")
+    prepared = prepare(case, "eager")
+    assert prepared.verdict.status == "passed", prepared.verdict.detail
+    out = prepared.call()
+    assert isinstance(out, torch.Tensor) and not out.requires_grad and out.grad_fn is None
+    assert module.seen and not any(module.seen)  # the first call, both checks and the timed call

@@ -12,7 +12,9 @@
 - PyTorch's defaults are kept (matmul TF32 off, cuDNN TF32 on); the flags that change results are
   recorded with the run (``backend_flags``). Under TF32 the tolerance is ``TF32_TOLERANCE``.
 - Implementations: eager, ``torch.compile`` (default) and ``torch.compile(mode="max-autotune-no-
-  cudagraphs")``; the timed region is the forward call, as upstream times it. The first call of a
+  cudagraphs")``; the timed region is the forward call under ``torch.no_grad()``, as upstream's timing
+  scripts run it (``without_grad``): with autograd recording, Inductor compiles a training graph that
+  saves activations for a backward nobody runs, and some modules do not compile at all. The first call of a
   compiled implementation (its compilation and autotuning) is timed on its own and recorded
   (``compile_ns``), never part of the figure.
 - Several problem processes may share one GPU: every phase that runs work on the GPU holds the
@@ -182,10 +184,20 @@ class Prepared:
     forward: Callable[..., Any] | None = None  # the implementation itself, for the checks (None: it failed)
 
 
+def without_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` called under ``torch.no_grad()``: its compilation, checks and timing alike (Dynamo guards on the
+    grad mode, so a call in another mode would compile again)."""
+    def forward(*args: Any) -> Any:
+        with torch.no_grad():
+            return fn(*args)
+
+    return forward
+
+
 def first_call(case: Case, key: str) -> Prepared:
     """Compile (timing the first call on its own) and bind the timed call to one draw of inputs on the device;
     the verdict stays ``passed`` until the checks (``check_prepared``) say otherwise."""
-    fn = implementation(case, key)
+    fn = without_grad(implementation(case, key))
     inputs = case.timed_inputs()
     waited = case.lock.summary()["waited_s"]
     try:

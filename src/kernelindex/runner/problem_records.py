@@ -136,10 +136,11 @@ def protocol_manifest(policy: dict[str, Any], calls_per_sample: int = 10) -> Ben
         "native": False,
     }
     return build("BenchmarkProtocol", spec, {
-        "name": f"{records.HARNESS}-v{records.HARNESS_VERSION}-problem-module-forward",
-        "title": f"KernelIndex runner v{records.HARNESS_VERSION} · problem module · forward",
+        "name": f"{records.HARNESS}-v{records.HARNESS_VERSION}-problem-module-forward-no-grad",
+        "title": f"KernelIndex runner v{records.HARNESS_VERSION} · problem module · forward under no_grad",
         "description": (
-            "Timed: the problem's forward call, model(*inputs), as KernelBench times it. Warm-up: "
+            "Timed: the problem's forward call, model(*inputs), under torch.no_grad() (autograd off), as "
+            "KernelBench's timing scripts run it; the model stays in its default training mode. Warm-up: "
             f"{policy['warmup_calls']} calls and {policy['warmup_time_ns'] / 1e6:.0f} ms; at least "
             f"{policy['min_samples']} samples, then stop at relative standard error {policy['target_rse']:.1%}, "
             f"{policy['max_samples']} samples or {policy['time_budget_ns'] / 1e9:g} s per problem (a run stopped "
