@@ -187,6 +187,9 @@ def test_published_runs_are_verified_on_the_problems_operation_page(campaign: di
     assert levels[3]["reason"] == registry.kernelbench_pending()[3] and "device time" in levels[3]["reason"]
     assert "Level 3: 1 of 1 problems without a verified run" in html and levels[3]["reason"] in html
     assert "Level 1: 1 of 2 problems without a verified run" in html
+    # How the runs were measured is said once for every level, in the JSON and the page alike.
+    note = client.get("/api/v1/challenges").json()["kernelbench_note"]
+    assert note == registry.kernelbench_protocol_note() and "torch.no_grad()" in note and note in html
 
 
 def test_only_the_newest_sets_problems_are_counted_on_challenges() -> None:

@@ -102,6 +102,7 @@ class ChallengesPage(JsonModel):
     stale_records: list[CohortSummary] = field(default_factory=list)
     not_verified: list[NotVerified] = field(default_factory=list)
     kernelbench: list[KernelBenchLevel] = field(default_factory=list)  # empty without KernelBench's import
+    kernelbench_note: str = ""  # how the campaign's runs were measured, every level alike (registry)
     counts: dict[str, int] = field(default_factory=dict)
     sections: list[ChallengeSection] = field(default_factory=list)
     paging: Paging | None = None
@@ -116,7 +117,7 @@ def challenges_page(catalog: Catalog, *, page: str | None = None, now: datetime)
         rows += [(name, cohort) for cohort in getattr(whole, name)]
     chunk, paging = page_of(rows, page, PER_PAGE)
     model = ChallengesPage(whole.priority_gpus, not_verified=whole.not_verified, kernelbench=whole.kernelbench,
-                           counts=whole.counts, paging=paging)
+                           kernelbench_note=whole.kernelbench_note, counts=whole.counts, paging=paging)
     for name, row in chunk:
         if name != "unmeasured":
             getattr(model, name).append(row)
@@ -164,6 +165,7 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
     # problems the runner measured, and "8 of 8 verified" would misstate a level of 100.
     if has_runs(catalog, KERNELBENCH_SOURCE):
         page.kernelbench = [_kernelbench_level(level, problems[level]) for level in sorted(problems)]
+        page.kernelbench_note = registry.kernelbench_protocol_note()
     page.counts = {
         "unmeasured_cells": sum(g.missing_total for g in page.unmeasured),
         "unbeaten_baselines": len(page.unbeaten_baselines),

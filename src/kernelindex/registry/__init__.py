@@ -25,6 +25,7 @@ from kernelindex.registry.relations import relation_rules
 from kernelindex.registry.runner_coverage import (
     forward_computes_gradient,
     kernelbench_pending,
+    kernelbench_protocol_note,
     runner_pending,
     runner_unavailable,
     why_not_verified,
@@ -41,7 +42,8 @@ __all__ = [
     "DECISIONS", "DECLARED_FLOPS", "FlopRule", "GpuSpec", "ModuleConstructor", "RegistryError", "SourcePolicy",
     "curated_operation", "device_product", "floor_flops", "floor_spec", "flop_rule", "forward_computes_gradient",
     "gpu_aliases", "gpu_for_product", "gpu_may_be",
-    "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "kernelbench_pending", "load_operation",
+    "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "kernelbench_pending", "kernelbench_protocol_note",
+    "load_operation",
     "module_constructors", "operation_digests",
     "operations", "priority_gpus", "project_licenses", "project_manifest", "projects", "refused_sources",
     "relation_rules", "runner_pending", "runner_unavailable", "source_mapping", "source_policies", "source_policy",

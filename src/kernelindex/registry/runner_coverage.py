@@ -34,6 +34,13 @@ def kernelbench_pending() -> dict[int, str]:
     return {int(level): str(why) for level, why in pending.items()}
 
 
+@cache
+def kernelbench_protocol_note() -> str:
+    """What a reader of the KernelBench campaign's verified runs must know of how they were measured, every level
+    alike ("" when nothing); /challenges shows it under the levels (``runner_coverage.yaml``)."""
+    return str(load_yaml("runner_coverage.yaml").get("kernelbench_protocol_note") or "")
+
+
 def why_not_verified(slug: str) -> str | None:
     """The stated reason an operation has no verified runs, when the registry states one."""
     return runner_unavailable().get(slug) or runner_pending().get(slug)
