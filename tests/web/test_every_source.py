@@ -7,6 +7,7 @@ show the aiter and KernelBench evidence beside the rest."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from html import unescape
 
 import pytest
 from fastapi.testclient import TestClient
@@ -106,6 +107,14 @@ def test_kernelbench_square_matmul_shows_reported_and_verified_h200_cohorts_each
                                           "cohort": verified["key"]}).json()["ranked"]
     assert {r["implementation"]["title"] for r in ranked} == {  # runner-12 added max-autotune for problems 1-55
         "PyTorch eager", "torch.compile (inductor, default)", "torch.compile (inductor, max-autotune-no-cudagraphs)"}
+    # Those runs timed the forward with autograd on, unlike KernelBench: their run pages say so beside the protocol,
+    # whose signed text is never edited.
+    from kernelindex import registry
+
+    run = cold_client.get(f"/api/v1/runs/{ranked[0]['run_id']}").json()
+    assert run["protocol_note"] == registry.protocol_notes()[run["protocol"]["digest"]]
+    assert "torch.no_grad()" in run["protocol_note"]
+    assert run["protocol_note"] in unescape(cold_client.get(f"/runs/{ranked[0]['run_id']}").text)
 
 
 def test_no_run_of_any_source_is_under_either_floor(everything: Catalog) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from kernelindex import urls
+from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
 from kernelindex.catalog.models import RunRow
@@ -84,6 +84,7 @@ class RunDossier(JsonModel):
     region_note: str | None = None  # "this forward also computes the gradient; compare forward+backward"
     host_bound: str | None = None  # the host-bound label: wall time and syncs per call beside the device time
     cross_check_failure: str | None = None  # runner v3: why the cross-check fell back to per-call events, in words
+    protocol_note: str | None = None  # what the protocol's own (signed, unedited) text does not say (registry)
 
 
 def _operation_slug(catalog: Catalog, digest: str) -> str:
@@ -204,6 +205,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         samples_url=urls.run_samples(run.run_id) if samples else None,
         histogram=histogram(samples.get("device_ns", [])) if samples else [],
         secondary=run_secondary(stored["timing"]),
+        protocol_note=registry.protocol_notes().get(run.protocol),
         **_measurement_notes(run, data),
         **_floor_facts(data, run),
     )

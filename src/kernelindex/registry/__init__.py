@@ -26,6 +26,7 @@ from kernelindex.registry.runner_coverage import (
     forward_computes_gradient,
     kernelbench_pending,
     kernelbench_protocol_note,
+    protocol_notes,
     runner_pending,
     runner_unavailable,
     why_not_verified,
@@ -45,7 +46,8 @@ __all__ = [
     "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "kernelbench_pending", "kernelbench_protocol_note",
     "load_operation",
     "module_constructors", "operation_digests",
-    "operations", "priority_gpus", "project_licenses", "project_manifest", "projects", "refused_sources",
+    "operations", "priority_gpus", "project_licenses", "protocol_notes", "project_manifest", "projects",
+    "refused_sources",
     "relation_rules", "runner_pending", "runner_unavailable", "source_mapping", "source_policies", "source_policy",
     "why_not_verified",
 ]

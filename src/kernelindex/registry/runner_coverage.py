@@ -41,6 +41,13 @@ def kernelbench_protocol_note() -> str:
     return str(load_yaml("runner_coverage.yaml").get("kernelbench_protocol_note") or "")
 
 
+@cache
+def protocol_notes() -> dict[str, str]:
+    """Protocol digest → what its own signed text does not say of how its runs were measured (a protocol is never
+    edited: the correction sits beside it, on every run page of it; ``runner_coverage.yaml``)."""
+    return {str(k): str(v) for k, v in (load_yaml("runner_coverage.yaml").get("protocol_notes") or {}).items()}
+
+
 def why_not_verified(slug: str) -> str | None:
     """The stated reason an operation has no verified runs, when the registry states one."""
     return runner_unavailable().get(slug) or runner_pending().get(slug)
