@@ -7,6 +7,11 @@ src/kernelindex/data/supersessions.jsonl (applied at start-up as the package; do
 
     python bench/supersede_v3.py --at 2026-12-01T16:30:00Z NEW_BUNDLE... >> src/kernelindex/data/supersessions.jsonl
     python bench/supersede_v3.py --upstream-one --at … UP1_BUNDLE... >> …   # v3 random-scalar runs instead
+    python bench/supersede_v3.py --no-grad --at … KB_BUNDLE... >> …           # KernelBench runs with autograd on
+
+``--no-grad``: the KernelBench runs of runner keys 10–13 timed the forward with autograd recording (protocol
+``…-problem-module-forward``); the re-measurement under ``torch.no_grad()`` (``…-forward-no-grad``, as KernelBench
+times it) supersedes them, matched the same way.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ SUPERSESSIONS = DATA / "supersessions.jsonl"
 OUR_RUNNERS = "kernelindex-h200-runner-"
 UPSTREAM_REASON = ("re-measured from upstream gradient 1.0 (what loss.backward() sends; issue 19): same workload, "
                    "region and implementation line; the superseded v3 run's backward started from a random scalar")
+OLD_KERNELBENCH_PROTOCOL = "kernelindex-runner-v3-problem-module-forward"
+NO_GRAD_PROTOCOL = "kernelindex-runner-v3-problem-module-forward-no-grad"
+NO_GRAD_REASON = ("re-measured under torch.no_grad(), as KernelBench times it (issue 24): same workload, region and "
+                  "implementation line; the superseded run timed the forward with autograd recording")
 REASON = ("re-measured under runner protocol v3 (CUPTI device time; issue 19): same workload, region and "
           "implementation line; the v2 figure was graph-replay or per-call-event time")
 
@@ -46,8 +55,8 @@ def _ours(path: Path) -> bool:
     return verify_directory(path).runner_name.startswith(OUR_RUNNERS)
 
 
-def _already_superseded() -> set[str]:
-    with SUPERSESSIONS.open() as handle:
+def _already_superseded(supersessions: Path = SUPERSESSIONS) -> set[str]:
+    with supersessions.open() as handle:
         return {json.loads(line)["old"] for line in handle if line.strip()}
 
 
@@ -57,22 +66,36 @@ def _harness_version(path: Path) -> str | None:
     return versions.pop() if len(versions) == 1 else None
 
 
-def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False) -> list[str]:
+def _protocol_names(path: Path) -> set[str]:
+    return {m.metadata.name or "" for m in verify_directory(path).manifests if m.kind == "BenchmarkProtocol"}
+
+
+def _replaced(folder: Path, upstream_one: bool, no_grad: bool) -> bool:
+    """Whether ``folder``'s runs are of the kind the new bundles replace."""
+    if no_grad:
+        return _protocol_names(folder) == {OLD_KERNELBENCH_PROTOCOL}
+    return _harness_version(folder) in (("3",) if upstream_one else ("1", "2"))
+
+
+def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False, no_grad: bool = False,
+          verified: Path = VERIFIED, supersessions: Path = SUPERSESSIONS) -> list[str]:
     """Supersessions of v1/v2 runs; with ``upstream_one``, of the v3 runs of other bundles instead (the
-    random-scalar backward runs that upstream-gradient-1.0 bundles replace)."""
+    random-scalar backward runs that upstream-gradient-1.0 bundles replace); with ``no_grad``, of the KernelBench
+    runs timed with autograd on, by the new bundles' runs timed under no_grad (only those)."""
     old: dict[tuple[str, str, str], list[str]] = {}
-    replaced = ("3",) if upstream_one else ("1", "2")
     new_names = {path.resolve().name for path in new_bundles}
-    done = _already_superseded()
-    for folder in sorted(VERIFIED.iterdir()):
-        if (folder.is_dir() and folder.name not in new_names and _harness_version(folder) in replaced
+    done = _already_superseded(supersessions)
+    for folder in sorted(verified.iterdir()):
+        if (folder.is_dir() and folder.name not in new_names and _replaced(folder, upstream_one, no_grad)
                 and _ours(folder)):
             for key, (digest, _run) in _runs(folder).items():
                 if digest not in done:
                     old.setdefault(key, []).append(digest)
     out = []
-    reason = UPSTREAM_REASON if upstream_one else REASON
+    reason = NO_GRAD_REASON if no_grad else UPSTREAM_REASON if upstream_one else REASON
     for path in new_bundles:
+        if no_grad and _protocol_names(path) != {NO_GRAD_PROTOCOL}:
+            raise SystemExit(f"{path}: not a bundle of {NO_GRAD_PROTOCOL} runs; --no-grad supersedes with those only")
         for key, (new_digest, run) in sorted(_runs(path).items()):
             timing = run.spec.timing  # type: ignore[attr-defined]
             if run.spec.status != "passed" or timing.under_sampled:  # type: ignore[attr-defined]
@@ -88,8 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--at", required=True)
     parser.add_argument("--upstream-one", action="store_true",
                         help="supersede other bundles' v3 runs (random-scalar backward) instead of v1/v2 runs")
+    parser.add_argument("--no-grad", action="store_true",
+                        help="supersede the KernelBench runs timed with autograd on by these no_grad bundles' runs")
     args = parser.parse_args(argv)
-    for line in lines(args.bundles, args.at, upstream_one=args.upstream_one):
+    for line in lines(args.bundles, args.at, upstream_one=args.upstream_one, no_grad=args.no_grad):
         print(line)
     return 0
 

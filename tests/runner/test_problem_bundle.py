@@ -7,12 +7,16 @@ carry the KernelBench import's names for the same configurations."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-from kernelindex.domain.manifests import ExecutionEnvironment, build, digest_of
+from kernelindex.domain.manifests import BenchmarkProtocol, ExecutionEnvironment, build, digest_of
+from kernelindex.runner import problem_bundle, problem_records
 from kernelindex.runner.problem_bundle import problem_runs, write_problem_bundle
 from kernelindex.runner.problem_records import IMPLEMENTATIONS, ProblemCase, ProblemResultError
 from kernelindex.sources.kernelbench import map_kernelbench
@@ -170,3 +174,57 @@ def test_a_run_made_on_a_shared_gpu_says_so_and_a_compile_after_a_cache_hit_too(
     assert all("3 problem processes per GPU" in raw["gpu_sharing"] for raw in raws[1].values())
     assert raws[1]["default"]["compile_cache_hits"] == "fxgraph_cache_hit 1"
     assert "compile_cache_hits" not in raws[1]["eager"]
+
+
+# bench/supersede_v3.py --no-grad: the KernelBench runs timed with autograd on (protocol "…-problem-module-forward")
+# are superseded by the re-measurement under torch.no_grad() ("…-forward-no-grad"), by workload, region and line.
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("supersede_v3", ROOT / "bench" / "supersede_v3.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _old_protocol(policy: dict[str, Any]) -> BenchmarkProtocol:
+    """The protocol the runner-10-13 bundles carry: the same spec under the old name."""
+    new = problem_records.protocol_manifest(policy)
+    return build("BenchmarkProtocol", new.model_dump(mode="json")["spec"],
+                 {"name": "kernelindex-runner-v3-problem-module-forward", "title": "old"})
+
+
+def _bundle(tmp_path: Path, name: str, result: dict, case: ProblemCase, environment: ExecutionEnvironment) -> Path:
+    key = tmp_path / "key" / keys.PRIVATE_KEY_FILE
+    if not key.exists():
+        key, _, _ = keys.generate("kernelindex-h200-runner-99", tmp_path / "key")
+    runner = keys.load_public_key(key.with_name(keys.PUBLIC_KEY_FILE))
+    runs = problem_runs({DIGEST: case}, [result], {digest_of(environment): environment},
+                        {"name": runner.name, "key_id": runner.key_id})
+    write_problem_bundle(runs, tmp_path / "verified" / name, key, runner.name)
+    return tmp_path / "verified" / name
+
+
+def test_no_grad_runs_supersede_the_autograd_ones_of_the_same_line(
+        case: ProblemCase, environment: ExecutionEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _result(environment, {"eager": _timing(2_500_000), "torch-compile": _timing(2_400_000)})
+    with monkeypatch.context() as patch:
+        patch.setattr(problem_bundle, "protocol_manifest", _old_protocol)
+        old = _bundle(tmp_path, "old", result, case, environment)
+    # The new eager run is under-sampled: it must not replace a ranked run.
+    fresh = _result(environment, {"eager": _timing(2_300_000, n=40), "torch-compile": _timing(2_200_000)})
+    new = _bundle(tmp_path, "new", fresh, case, environment)
+    (tmp_path / "supersessions.jsonl").write_text("")
+    script = _script()
+    out = [json.loads(line) for line in script.lines([new], "2026-12-03T00:00:00Z", no_grad=True,
+                                                     verified=tmp_path / "verified",
+                                                     supersessions=tmp_path / "supersessions.jsonl")]
+    old_runs, new_runs = script._runs(old), script._runs(new)
+    compile_key = next(k for k in new_runs if k[2].endswith("inductor-default"))
+    assert [(o["new"], o["old"]) for o in out] == [(new_runs[compile_key][0], old_runs[compile_key][0])]
+    assert "torch.no_grad()" in out[0]["reason"]
+    with pytest.raises(SystemExit, match="not a bundle of"):  # the old protocol's bundle cannot be the new side
+        script.lines([old], "2026-12-03T00:00:00Z", no_grad=True, verified=tmp_path / "verified",
+                     supersessions=tmp_path / "supersessions.jsonl")
