@@ -190,10 +190,11 @@ def _script() -> ModuleType:
 
 
 def _old_protocol(policy: dict[str, Any]) -> BenchmarkProtocol:
-    """The protocol the runner-10-13 bundles carry: the same spec under the old name."""
-    new = problem_records.protocol_manifest(policy)
-    return build("BenchmarkProtocol", new.model_dump(mode="json")["spec"],
-                 {"name": "kernelindex-runner-v3-problem-module-forward", "title": "old"})
+    """The protocol the runner-10-13 bundles carry: the spec without the words that say the call runs under
+    torch.no_grad(), under the old name."""
+    spec = problem_records.protocol_manifest(policy).model_dump(mode="json")["spec"]
+    spec["timer"] = spec["timer"].removesuffix(problem_records.NO_GRAD_CALL)
+    return build("BenchmarkProtocol", spec, {"name": "kernelindex-runner-v3-problem-module-forward", "title": "old"})
 
 
 def _bundle(tmp_path: Path, name: str, result: dict, case: ProblemCase, environment: ExecutionEnvironment) -> Path:
@@ -228,3 +229,21 @@ def test_no_grad_runs_supersede_the_autograd_ones_of_the_same_line(
     with pytest.raises(SystemExit, match="not a bundle of"):  # the old protocol's bundle cannot be the new side
         script.lines([old], "2026-12-03T00:00:00Z", no_grad=True, verified=tmp_path / "verified",
                      supersessions=tmp_path / "supersessions.jsonl")
+
+
+def test_every_shipped_problem_module_protocol_has_a_spec_of_its_own() -> None:
+    """A protocol's identity is its spec's digest, not its name: a renamed protocol with the same spec (the
+    no_grad re-measurement, first bundled under the autograd-on runs' spec) would be stored as the earlier one,
+    and its runs would carry the earlier runs' note. (The curated operations' protocols share specs across
+    operations on purpose: one protocol per region, named per operation.)"""
+    from kernelindex.domain.manifests import parse_manifest
+
+    names: dict[str, set[str]] = {}
+    for manifests in (ROOT / "src" / "kernelindex" / "data" / "verified").glob("*/manifests.jsonl"):
+        for line in manifests.read_text().splitlines():
+            if '"BenchmarkProtocol"' in line and "problem-module" in line:
+                protocol = parse_manifest(json.loads(line))
+                names.setdefault(digest_of(protocol), set()).add(str(protocol.metadata.name))
+    shared = {digest: sorted(n) for digest, n in names.items() if len(n) > 1}
+    assert shared == {}
+    assert any("kernelindex-runner-v3-problem-module-forward-no-grad" in n for n in names.values())

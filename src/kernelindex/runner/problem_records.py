@@ -105,11 +105,17 @@ def implementation_manifest(operation: OperationSpec, key: str, torch_version: s
     return build("ImplementationRevision", spec, {"name": f"{operation.slug}-{configuration}"[:120], "title": title})
 
 
+# In the signed spec, not only in the name: a protocol's identity is its spec's digest, so the runs of 2026-12-02,
+# which timed the forward with autograd recording under the same spec without these words, would otherwise share
+# this protocol's identity (and the note that says they were not timed as KernelBench times them).
+NO_GRAD_CALL = "; the timed call runs under torch.no_grad() (autograd off), as KernelBench's timing scripts run it"
+
+
 def protocol_manifest(policy: dict[str, Any], calls_per_sample: int = 10) -> BenchmarkProtocol:
     """Runner v3 on a problem module's forward (``policy``: the TimingPolicy the problems ran under)."""
     spec = {
         "harness": {"name": records.HARNESS, "version": records.HARNESS_VERSION},
-        "timer": records.v3_timer(calls_per_sample),
+        "timer": records.v3_timer(calls_per_sample) + NO_GRAD_CALL,
         "timed_region": "forward",
         "setup_excluded": True,
         "warmup": {"count": policy["warmup_calls"], "time_ns": policy["warmup_time_ns"]},
