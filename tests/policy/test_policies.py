@@ -2,7 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 from kernelindex import registry
 from kernelindex.policy.eligibility import EligibilityFacts, eligibility
-from kernelindex.policy.evidence import EvidenceFacts, evidence_levels
+from kernelindex.policy.evidence import NO_GRAD, EvidenceFacts, evidence_levels, grad_mode
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.selection import CohortChoice, WorkloadChoice, default_cohort, default_workload
 from kernelindex.policy.staleness import is_stale
@@ -112,6 +112,18 @@ def test_a_device_time_never_replicates_a_graph_replay_time() -> None:
                            public_source=False, pinned_install=False, raw_samples=True, statistic="device")
     levels = evidence_levels([_facts("v2", "k1", 101), device], {"k1", "k2"})
     assert levels == {"v2": "verified", "v3": "verified"}
+
+
+def test_a_forward_under_no_grad_never_replicates_one_with_autograd_on() -> None:
+    """KernelBench level 1 re-measured under torch.no_grad() (runner-14) agrees with runner-12's autograd-on
+    runs on most problems, but they timed different calls (Inductor compiled a different graph: 1/83 4.9x):
+    neither confirms the other."""
+    old = _facts("grad-on", "k1", 100)
+    new = EvidenceFacts("no-grad", "impl", "wl", "h200", 101, "k2", attested=True, correctness_passed=True,
+                        public_source=False, pinned_install=False, raw_samples=True, grad_mode=NO_GRAD)
+    assert evidence_levels([old, new], {"k1", "k2"}) == {"grad-on": "verified", "no-grad": "verified"}
+    assert grad_mode("CUPTI device time …; the timed call runs under torch.no_grad() (autograd off)") == NO_GRAD
+    assert grad_mode("CUPTI device time (PyTorch profiler's CUDA activity): per call, …") == ""
 
 
 def _rope_workload(seq: int = 2048, hidden: int = 8192) -> tuple[dict, dict]:

@@ -41,6 +41,9 @@ class EvidenceFacts:
     # The protocol's input rule (``input_rule`` of its ``input_regeneration``): a loss's backward from
     # upstream gradient 1.0 and one from a random scalar are different measurements; neither replicates the other.
     inputs: str = ""
+    # Whether the timed call ran with autograd off (``grad_mode``): a forward under torch.no_grad() and one
+    # that records an autograd graph are different calls (Inductor even compiles a different graph).
+    grad_mode: str = ""
 
 
 UPSTREAM_ONE = "upstream gradient 1.0"
@@ -54,12 +57,24 @@ def input_rule(input_regeneration: str) -> str:
     return UPSTREAM_ONE if UPSTREAM_ONE in input_regeneration else "random upstream gradient"
 
 
-def _replication_key(facts: EvidenceFacts) -> tuple[str, str, str, str, str, str]:
+NO_GRAD = "autograd off"
+
+
+def grad_mode(protocol_timer: str) -> str:
+    """Whether a protocol times its call under torch.no_grad() ("autograd off") or with autograd as the call
+    leaves it (""). Read from the protocol's signed timer text, as ``input_rule`` reads the input rule: runner
+    protocols have no field for it (the region "forward-no-grad" is another region, and KernelBench's own
+    figures, timed under no_grad, are its "forward"), and the signed text of shipped protocols cannot change."""
+    return NO_GRAD if "torch.no_grad()" in protocol_timer else ""
+
+
+def _replication_key(facts: EvidenceFacts) -> tuple[str, str, str, str, str, str, str]:
     """Runs that may replicate each other: one implementation revision, workload, GPU product, timed
     region (a backward time never confirms a forward one), statistic (device time or not) and input
-    rule (upstream gradient 1.0 or a random scalar). Not the whole protocol: two runners that differ
+    rule (upstream gradient 1.0 or a random scalar) and autograd mode. Not the whole protocol: two runners that differ
     only in warm-up, time budget or harness version measure the same thing and may confirm each other."""
-    return (facts.implementation, facts.workload, facts.gpu, facts.region, facts.statistic, facts.inputs)
+    return (facts.implementation, facts.workload, facts.gpu, facts.region, facts.statistic, facts.inputs,
+            facts.grad_mode)
 
 
 def _verified(facts: EvidenceFacts, trusted_keys: set[str]) -> bool:

@@ -4,7 +4,7 @@ floor), evidence level and replication by other trusted runners."""
 from __future__ import annotations
 
 from kernelindex.policy.eligibility import EligibilityFacts, SampleCount, eligibility
-from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, input_rule, replication_peers
+from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, grad_mode, input_rule, replication_peers
 from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.physical_floors import PhysicalFloors
 from kernelindex.readmodel.replication import ReplicationPeer, replication_of
@@ -55,6 +55,7 @@ def derive_policy(data: OperationData) -> None:
                 region=data.protocols[run.protocol].spec.timed_region,
                 statistic="device" if run.spec.timing.method == "cupti-device-time" else "",
                 inputs=input_rule(data.protocols[run.protocol].spec.input_regeneration),
+                grad_mode=grad_mode(data.protocols[run.protocol].spec.timer),
             )
         )
     levels = evidence_levels(facts, set(data.trusted_keys))
