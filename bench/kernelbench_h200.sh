@@ -4,7 +4,9 @@
 # everything so far is packed into $OUT (a call cut by its limit keeps what it did). Steps done on this
 # machine are recorded in $KI_WORK/done and skipped; inside a step a problem with a result file is skipped,
 # so a later call on the still-warm machine continues where the earlier one stopped (a fresh machine starts
-# again: list only the steps not yet shipped, or carry the results back into $KI_WORK).
+# again unless KI_RESUME names the earlier calls' results.tgz files, carried along: they are unpacked into
+# $KI_WORK first, so their problems are skipped and the bundles are remade from every call's results).
+# Calls fired at once after the previous one still found a fresh machine (2026-12-03): carry them.
 # Run from the repository root (or the carried folder) with the package importable (PYTHONPATH=src).
 # Usage: bench/kernelbench_h200.sh SECONDS STEP...
 #   LEVELS:IMPLS[:SKIP:MAX]   e.g. 1:eager,torch-compile  2:eager,torch-compile  1:max-autotune-no-cudagraphs
@@ -21,6 +23,7 @@ budget=$1; shift; start=$(date +%s); work=${KI_WORK:-/tmp/ki-kb}; key=${KI_KEY:-
 cases=${KI_CASES:-bench/kernelbench-cases.json}; day=${KI_BUNDLE_TAG:-$(date -u +%Y%m%d)}
 left() { echo $(( budget - ($(date +%s) - start) )); }
 mkdir -p "$work/bundles" "$OUT"; touch "$work/done"; log="$OUT/run.log"
+for earlier in ${KI_RESUME:-}; do tar xzf "$earlier" -C "$work" || { echo "KI_RESUME: cannot unpack $earlier" >&2; exit 2; }; done
 say() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$log"; }
 [ -n "${KI_REHEARSAL:-}" ] || nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,\
 temperature.gpu,power.draw --format=csv >> "$log" 2>&1
