@@ -92,3 +92,15 @@ def test_an_operation_whose_summary_is_not_stored_is_loaded_as_before(catalog: C
     loaded = _loads(monkeypatch)
     assert loading.attainable_now(catalog) == expected
     assert loaded == ["jsd"]
+
+
+def test_asking_for_no_gpu_leaves_the_whole_table_alone(catalog: Catalog) -> None:
+    """An operation whose runs name no GPU the registry knows asks for the figures of no GPU: an empty answer,
+    never kept as the whole table (a first start's import summarised such an operation first, and every GPU
+    page of that process then showed no attainable floor)."""
+    _fresh(catalog)
+    assert loading.attainable_now(catalog, frozenset()) == {}
+    whole = loading.attainable_now(catalog)
+    assert "h200" in whole and whole["h200"].bandwidth_bytes_per_s > 0
+    _fresh(catalog)
+    assert loading.attainable_now(catalog) == whole

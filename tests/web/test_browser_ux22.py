@@ -27,11 +27,13 @@ def test_gpu_ceilings_are_one_collapsed_table_below_the_records(tab: Any, base_u
     rows = details.locator("table").first.locator("tbody tr")  # bandwidth; the compute table follows
     used = rows.evaluate_all("rs => rs.map(r => r.cells[3].textContent.trim())")
     kernels = rows.evaluate_all("rs => rs.map(r => r.cells[0].textContent.trim())")
-    assert len(kernels) == 4 and {k.split(":")[0] for k in kernels[:3]} == {"write-only", "read-only",
-                                                                          "device-to-device copy"}
+    # Runner-14's torch.compile of KernelBench 1/94 (MSE loss, two 4 GiB fp32 inputs read once) streamed them at
+    # ~4,708 GB/s, above every ceiling kernel (write-only ~4,684): the run heads the table as the attainable floor.
+    assert len(kernels) == 5 and kernels[0].startswith("verified run ") and "kernelbench-1-94-mseloss" in kernels[0]
+    assert {k.split(":")[0] for k in kernels[1:4]} == {"write-only", "read-only", "device-to-device copy"}
     assert Counter(u.split(" (")[0].split(":")[0] for u in used) == {"the attainable floor": 1,
-                                                                      "the physical floor": 1, "none on the pages": 2}
-    assert kernels[-1].startswith("datasheet HBM peak") and used[-1].startswith("the physical floor")
+                                                                      "the physical floor": 1, "none on the pages": 3}
+    assert used[0].startswith("the attainable floor")
     # Runner processes time the ceiling GEMM: a compute table of its own, TFLOP/s never in the GB/s column.
     # Runner-9's verified GEMMs (gemm-n2048-k8192, 800 TFLOP/s) beat the ceiling GEMM (~760), so the best
     # verified run heads the table as the attainable compute floor and the ceiling GEMM is used by none.

@@ -56,7 +56,9 @@ def attainable_bandwidths(catalog: Catalog, versions: Versions, load: Callable[[
     its own version); ``load``: an operation by slug, with at least its attested runs
     (``readmodel.loading``), for those whose rates are not stored; ``gpus``: only these GPUs' figures
     (None: every GPU's), each the same as in the whole table."""
-    key = ("attainable-bandwidths",) if gpus is None else ("attainable-bandwidths", *sorted(gpus))
+    if gpus is not None and not gpus:  # an operation with no GPU: nothing to ask (and not the whole table's key)
+        return {}
+    key = ("attainable-bandwidths",) if gpus is None else ("attainable-bandwidths", "of", *sorted(gpus))
     return READ_CACHE.get(catalog, key, lambda: _compute(catalog, versions, load, gpus),
                           version=versions.attainable, scope=MAY_MOVE_ATTAINABLE)
 
