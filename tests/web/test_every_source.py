@@ -85,8 +85,8 @@ def test_an_operation_page_shows_the_sources_cohorts_side_by_side(cold_client: T
 def test_kernelbench_square_matmul_shows_reported_and_verified_h200_cohorts_each_with_its_floor(
         cold_client: TestClient) -> None:
     """Issue 24: level 1 problem 1 of the newest set (N = 4096, fp32, ``torch.rand``) has the reported H100 and
-    L40S cohorts of KernelBench's timing files beside the runner's verified H200 cohort (runner-10, 2026-12-02:
-    eager and torch.compile), and each cohort's page states the floor on its own GPU."""
+    L40S cohorts of KernelBench's timing files beside the runner's verified H200 cohort (runner-14, 2026-12-03:
+    eager, torch.compile and max-autotune under no_grad), and each cohort's page states the floor on its own GPU."""
     slug = "kernelbench-1-1-square-matrix-multiplication"
     url = f"/api/v1/operations/{slug}"
     views = [cold_client.get(url, params={"workload": w["key"]}).json()
@@ -107,14 +107,18 @@ def test_kernelbench_square_matmul_shows_reported_and_verified_h200_cohorts_each
                                           "cohort": verified["key"]}).json()["ranked"]
     assert {r["implementation"]["title"] for r in ranked} == {  # runner-12 added max-autotune for problems 1-55
         "PyTorch eager", "torch.compile (inductor, default)", "torch.compile (inductor, max-autotune-no-cudagraphs)"}
-    # Those runs timed the forward with autograd on, unlike KernelBench: their run pages say so beside the protocol,
-    # whose signed text is never edited.
+    # Runner-14 re-measured them under torch.no_grad(), as KernelBench times: the protocol's own signed text says so
+    # and needs no note. The autograd-on runs they supersede keep theirs, beside their protocol, on their pages.
     from kernelindex import registry
 
     run = cold_client.get(f"/api/v1/runs/{ranked[0]['run_id']}").json()
-    assert run["protocol_note"] == registry.protocol_notes()[run["protocol"]["digest"]]
-    assert "torch.no_grad()" in run["protocol_note"]
-    assert run["protocol_note"] in unescape(cold_client.get(f"/runs/{ranked[0]['run_id']}").text)
+    assert "under torch.no_grad()" in run["protocol"]["metadata"]["description"] and run["protocol_note"] is None
+    assert run["protocol"]["digest"] not in registry.protocol_notes() and run["supersedes"]
+    older = cold_client.get(f"/api/v1/runs/{run['supersedes'][0]}").json()
+    assert older["superseded_by"] == run["run_id"] and older["protocol"]["digest"] != run["protocol"]["digest"]
+    assert older["protocol_note"] == registry.protocol_notes()[older["protocol"]["digest"]]
+    assert "torch.no_grad()" in older["protocol_note"]
+    assert older["protocol_note"] in unescape(cold_client.get(f"/runs/{older['run_id']}").text)
 
 
 def test_no_run_of_any_source_is_under_either_floor(everything: Catalog) -> None:
