@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from kernelindex.catalog.publish import collector_paused
+from kernelindex.catalog.collector import collector_paused
 
 
 def test_the_collector_resumes_after_the_last_pause_in_progress() -> None:

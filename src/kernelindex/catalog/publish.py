@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import json
-import threading
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -15,6 +13,7 @@ import orjson
 from sqlalchemy import Connection, insert, select, update
 
 from kernelindex.catalog.changes import record_changes, touched_operations
+from kernelindex.catalog.collector import collector_paused
 from kernelindex.catalog.db import SQLITE_BUSY_TIMEOUT_MS, Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
@@ -33,37 +32,6 @@ from kernelindex.policy.source_policy import refusal_of
 
 CHUNK = 500
 PUBLISH_WAIT_S = 600  # SQLite: how long a publication waits for another one to finish
-
-
-@dataclass
-class _Pauses:
-    running: int = 0  # pauses in progress
-    resume: bool = False  # whether the collector ran before the first of them
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_PAUSES = _Pauses()
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for a bulk import or publication. An import builds and
-    holds ~10^5 manifests (pydantic models, dicts, lists) until they are published, and each automatic
-    collection walks every one of them again: 13% of the CPU of importing every bundled source
-    (bench/RESULTS.md). They form no reference cycles, and reference counting frees them as always;
-    the collector resumes, if it was running, when the last pause in progress ends."""
-    with _PAUSES.lock:
-        if _PAUSES.running == 0:
-            _PAUSES.resume = gc.isenabled()
-            gc.disable()
-        _PAUSES.running += 1
-    try:
-        yield
-    finally:
-        with _PAUSES.lock:
-            _PAUSES.running -= 1
-            if _PAUSES.running == 0 and _PAUSES.resume:
-                gc.enable()
 
 
 class PublishError(ValueError):

@@ -3,16 +3,16 @@ catalog version (every write bumps it), and derive the policy facts once."""
 
 from __future__ import annotations
 
-import gc
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial, wraps
-from typing import Any, ParamSpec, TypeVar, cast
+from functools import partial
+from typing import Any, cast
 
 import orjson
 from sqlalchemy import Connection, select
 
+from kernelindex.catalog.collector import collector_paused
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
@@ -51,25 +51,6 @@ log = logging.getLogger("kernelindex.readmodel")
 ALL_KEY = ("operation-data-all",)
 ATTACHED = "operation-with-attainable"  # the stored operation with its GPUs' attainable bandwidths
 ONE_BY_ONE = 8  # more operations to load than this: one pass over every table instead
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _gc_paused(load: Callable[P, T]) -> Callable[P, T]:
-    """Run a load with the cyclic garbage collector paused. A load allocates a few hundred thousand
-    containers (rows, bodies, manifests, runs) that form no reference cycles, and every burst of them
-    set off collections that traverse the whole growing heap: half the CPU time of a full load went
-    to finding no garbage. Reference counting still frees everything; the collector resumes after."""
-    @wraps(load)
-    def paused(*args: P.args, **kwargs: P.kwargs) -> T:
-        if not gc.isenabled():  # paused by another load, or by the process: leave it as it is
-            return load(*args, **kwargs)
-        gc.disable()
-        try:
-            return load(*args, **kwargs)
-        finally:
-            gc.enable()
-    return paused
 
 
 def load_operation(catalog: Catalog, slug: str) -> OperationData:
@@ -137,7 +118,7 @@ def load_all_operations(catalog: Catalog) -> dict[str, OperationData]:
     one when they are few, else in one pass of a few whole-table queries)."""
     versions = VERSIONS.current(catalog)
 
-    @_gc_paused  # a few hundred thousand objects kept alive: no cycles to find, only a heap to traverse
+    @collector_paused()  # a few hundred thousand objects kept alive: no cycles to find, only a heap to traverse
     def attached() -> dict[str, OperationData]:
         return {slug: _with_attainable(catalog, versions, data) for slug, data in _all_at(catalog, versions).items()}
 
@@ -197,7 +178,7 @@ class _Facts:
         return found
 
 
-@_gc_paused
+@collector_paused()
 def _load(catalog: Catalog, slug: str, version: int, *, attested_only: bool = False) -> OperationData:
     with catalog.engine.connect() as conn:
         op_row = conn.execute(
@@ -238,7 +219,7 @@ def _facts_of_runs(conn: Connection, run_digests: list[str] | None) -> _Facts:
     )
 
 
-@_gc_paused
+@collector_paused()
 def _load_all(catalog: Catalog, versions: Versions) -> dict[str, OperationData]:
     with catalog.engine.connect() as conn:
         operations = conn.execute(

@@ -25,6 +25,7 @@ import orjson
 from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from kernelindex.catalog.collector import collector_paused
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, OperationSummaryRow
 from kernelindex.policy.evidence import VERIFIED_LEVELS
@@ -216,6 +217,7 @@ def _slugs(catalog: Catalog) -> list[str]:
         return sorted(name for name in names if name is not None)
 
 
+@collector_paused()  # summarising every operation walks ~10^6 held objects: a quarter of the pass went to collections
 def computed_summaries(catalog: Catalog, slugs: list[str]) -> dict[str, Stored]:
     """The summaries of these operations computed from their runs, as JSON (their data versions are the
     current ones). Many operations are loaded in one pass; the pass is then let go (every page of an

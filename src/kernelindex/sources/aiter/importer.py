@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelindex import registry
+from kernelindex.catalog.collector import collector_paused
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import collector_paused, publish_manifests
+from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.canonical import bytes_digest
 from kernelindex.domain.manifests import Manifest, ManifestError
 from kernelindex.sources.aiter.archive import TableFile, bundled_archive_path, bundled_files

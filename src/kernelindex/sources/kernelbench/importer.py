@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelindex import registry
+from kernelindex.catalog.collector import collector_paused
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import collector_paused, publish_manifests
+from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.manifests import Manifest
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.sources.base import FileTransport, Transport

@@ -7,8 +7,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kernelindex import registry
+from kernelindex.catalog.collector import collector_paused
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import collector_paused, publish_manifests
+from kernelindex.catalog.publish import publish_manifests
 from kernelindex.policy.source_policy import REFUSED_BY_POLICY, refusal_reason
 from kernelindex.sources.base import Transport
 from kernelindex.sources.kernelindex_export.mapping import ExportMapper, MappedSource, Progress

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernelindex import registry
+from kernelindex.catalog.collector import collector_paused
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import collector_paused, publish_manifests
+from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.manifests import Manifest, ManifestError
 from kernelindex.sources.base import FileTransport, ImportReport, Transport, shipped
 from kernelindex.sources.liger.normalize import SOURCE, Normalizer, RowProblem
