@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from kernelindex.policy.ceilings import CEILING_SIZES, CeilingFigure, best_seen, ceilings_over_sizes
+from kernelindex.policy.floor import Attainable
 
 MIB = 1 << 20
 
@@ -34,13 +35,13 @@ def test_the_sizes_are_several_and_past_the_l2() -> None:
 
 
 def test_best_seen_takes_the_maximum_over_ceilings_and_verified_runs() -> None:
-    ceilings = [(4.05e12, "copy"), (4.70e12, "write-only")]
-    assert best_seen([*ceilings, (4.245e12, "verified run jsd")]) == best_seen(ceilings)
-    chosen = best_seen([*ceilings, (4.75e12, "verified run kl-div")])
-    assert chosen is not None and (chosen.bandwidth_bytes_per_s, chosen.source) == (4.75e12, "verified run kl-div")
-    tie = best_seen([(4.7e12, "first"), (4.7e12, "second")])
+    ceilings = [Attainable(4.05e12, "copy"), Attainable(4.70e12, "write-only")]
+    assert best_seen([*ceilings, Attainable(4.245e12, "verified run jsd", run_id="61d2e8d320a754e2")]) == ceilings[1]
+    kl_div = Attainable(4.75e12, "verified run kl-div", run_id="0123456789abcdef")
+    assert best_seen([*ceilings, kl_div]) == kl_div  # the run that set it, to link it
+    tie = best_seen([Attainable(4.7e12, "first"), Attainable(4.7e12, "second")])
     assert tie is not None and tie.source == "first"
-    assert best_seen([(0.0, "nothing moved")]) is None and best_seen([]) is None
+    assert best_seen([Attainable(0.0, "nothing moved")]) is None and best_seen([]) is None
 
 
 def test_without_a_copy_figure_there_are_no_ceilings_and_unknown_kernels_are_refused() -> None:
@@ -91,7 +92,6 @@ def test_the_environment_records_each_kernel_at_its_best_size_and_the_gpu_table_
 
 
 def test_the_gpu_table_shows_the_ceiling_gemm_and_which_compute_floor_uses_it() -> None:
-    from kernelindex.policy.floor import Attainable
     from kernelindex.readmodel.ceilings import (
         BELOW_BEST_USE,
         COMPUTE_ATTAINABLE_USE,
@@ -112,8 +112,10 @@ def test_the_gpu_table_shows_the_ceiling_gemm_and_which_compute_floor_uses_it() 
         (GEMM_CEILING_KERNEL, 741e12, 702e12, 2, COMPUTE_ATTAINABLE_USE),
         ("datasheet fp16 dense peak — datasheet", 989.5e12, None, 0, COMPUTE_PHYSICAL_USE)]
     # a verified GEMM run faster than the ceiling sets the attainable rate: its own row, first
-    faster = Attainable(4.0e12, "copy", compute_flops_per_s=760e12, compute_source="verified run abc (gemm)")
+    faster = Attainable(4.0e12, "copy", compute_flops_per_s=760e12, compute_source="verified run abc (gemm)",
+                        compute_run_id="abcdef0123456789")
     rows = compute_ceiling_rows([env(741e12)], 989.5, "datasheet", faster)
-    assert [(r.kernel, r.used_by) for r in rows] == [
-        ("verified run abc (gemm)", COMPUTE_ATTAINABLE_USE), (GEMM_CEILING_KERNEL, BELOW_BEST_USE),
-        ("datasheet fp16 dense peak — datasheet", COMPUTE_PHYSICAL_USE)]
+    assert [(r.kernel, r.used_by, r.run_url) for r in rows] == [
+        ("verified run abc (gemm)", COMPUTE_ATTAINABLE_USE, "/runs/abcdef0123456789"),
+        (GEMM_CEILING_KERNEL, BELOW_BEST_USE, None),
+        ("datasheet fp16 dense peak — datasheet", COMPUTE_PHYSICAL_USE, None)]

@@ -102,5 +102,9 @@ def test_asking_for_no_gpu_leaves_the_whole_table_alone(catalog: Catalog) -> Non
     assert loading.attainable_now(catalog, frozenset()) == {}
     whole = loading.attainable_now(catalog)
     assert "h200" in whole and whole["h200"].bandwidth_bytes_per_s > 0
+    for figure in whole.values():  # the run that set a figure is named, for its link (a ceiling kernel: none)
+        assert figure.source.startswith(f"verified run {figure.run_id} ") == bool(figure.run_id)
+        assert figure.compute_source.startswith(f"verified run {figure.compute_run_id} ") == bool(figure.compute_run_id)
+    assert whole["h200"].run_id and whole["h200"].compute_run_id
     _fresh(catalog)
     assert loading.attainable_now(catalog) == whole

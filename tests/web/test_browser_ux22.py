@@ -34,6 +34,8 @@ def test_gpu_ceilings_are_one_collapsed_table_below_the_records(tab: Any, base_u
     assert Counter(u.split(" (")[0].split(":")[0] for u in used) == {"the attainable floor": 1,
                                                                       "the physical floor": 1, "none on the pages": 3}
     assert used[0].startswith("the attainable floor")
+    run_link = rows.first.locator("td").first.locator("a")  # the run that sets every H200 attainable floor
+    assert run_link.get_attribute("href") == "/runs/842f0082c037e284"
     # Runner processes time the ceiling GEMM: a compute table of its own, TFLOP/s never in the GB/s column.
     # Runner-9's verified GEMMs (gemm-n2048-k8192, 800 TFLOP/s) beat the ceiling GEMM (~760), so the best
     # verified run heads the table as the attainable compute floor and the ceiling GEMM is used by none.
@@ -44,6 +46,12 @@ def test_gpu_ceilings_are_one_collapsed_table_below_the_records(tab: Any, base_u
     assert gemm[2][0].startswith("datasheet fp16 dense peak") and all("TFLOP/s" in r[1] for r in gemm)
     assert gemm[0][2].startswith("the attainable compute floor")
     assert gemm[1][2].startswith("none on the pages: below the best seen")
+    assert compute.first.locator("a").get_attribute("href") == "/runs/01388e3282e2ec2c"
+    assert rows.nth(1).locator("a").count() == 0  # a ceiling kernel is no run
+    details.locator("summary").click()  # collapsed until asked for
+    run_link.click()
+    tab.wait_for_url(re.compile(r"/runs/842f0082c037e284$"))
+    assert "KernelBench 1/94" in tab.locator("main").inner_text()
     # The operation page's floor panel links to the table, and the link opens it.
     tab.goto(base_url + "/operations/rope?gpu=h200")  # H200 has an attainable floor (A100, the default, none)
     tab.locator(".floor summary").first.evaluate("s => s.parentElement.open = true")

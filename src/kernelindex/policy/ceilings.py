@@ -50,11 +50,12 @@ def best_sizes(figures: Iterable[CeilingFigure]) -> dict[str, int]:
     return {kernel: f.bytes for kernel, f in best.items()}
 
 
-def best_seen(candidates: Iterable[tuple[float, str]]) -> Attainable | None:
-    """The attainable bandwidth: the highest rate among (bytes/s, what sustained it) candidates — ceilings
-    of every environment and each verified run's rate; the first named wins a tie. None: nothing measured."""
+def best_seen(candidates: Iterable[Attainable]) -> Attainable | None:
+    """The attainable bandwidth: the candidate with the highest rate — ceilings of every environment and
+    each verified run's rate; the first named wins a tie. None: nothing measured."""
     best: Attainable | None = None
-    for rate, source in candidates:
+    for candidate in candidates:
+        rate = candidate.bandwidth_bytes_per_s
         if rate > 0 and (best is None or rate > best.bandwidth_bytes_per_s):
-            best = Attainable(rate, source)
+            best = candidate
     return best

@@ -124,6 +124,8 @@ class Attainable:
     source: str
     compute_flops_per_s: float | None = None
     compute_source: str = ""
+    run_id: str = ""  # the verified run that set the bandwidth ("": a ceiling kernel did)
+    compute_run_id: str = ""  # the verified GEMM run that set the compute rate ("": the ceiling GEMM did)
 
 
 SIXTEEN_BIT = {"fp16", "bf16"}

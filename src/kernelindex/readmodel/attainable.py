@@ -43,7 +43,7 @@ from kernelindex.readmodel.versions import Versions
 
 CEILINGS = (("copy_bandwidth_bytes_per_s", "copy"), ("read_bandwidth_bytes_per_s", "read-only"),
             ("write_bandwidth_bytes_per_s", "write-only"))
-Rates = dict[str, tuple[float, str]]  # per GPU slug: the best rate and what reached it
+Rates = dict[str, tuple[float, str, str]]  # per GPU slug: the best rate, what reached it, its run ("": none)
 # An operation's verified rates: "bandwidth" (bytes/s of compulsory traffic), "gemm" (FLOP/s of a 16-bit GEMM)
 AttainableRates = dict[str, Rates]
 
@@ -96,13 +96,13 @@ def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], Operati
     stored = _stored_rates(catalog, {slug: versions.of(slug) for slug in slugs})
     for slug in slugs:
         rates = stored[slug] if slug in stored else attainable_rates(load(slug))
-        for gpu, (rate, source) in rates["bandwidth"].items():
-            _offer(best, gpu, rate, source)
+        for gpu, (rate, source, run_id) in rates["bandwidth"].items():
+            _offer(best, gpu, Attainable(rate, source, run_id=run_id))
         if gemm_ceilings:
-            for gpu, (rate, source) in rates["gemm"].items():
-                _offer(compute, gpu, rate, source)
-    return {gpu: replace(a, compute_flops_per_s=compute[gpu].bandwidth_bytes_per_s,
-                         compute_source=compute[gpu].source) if gpu in compute else a for gpu, a in best.items()
+            for gpu, (rate, source, run_id) in rates["gemm"].items():
+                _offer(compute, gpu, Attainable(rate, source, run_id=run_id))
+    return {gpu: replace(a, compute_flops_per_s=compute[gpu].bandwidth_bytes_per_s, compute_source=compute[gpu].source,
+                         compute_run_id=compute[gpu].run_id) if gpu in compute else a for gpu, a in best.items()
             if gpus is None or gpu in gpus}
 
 
@@ -113,8 +113,8 @@ def _stored_rates(catalog: Catalog, wanted: dict[str, int]) -> dict[str, Attaina
 
 
 def rates_from_json(kept: dict[str, dict[str, list[Any]]]) -> AttainableRates:
-    """Rates as a stored summary's JSON holds them (each pair a list)."""
-    return {kind: {gpu: (float(rate), str(source)) for gpu, (rate, source) in figures.items()}
+    """Rates as a stored summary's JSON holds them (each triple a list)."""
+    return {kind: {gpu: (float(rate), str(source), str(run_id)) for gpu, (rate, source, run_id) in figures.items()}
             for kind, figures in kept.items()}
 
 
@@ -128,11 +128,11 @@ def _offer_gemm_ceiling(compute: dict[str, Attainable], spec: dict) -> None:
     rate field of a separate table: FLOP/s here, not bytes/s."""
     gpu = registry.gpu_for_product(spec["hardware"]["product"])
     if gpu is not None and (value := spec.get("fp16_gemm_flops_per_s")):
-        _offer(compute, gpu.slug, float(value), f"the 8192³ fp16 cuBLAS GEMM a KernelIndex runner measured on "
-                                                f"{gpu.short} (the best 16-bit GEMM rate seen there)")
+        _offer(compute, gpu.slug, Attainable(float(value), f"the 8192³ fp16 cuBLAS GEMM a KernelIndex runner measured "
+                                                           f"on {gpu.short} (the best 16-bit GEMM rate seen there)"))
 
 
-def _gemm_flops(data: OperationData) -> dict[str, tuple[float, str]]:
+def _gemm_flops(data: OperationData) -> dict[str, tuple[float, str, str]]:
     """Per GPU, the best FLOP rate a verified run of this 16-bit GEMM reached (so none is under the floor)."""
     best: dict[str, Attainable] = {}
     for run, gpu, median_ns in _verified_runs_with_gpu(data):
@@ -144,9 +144,11 @@ def _gemm_flops(data: OperationData) -> dict[str, tuple[float, str]]:
         if not flops or attainable_compute(op_spec, wl_spec, probe, None) is None:
             continue
         work = evaluate(flops, resolved_axes(op_spec, wl_spec))
-        _offer(best, gpu.slug, work / (median_ns * 1e-9),
-               f"verified run {run.run_id} ({data.slug}) reached this GEMM rate on {gpu.short}, the best seen there")
-    return {gpu: (a.bandwidth_bytes_per_s, a.source) for gpu, a in best.items()}
+        _offer(best, gpu.slug, Attainable(
+            work / (median_ns * 1e-9),
+            f"verified run {run.run_id} ({data.slug}) reached this GEMM rate on {gpu.short}, the best seen there",
+            run_id=run.run_id))
+    return _as_rates(best)
 
 
 def _verified_runs_with_gpu(data: OperationData) -> Iterator[tuple[Run, GpuSpec, int]]:
@@ -158,11 +160,15 @@ def _verified_runs_with_gpu(data: OperationData) -> Iterator[tuple[Run, GpuSpec,
             yield run, gpu, run.median_ns
 
 
-def _offer(best: dict[str, Attainable], gpu: str, rate: float, source: str) -> None:
+def _offer(best: dict[str, Attainable], gpu: str, candidate: Attainable) -> None:
     """The policy's choice (``policy/ceilings.best_seen``) between the best so far and one more candidate."""
-    current = [(best[gpu].bandwidth_bytes_per_s, best[gpu].source)] if gpu in best else []
-    if chosen := best_seen([*current, (rate, source)]):
+    current = [best[gpu]] if gpu in best else []
+    if chosen := best_seen([*current, candidate]):
         best[gpu] = chosen
+
+
+def _as_rates(best: dict[str, Attainable]) -> dict[str, tuple[float, str, str]]:
+    return {gpu: (a.bandwidth_bytes_per_s, a.source, a.run_id) for gpu, a in best.items()}
 
 
 def _offer_ceilings(best: dict[str, Attainable], spec: dict) -> None:
@@ -171,11 +177,12 @@ def _offer_ceilings(best: dict[str, Attainable], spec: dict) -> None:
         return
     for field, kind in CEILINGS:
         if value := spec.get(field):
-            _offer(best, gpu.slug, float(value),
-                   f"the {kind} ceiling a KernelIndex runner measured on {gpu.short} (the best it has sustained)")
+            _offer(best, gpu.slug, Attainable(
+                float(value), f"the {kind} ceiling a KernelIndex runner measured on {gpu.short} (the best it has "
+                              f"sustained)"))
 
 
-def _verified_rates(data: OperationData) -> dict[str, tuple[float, str]]:
+def _verified_rates(data: OperationData) -> dict[str, tuple[float, str, str]]:
     """Per GPU, the best rate a verified run of this operation moved its compulsory bytes at."""
     best: dict[str, Attainable] = {}
     for run, gpu, median_ns in _verified_runs_with_gpu(data):
@@ -185,7 +192,8 @@ def _verified_rates(data: OperationData) -> dict[str, tuple[float, str]]:
         counted = recorded_distinct_ids(run.spec.timing.raw) or None  # the rows its gather read, when recorded
         moved = sum(t.bytes for t in compulsory_traffic(*data.specs_json(run.workload), region, data.slug,
                                                         distinct_ids=counted))
-        _offer(best, gpu.slug, moved / (median_ns * 1e-9),
-               f"verified run {run.run_id} ({data.slug}, {region}) moved its compulsory bytes at this rate on "
-               f"{gpu.short}, the best seen sustained there")
-    return {gpu: (a.bandwidth_bytes_per_s, a.source) for gpu, a in best.items()}
+        _offer(best, gpu.slug, Attainable(
+            moved / (median_ns * 1e-9), f"verified run {run.run_id} ({data.slug}, {region}) moved its compulsory "
+                                        f"bytes at this rate on {gpu.short}, the best seen sustained there",
+            run_id=run.run_id))
+    return _as_rates(best)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelindex import urls
 from kernelindex.domain.manifests import ExecutionEnvironment
 from kernelindex.policy.floor import CEILING_PROBE_BYTES, Attainable
 from kernelindex.readmodel.jsonable import JsonModel
@@ -37,6 +38,7 @@ class CeilingRow(JsonModel):
     lowest_bytes_per_s: float | None  # over every environment that measured it (None: one figure only)
     measurements: int  # environments (a runner's machine and software) that measured it
     used_by: str  # which floor divides by it
+    run_url: str | None = None  # the verified run's page, when a run set this rate
 
 
 def ceiling_rows(environments: list[ExecutionEnvironment], bandwidth_gbps: float, source: str,
@@ -58,7 +60,7 @@ def ceiling_rows(environments: list[ExecutionEnvironment], bandwidth_gbps: float
     rows.sort(key=lambda r: -r.best_bytes_per_s)
     if attainable and not any(r.used_by == ATTAINABLE_USE for r in rows):
         rows.insert(0, CeilingRow(attainable.source, None, None, attainable.bandwidth_bytes_per_s, None, 1,
-                                  ATTAINABLE_USE))
+                                  ATTAINABLE_USE, _run_url(attainable.run_id)))
     rows.append(CeilingRow(f"datasheet HBM peak — {source}", None, None, bandwidth_gbps * 1e9, None, 0, PHYSICAL_USE))
     return rows
 
@@ -70,6 +72,7 @@ class ComputeCeilingRow(JsonModel):
     lowest_flops_per_s: float | None  # over every environment that measured it (None: one figure only)
     measurements: int  # environments that measured it (0: the datasheet)
     used_by: str
+    run_url: str | None = None  # the verified GEMM run's page, when a run set this rate
 
 
 def compute_ceiling_rows(environments: list[ExecutionEnvironment], peak_tflops_fp16: float | None, source: str,
@@ -84,8 +87,13 @@ def compute_ceiling_rows(environments: list[ExecutionEnvironment], peak_tflops_f
     used = COMPUTE_ATTAINABLE_USE if attained == best else BELOW_BEST_USE
     rows = [ComputeCeilingRow(GEMM_CEILING_KERNEL, best, low if low != best else None, len(values), used)]
     if attainable and attained and used != COMPUTE_ATTAINABLE_USE:
-        rows.insert(0, ComputeCeilingRow(attainable.compute_source, attained, None, 1, COMPUTE_ATTAINABLE_USE))
+        rows.insert(0, ComputeCeilingRow(attainable.compute_source, attained, None, 1, COMPUTE_ATTAINABLE_USE,
+                                         _run_url(attainable.compute_run_id)))
     if peak_tflops_fp16:
         rows.append(ComputeCeilingRow(f"datasheet fp16 dense peak — {source}", peak_tflops_fp16 * 1e12, None, 0,
                                       COMPUTE_PHYSICAL_USE))
     return rows
+
+
+def _run_url(run_id: str) -> str | None:
+    return urls.run(run_id) if run_id else None
