@@ -31,6 +31,12 @@ def test_a_large_gemm_is_held_to_the_measured_gemm_rate() -> None:
     assert attainable.compute_ns == flops / 700e12 * 1e9 and attainable.bound == "compute"
     assert attainable.compute_source.startswith("700 TFLOP/s, the ceiling GEMM")
     assert attainable.to_json()["compute_source"] == attainable.compute_source
+    assert attainable.to_json()["compute_run_id"] is None  # the ceiling GEMM is no run
+    by_run = Attainable(4.3e12, "copy", compute_flops_per_s=800e12, compute_source="verified run 01388e3282e2ec2c",
+                        compute_run_id="01388e3282e2ec2c")
+    assert floor_estimate(op, wl, H200, attainable=by_run).to_json()["compute_run_id"] == "01388e3282e2ec2c"
+    small = floor_estimate({**op, "family": "mlp"}, wl, H200, attainable=by_run)  # no GEMM rate: no GEMM run named
+    assert small.to_json()["compute_run_id"] is None
 
 
 def test_the_measured_rate_never_exceeds_the_datasheet_peak() -> None:

@@ -150,10 +150,14 @@ def test_one_bus_reads_and_writes_share_the_best_bandwidth() -> None:
 
 def test_attainable_floor_takes_the_bandwidth_it_is_given() -> None:
     op = _spec("rms-norm")
-    seen = Attainable(4.245e12, "verified run 61d2e8d320a754e2 (jsd, forward)")
+    seen = Attainable(4.245e12, "verified run 61d2e8d320a754e2 (jsd, forward)", run_id="61d2e8d320a754e2")
     floor = floor_estimate(op, RMS, H200, region="forward", operation="rms-norm", attainable=seen)
     assert floor.floor_ns == pytest.approx(floor.bytes_total / 4.245e12 * 1e9)
     assert "61d2e8d320a754e2" in floor.bandwidth_source and floor.to_json()["name"] == "attainable floor"
+    assert floor.to_json()["bandwidth_run_id"] == "61d2e8d320a754e2"  # the page links the run
+    assert floor.to_json()["compute_run_id"] is None  # an RMSNorm divides by no GEMM rate
+    ceiling = floor_estimate(op, RMS, H200, operation="rms-norm", attainable=Attainable(4.3e12, "the copy ceiling"))
+    assert ceiling.to_json()["bandwidth_run_id"] is None
 
 
 def test_no_grad_forward_moves_what_forward_moves() -> None:

@@ -55,6 +55,7 @@ def test_gpu_ceilings_are_one_collapsed_table_below_the_records(tab: Any, base_u
     # The operation page's floor panel links to the table, and the link opens it.
     tab.goto(base_url + "/operations/rope?gpu=h200")  # H200 has an attainable floor (A100, the default, none)
     tab.locator(".floor summary").first.evaluate("s => s.parentElement.open = true")
+    assert tab.locator(".floor a", has_text="That run").first.get_attribute("href") == "/runs/842f0082c037e284"
     tab.locator(".floor a", has_text="The GPU's ceilings").first.click()
     tab.wait_for_url(re.compile(r"/gpus/h200#ceilings$"))
     assert tab.locator("section.ceilings details").evaluate("d => d.open") is True

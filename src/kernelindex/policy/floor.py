@@ -169,6 +169,8 @@ class FloorEstimate:
     measured: bool  # the attainable floor: bandwidth seen sustained on the GPU, not the datasheet's
     region: str = "forward"
     compute_source: str = ""  # the attainable floor's compute rate in words (attainable_compute), else ""
+    bandwidth_run_id: str = ""  # the verified run whose rate the attainable floor's bandwidth is ("": a ceiling's)
+    compute_run_id: str = ""  # the verified GEMM run whose rate its compute time divides by ("": none)
 
     @property
     def kind(self) -> str:
@@ -225,6 +227,8 @@ class FloorEstimate:
             "name": self.name,
             "region": self.region,
             "compute_source": self.compute_source or None,
+            "bandwidth_run_id": self.bandwidth_run_id or None,
+            "compute_run_id": self.compute_run_id or None,
         }
 
 
@@ -382,4 +386,6 @@ def floor_estimate(
         measured=attainable is not None,
         region=region,
         compute_source=seen[1] if seen else "",
+        bandwidth_run_id=attainable.run_id if attainable else "",
+        compute_run_id=attainable.compute_run_id if attainable and seen else "",
     )
