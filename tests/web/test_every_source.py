@@ -141,7 +141,9 @@ def test_no_run_of_any_source_is_under_either_floor(everything: Catalog) -> None
             floored += 1
             if run.median_ns < physical.floor_ns:
                 under_physical.append(f"{data.slug} {run.run_id} {run.median_ns} < {physical.floor_ns:.0f}")
-            if attainable is not None and run.median_ns < attainable.floor_ns:
+            # The run that sets the GPU's best-seen rate is its own attainable floor: flops / (flops / t) may come
+            # back one rounding above t, which is no run under its floor.
+            if attainable is not None and run.median_ns < attainable.floor_ns * (1 - 1e-9):
                 under_attainable.append(f"{data.slug} {run.run_id} {run.median_ns} < {attainable.floor_ns:.0f}")
     assert floored > 60_000  # aiter's and KernelBench's runs have floors too
     assert under_physical == [] and under_attainable == []
