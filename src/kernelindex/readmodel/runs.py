@@ -204,11 +204,18 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         operation_url=_operation_url(data, run, cohort),
         samples_url=urls.run_samples(run.run_id) if samples else None,
         histogram=histogram(samples.get("device_ns", [])) if samples else [],
-        secondary=run_secondary(stored["timing"]),
+        secondary=run_secondary(stored["timing"], _checked_before_timing(run, data)),
         protocol_note=registry.protocol_notes().get(run.protocol),
         **_measurement_notes(run, data),
         **_floor_facts(data, run),
     )
+
+
+def _checked_before_timing(run: Run, data: OperationData) -> bool:
+    """A runner's run of an operation (not of a problem module): its process compiled the case in the
+    correctness checks before the timed region's first call."""
+    protocol = data.protocols[run.protocol]
+    return run.spec.runner is not None and "problem-module" not in (protocol.metadata.name or "")
 
 
 def _floor_facts(data: OperationData, run: Run) -> dict[str, Any]:

@@ -26,6 +26,7 @@ Reference = Callable[[Tensors], Tensors]
 
 REGIONS = ("forward", "backward", "forward+backward")
 BIND_COMPILE = "bind-compile"  # Adapter.state: the compile the latest bind did
+FIRST_COMPILED_CALL = "first-compiled-call-ns"  # Adapter.state: wall time of a torch.compile function's first call
 
 
 @dataclass(frozen=True)
