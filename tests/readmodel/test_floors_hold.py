@@ -38,7 +38,8 @@ def test_no_run_is_under_either_floor(catalog: Catalog) -> None:
             under_physical.append(f"{data.slug} {run.run_id} {run.median_ns} ns < {physical.floor_ns:.0f} ns")
         if attainable is not None:
             attained += 1
-            if run.median_ns < attainable.floor_ns:
+            # The run that sets the GPU's best rate is its own floor: flops / (flops / t) may round above t.
+            if run.median_ns < attainable.floor_ns * (1 - 1e-9):
                 under_attainable.append(f"{data.slug} {run.run_id} {run.evidence} {run.median_ns} ns < "
                                         f"{attainable.floor_ns:.0f} ns")
     assert verified > 500 and attained > 1000  # the shipped verified campaign and the imported H200 runs

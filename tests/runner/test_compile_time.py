@@ -27,8 +27,8 @@ from kernelindex.readmodel.samples import (  # noqa: E402
     run_secondary,
 )
 from kernelindex.runner.campaign import verify_operation  # noqa: E402
+from kernelindex.runner.compile_time import CHECKS_COMPILE  # noqa: E402
 from kernelindex.runner.timing import TimingPolicy  # noqa: E402
-from kernelindex.runner.verify import CHECKS_COMPILE  # noqa: E402
 
 SLUG = "gemm-n128-k2048"
 COLD_S = 0.2  # the first compilation's "autotuning"

@@ -30,6 +30,7 @@ from kernelindex.domain.manifests import (
 )
 from kernelindex.policy.floor import Ceilings, floor_estimate
 from kernelindex.runner import records
+from kernelindex.runner.compile_time import compile_figures
 from kernelindex.runner.correctness import CheckResult, check
 from kernelindex.runner.definitions import FIRST_COMPILED_CALL, Adapter, CompileRecord, OperationDef
 from kernelindex.runner.device_timing import CrossCheckResult, v3_fields
@@ -41,8 +42,6 @@ from kernelindex.runner.timing import Device, Measurement, Sampler, TimingPolicy
 
 Event = Callable[[str, dict[str, Any]], None]
 TIMING_SEED = 1_000_003
-# timing.raw["compile_measured"]: where a torch.compile run's compile_ns was taken (readmodel/samples.py words it)
-CHECKS_COMPILE = "first call of the correctness checks"
 
 
 class RunnerDevice(Device, Protocol):
@@ -330,19 +329,7 @@ def _timing_json(o: ImplOutcome, blob: bytes, min_samples: int) -> dict[str, Any
     secondary: dict[str, int] = {}
     if o.do_bench_ns is not None:
         secondary["do_bench_median_ns"] = round(o.do_bench_ns)
-    if o.compile is not None:  # compiled ahead of time when binding (XLA); never part of the figure
-        secondary["compile_ns"] = o.compile.ns
-        timing["raw"]["compile_method"] = o.compile.method
-    if o.checks_compile_ns is not None and o.compile is None:
-        # The checks compiled (and autotuned) this case first: their first call is the compile time; the
-        # region's first call after a clean dynamo state found Inductor's caches warm (first_call_ns).
-        secondary["compile_ns"] = o.checks_compile_ns
-        timing["raw"]["compile_measured"] = CHECKS_COMPILE
-    if o.first_call_ns is not None:
-        # Wall time of the first call after a clean dynamo state; never part of the figure.
-        compiles = (o.compile is None and o.checks_compile_ns is None
-                    and o.adapter.key.startswith("torch-compile"))  # a runner without the checks' figure
-        secondary["compile_ns" if compiles else "first_call_ns"] = round(o.first_call_ns)
+    secondary.update(compile_figures(o.adapter.key, o.compile, o.checks_compile_ns, o.first_call_ns, timing["raw"]))
     if secondary:
         timing["secondary"] = secondary
     if o.peak_bytes is not None:
