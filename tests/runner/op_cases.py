@@ -130,3 +130,21 @@ def small_workload(
 
 
 ROPE_ORDER = {"q": [0, 2, 1, 3], "k": [0, 2, 1, 3], "q_out": [0, 2, 1, 3], "k_out": [0, 2, 1, 3]}
+
+
+def verified_alone(slug: str, axes: dict[str, int], adapter: Any, device: Any) -> Any:
+    """``verify_operation`` of one adapter on one case of ``slug`` with a quick timing policy on a fake GPU
+    (``device``, e.g. ``runner_fakes.FakeDevice``): the one outcome, which must have passed."""
+    from kernelindex.runner.campaign import verify_operation
+    from kernelindex.runner.timing import TimingPolicy
+
+    policy = TimingPolicy(warmup_calls=2, warmup_time_ns=10_000, min_samples=100, target_rse=0.01,
+                          time_budget_ns=100_000_000, host_calls=5)
+    environment = build("ExecutionEnvironment", {"hardware": {"vendor": "NVIDIA", "product": "Fake GPU"}})
+    runner = {"name": "test", "key_id": "sha256:" + "0" * 64}
+    result = verify_operation(registry.load_operation(slug), [case(slug, axes, "")], None, device=device,
+                              environment=environment, runner=runner, policy=policy, calls_per_sample=10,
+                              campaign="test", adapters=[adapter])
+    [outcome] = result.cases[0].impls
+    assert outcome.status == "passed", outcome.error
+    return outcome

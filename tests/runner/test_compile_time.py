@@ -15,20 +15,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from op_cases import case, op  # noqa: E402
+from op_cases import op, verified_alone  # noqa: E402
 from runner_fakes import FakeDevice  # noqa: E402
 
-from kernelindex import registry  # noqa: E402
-from kernelindex.domain.manifests import build  # noqa: E402
 from kernelindex.readmodel.samples import (  # noqa: E402
     CHECKS_COMPILE_NOTE,
     WARM_FIRST_CALL_NOTE,
     WARM_RECOMPILE,
     run_secondary,
 )
-from kernelindex.runner.campaign import verify_operation  # noqa: E402
 from kernelindex.runner.compile_time import CHECKS_COMPILE  # noqa: E402
-from kernelindex.runner.timing import TimingPolicy  # noqa: E402
 
 SLUG = "gemm-n128-k2048"
 COLD_S = 0.2  # the first compilation's "autotuning"
@@ -63,15 +59,7 @@ def _verified(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, FakeCompile]:
     monkeypatch.setattr(torch, "compile", fake)
     autotune = next(a for a in op(SLUG).adapters() if a.key == "torch-compile-max-autotune")
     adapter = replace(autotune, packages=("torch",), modules=())
-    policy = TimingPolicy(warmup_calls=2, warmup_time_ns=10_000, min_samples=100, target_rse=0.01,
-                          time_budget_ns=100_000_000, host_calls=5)
-    environment = build("ExecutionEnvironment", {"hardware": {"vendor": "NVIDIA", "product": "Fake GPU"}})
-    runner = {"name": "test", "key_id": "sha256:" + "0" * 64}
-    result = verify_operation(registry.load_operation(SLUG), [case(SLUG, {"m": 16, "n": 128, "k": 2048}, "")], None,
-                              device=device, environment=environment, runner=runner, policy=policy,
-                              calls_per_sample=10, campaign="test", adapters=[adapter])
-    [outcome] = result.cases[0].impls
-    assert outcome.status == "passed", outcome.error
+    outcome = verified_alone(SLUG, {"m": 16, "n": 128, "k": 2048}, adapter, device)
     return outcome.run.spec.timing, fake
 
 
