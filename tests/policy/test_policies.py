@@ -209,6 +209,20 @@ def test_environment_key_ignores_what_a_runner_measured() -> None:
     assert cohort_key("w", "p", environment_key(base)) == cohort_key("w", "p", environment_key(measured))
 
 
+def test_environment_key_ignores_which_implementation_packages_were_installed() -> None:
+    """A campaign that left Liger-Kernel out (runner keys 15 and 16 carried no Liger wheel) ran on the same
+    platform as one that installed it: its max-autotune GEMMs rank beside the earlier cuBLAS runs."""
+    from kernelindex.policy.cohorts import environment_key
+
+    platform = {"cuda": "13.0", "driver": "580.159.04", "python": "3.12.3", "torch": "2.11.0", "triton": "3.6.0"}
+    without = {"hardware": {"vendor": "NVIDIA", "product": "NVIDIA H200"}, "software": platform}
+    with_liger = {**without, "software": {**platform, "liger-kernel": "0.8.5", "transformers": "5.17.0"}}
+    assert environment_key(without) == environment_key(with_liger)
+    assert environment_key(without) != environment_key({**without, "software": {**platform, "triton": "3.7.0"}})
+    flags = {**without, "software": {**platform, "torch.backends.cudnn.allow_tf32": "False"}}
+    assert environment_key(without) != environment_key(flags)  # a backend flag changes results: it splits
+
+
 def test_throughput_uses_the_bound_unit() -> None:
     op, wl = _rope_workload()
     estimate = floor_estimate(op, wl, registry.gpus()["a100-80gb"])

@@ -19,16 +19,20 @@ def _m8192(client: TestClient) -> str:
 def test_verified_h200_rows_show_their_share_of_the_fp16_peak(client: TestClient) -> None:
     key = _m8192(client)
     page = client.get(f"/api/v1/operations/{OP}?gpu=h200&workload={key}").json()
-    assert page["cohort_line"]["runner"] == "kernelindex-h200-runner-9"
+    # Runner 9's cuBLAS and XLA runs and runner 15's max-autotune (a campaign without Liger installed: same
+    # platform, one cohort) rank together; the cohort names no single runner.
+    assert page["cohort_line"]["runner"] is None
     rows = {r["implementation"]["title"]: r for r in page["ranked"]}
-    assert set(rows) == {"torch.matmul (cuBLAS)", "XLA through JAX (jax.jit a @ b.T)"}
+    assert set(rows) == {"torch.matmul (cuBLAS)", "XLA through JAX (jax.jit a @ b.T)",
+                         "torch.compile max-autotune-no-cudagraphs (cuBLAS or Triton, fastest)"}
+    assert {r["runner"] for r in page["ranked"]} == {"kernelindex-h200-runner-9", "kernelindex-h200-runner-15"}
     for row in rows.values():
         flops = 2 * 8192 * 4096 * 4096
         assert row["throughput_unit"] == "TFLOP/s"
         assert row["throughput"] == pytest.approx(flops / (row["median_ns"] * 1e-9) / 1e12)
         assert row["peak_share"] == pytest.approx(row["throughput"] * 1e12 / FP16_DENSE_PEAK)
         assert row["peak_share"] == pytest.approx(1 / row["floor_ratio"])
-        assert 0.6 <= row["peak_share"] < 1  # issue 25's bar for cuBLAS at M >= 4096; XLA reached it too
+        assert 0.6 <= row["peak_share"] < 1  # issue 25's bar for cuBLAS at M >= 4096; XLA and Inductor reached it too
     html = client.get(f"/operations/{OP}?gpu=h200&workload={key}").text
     share = round(rows["torch.matmul (cuBLAS)"]["peak_share"] * 100)
     assert f"{share}% of peak" in html

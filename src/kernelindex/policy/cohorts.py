@@ -1,8 +1,9 @@
 """Derived keys: a cohort is one workload × protocol × environment × metric.
 
-The environment part is ``environment_key``: the hardware and software identity only. What a
+The environment part is ``environment_key``: the hardware and the platform software only. What a
 runner measured in that environment (copy bandwidth, clocks seen) is stored with it but does
-not split cohorts — two campaigns on the same GPU and software stack compete in one cohort.
+not split cohorts — two campaigns on the same GPU and software stack compete in one cohort —
+and neither do the packages whose kernels are themselves implementations (``IMPLEMENTATION_PACKAGES``).
 """
 
 from __future__ import annotations
@@ -47,10 +48,19 @@ def primary_latency_ns(run_spec: dict) -> int | None:
     return timing.get("median_ns") if timing.get("median_ns") is not None else timing.get("mean_ns")
 
 
+# Packages whose kernels are implementations in the catalog (Liger-Kernel's, Transformers' modules). Every
+# implementation revision that runs them pins their version, so whether a campaign had them installed says
+# nothing about the platform the other implementations ran on: a GEMM campaign that left Liger out is the same
+# H200, driver, CUDA, Python, torch and Triton as one that installed it. Recorded, shown, never splitting cohorts.
+IMPLEMENTATION_PACKAGES = frozenset({"liger-kernel", "transformers"})
+
+
 def environment_key(environment_spec: dict) -> str:
-    """Two environments are one when their hardware and software are identical; what a runner
-    measured there (bandwidths, clocks) does not change the key."""
-    return sha256_digest({"hardware": environment_spec["hardware"], "software": environment_spec.get("software", {})})
+    """Two environments are one when their hardware and platform software are identical; what a runner
+    measured there (bandwidths, clocks) and which implementation packages were installed do not change the key."""
+    software = {name: version for name, version in environment_spec.get("software", {}).items()
+                if name not in IMPLEMENTATION_PACKAGES}
+    return sha256_digest({"hardware": environment_spec["hardware"], "software": software})
 
 
 def cohort_key(workload: str, protocol: str, environment_key: str, metric: str = LATENCY_METRIC) -> str:
