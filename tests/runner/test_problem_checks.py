@@ -174,3 +174,57 @@ def test_a_module_that_cannot_run_in_float64_is_checked_against_float32_and_says
     verdict = check(case, lambda xs: case.model(*xs))
     assert verdict.status == "passed" and verdict.tolerance == problem_checks.FP32_REFERENCE_TOLERANCE
     assert verdict.reference.startswith("float32 on the CPU (the module cannot run in float64: RuntimeError")
+
+
+CLOSURE = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.mlp = nn.ModuleDict(dict(up=nn.Linear(features, 2 * features), down=nn.Linear(2 * features, features),
+                                      dropout=nn.Dropout(0.5)))
+        m = self.mlp
+        self.mlpf = lambda x: m.dropout(m.down(torch.relu(m.up(x))))  # as minGPT's block (KernelBench 3/44)
+
+    def forward(self, x):
+        return x + self.mlpf(x)
+
+def get_inputs():
+    return [torch.randn(5, 8)]
+
+def get_init_inputs():
+    return [8]
+'''
+
+
+def _closure_case() -> Case:
+    return Case(load_problem(CLOSURE, "sha256:" + hashlib.sha256(CLOSURE.encode()).hexdigest()), "cpu")
+
+
+def test_a_model_calling_a_closure_over_its_submodules_gets_its_float64_reference() -> None:
+    """A deepcopy of such a model would call the original's float32 submodules (on the GPU, on a GPU run:
+    3/44 failed with 'mat1 is on cpu'); its twin calls its own."""
+    case = _closure_case()
+    verdict = check(case, lambda xs: case.model(*xs))
+    assert verdict.status == "passed", verdict.detail
+    assert verdict.reference == "float64 on the CPU" and verdict.tolerance == FP64_TOLERANCE
+    assert "dropout off" in verdict.detail  # the twin made inside the checks has the reference's modes
+
+
+def test_a_twin_equals_the_model_in_its_own_modules_and_leaves_the_random_state_alone() -> None:
+    case = _closure_case()
+    with torch.no_grad():
+        case.model.mlp["up"].weight.add_(1.0)  # a twin copies the model it is given, not a fresh draw
+    case.model.eval()
+    state = torch.random.get_rng_state()
+    twin = case.twin(case.model)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert all(torch.equal(a, b) and a.data_ptr() != b.data_ptr()
+               for a, b in zip(twin.state_dict().values(), case.model.state_dict().values(), strict=True))
+    assert not any(m.training for m in twin.modules())
+    twin.to(torch.float64)
+    assert case.model.mlp["up"].weight.dtype == torch.float32
+    assert twin(torch.randn(2, 8, dtype=torch.float64)).dtype == torch.float64  # its closure calls its own mlp
+    reference = case.twin()  # the reference model: as built, before the change above
+    assert not torch.equal(reference.mlp["up"].weight, case.model.mlp["up"].weight)

@@ -1,9 +1,10 @@
 """Correctness checks of problem modules (``problem_module``): each check draws fresh inputs, computes the
 module's float64 execution on them once, checks every implementation's output against it, then frees it.
 
-- The reference is the same module executed in float64 (a deep copy of the model, its parameters and
-  buffers and the inputs' floating tensors cast to float64), on the CPU — or first on the GPU where the
-  campaign asks (``reference_device``), then the CPU where it does not fit; the run says which. Where the
+- The reference is the same module executed in float64 (a twin of the model, ``Case.twin``: built again
+  under the case's seed and given its parameters and buffers, cast to float64 with the inputs' floating
+  tensors), on the CPU — or first on the GPU where the campaign asks (``reference_device``), then the CPU
+  where it does not fit; the run says which. Where the
   module cannot run in float64 (an op without a float64 kernel, a dtype the module forces), the reference
   is its float32 execution on the CPU, and the run says so; the tolerance is then
   ``FP32_REFERENCE_TOLERANCE``.
@@ -24,7 +25,6 @@ module's float64 execution on them once, checks every implementation's output ag
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,6 +78,8 @@ class CheckedCase(Protocol):
     lock: GpuLock
     reference_s: float
 
+    def twin(self) -> torch.nn.Module: ...
+
     def inputs(self, seed: int) -> list[Any]: ...
 
 
@@ -92,8 +94,8 @@ class Verdict:
 
 
 def _model64(case: CheckedCase) -> torch.nn.Module:
-    """A float64 copy of the model, made on the CPU (outside any hold of the lock)."""
-    return copy.deepcopy(case.reference_model).to(dtype=torch.float64)
+    """A float64 twin of the model, made on the CPU (outside any hold of the lock)."""
+    return case.twin().to(dtype=torch.float64)
 
 
 def _float64(case: CheckedCase, inputs: list[Any], device: str, model64: torch.nn.Module) -> list[torch.Tensor]:
@@ -121,7 +123,7 @@ def _cpu_reference(case: CheckedCase, inputs: list[Any]) -> tuple[list[torch.Ten
         with case.lock.hold("inputs to the CPU for the reference"):
             inputs = to_device(inputs, "cpu")
     with torch.no_grad():
-        out = copy.deepcopy(case.reference_model)(*to_device(inputs, "cpu"))
+        out = case.twin()(*to_device(inputs, "cpu"))
     return [t.double() for t in tensors_of(out)], f"float32 on the CPU (the module cannot run in float64: {why})"
 
 

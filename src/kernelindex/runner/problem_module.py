@@ -33,7 +33,6 @@ The calls go to the runner's timing interface (``timing.measure_interleaved``) u
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import time
 import types
@@ -118,13 +117,28 @@ class Case:
     def __post_init__(self) -> None:
         torch.manual_seed(self.seed)
         self.model = self.module.Model(*self.module.get_init_inputs())  # on the CPU: no lock needed
-        self.reference_model = copy.deepcopy(self.model)
+        self.reference_model = self.twin(self.model)  # stays on the CPU, never called: what twins copy
         with self.lock.hold("model to the device"):
             self.model.to(self.device)
         self.reference_s = 0.0  # wall seconds spent computing the checks' references
         self.inputs_drawn_on = "cpu"  # where get_inputs() last ran ("cuda" only where asked and it worked)
         self._timed: list[Any] | None = None
         self.backend: Any = None  # the last implementation's LockedBackend (None: plain torch.compile)
+
+    def twin(self, like: torch.nn.Module | None = None) -> torch.nn.Module:
+        """Another instance of the problem's model on the CPU, equal to ``like`` (default: the reference
+        model): built again under the case's seed, as KernelBench builds its reference and its candidate, then
+        given ``like``'s parameters, buffers and training modes. Not ``copy.deepcopy``: a deepcopy shares the
+        functions the model holds, and a closure over its own submodules (KernelBench 3/44's
+        ``self.mlpf = lambda x: m.c_proj(…)``) would go on calling the original's, moved to the GPU."""
+        like = self.reference_model if like is None else like
+        with torch.random.fork_rng(devices=[]):  # the process's random state stays as it was
+            torch.manual_seed(self.seed)
+            twin = self.module.Model(*self.module.get_init_inputs())
+        twin.load_state_dict(like.state_dict())
+        for mine, theirs in zip(twin.modules(), like.modules(), strict=True):
+            mine.training = theirs.training
+        return twin
 
     def inputs(self, seed: int) -> list[Any]:
         """A draw of inputs under ``seed``: on the device where the case asks (a draw there is a GPU phase,
