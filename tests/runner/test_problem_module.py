@@ -12,7 +12,7 @@ import torch
 
 from kernelindex.runner.problem_checks import FP64_TOLERANCE, check
 from kernelindex.runner.problem_module import Case, ProblemLoadError, install_rand_mix, load_problem, prepare
-from kernelindex.runner.problem_process import run_isolated
+from kernelindex.runner.problem_process import last_words, run_isolated
 
 CORRECT = '''import torch
 import torch.nn as nn
@@ -134,6 +134,43 @@ def test_isolated_process_has_no_network_and_a_time_limit() -> None:
     assert refused["status"] == "runtime_error" and "network disabled" in refused["detail"]
     slow = run_isolated({**request, "source": SLOW, "digest": _digest(SLOW)}, time_limit_s=5)
     assert slow["status"] == "timeout"
+
+
+DIES = '''import os, sys
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+def get_inputs():
+    sys.stderr.write("""Index.cu:92: block: [3,0,0], thread: [0,0,0] Assertion `idx >= 0 && idx < size` failed.
+Traceback (most recent call last):
+  File "problem.py", line 9, in get_inputs
+torch.AcceleratorError: CUDA error: device-side assert triggered
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+""")
+    sys.stderr.flush()
+    os._exit(1)
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_dead_process_is_reported_by_the_error_it_names_not_its_last_line_of_advice() -> None:
+    request = {"source": DIES, "digest": _digest(DIES), "device": "cpu", "implementations": ["eager"]}
+    died = run_isolated(request, time_limit_s=120)
+    assert died["status"] == "runtime_error"
+    assert died["detail"].startswith("the problem's process ended with status 1: torch.AcceleratorError: CUDA "
+                                     "error: device-side assert triggered (first device-side assertion: ")
+    assert "Assertion `idx >= 0 && idx < size` failed." in died["detail"]
+    assert died["stderr_tail"][-1] == "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."
+    assert last_words("") == "no output"
+    assert last_words("warming up\nKilled\n") == "Killed"  # nothing named: the last line
+    assert last_words("ValueError\n  hint\n") == "ValueError"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the GPU reference needs a CUDA device")

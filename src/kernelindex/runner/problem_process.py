@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -36,6 +37,8 @@ from kernelindex.runner.gpu_lock import waited_s
 
 NO_NETWORK = "network disabled for problem modules"
 DEFAULT_TIME_LIMIT_S = 600
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)(: |$)")  # a traceback's last line
+STDERR_TAIL_LINES = 40  # of a dead process's error output, kept in its result (the campaign's files, not the bundle)
 
 
 class _RefusedSocket(socket.socket):
@@ -245,10 +248,23 @@ def run_isolated(request: dict[str, Any], time_limit_s: float = DEFAULT_TIME_LIM
                     os.unlink(path)
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
     if child.returncode != 0 or not lines:
-        last = (stderr.strip().splitlines() or ["no output"])[-1]
         return {"digest": request["digest"], "status": "runtime_error",
-                "detail": f"the problem's process ended with status {child.returncode}: {last[:300]}"}
+                "detail": f"the problem's process ended with status {child.returncode}: {last_words(stderr)[:400]}",
+                "stderr_tail": stderr.strip().splitlines()[-STDERR_TAIL_LINES:]}
     return {"status": "done", **json.loads(lines[-1])}
+
+
+def last_words(stderr: str) -> str:
+    """What a dead process's error output says went wrong: its last exception line (a CUDA error ends with
+    advice — "Compile with `TORCH_USE_CUDA_DSA`…" — after the line that names it), with the first failed
+    device-side assertion where there is one; else its last line."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no output"
+    named = [line for line in lines if EXCEPTION_LINE.match(line)]
+    words = named[-1] if named else lines[-1]
+    assertion = next((line for line in lines if "Assertion `" in line), None)
+    return f"{words} (first device-side assertion: {assertion[:200]})" if assertion else words
 
 
 def main() -> None:
