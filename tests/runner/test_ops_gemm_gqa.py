@@ -20,7 +20,7 @@ from op_cases import fresh_inputs, op  # noqa: E402
 from kernelindex import registry  # noqa: E402
 from kernelindex.domain.manifests import digest_of  # noqa: E402
 from kernelindex.runner.correctness import check, relative_error, tolerance_for  # noqa: E402
-from kernelindex.runner.ops._gqa import CaseNotSupported, split, token_table  # noqa: E402
+from kernelindex.runner.ops._gqa import CaseNotSupported, decode_attention, split, token_table  # noqa: E402
 
 RAGGED = "gqa-ragged-prefill-causal-h32-kv8-d128"
 DECODE_PS64 = "gqa-paged-decode-h32-kv8-d128-ps64"
@@ -143,6 +143,28 @@ def test_decode_reference_agrees_with_sdpa_on_the_gathered_tokens() -> None:
         q = x["q"][b:b + 1].double().transpose(0, 1)
         got = F.scaled_dot_product_attention(q, k, v, scale=float(x["sm_scale"]), enable_gqa=True)
         assert relative_error(want["output"][b], got.transpose(0, 1)[0]) < 1e-10
+
+
+def test_the_decode_reference_gathers_a_request_at_a_time_with_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The float64 reference gathers each request's tokens in turn (the largest traced decode would gather
+    47 GiB at once); our timed float32 baseline still gathers them all at once, as its runs did."""
+    workload = case(DECODE_PS64, {"batch_size": 5, "num_kv_indices": 11, "num_pages": 20, "len_indptr": 6}, "")
+    x = fresh_inputs(DECODE_PS64, workload)
+    at_once, each = decode_attention(x, torch.float64), op(DECODE_PS64).reference(x)
+    assert torch.equal(at_once["output"], each["output"]) and torch.equal(at_once["lse"], each["lse"])
+    gathered: list[int] = []
+    original = torch.Tensor.__getitem__
+
+    def counting(self: torch.Tensor, index: object) -> torch.Tensor:
+        if isinstance(index, torch.Tensor) and index.dtype == torch.int64 and self.dim() == 3:
+            gathered.append(len(index))
+        return original(self, index)
+
+    monkeypatch.setattr(torch.Tensor, "__getitem__", counting)
+    op(DECODE_PS64).reference(x)
+    monkeypatch.undo()
+    tokens = token_table(x)[1].tolist()
+    assert gathered == [hi - lo for lo, hi in zip(tokens, tokens[1:], strict=False) for _ in "kv"]
 
 
 @pytest.mark.parametrize("slug", [RAGGED, DECODE_PS64, DECODE_PS1])

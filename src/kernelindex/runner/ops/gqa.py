@@ -57,7 +57,7 @@ def ragged_reference(x: Tensors) -> Tensors:
 
 
 def decode_reference(x: Tensors) -> Tensors:
-    return decode_attention(x, torch.float64)
+    return decode_attention(x, torch.float64, gather_each=True)
 
 
 def _as_declared(found: Tensors, dtype: torch.dtype) -> Tensors:
