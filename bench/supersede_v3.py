@@ -11,7 +11,13 @@ src/kernelindex/data/supersessions.jsonl (applied at start-up as the package; do
 
 ``--no-grad``: the KernelBench runs of runner keys 10–13 timed the forward with autograd recording (protocol
 ``…-problem-module-forward``); the re-measurement under ``torch.no_grad()`` (``…-forward-no-grad``, as KernelBench
-times it) supersedes them, matched the same way.
+times it) supersedes them, matched the same way. An under-sampled new run replaces an old run that was not ranked
+either (under-sampled or failed): level 3's recurrent networks stop at the hard limit both ways.
+
+``--rerun-of OLD --reason TEXT``: the runs of bundle OLD that did not pass, superseded by the new bundles' passed
+runs of the same workload, region and line — a re-run after a fix of the runner itself (say which in TEXT):
+
+    python bench/supersede_v3.py --rerun-of …/h200-…-r17 --reason "…" --at … …/h200-…-r17b >> …
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from kernelindex.domain.manifests import digest_of
 from kernelindex.trust.bundles import verify_directory
@@ -77,31 +84,42 @@ def _replaced(folder: Path, upstream_one: bool, no_grad: bool) -> bool:
     return _harness_version(folder) in (("3",) if upstream_one else ("1", "2"))
 
 
+def _ranked(run: Any) -> bool:
+    return bool(run.spec.status == "passed" and not run.spec.timing.under_sampled)
+
+
+def _replaces(new: Any, old: Any) -> bool:
+    """A passed run replaces an old one; an under-sampled one only an old run that was not ranked either."""
+    return bool(new.spec.status == "passed" and (_ranked(new) or not _ranked(old)))
+
+
 def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False, no_grad: bool = False,
+          rerun_of: Path | None = None, reason: str | None = None,
           verified: Path = VERIFIED, supersessions: Path = SUPERSESSIONS) -> list[str]:
     """Supersessions of v1/v2 runs; with ``upstream_one``, of the v3 runs of other bundles instead (the
     random-scalar backward runs that upstream-gradient-1.0 bundles replace); with ``no_grad``, of the KernelBench
-    runs timed with autograd on, by the new bundles' runs timed under no_grad (only those)."""
-    old: dict[tuple[str, str, str], list[str]] = {}
+    runs timed with autograd on, by the new bundles' runs timed under no_grad (only those); with ``rerun_of``, of
+    that bundle's runs that did not pass, by the new bundles' passed runs (``reason`` says why)."""
+    old: dict[tuple[str, str, str], list[tuple[str, Any]]] = {}
     new_names = {path.resolve().name for path in new_bundles}
     done = _already_superseded(supersessions)
-    for folder in sorted(verified.iterdir()):
-        if (folder.is_dir() and folder.name not in new_names and _replaced(folder, upstream_one, no_grad)
-                and _ours(folder)):
-            for key, (digest, _run) in _runs(folder).items():
-                if digest not in done:
-                    old.setdefault(key, []).append(digest)
+    folders = [rerun_of] if rerun_of else sorted(verified.iterdir())
+    for folder in folders:
+        if (folder.is_dir() and folder.resolve().name not in new_names and _ours(folder)
+                and (rerun_of or _replaced(folder, upstream_one, no_grad))):
+            for key, (digest, run) in _runs(folder).items():
+                if digest not in done and not (rerun_of and run.spec.status == "passed"):
+                    old.setdefault(key, []).append((digest, run))
     out = []
-    reason = NO_GRAD_REASON if no_grad else UPSTREAM_REASON if upstream_one else REASON
+    if rerun_of and not reason:
+        raise SystemExit("--rerun-of needs --reason: what was fixed between the two runs")
+    why = reason if rerun_of else NO_GRAD_REASON if no_grad else UPSTREAM_REASON if upstream_one else REASON
     for path in new_bundles:
         if no_grad and _protocol_names(path) != {NO_GRAD_PROTOCOL}:
             raise SystemExit(f"{path}: not a bundle of {NO_GRAD_PROTOCOL} runs; --no-grad supersedes with those only")
         for key, (new_digest, run) in sorted(_runs(path).items()):
-            timing = run.spec.timing  # type: ignore[attr-defined]
-            if run.spec.status != "passed" or timing.under_sampled:  # type: ignore[attr-defined]
-                continue
-            out.extend(json.dumps({"new": new_digest, "old": old_digest, "reason": reason, "at": at})
-                       for old_digest in old.get(key, []))
+            out.extend(json.dumps({"new": new_digest, "old": old_digest, "reason": why, "at": at})
+                       for old_digest, old_run in old.get(key, []) if _replaces(run, old_run))
     return out
 
 
@@ -113,8 +131,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="supersede other bundles' v3 runs (random-scalar backward) instead of v1/v2 runs")
     parser.add_argument("--no-grad", action="store_true",
                         help="supersede the KernelBench runs timed with autograd on by these no_grad bundles' runs")
+    parser.add_argument("--rerun-of", type=Path, help="supersede this bundle's runs that did not pass instead")
+    parser.add_argument("--reason", help="with --rerun-of: what was fixed between the two runs")
     args = parser.parse_args(argv)
-    for line in lines(args.bundles, args.at, upstream_one=args.upstream_one, no_grad=args.no_grad):
+    for line in lines(args.bundles, args.at, upstream_one=args.upstream_one, no_grad=args.no_grad,
+                      rerun_of=args.rerun_of, reason=args.reason):
         print(line)
     return 0
 

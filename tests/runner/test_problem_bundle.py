@@ -231,6 +231,48 @@ def test_no_grad_runs_supersede_the_autograd_ones_of_the_same_line(
                      supersessions=tmp_path / "supersessions.jsonl")
 
 
+def test_an_under_sampled_no_grad_run_replaces_an_autograd_run_that_was_not_ranked_either(
+        case: ProblemCase, environment: ExecutionEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Level 3's recurrent networks stop at the hard limit with or without autograd: the run measured as
+    KernelBench times it takes the old one's place, unranked as it was."""
+    with monkeypatch.context() as patch:
+        patch.setattr(problem_bundle, "protocol_manifest", _old_protocol)
+        old = _bundle(tmp_path, "old", _result(environment, {"eager": _timing(2_500_000, n=40)}), case, environment)
+    new = _bundle(tmp_path, "new", _result(environment, {"eager": _timing(2_300_000, n=75)}), case, environment)
+    (tmp_path / "supersessions.jsonl").write_text("")
+    script = _script()
+    out = [json.loads(line) for line in script.lines([new], "2026-12-03T00:00:00Z", no_grad=True,
+                                                     verified=tmp_path / "verified",
+                                                     supersessions=tmp_path / "supersessions.jsonl")]
+    [(key, (old_digest, _))] = script._runs(old).items()
+    assert [(o["old"], o["new"]) for o in out] == [(old_digest, script._runs(new)[key][0])]
+
+
+def test_a_rerun_after_a_runner_fix_supersedes_the_failed_runs_of_the_bundle_named_only(
+        case: ProblemCase, environment: ExecutionEnvironment, tmp_path: Path) -> None:
+    died = {"status": "runtime_error", "digest": DIGEST, "file": "level1/1_Square_matmul.py", "policy": POLICY,
+            "environment": digest_of(environment), "campaign": "20261203T160000Z",
+            "observed_at": "2026-12-03T16:00:00Z", "implementations_asked": ["eager"],
+            "detail": "the problem's process ended with status 1: RuntimeError: mat1 is on cpu"}
+    failed = _bundle(tmp_path, "failed", died, case, environment)
+    passed = _bundle(tmp_path, "passed", _result(environment, {"eager": _timing(2_500_000)}), case, environment)
+    rerun = _bundle(tmp_path, "rerun", _result(environment, {"eager": _timing(2_400_000)}), case, environment)
+    (tmp_path / "supersessions.jsonl").write_text("")
+    script = _script()
+
+    def superseded(old: Path, reason: str | None = "the reference is a twin") -> list[dict[str, str]]:
+        return [json.loads(line) for line in script.lines([rerun], "2026-12-03T18:00:00Z", rerun_of=old,
+                                                          reason=reason, verified=tmp_path / "verified",
+                                                          supersessions=tmp_path / "supersessions.jsonl")]
+
+    [(key, (failed_digest, _))] = script._runs(failed).items()
+    assert superseded(failed) == [{"new": script._runs(rerun)[key][0], "old": failed_digest,
+                                   "reason": "the reference is a twin", "at": "2026-12-03T18:00:00Z"}]
+    assert superseded(passed) == []  # a passed run is evidence beside the re-run, never replaced by it
+    with pytest.raises(SystemExit, match="needs --reason"):
+        superseded(failed, None)
+
+
 def test_every_shipped_problem_module_protocol_has_a_spec_of_its_own() -> None:
     """A protocol's identity is its spec's digest, not its name: a renamed protocol with the same spec (the
     no_grad re-measurement, first bundled under the autograd-on runs' spec) would be stored as the earlier one,
