@@ -11,7 +11,14 @@ import pytest
 import torch
 
 from kernelindex.runner.problem_checks import FP64_TOLERANCE, check
-from kernelindex.runner.problem_module import Case, ProblemLoadError, install_rand_mix, load_problem, prepare
+from kernelindex.runner.problem_module import (
+    Case,
+    ProblemLoadError,
+    install_rand_mix,
+    load_problem,
+    prepare,
+    rebound_state,
+)
 from kernelindex.runner.problem_process import last_words, run_isolated
 
 CORRECT = '''import torch
@@ -212,3 +219,50 @@ def test_every_call_runs_with_autograd_off_as_upstream_times_it() -> None:
     out = prepared.call()
     assert isinstance(out, torch.Tensor) and not out.requires_grad and out.grad_fn is None
     assert module.seen and not any(module.seen)  # the first call, both checks and the timed call
+
+
+STATEFUL = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.i2h = nn.Linear(8, 4)
+        self.hidden = torch.randn(2, 4)
+        self.h0 = torch.zeros(2, 4)
+
+    def forward(self, x, initial_hidden):
+        self.h0 = self.h0.to(x.device)  # the same tensor once it is there: not a rebinding
+        self.hidden.copy_(initial_hidden)
+        self.hidden = self.hidden.to(x.device)
+        self.hidden = torch.tanh(self.i2h(torch.cat((x, self.hidden), dim=1)))  # KernelBench 3/33's pattern
+        return self.hidden + self.h0
+
+def get_inputs():
+    return [torch.randn(2, 4), torch.randn(2, 4)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_call_that_replaces_its_models_state_tensors_is_not_captured() -> None:
+    stateful = Case(load_problem(STATEFUL, _digest(STATEFUL)), "cpu")
+    inputs = stateful.timed_inputs()
+    reason = rebound_state(stateful.model, lambda: stateful.model(*inputs))
+    assert reason is not None and "(hidden)" in reason and "memory freed during capture" in reason
+    plain = Case(load_problem(CORRECT, _digest(CORRECT)), "cpu")
+    plain_inputs = plain.timed_inputs()
+    assert rebound_state(plain.model, lambda: plain.model(*plain_inputs)) is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="graph capture needs a CUDA device")
+def test_the_cross_check_of_a_state_replacing_call_uses_per_call_events() -> None:
+    from kernelindex.runner.cuda import CudaDevice
+
+    case = Case(load_problem(STATEFUL, _digest(STATEFUL)), "cuda")
+    inputs = case.timed_inputs()
+    call = lambda: case.model(*inputs)  # noqa: E731
+    method, median_ns, reason = CudaDevice().cross_check(call, no_capture=rebound_state(case.model, call))
+    assert method == "per_call_events" and median_ns > 0
+    assert reason is not None and reason.startswith("graph capture not attempted: each call replaces")

@@ -111,10 +111,13 @@ class CudaDevice:
     def sampler(self, call: Call) -> Sampler:
         return CuptiSampler(call, self.flush, self.trace_calls)
 
-    def cross_check(self, call: Call) -> tuple[str, float, str | None]:
-        """(method, median ns per call, why capture failed): graph replay where the call can be captured,
-        else per-call CUDA events (v2's fallback) with the same flush."""
-        if self.use_graphs:
+    def cross_check(self, call: Call, no_capture: str | None = None) -> tuple[str, float, str | None]:
+        """(method, median ns per call, why capture failed or was not tried): graph replay where the call can
+        be captured, else per-call CUDA events (v2's fallback) with the same flush. ``no_capture``: why this
+        call must not be captured (``problem_module.rebound_state``), said as the reason."""
+        if no_capture:
+            reason: str | None = f"graph capture not attempted: {no_capture}"[:300]
+        elif self.use_graphs:
             try:
                 for _ in range(3):  # capture needs the call warmed up on the capture stream (the current one)
                     call()
@@ -122,7 +125,7 @@ class CudaDevice:
                 return "cuda_graph_replay", graph_difference_ns(call, self.flush, self.stream), None
             except Exception as exc:  # noqa: BLE001 - a call that cannot be captured is timed by events
                 torch.cuda.synchronize()
-                reason: str | None = f"graph capture failed: {type(exc).__name__}: {exc}"[:300]
+                reason = f"graph capture failed: {type(exc).__name__}: {exc}"[:300]
         else:
             reason = "graph replay not asked for (--no-graphs)"
         sampler = EventSampler(call, self.flush, self.calls_per_sample)

@@ -208,6 +208,34 @@ def without_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
     return forward
 
 
+def _held_tensors(model: torch.nn.Module) -> dict[str, int]:
+    """Every tensor the model's modules hold (parameters, buffers, plain attributes), by name → identity."""
+    held = {}
+    for prefix, module in model.named_modules():
+        for name, value in vars(module).items():
+            found = value.items() if name in ("_parameters", "_buffers") else [(name, value)]
+            for attr, tensor in found:
+                if isinstance(tensor, torch.Tensor):
+                    held[f"{prefix}.{attr}" if prefix else attr] = id(tensor)
+    return held
+
+
+def rebound_state(model: torch.nn.Module, call: Callable[[], object]) -> str | None:
+    """Why ``call`` must not be captured in a CUDA graph, or None: one call replaces tensors the model keeps
+    between calls (KernelBench 3/33 ends each forward with ``self.hidden = tanh(…)`` after copying into the old
+    one). A graph captured over such calls keeps writing into the tensor the first captured call found, which
+    the rebinding frees during capture and the next capture's ``empty_cache`` returns to the driver: the
+    replay then writes to memory nobody owns (an illegal memory access on the H200). Runs ``call`` once."""
+    before = _held_tensors(model)
+    call()
+    after = _held_tensors(model)
+    replaced = sorted(name for name, ident in before.items() if after.get(name, ident) != ident)
+    if not replaced:
+        return None
+    return (f"each call replaces tensors its model keeps between calls ({', '.join(replaced[:4])}): a captured "
+            "graph would go on writing to memory freed during capture")
+
+
 def first_call(case: Case, key: str) -> Prepared:
     """Compile (timing the first call on its own) and bind the timed call to one draw of inputs on the device;
     the verdict stays ``passed`` until the checks (``check_prepared``) say otherwise."""

@@ -87,13 +87,16 @@ def _timing_json(m: Any, cross: tuple[str, float, str | None] | None, host: tupl
             "peak_bytes": peak}
 
 
-def _v3_extras(device: Any, call: Any, host_calls: int) -> tuple[Any, Any, Any, str]:
+def _v3_extras(device: Any, call: Any, host_calls: int, model: Any) -> tuple[Any, Any, Any, str]:
     """The cross-check, host cost and peak memory where the device offers them (CUDA); a failure is said
-    in the result (``extras_error``), never a failed run: the figure is the device time."""
+    in the result (``extras_error``), never a failed run: the figure is the device time. The cross-check
+    captures no graph of a call that replaces the model's state tensors (``rebound_state``)."""
+    from kernelindex.runner.problem_module import rebound_state
+
     cross = host = peak = None
     try:
         if hasattr(device, "cross_check"):
-            cross = device.cross_check(call)
+            cross = device.cross_check(call, no_capture=rebound_state(model, call))
         if hasattr(device, "host_cost"):
             host = device.host_cost(call, host_calls)
         if hasattr(device, "peak_memory_bytes"):
@@ -184,7 +187,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
                 entry["compile"] = {"lock_wait_ns": p.compile_lock_wait_ns, "compiled_unlocked": p.compiled_unlocked,
                                     "cache_counters": counters.get(key, {})}
             if key in measured:
-                cross, host, peak, error = _v3_extras(device, p.call, policy.host_calls)
+                cross, host, peak, error = _v3_extras(device, p.call, policy.host_calls, case.model)
                 entry["timing"] = _timing_json(measured[key], cross, host, peak)
                 if error:
                     entry["extras_error"] = error
