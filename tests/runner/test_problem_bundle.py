@@ -138,8 +138,8 @@ def test_implementation_titles_are_the_imports() -> None:
 class _FakeCuda:
     """The CUDA device's v3 extras, with a host cost that fails (a call that cannot be repeated)."""
 
-    def cross_check(self, call: Any) -> tuple[str, float, None]:
-        return "cuda_graph_replay", 101.0, None
+    def cross_check(self, call: Any, no_capture: str | None = None) -> tuple[str, float, str | None]:
+        return ("per_call_events", 99.0, no_capture) if no_capture else ("cuda_graph_replay", 101.0, None)
 
     def host_cost(self, call: Any, calls: int) -> tuple[float, float]:
         raise RuntimeError("the call cannot run twice")
@@ -149,12 +149,22 @@ class _FakeCuda:
 
 
 def test_the_child_keeps_what_the_device_offers_and_says_what_failed() -> None:
+    import torch
+
     from kernelindex.runner.problem_process import _v3_extras
 
-    cross, host, peak, error = _v3_extras(_FakeCuda(), lambda: None, 20)
+    model = torch.nn.Linear(2, 2)
+    cross, host, peak, error = _v3_extras(_FakeCuda(), lambda: None, 20, model)
     assert cross == ("cuda_graph_replay", 101.0, None) and host is None and peak is None
     assert error == "RuntimeError: the call cannot run twice"
-    assert _v3_extras(object(), lambda: None, 20) == (None, None, None, "")  # the CPU test device offers none
+    assert _v3_extras(object(), lambda: None, 20, model) == (None, None, None, "")  # the CPU test device offers none
+
+    def rebinding() -> None:  # KernelBench 3/33: each forward replaces a tensor its model keeps
+        model.state = torch.zeros(2)
+
+    rebinding()  # the timing ran it before the extras
+    method, _, reason = _v3_extras(_FakeCuda(), rebinding, 20, model)[0]
+    assert method == "per_call_events" and "replaces tensors its model keeps between calls (state)" in reason
 
 
 def test_a_run_made_on_a_shared_gpu_says_so_and_a_compile_after_a_cache_hit_too(
