@@ -105,3 +105,33 @@ def test_a_high_hard_limit_takes_the_minimum_samples_past_the_budget(run_of) -> 
     timing = run_of(FakeTraceDevice(check=("cuda_graph_replay", 50_000.0, None), wall_ns=55_000), 50_000,
                     patient).spec.timing
     assert timing.samples >= 100 and timing.under_sampled is None
+
+
+class _MemoryLoggingDevice(FakeTraceDevice):
+    """Logs when the cached memory is handed back and when each cross-check runs."""
+
+    def __init__(self) -> None:
+        super().__init__(check=("cuda_graph_replay", 50_500.0, None), wall_ns=55_000)
+        self.log: list[str] = []
+
+    def release(self) -> None:
+        self.log.append("release")
+
+    def cross_check(self, call):  # type: ignore[no-untyped-def]
+        self.log.append("cross_check")
+        return super().cross_check(call)
+
+
+def test_each_cross_check_starts_from_released_memory(rope_case) -> None:
+    """A graph capture allocates its calls' temporaries anew: the cache is emptied before each
+    implementation's cross-check, not only at the end of the case (paged decode at batch 127 ran out of
+    memory in the third implementation's cross-check with 35 GiB cached but free)."""
+    device = _MemoryLoggingDevice()
+    verify_operation(
+        ROPE, [rope_case], None, device=device, environment=_environment("NVIDIA H200"),
+        runner={"name": "t", "key_id": "sha256:" + "0" * 64}, policy=POLICY, calls_per_sample=10, campaign="t",
+        adapters=[_adapter(device, "baseline", 50_000, role="baseline"), _adapter(device, "other", 40_000)],
+    )
+    checks = [i for i, entry in enumerate(device.log) if entry == "cross_check"]
+    assert len(checks) >= 2
+    assert all(device.log[i - 1] == "release" for i in checks)

@@ -90,3 +90,20 @@ def test_min_samples_even_when_quiet() -> None:
     result = measure_interleaved({"q": call}, {"q": device.sampler(call)}, device, policy)["q"]
     assert len(result.samples) == 105  # 15 batches of 7: the first batch count reaching 100
     assert result.stop_reason.startswith("relative standard error")
+
+
+def test_a_run_reaching_the_minimum_at_the_hard_limit_stops_by_its_statistics() -> None:
+    """The round that brings a long call to min_samples can also pass the hard limit: the run is not short of
+    the minimum, so its stop reason is the statistic's (the H200's batch-127 paged decode said "hard time limit
+    … before min_samples" with 100 samples)."""
+    device, rng, log = FakeDevice(calls_per_sample=10), random.Random(5), []
+    call = _work(device, 40_000_000, 0.0, rng, log, "long")  # 10 batches of 0.4 s reach 100 at 4 s
+    policy = TimingPolicy(warmup_calls=0, warmup_time_ns=0, min_samples=100, target_rse=0.01,
+                          time_budget_ns=500_000_000, hard_limit_ns=4_000_000_000)
+    result = measure_interleaved({"long": call}, {"long": device.sampler(call)}, device, policy)["long"]
+    assert len(result.samples) == 100
+    assert result.stop_reason.startswith("relative standard error")
+    short = TimingPolicy(warmup_calls=0, warmup_time_ns=0, min_samples=100, target_rse=0.01,
+                         time_budget_ns=500_000_000, hard_limit_ns=2_000_000_000)
+    result = measure_interleaved({"long": call}, {"long": device.sampler(call)}, device, short)["long"]
+    assert len(result.samples) == 50 and "before min_samples" in result.stop_reason

@@ -181,7 +181,8 @@ class CudaDevice:
         torch.cuda.synchronize()
 
     def release(self) -> None:
-        """Return the memory of a finished case (graphs, inputs) to the driver."""
+        """Return the allocator's cached, unused memory (a finished case's graphs and inputs, a call's freed
+        temporaries) to the driver."""
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
 

@@ -115,14 +115,12 @@ def _finished(m: Measurement, policy: TimingPolicy, elapsed_ns: int) -> str:
     if n >= policy.max_samples:
         return f"max_samples ({policy.max_samples})"
     hard_limit = policy.hard_limit_ns or 3 * policy.time_budget_ns
-    if elapsed_ns >= hard_limit:
-        return f"hard time limit ({hard_limit / 1e9:g} s for the case) before min_samples"
-    out_of_time = elapsed_ns >= policy.time_budget_ns
-    if n < policy.min_samples:
-        return ""
+    hard_stop = f"hard time limit ({hard_limit / 1e9:g} s for the case)" if elapsed_ns >= hard_limit else ""
+    if n < policy.min_samples:  # a run short of the minimum stops only at the hard limit
+        return f"{hard_stop} before min_samples" if hard_stop else ""
     if relative_standard_error(m.samples) <= policy.target_rse:
         return f"relative standard error <= {policy.target_rse:.2%}"
-    return "time budget" if out_of_time else ""
+    return "time budget" if elapsed_ns >= policy.time_budget_ns else hard_stop
 
 
 def measure_interleaved(
