@@ -14,8 +14,9 @@ src/kernelindex/data/supersessions.jsonl (applied at start-up as the package; do
 times it) supersedes them, matched the same way. An under-sampled new run replaces an old run that was not ranked
 either (under-sampled or failed): level 3's recurrent networks stop at the hard limit both ways.
 
-``--rerun-of OLD --reason TEXT``: the runs of bundle OLD that did not pass, superseded by the new bundles' passed
-runs of the same workload, region and line — a re-run after a fix of the runner itself (say which in TEXT):
+``--rerun-of OLD --reason TEXT``: the runs of bundle OLD that were not ranked (did not pass, or stopped short of the
+protocol's minimum samples), superseded by the new bundles' runs of the same workload, region and line that are —
+a re-run after a fix of the runner itself, or of a case the campaign had under-sampled (say which in TEXT):
 
     python bench/supersede_v3.py --rerun-of …/h200-…-r17 --reason "…" --at … …/h200-…-r17b >> …
 """
@@ -99,7 +100,7 @@ def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False, no_gr
     """Supersessions of v1/v2 runs; with ``upstream_one``, of the v3 runs of other bundles instead (the
     random-scalar backward runs that upstream-gradient-1.0 bundles replace); with ``no_grad``, of the KernelBench
     runs timed with autograd on, by the new bundles' runs timed under no_grad (only those); with ``rerun_of``, of
-    that bundle's runs that did not pass, by the new bundles' passed runs (``reason`` says why)."""
+    that bundle's runs that were not ranked, by the new bundles' ranked runs (``reason`` says why)."""
     old: dict[tuple[str, str, str], list[tuple[str, Any]]] = {}
     new_names = {path.resolve().name for path in new_bundles}
     done = _already_superseded(supersessions)
@@ -108,7 +109,7 @@ def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False, no_gr
         if (folder.is_dir() and folder.resolve().name not in new_names and _ours(folder)
                 and (rerun_of or _replaced(folder, upstream_one, no_grad))):
             for key, (digest, run) in _runs(folder).items():
-                if digest not in done and not (rerun_of and run.spec.status == "passed"):
+                if digest not in done and not (rerun_of and _ranked(run)):
                     old.setdefault(key, []).append((digest, run))
     out = []
     if rerun_of and not reason:
@@ -119,7 +120,8 @@ def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False, no_gr
             raise SystemExit(f"{path}: not a bundle of {NO_GRAD_PROTOCOL} runs; --no-grad supersedes with those only")
         for key, (new_digest, run) in sorted(_runs(path).items()):
             out.extend(json.dumps({"new": new_digest, "old": old_digest, "reason": why, "at": at})
-                       for old_digest, old_run in old.get(key, []) if _replaces(run, old_run))
+                       for old_digest, old_run in old.get(key, [])
+                       if (_ranked(run) if rerun_of else _replaces(run, old_run)))
     return out
 
 
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="supersede other bundles' v3 runs (random-scalar backward) instead of v1/v2 runs")
     parser.add_argument("--no-grad", action="store_true",
                         help="supersede the KernelBench runs timed with autograd on by these no_grad bundles' runs")
-    parser.add_argument("--rerun-of", type=Path, help="supersede this bundle's runs that did not pass instead")
+    parser.add_argument("--rerun-of", type=Path, help="supersede this bundle's runs that were not ranked instead")
     parser.add_argument("--reason", help="with --rerun-of: what was fixed between the two runs")
     args = parser.parse_args(argv)
     for line in lines(args.bundles, args.at, upstream_one=args.upstream_one, no_grad=args.no_grad,

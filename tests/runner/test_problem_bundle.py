@@ -278,9 +278,30 @@ def test_a_rerun_after_a_runner_fix_supersedes_the_failed_runs_of_the_bundle_nam
     [(key, (failed_digest, _))] = script._runs(failed).items()
     assert superseded(failed) == [{"new": script._runs(rerun)[key][0], "old": failed_digest,
                                    "reason": "the reference is a twin", "at": "2026-12-03T18:00:00Z"}]
-    assert superseded(passed) == []  # a passed run is evidence beside the re-run, never replaced by it
+    assert superseded(passed) == []  # a ranked run is evidence beside the re-run, never replaced by it
     with pytest.raises(SystemExit, match="needs --reason"):
         superseded(failed, None)
+
+
+def test_a_rerun_replaces_an_under_sampled_run_only_with_a_ranked_one(
+        case: ProblemCase, environment: ExecutionEnvironment, tmp_path: Path) -> None:
+    """A case the campaign under-sampled (paged decode's ragged prefill at 63 sequences: 75 samples at the hard
+    limit beside a host-bound baseline) is re-run on its own; only a run that reaches the minimum replaces it."""
+    short = _bundle(tmp_path, "short", _result(environment, {"eager": _timing(2_500_000, n=75)}), case, environment)
+    again_short = _bundle(tmp_path, "again", _result(environment, {"eager": _timing(2_400_000, n=80)}), case,
+                          environment)
+    full = _bundle(tmp_path, "full", _result(environment, {"eager": _timing(2_400_000)}), case, environment)
+    (tmp_path / "supersessions.jsonl").write_text("")
+    script = _script()
+
+    def superseded(new: Path) -> list[tuple[str, str]]:
+        return [(o["old"], o["new"]) for o in map(json.loads, script.lines(
+            [new], "2026-12-03T18:00:00Z", rerun_of=short, reason="re-run alone", verified=tmp_path / "verified",
+            supersessions=tmp_path / "supersessions.jsonl"))]
+
+    [(key, (short_digest, _))] = script._runs(short).items()
+    assert superseded(again_short) == []
+    assert superseded(full) == [(short_digest, script._runs(full)[key][0])]
 
 
 def test_every_shipped_problem_module_protocol_has_a_spec_of_its_own() -> None:

@@ -211,10 +211,8 @@ def _time(ctx: Context, workload: WorkloadCase, outcomes: list[ImplOutcome]) -> 
 
 def _v3_extras(ctx: Context, o: ImplOutcome, call: Callable[[], object]) -> None:
     """The cross-check and the host cost, where the device offers them (CUDA, v3). Either failing is
-    said as a warning and left out of the run, never a failed run: the figure is the device time. The cached
-    memory is handed back first: the graph capture allocates the calls' temporaries again, and after the
-    interleaved samples and earlier captures the cache held too few free blocks for a call the samples ran
-    (paged decode, batch 127: two 23.5 GiB gathers out of memory with 35 GiB cached but free, bench/RESULTS.md)."""
+    said as a warning and left out of the run, never a failed run: the figure is the device time. The cache is
+    emptied first: a capture allocates its calls' temporaries anew (batch-127 paged decode: out of memory)."""
     cross, host = getattr(ctx.device, "cross_check", None), getattr(ctx.device, "host_cost", None)
     try:
         ctx.device.release()
