@@ -138,11 +138,11 @@ def decode_attention(x: Tensors, dtype: torch.dtype, tokens: tuple[torch.Tensor,
     k_all = x["k_cache"].reshape(-1, heads_kv, head_dim)
     v_all = x["v_cache"].reshape(-1, heads_kv, head_dim)
     q = x["q"].to(dtype)
-    if gather_each:
-        parts = [attend(q[b:b + 1], k_all[ids[lo:hi]].to(dtype), v_all[ids[lo:hi]].to(dtype), scale, causal=False)
-                 for b, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False))]
+    spans = list(zip(bounds, bounds[1:], strict=False))
+    if gather_each:  # a generator: one request's gather alive at a time
+        keys_values = ((k_all[ids[lo:hi]].to(dtype), v_all[ids[lo:hi]].to(dtype)) for lo, hi in spans)
     else:
         k, v = k_all[ids].to(dtype), v_all[ids].to(dtype)
-        parts = [attend(q[b:b + 1], k[lo:hi], v[lo:hi], scale, causal=False)
-                 for b, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False))]
+        keys_values = ((k[lo:hi], v[lo:hi]) for lo, hi in spans)
+    parts = [attend(q[b:b + 1], k_b, v_b, scale, causal=False) for b, (k_b, v_b) in enumerate(keys_values)]
     return {"output": torch.cat([o for o, _ in parts]), "lse": torch.cat([s for _, s in parts])}
