@@ -171,7 +171,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Path]]:
         cases = [w for w in cases if regions[digest_of(w)]]
         if cases:
             plan.append((registry.load_operation(slug), cases, keys, regions))
-            outs.append(args.out / "bundles" / f"h200-{slug}-{time.strftime('%Y%m%d')}{args.bundle_suffix}"
+            outs.append(args.out / "bundles" / f"{args.gpu_tag}-{slug}-{time.strftime('%Y%m%d')}{args.bundle_suffix}"
                         f"{resumed_suffix(record, slug)}")
     return plan, outs
 
@@ -372,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--max-cases", type=int, default=0, help="at most this many cases per operation (device budget)")
     r.add_argument("--skip-cases", type=int, default=0, help="leave out the first N cases (a later call's share)")
     r.add_argument("--bundle-suffix", default="", help="appended to the bundle folder's name (a second part)")
+    r.add_argument("--gpu-tag", default="h200", help="the bundle folder's prefix: the GPU it was measured on")
     r.add_argument("--time-budget", type=float, default=1.0, help="seconds per case and region")
     r.add_argument("--min-samples", type=int, default=100)
     r.add_argument("--hard-limit", type=float, default=0.0,

@@ -14,6 +14,10 @@ src/kernelindex/data/supersessions.jsonl (applied at start-up as the package; do
 times it) supersedes them, matched the same way. An under-sampled new run replaces an old run that was not ranked
 either (under-sampled or failed): level 3's recurrent networks stop at the hard limit both ways.
 
+``--stream``: protocol v4 bundles (issue 42) supersede every older protocol's run (v1, v2, v3) of the same workload,
+region, implementation line and GPU product — an independent check's too, so that a page shows one verified figure
+per kernel; the older runs stay visible as history.
+
 ``--rerun-of OLD --reason TEXT``: the runs of bundle OLD that were not ranked (did not pass, or stopped short of the
 protocol's minimum samples), superseded by the new bundles' runs of the same workload, region and line that are —
 a re-run after a fix of the runner itself, or of a case the campaign had under-sampled (say which in TEXT):
@@ -42,18 +46,24 @@ OLD_KERNELBENCH_PROTOCOL = "kernelindex-runner-v3-problem-module-forward"
 NO_GRAD_PROTOCOL = "kernelindex-runner-v3-problem-module-forward-no-grad"
 NO_GRAD_REASON = ("re-measured under torch.no_grad(), as KernelBench times it (issue 24): same workload, region and "
                   "implementation line; the superseded run timed the forward with autograd recording")
+STREAM_REASON = ("re-measured under runner protocol v4 (stream time: write-back and the gaps between kernels "
+                 "included; issue 42): same workload, region, implementation line and GPU; the superseded figure was "
+                 "an older protocol's (v3 device time, or graph-replay or per-call-event time)")
 REASON = ("re-measured under runner protocol v3 (CUPTI device time; issue 19): same workload, region and "
           "implementation line; the v2 figure was graph-replay or per-call-event time")
 
 
-def _runs(path: Path) -> dict[tuple[str, str, str], tuple[str, object]]:
+def _runs(path: Path) -> dict[tuple[str, str, str, str], tuple[str, object]]:
+    """The bundle's runs by (workload, region, implementation line, GPU product): a re-measurement on one GPU
+    never replaces a run on another."""
     bundle = verify_directory(path)
     by_digest = {digest_of(m): m for m in bundle.manifests}
     out = {}
     for run in bundle.runs():
         line = by_digest[run.spec.implementation].metadata.name or run.spec.implementation
         region = by_digest[run.spec.protocol].spec.timed_region
-        out[(run.spec.workload, region, line)] = (digest_of(run), run)
+        product = by_digest[run.spec.environment].spec.hardware.product
+        out[(run.spec.workload, region, line, product)] = (digest_of(run), run)
     return out
 
 
@@ -78,8 +88,10 @@ def _protocol_names(path: Path) -> set[str]:
     return {m.metadata.name or "" for m in verify_directory(path).manifests if m.kind == "BenchmarkProtocol"}
 
 
-def _replaced(folder: Path, upstream_one: bool, no_grad: bool) -> bool:
+def _replaced(folder: Path, upstream_one: bool, no_grad: bool, stream: bool = False) -> bool:
     """Whether ``folder``'s runs are of the kind the new bundles replace."""
+    if stream:  # v4 replaces every older protocol's run, an independent check's too: one figure per kernel
+        return _harness_version(folder) in ("1", "2", "3")
     if no_grad:
         return _protocol_names(folder) == {OLD_KERNELBENCH_PROTOCOL}
     return _harness_version(folder) in (("3",) if upstream_one else ("1", "2"))
@@ -95,26 +107,27 @@ def _replaces(new: Any, old: Any) -> bool:
 
 
 def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False, no_grad: bool = False,
-          rerun_of: Path | None = None, reason: str | None = None,
+          rerun_of: Path | None = None, reason: str | None = None, stream: bool = False,
           verified: Path = VERIFIED, supersessions: Path = SUPERSESSIONS) -> list[str]:
     """Supersessions of v1/v2 runs; with ``upstream_one``, of the v3 runs of other bundles instead (the
     random-scalar backward runs that upstream-gradient-1.0 bundles replace); with ``no_grad``, of the KernelBench
     runs timed with autograd on, by the new bundles' runs timed under no_grad (only those); with ``rerun_of``, of
     that bundle's runs that were not ranked, by the new bundles' ranked runs (``reason`` says why)."""
-    old: dict[tuple[str, str, str], list[tuple[str, Any]]] = {}
+    old: dict[tuple[str, str, str, str], list[tuple[str, Any]]] = {}
     new_names = {path.resolve().name for path in new_bundles}
     done = _already_superseded(supersessions)
     folders = [rerun_of] if rerun_of else sorted(verified.iterdir())
     for folder in folders:
-        if (folder.is_dir() and folder.resolve().name not in new_names and _ours(folder)
-                and (rerun_of or _replaced(folder, upstream_one, no_grad))):
+        if (folder.is_dir() and folder.resolve().name not in new_names and (stream or _ours(folder))
+                and (rerun_of or _replaced(folder, upstream_one, no_grad, stream))):
             for key, (digest, run) in _runs(folder).items():
                 if digest not in done and not (rerun_of and _ranked(run)):
                     old.setdefault(key, []).append((digest, run))
     out = []
     if rerun_of and not reason:
         raise SystemExit("--rerun-of needs --reason: what was fixed between the two runs")
-    why = reason if rerun_of else NO_GRAD_REASON if no_grad else UPSTREAM_REASON if upstream_one else REASON
+    why = (reason if rerun_of else STREAM_REASON if stream else NO_GRAD_REASON if no_grad else UPSTREAM_REASON
+           if upstream_one else REASON)
     for path in new_bundles:
         if no_grad and _protocol_names(path) != {NO_GRAD_PROTOCOL}:
             raise SystemExit(f"{path}: not a bundle of {NO_GRAD_PROTOCOL} runs; --no-grad supersedes with those only")
@@ -133,11 +146,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="supersede other bundles' v3 runs (random-scalar backward) instead of v1/v2 runs")
     parser.add_argument("--no-grad", action="store_true",
                         help="supersede the KernelBench runs timed with autograd on by these no_grad bundles' runs")
+    parser.add_argument("--stream", action="store_true",
+                        help="v4 bundles: supersede every older protocol's run of the same case and GPU, any runner's")
     parser.add_argument("--rerun-of", type=Path, help="supersede this bundle's runs that were not ranked instead")
     parser.add_argument("--reason", help="with --rerun-of: what was fixed between the two runs")
     args = parser.parse_args(argv)
     for line in lines(args.bundles, args.at, upstream_one=args.upstream_one, no_grad=args.no_grad,
-                      rerun_of=args.rerun_of, reason=args.reason):
+                      rerun_of=args.rerun_of, reason=args.reason, stream=args.stream):
         print(line)
     return 0
 

@@ -2,7 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 from kernelindex import registry
 from kernelindex.policy.eligibility import EligibilityFacts, eligibility
-from kernelindex.policy.evidence import NO_GRAD, EvidenceFacts, evidence_levels, grad_mode
+from kernelindex.policy.evidence import NO_GRAD, EvidenceFacts, evidence_levels, grad_mode, replication_peers
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.selection import CohortChoice, WorkloadChoice, default_cohort, default_workload
 from kernelindex.policy.staleness import is_stale
@@ -72,7 +72,7 @@ def test_staleness_at_180_days() -> None:
     assert not is_stale(now - timedelta(days=180), now)
 
 
-def _facts(run: str, key: str | None, median: int, **kw: bool) -> EvidenceFacts:
+def _facts(run: str, key: str | None, median: int, **kw: bool | str) -> EvidenceFacts:
     defaults = dict(
         attested=True, correctness_passed=True, public_source=False, pinned_install=False, raw_samples=False
     )
@@ -112,6 +112,25 @@ def test_a_device_time_never_replicates_a_graph_replay_time() -> None:
                            public_source=False, pinned_install=False, raw_samples=True, statistic="device")
     levels = evidence_levels([_facts("v2", "k1", 101), device], {"k1", "k2"})
     assert levels == {"v2": "verified", "v3": "verified"}
+
+
+def test_replicated_means_two_runners_under_the_same_protocol_version() -> None:
+    """Issue 42 item 4: a v4 stream time and a v3 run of the same statistic word never confirm each other; two
+    runners under one protocol version do."""
+    v3 = _facts("v3", "k1", 100, statistic="stream", protocol_version="3")
+    v4 = _facts("v4", "k2", 101, statistic="stream", protocol_version="4")
+    assert evidence_levels([v3, v4], {"k1", "k2"}) == {"v3": "verified", "v4": "verified"}
+    twin = _facts("twin", "k1", 102, statistic="stream", protocol_version="4")
+    assert evidence_levels([twin, v4], {"k1", "k2"}) == {"twin": "replicated", "v4": "replicated"}
+
+
+def test_a_superseded_run_never_keeps_another_run_replicated() -> None:
+    """The 68 badges that rested on a superseded run: a superseded run is history, neither replicated nor making
+    another run replicated; its peer says so in its replication list too."""
+    old = _facts("old", "k1", 100, superseded=True)
+    live = _facts("live", "k2", 101)
+    assert evidence_levels([old, live], {"k1", "k2"}) == {"old": "verified", "live": "verified"}
+    assert replication_peers([old, live], {"k1", "k2"}) == {}
 
 
 def test_a_forward_under_no_grad_never_replicates_one_with_autograd_on() -> None:

@@ -232,7 +232,7 @@ def test_the_record_resumes_the_regions_a_cut_case_left(tmp_path: Path) -> None:
     campaign.write_cut_record(tmp_path / "out", "rope", record)
     args = campaign.main.__globals__["argparse"].Namespace(
         out=tmp_path / "out", label="rope", only_cases=None, impl="", operations="rope", cases=folder, smoke=False,
-        skip_cases=0, max_cases=0, order="forward", regions="", bundle_suffix="")
+        skip_cases=0, max_cases=0, order="forward", regions="", bundle_suffix="", gpu_tag="h200")
     plan, outs = campaign._plan(args)
     (_, left, _, left_regions), = plan
     assert [case_label(w) for w in left] == [case_label(c) for c in cases[1:]]
@@ -353,11 +353,11 @@ from kernelindex.runner import cpu_device
 from kernelindex.runner.step_limit import deadline_after_start
 
 deadline = deadline_after_start(float(sys.argv[sys.argv.index("--deadline-s") + 1]))
-made, sample, sampler = [], cpu_device.NominalSampler.sample, cpu_device.CpuTestDevice.sampler
+made, sample, sampler = [], cpu_device.NominalStreamSampler.sample, cpu_device.CpuTestDevice.stream_sampler
 libc = ctypes.CDLL(None)
 
-def losing_sampler(self, call):
-    made.append(sampler(self, call))
+def losing_sampler(self, calls, rotation, no_capture=None):
+    made.append(sampler(self, calls, rotation, no_capture))
     made[-1].region_index = len(made) - 1
     return made[-1]
 
@@ -367,7 +367,7 @@ def losing_sample(self):
         time.sleep(max(0.0, deadline - time.monotonic()) + 0.05)
     return sample(self)
 
-cpu_device.CpuTestDevice.sampler, cpu_device.NominalSampler.sample = losing_sampler, losing_sample
+cpu_device.CpuTestDevice.stream_sampler, cpu_device.NominalStreamSampler.sample = losing_sampler, losing_sample
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 '''

@@ -228,6 +228,15 @@ class Hardware(Strict):
     form_factor: str | None = None
 
 
+class CeilingPoint(Strict):
+    """Runner v4: one bandwidth ceiling kernel at one buffer size, timed as runs are (stream time: K calls over
+    rotating buffers in one CUDA graph), in bytes read + written per second."""
+
+    kernel: Literal["copy", "read", "write"]
+    bytes: Annotated[int, Field(gt=0)]  # what one call streams, read + written
+    bandwidth_bytes_per_s: Annotated[float, Field(gt=0)]
+
+
 class ExecutionEnvironmentBody(Strict):
     hardware: Hardware
     software: dict[str, str] = Field(default_factory=dict)
@@ -238,6 +247,11 @@ class ExecutionEnvironmentBody(Strict):
     # Per ceiling kernel (copy | read | write), the buffer size in bytes its recorded bandwidth was best at
     # (runner/cuda.ceiling_sweep); absent: a runner from before the sweep, which streamed 1 GiB only.
     ceiling_bytes: dict[str, int] | None = None
+    # Runner v4: every ceiling kernel at every size (1 MiB to 4 GiB), for the ceiling of a run's read/write mix at
+    # its size (policy/ceilings.mix_ceiling), and the shortest call the GPU runs in a stream (one tiny kernel's
+    # stream time: the latency term of a floor). Absent on older environments.
+    ceiling_table: list[CeilingPoint] | None = None
+    min_call_ns: Annotated[float, Field(gt=0)] | None = None
     clocks: dict[str, str] = Field(default_factory=dict)
 
 
@@ -271,6 +285,30 @@ class HostCost(Strict):
     bound: bool
 
 
+class StreamReplay(Strict):
+    """Runner v4: how the stream time was taken (docs: runner.md, "Stream time"). ``calls_per_replay`` (K) calls
+    back to back over ``rotation_sets`` (R) input/output sets, one replay timed whole, per call = replay / K.
+    ``capture``: ``cuda_graph`` (one CUDA graph of the K calls, no host in it) or ``eager`` (the call cannot be
+    captured: it synchronises with the host, so its stalls on this host are in the figure, and it says so)."""
+
+    capture: Literal["cuda_graph", "eager"]
+    calls_per_replay: Annotated[int, Field(ge=1)]
+    rotation_sets: Annotated[int, Field(ge=1)]
+    footprint_bytes: Annotated[int, Field(ge=0)]  # one call's own tensors: inputs and what it returns
+    l2_bytes: Annotated[int, Field(ge=0)] | None = None  # the GPU's L2, which R sets together exceed 4×
+    capture_failure: str | None = None  # why the call was timed eagerly
+
+
+class KernelBusy(Strict):
+    """Runner v4's secondary figure: protocol v3's device time — the union of the call's kernel, copy and set
+    intervals after an L2 flush (CUPTI). It leaves out write-back after the last kernel and the gaps between
+    kernels, so it is recorded, never ranked against stream time."""
+
+    median_ns: MeasuredNs
+    samples: Annotated[int, Field(ge=1)]
+    span_median_ns: DurationNs | None = None  # first start to last end of the call's GPU activity
+
+
 class Timing(Strict):
     median_ns: MeasuredNs | None = None
     p20_ns: MeasuredNs | None = None
@@ -288,7 +326,8 @@ class Timing(Strict):
     host_ns: DurationNs | None = None  # host time per call, recorded separately
     secondary: dict[str, DurationNs] = Field(default_factory=dict)  # e.g. {"do_bench_median_ns": ...}
     # e.g. "cuda_graph_replay" or "per_call_events" (runner v1/v2), "cupti-device-time" (runner v3, where
-    # median/p20/p80/mad are the call's device time: docs/runner.md)
+    # median/p20/p80/mad are the call's device time), "stream-time" (runner v4: what the call costs a stream;
+    # docs/runner.md)
     method: str | None = None
     # Runner v3 (all absent on older runs, so their identity is unchanged):
     span_median_ns: DurationNs | None = None  # first start to last end of the call's GPU activity
@@ -296,6 +335,9 @@ class Timing(Strict):
     host: HostCost | None = None  # what the call costs the host
     min_samples: int | None = None  # the protocol's minimum the run was held to
     under_sampled: str | None = None  # why the run has fewer than min_samples; absent when it has enough
+    # Runner v4 (method "stream-time"; absent on older runs): the median is the stream time per call
+    stream: StreamReplay | None = None
+    kernel_busy: KernelBusy | None = None
 
 
 class MemoryFigure(Strict):

@@ -4,6 +4,8 @@ runner records them as ``timing.host.bound`` and ``timing.cross_check.agrees``; 
 
 from __future__ import annotations
 
+from typing import Any
+
 HOST_BOUND_RATIO = 1.2  # wall time per call over device time per call
 
 
@@ -28,3 +30,18 @@ def cross_check_agrees(device_ns: float, check_ns: float, capturable: bool) -> b
     if not capturable or device_ns < CROSS_CHECK_MIN_NS:
         return None
     return abs(check_ns / device_ns - 1.0) <= CROSS_CHECK_TOLERANCE
+
+
+DEVICE_TIME = "cupti-device-time"  # runner v3's timing.method: the median is the call's device time
+STREAM_TIME = "stream-time"  # runner v4's: the median is the call's stream time
+
+
+def timing_statistic(method: str | None) -> str:
+    """What a runner's median is, for comparing runs: "stream" (v4), "device" (v3) or "" (graph replay, events,
+    a source's own timer). Runs of different statistics never confirm or rank against each other."""
+    return {STREAM_TIME: "stream", DEVICE_TIME: "device"}.get(method or "", "")
+
+
+def protocol_version(protocol: Any) -> str:
+    """The harness version of a runner protocol ("" for a source's own harness)."""
+    return "" if protocol.native else str(protocol.harness.version or "")

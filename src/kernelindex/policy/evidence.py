@@ -44,6 +44,12 @@ class EvidenceFacts:
     # Whether the timed call ran with autograd off (``grad_mode``): a forward under torch.no_grad() and one
     # that records an autograd graph are different calls (Inductor even compiles a different graph).
     grad_mode: str = ""
+    # The runner protocol's version (harness version): "replicated" means two runner identities agreeing under
+    # the same protocol, so a v3 device time never confirms a v4 stream time, whatever the figures.
+    protocol_version: str = ""
+    # A superseded run (a newer protocol re-measured it) keeps its own level as history, but never makes
+    # another run replicated, and is never replicated itself.
+    superseded: bool = False
 
 
 UPSTREAM_ONE = "upstream gradient 1.0"
@@ -68,13 +74,18 @@ def grad_mode(protocol_timer: str) -> str:
     return NO_GRAD if "torch.no_grad()" in protocol_timer else ""
 
 
-def _replication_key(facts: EvidenceFacts) -> tuple[str, str, str, str, str, str, str]:
+def _replication_key(facts: EvidenceFacts) -> tuple[str, str, str, str, str, str, str, str]:
     """Runs that may replicate each other: one implementation revision, workload, GPU product, timed
-    region (a backward time never confirms a forward one), statistic (device time or not) and input
-    rule (upstream gradient 1.0 or a random scalar) and autograd mode. Not the whole protocol: two runners that differ
-    only in warm-up, time budget or harness version measure the same thing and may confirm each other."""
+    region (a backward time never confirms a forward one), statistic (device time, stream time or neither),
+    input rule (upstream gradient 1.0 or a random scalar), autograd mode and protocol version. Not the whole
+    protocol: two runners that differ only in warm-up or time budget measure the same thing."""
     return (facts.implementation, facts.workload, facts.gpu, facts.region, facts.statistic, facts.inputs,
-            facts.grad_mode)
+            facts.grad_mode, facts.protocol_version)
+
+
+def _replicates(facts: EvidenceFacts, trusted_keys: set[str]) -> bool:
+    """A run that may take part in replication: verified, with a figure, and not superseded."""
+    return _verified(facts, trusted_keys) and facts.median_ns is not None and not facts.superseded
 
 
 def _verified(facts: EvidenceFacts, trusted_keys: set[str]) -> bool:
@@ -88,7 +99,8 @@ def evidence_levels(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> di
     verified_groups: dict[tuple[str, ...], list[EvidenceFacts]] = defaultdict(list)
     for facts in runs:
         if _verified(facts, trusted_keys):
-            verified_groups[_replication_key(facts)].append(facts)
+            if _replicates(facts, trusted_keys):
+                verified_groups[_replication_key(facts)].append(facts)
             levels[facts.run] = "verified"
         elif facts.public_source and facts.pinned_install and facts.raw_samples:
             levels[facts.run] = "reproducible"
@@ -125,7 +137,7 @@ def replication_peers(runs: Iterable[EvidenceFacts], trusted_keys: set[str]) -> 
     agreeing or disagreeing. A disagreement is shown as such, never averaged away."""
     groups: dict[tuple[str, ...], list[EvidenceFacts]] = defaultdict(list)
     for facts in runs:
-        if _verified(facts, trusted_keys) and facts.median_ns is not None:
+        if _replicates(facts, trusted_keys):
             groups[_replication_key(facts)].append(facts)
     peers: dict[str, list[PeerRun]] = {}
     for group in groups.values():

@@ -82,8 +82,10 @@ def _cohorts(data: OperationData) -> dict[str, Cohort]:
 
 
 def cohort_record_events(cohort: Cohort) -> list[RecordEvent]:
-    """Runs eligible apart from corrections, walked in time; corrections applied at their time."""
-    candidates = [r for r in cohort.runs if r.eligibility and eligible_apart_from_corrections(r.eligibility)]
+    """Runs eligible apart from corrections, walked in time; corrections applied at their time. A run faster than
+    its GPU's measured ceiling for its mix (``readmodel/ceiling_checks``) holds no record until explained."""
+    candidates = [r for r in cohort.runs if r.eligibility and eligible_apart_from_corrections(r.eligibility)
+                  and not (r.ceiling_check and r.ceiling_check.exceeds)]  # flagged: no record until explained
     removals = [(r.retracted["at"], r.digest) for r in candidates if r.retracted]
     removals += [(r.superseded_by["at"], r.digest) for r in candidates if r.superseded_by]
     removals = [(as_utc(at), d) for at, d in removals]

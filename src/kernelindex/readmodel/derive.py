@@ -3,8 +3,10 @@ floor), evidence level and replication by other trusted runners."""
 
 from __future__ import annotations
 
+from kernelindex.policy.device_time import protocol_version, timing_statistic
 from kernelindex.policy.eligibility import EligibilityFacts, SampleCount, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, grad_mode, input_rule, replication_peers
+from kernelindex.readmodel.ceiling_checks import run_ceiling_check
 from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.physical_floors import PhysicalFloors
 from kernelindex.readmodel.replication import ReplicationPeer, replication_of
@@ -53,11 +55,15 @@ def derive_policy(data: OperationData) -> None:
                 pinned_install=bool(usable and usable.install_command),
                 raw_samples=bool(run.spec.timing.samples_digest),
                 region=data.protocols[run.protocol].spec.timed_region,
-                statistic="device" if run.spec.timing.method == "cupti-device-time" else "",
+                statistic=timing_statistic(run.spec.timing.method),
+                protocol_version=protocol_version(data.protocols[run.protocol].spec),
+                superseded=run.superseded_by is not None,
                 inputs=input_rule(data.protocols[run.protocol].spec.input_regeneration),
                 grad_mode=grad_mode(data.protocols[run.protocol].spec.timer),
             )
         )
+    for run in data.runs:
+        run.ceiling_check = run_ceiling_check(data, run)
     levels = evidence_levels(facts, set(data.trusted_keys))
     for run in data.runs:
         run.evidence = levels[run.digest]

@@ -26,6 +26,7 @@ from kernelindex.domain.manifests import (
     manifest_json,
 )
 from kernelindex.domain.specs import BenchmarkRunBody, MemoryFigure, ScoreFigure
+from kernelindex.policy.ceilings import CeilingCheck
 from kernelindex.policy.cohorts import metric_of
 from kernelindex.policy.eligibility import Eligibility
 from kernelindex.policy.floor import Attainable
@@ -78,6 +79,8 @@ class Run:
     attested: bool = False
     evidence: str = "reported"
     eligibility: Eligibility | None = None
+    # runner v4: compulsory bytes over the stream time against the ceiling measured for its mix and size
+    ceiling_check: CeilingCheck | None = None
     replication: Replication | None = None  # other trusted runners' verified runs of the same thing
     invalid_stored: tuple[str, ...] = ()  # stored values that cannot be used, named (readmodel.stored_runs)
 

@@ -5,7 +5,7 @@ measured it, and rows whose forward also does the backward's work (``registry.fo
 from __future__ import annotations
 
 from kernelindex import urls
-from kernelindex.policy.device_time import host_bound_words
+from kernelindex.policy.device_time import DEVICE_TIME, STREAM_TIME, host_bound_words
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.labels import cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData, Run
@@ -13,8 +13,6 @@ from kernelindex.readmodel.operation_views import RankedRow, RankingNote
 from kernelindex.readmodel.region_work import forward_work
 
 FORWARD_BACKWARD = "forward+backward"
-DEVICE_TIME = "cupti-device-time"  # runner v3's timing.method: the median is the call's device time
-
 
 _RANKING_WORDS = {
     "forward": ("also {verb} the gradient inside the forward: the time includes work the other rows do in their "
@@ -66,12 +64,18 @@ def _statistic(data: OperationData, cohort: Cohort) -> tuple[str, str]:
         return (f"{protocol.statistic}, as its source timed it",
                 f"{protocol.statistic} time per call, as the source's own harness reported it")
     methods = {r.spec.timing.method for r in cohort.eligible}
+    if methods == {STREAM_TIME}:
+        eager = any(r.spec.timing.stream and r.spec.timing.stream.capture == "eager" for r in cohort.eligible)
+        return ("median stream time", "median stream time per call: K calls back to back over rotating inputs, "
+                "in one CUDA graph, per call = replay / K (write-back and gaps between kernels included)"
+                + ("; rows marked eager could not be captured and ran the same calls eagerly, their host "
+                   "stalls included" if eager else ""))
     if methods == {DEVICE_TIME}:
         return ("median device time", "median device time per call (CUPTI: the durations of the call's kernels, "
                                       "copies and sets; never its wall time)")
-    if DEVICE_TIME in methods:  # runner v3 writes its own protocol, so this would be a runner fault: say it
+    if STREAM_TIME in methods or DEVICE_TIME in methods:  # each runner protocol has its own: a fault, said
         return ("mixed statistics",
-                "mixed: device time for some runs, CUDA event time for others (not comparable; report it)")
+                "mixed: stream, device or CUDA event time in one ranking (not comparable; report it)")
     return ("median CUDA-event time", "median time per call between CUDA events, in CUDA graph replays or per "
                                       "call where capture failed (runner v1/v2): not device time")
 

@@ -116,6 +116,7 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
 
 
 METHOD_WORDS = {
+    "stream-time": "stream time (K calls back to back over rotating inputs in one CUDA graph, per call)",
     "cupti-device-time": "CUPTI device time (the durations of the call's kernels, copies and sets)",
     "cuda_graph_replay": "CUDA graph replay (no launch cost between calls)",
     "per_call_events": "per-call CUDA events (the call could not be captured in a CUDA graph)",

@@ -33,6 +33,7 @@ from kernelindex.readmodel.region_work import forward_work_note, skips_floor_tra
 from kernelindex.readmodel.rows import implementation_ref, run_floors
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
+from kernelindex.readmodel.stream_panel import stream_panel
 
 
 @dataclass
@@ -85,6 +86,7 @@ class RunDossier(JsonModel):
     host_bound: str | None = None  # the host-bound label: wall time and syncs per call beside the device time
     cross_check_failure: str | None = None  # runner v3: why the cross-check fell back to per-call events, in words
     protocol_note: str | None = None  # what the protocol's own (signed, unedited) text does not say (registry)
+    stream: dict | None = None  # runner v4: stream time, kernel busy time and the ceiling check, which ranks and why
 
 
 def _operation_slug(catalog: Catalog, digest: str) -> str:
@@ -206,6 +208,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         histogram=histogram(samples.get("device_ns", [])) if samples else [],
         secondary=run_secondary(stored["timing"], _checked_before_timing(run, data)),
         protocol_note=registry.protocol_notes().get(run.protocol),
+        stream=stream_panel(run),
         **_measurement_notes(run, data),
         **_floor_facts(data, run),
     )

@@ -26,6 +26,7 @@ from kernelindex.runner.adapters import select
 from kernelindex.runner.definitions import Adapter, OperationDef
 from kernelindex.runner.ops import operations
 from kernelindex.runner.step_limit import CampaignCut, StepLimit
+from kernelindex.runner.stream_setup import StreamDevice
 from kernelindex.runner.timing import TimingPolicy
 from kernelindex.runner.verify import CaseOutcome, Context, Event, RunnerDevice, case_label, verify_case
 from kernelindex.trust.bundles import VerifiedBundle, write_bundle
@@ -130,7 +131,8 @@ def verify_operation(
             on_event("skipped", {"adapter": key, "reason": reason})
     wanted = {digest_of(w): (regions or {}).get(digest_of(w), op.regions) for w in workloads}
     used = [r for r in op.regions if any(r in rs for rs in wanted.values())]
-    protocols = {r: records.protocol_manifest(operation, policy, calls_per_sample, r) for r in used}
+    stream = isinstance(device, StreamDevice)  # protocol v4 where the device times stream time
+    protocols = {r: records.protocol_manifest(operation, policy, calls_per_sample, r, stream) for r in used}
     impls = [(a, records.implementation_manifest(a, operation)) for a in adapters]
     projects = {a.project: registry.project_manifest(a.project) for a in adapters}
     result.manifests = [records.source_manifest(), operation, *workloads, *projects.values(),

@@ -11,10 +11,11 @@ it produces says "CPU test device: nominal times, not measurements".
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import count
 
 from kernelindex.runner.environment import Probe, library_versions
+from kernelindex.runner.rotation import Rotation
 
 Call = Callable[[], object]
 NOMINAL_NS = 50_000.0
@@ -36,8 +37,29 @@ class NominalSampler:
         return out
 
 
+class NominalStreamSampler:
+    """Protocol v4's sampler on the CPU test device: runs each of the R sets once for real (so rotation and
+    binding are exercised, without K CPU calls a sample), reports the nominal time per call."""
+
+    method = "cpu_test_device_nominal"
+    capture = "cuda_graph"
+    capture_failure: str | None = None
+
+    def __init__(self, calls: Sequence[Call], rotation: Rotation, device: CpuTestDevice) -> None:
+        self.calls, self.rotation, self.device = calls, rotation, device
+
+    def sample(self) -> list[float]:
+        for call in self.calls:
+            call()
+        figure = NOMINAL_NS * (1 + RIPPLE[next(self.device.ticks) % len(RIPPLE)])
+        self.device.clock_ns += int(figure * self.rotation.calls_per_replay)
+        return [figure]
+
+
 class CpuTestDevice:
     torch_device = "cpu"
+    # Nominal, and small: the R sets a call rotates over are built on the CPU, so a rehearsal stays quick.
+    l2_bytes = 4096
 
     def __init__(self, product: str, calls_per_sample: int = 10) -> None:
         self.name = product
@@ -50,6 +72,17 @@ class CpuTestDevice:
 
     def host_times_ns(self, call: Call, calls: int) -> list[float]:
         return NominalSampler(call, calls, self).sample()
+
+    def free_bytes(self) -> int:
+        return 1 << 34
+
+    def stream_sampler(self, calls: Sequence[Call], rotation: Rotation,
+                       no_capture: str | None = None) -> NominalStreamSampler:
+        return NominalStreamSampler(calls, rotation, self)
+
+    def kernel_busy(self, call: Call) -> tuple[float, int, float | None]:
+        samples = NominalSampler(call, 10, self).sample()
+        return sorted(samples)[len(samples) // 2], len(samples), None
 
     def wall_ns(self) -> int:
         return self.clock_ns

@@ -10,8 +10,9 @@ events (``EventSampler``) remain, as the cross-check recorded beside the device 
 from __future__ import annotations
 
 import contextlib
+import statistics
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 
@@ -19,6 +20,8 @@ from kernelindex.policy.ceilings import CEILING_SIZES, CeilingFigure
 from kernelindex.policy.floor import CEILING_PROBE_BYTES
 from kernelindex.runner.cupti import CuptiSampler, graph_difference_ns, host_cost_ns
 from kernelindex.runner.memory import peak_with_kept_results, result_storage_bytes
+from kernelindex.runner.rotation import Rotation
+from kernelindex.runner.stream import stream_sampler
 from kernelindex.runner.timing import Call, Sampler, sampler_with_fallback
 
 FLUSH_BYTES = 256 * 1024 * 1024
@@ -110,6 +113,28 @@ class CudaDevice:
 
     def sampler(self, call: Call) -> Sampler:
         return CuptiSampler(call, self.flush, self.trace_calls)
+
+    @property
+    def l2_bytes(self) -> int:
+        return int(torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size)
+
+    def free_bytes(self) -> int:
+        torch.cuda.empty_cache()
+        return int(torch.cuda.mem_get_info()[0])
+
+    def stream_sampler(self, calls: Sequence[Call], rotation: Rotation, no_capture: str | None = None) -> Sampler:
+        """Protocol v4's sampler: the stream time of K calls over R rotating sets (runner/stream.py)."""
+        return stream_sampler(calls, rotation, self.stream, no_capture)
+
+    def kernel_busy(self, call: Call, batches: int = 2) -> tuple[float, int, float | None]:
+        """Protocol v3's device time (CUPTI union after a reading flush), v4's secondary figure: (median ns,
+        samples, median span ns)."""
+        sampler = CuptiSampler(call, self.flush, self.trace_calls)
+        sampler.sample()  # the profiler's own first-use cost stays out
+        sampler.activities.clear()
+        times = [t for _ in range(batches) for t in sampler.sample()]
+        spans = sorted(a.span_ns for a in sampler.activities)
+        return statistics.median(times), len(times), (spans[len(spans) // 2] if spans else None)
 
     def cross_check(self, call: Call, no_capture: str | None = None) -> tuple[str, float, str | None]:
         """(method, median ns per call, why capture failed or was not tried): graph replay where the call can

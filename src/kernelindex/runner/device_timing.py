@@ -12,6 +12,7 @@ from kernelindex.policy.device_time import cross_check_agrees, is_host_bound
 from kernelindex.runner.timing import Measurement
 
 DEVICE_TIME_METHOD = "cupti-device-time"
+STREAM_TIME_METHOD = "stream-time"
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,9 @@ def host_json(m: Measurement, device_ns: float, wall_ns: float, cpu_ns: float) -
 
 def v3_fields(m: Measurement, min_samples: int, check: CrossCheckResult | None,
               host_cost: tuple[float, float] | None) -> dict[str, Any]:
-    """The v3 keys to merge into a run's timing (only for a device-time measurement)."""
-    if m.method != DEVICE_TIME_METHOD:
+    """The v3 keys to merge into a run's timing (a device-time or, v4, a stream-time measurement; for v4 the
+    cross-check and the host-bound rule compare with the stream time)."""
+    if m.method not in (DEVICE_TIME_METHOD, STREAM_TIME_METHOD):  # v4 keeps v3's self-checks beside its figure
         return {}
     device_ns = statistics.median(m.samples)
     fields: dict[str, Any] = {"min_samples": min_samples}

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
+import json
+import os
 import platform
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -29,6 +33,9 @@ class Probe:
     fp16_gemm_flops_per_s: float | None = None  # runner/cuda.gemm_ceiling
     ceiling_bytes: dict[str, int] | None = None  # per ceiling kernel, the size it was best at (policy/ceilings)
     notes: list[str] = field(default_factory=list)
+    # v4: (kernel, bytes, bytes/s) of every ceiling kernel at every size, and the shortest call's stream time
+    ceiling_table: list[tuple[str, int, float]] = field(default_factory=list)
+    min_call_ns: float | None = None
 
 
 def nvidia_smi() -> dict[str, str]:
@@ -102,8 +109,34 @@ def environment_manifest(p: Probe) -> ExecutionEnvironment:
         spec["fp16_gemm_flops_per_s"] = float(round(p.fp16_gemm_flops_per_s / 1e12) * 1e12)
     if p.ceiling_bytes:
         spec["ceiling_bytes"] = dict(sorted(p.ceiling_bytes.items()))
+    if p.ceiling_table:  # rounded as the single figures are: finer digits are noise between probes
+        spec["ceiling_table"] = [{"kernel": k, "bytes": n, "bandwidth_bytes_per_s": float(round(bw / 1e9) * 1e9)}
+                                 for k, n, bw in sorted(p.ceiling_table)]
+    if p.min_call_ns is not None:
+        spec["min_call_ns"] = float(round(p.min_call_ns / 10) * 10)
     title = f"{p.product} · torch {p.software.get('torch', '?')} · CUDA {p.software.get('cuda', '?')}"
     metadata: dict = {"title": title, "labels": {"measured_by": "kernelindex-runner"}}
     if p.notes:
         metadata["description"] = "; ".join(p.notes)
     return build("ExecutionEnvironment", spec, metadata)
+
+
+PROBE_CACHE = "KI_PROBE_CACHE"
+
+
+def keep_probe(p: Probe) -> None:
+    """Write the probe where ``KI_PROBE_CACHE`` names (a campaign's later processes on the same machine reuse it:
+    one GPU, one environment, measured once)."""
+    path = os.environ.get(PROBE_CACHE)
+    if path:
+        Path(path).write_text(json.dumps(dataclasses.asdict(p), indent=1))
+
+
+def cached_probe() -> Probe | None:
+    """The probe an earlier process of this campaign kept, if ``KI_PROBE_CACHE`` names one that exists."""
+    path = os.environ.get(PROBE_CACHE)
+    if not path or not Path(path).exists():
+        return None
+    data = json.loads(Path(path).read_text())
+    data["ceiling_table"] = [tuple(row) for row in data.get("ceiling_table", [])]
+    return Probe(**data)

@@ -88,9 +88,13 @@ def region_words(operation: OperationSpec, region: str) -> str:
     return words if region == "backward" else f"{words}, from upstream gradient 1.0"
 
 
-def _input_regeneration(operation: OperationSpec, region: str) -> str:
+def _input_regeneration(operation: OperationSpec, region: str, stream: bool = False) -> str:
     words = ("fresh random inputs for each of 3 correctness checks; timing uses one further fresh input set "
              "per implementation and region (in-place implementations keep transforming it)")
+    if stream:
+        words = ("fresh random inputs for each of 3 correctness checks; timing uses R further fresh input sets per "
+                 "implementation and region, one per rotating set, each drawn from its own seed (in-place "
+                 "implementations keep transforming theirs)")
     # Only a loss's gradient regions say it in the spec: a new protocol (and cohort) for them alone.
     return f"{words}; {UPSTREAM_LOSS}" if loss_upstream(operation, region) else words
 
@@ -112,17 +116,43 @@ def v3_timer(calls_per_sample: int) -> str:
     )
 
 
+STREAM_VERSION = "4"  # protocol v4: stream time ranks (curated operations); problem modules stay on v3
+V4_L2_POLICY = (
+    "no flush: each call has its own input/output set, R sets used in turn, together at least 4 x the GPU's L2 "
+    "(R = 1 where one call's tensors exceed that), so every call starts cold and pays its own write-back inside "
+    "the replay")
+
+
+def v4_timer() -> str:
+    """Protocol v4's timer, in the words every v4 protocol carries."""
+    return (
+        "stream time: K calls back to back over R rotating input/output sets (K a multiple of R, at least 32), "
+        "captured in one CUDA graph; each replay timed whole by two CUDA events, per call = replay / K; the "
+        "median over replays ranks. A call that cannot be captured (it synchronises with the host) runs the "
+        "same K calls eagerly between the same events, its host stalls included, and says so. Recorded beside "
+        "it, never ranked: kernel busy time (protocol v3's CUPTI union of the call's kernels, copies and sets "
+        f"after an L2 flush), the v3 graph-replay cross-check ({CROSS_CHECK_CALLS} x [flush, call] minus "
+        f"{CROSS_CHECK_CALLS} x [flush], per call), the host syncs per call, and the wall and host CPU time per "
+        "call of back-to-back calls"
+    )
+
+
+CROSS_CHECK_CALLS = 10
+
+
 def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_sample: int,
-                      region: str = "forward") -> BenchmarkProtocol:
+                      region: str = "forward", stream: bool = False) -> BenchmarkProtocol:
+    """The protocol of a campaign's runs: v4 (stream time) where the device times it (``stream``), else v3."""
+    version = STREAM_VERSION if stream else HARNESS_VERSION
     spec = {
-        "harness": {"name": HARNESS, "version": HARNESS_VERSION},
-        "timer": v3_timer(calls_per_sample),
+        "harness": {"name": HARNESS, "version": version},
+        "timer": v4_timer() if stream else v3_timer(calls_per_sample),
         "timed_region": region,
         "setup_excluded": True,
         "warmup": {"count": policy.warmup_calls, "time_ns": policy.warmup_time_ns},
         "repetitions": {"count": policy.min_samples, "time_ns": policy.time_budget_ns},
-        "l2_policy": V3_L2_POLICY,
-        "input_regeneration": _input_regeneration(operation, region),
+        "l2_policy": V4_L2_POLICY if stream else V3_L2_POLICY,
+        "input_regeneration": _input_regeneration(operation, region, stream),
         "statistic": "median",
         "quantiles": [0.2, 0.5, 0.8],
         "correctness": {
@@ -139,21 +169,27 @@ def protocol_manifest(operation: OperationSpec, policy: TimingPolicy, calls_per_
         },
         "native": False,
     }
-    slug = operation.metadata.name
+    # v3 named its protocols after the operation that first used them, though operations share one protocol
+    # (same digest); v4's name is the protocol's alone
+    named = f"-{region.replace('+', '-')}" if stream else f"-{operation.metadata.name}-{region.replace('+', '-')}"
+    if stream and loss_upstream(operation, region):
+        named += "-upstream-1"
     upstream_sentence = f" The {UPSTREAM_LOSS}." if loss_upstream(operation, region) else ""
+    samples = "replays" if stream else "samples"
     return build("BenchmarkProtocol", spec, {
-        "name": f"{HARNESS}-v{HARNESS_VERSION}-{slug}-{region.replace('+', '-')}",
-        "title": f"KernelIndex runner v{HARNESS_VERSION} · {region}",
+        "name": f"{HARNESS}-v{version}{named}",
+        "title": f"KernelIndex runner v{version} · {region}",
         "description": (
             f"Timed: {region_words(operation, region)}.{upstream_sentence} Warm-up: {policy.warmup_calls} calls and "
-            f"{policy.warmup_time_ns / 1e6:.0f} ms; at least {policy.min_samples} samples, then stop at relative "
+            f"{policy.warmup_time_ns / 1e6:.0f} ms; at least {policy.min_samples} {samples}, then stop at relative "
             f"standard error {policy.target_rse:.1%}, {policy.max_samples} samples or "
             f"{policy.time_budget_ns / 1e9:g} s per case and region (a run stopped by the hard limit, "
             f"{(policy.hard_limit_ns or 3 * policy.time_budget_ns) / 1e9:g} s, before {policy.min_samples} samples "
             "is marked under-sampled); implementations interleaved round by round. "
             "torch.compile is compiled from a clean dynamo state for every case and region. Host time per call, "
             "compile time and the call's peak memory are recorded separately, never in the figure. A call whose "
-            "wall time per call exceeds its device time by more than 20% is recorded as host-bound."
+            f"wall time per call exceeds its {'stream' if stream else 'device'} time by more than 20% is recorded as "
+            "host-bound."
         ),
     })
 

@@ -24,14 +24,14 @@ from kernelindex.runner.campaign import (
 )
 from kernelindex.runner.cuda import (
     CudaDevice,
-    ceiling_sweep,
     copy_bandwidth,
     do_bench_median_ns,
     gemm_ceiling,
     read_write_bandwidth,
 )
-from kernelindex.runner.environment import Probe, environment_manifest, probe
+from kernelindex.runner.environment import Probe, cached_probe, environment_manifest, keep_probe, probe
 from kernelindex.runner.step_limit import StepLimit
+from kernelindex.runner.stream_ceilings import min_call_ns, stream_ceiling_table
 from kernelindex.runner.timing import TimingPolicy
 from kernelindex.trust.bundles import VerifiedBundle
 
@@ -149,9 +149,17 @@ def _device(calls_per_sample: int, use_graphs: bool, test_product: str | None) -
 
         return CpuTestDevice(test_product, calls_per_sample), cpu_test_probe(test_product)
     device = CudaDevice(calls_per_sample=calls_per_sample, use_graphs=use_graphs)
-    # The environment records, per ceiling kernel, the best over the sizes swept (policy/ceilings).
-    figures = ceiling_sweep(device)
+    cached = cached_probe()
+    if cached is not None:  # an earlier process of this campaign measured this GPU (KI_PROBE_CACHE)
+        return device, cached
+    # v4: every ceiling kernel at every size, timed as runs are; the environment also records, per kernel, the
+    # best over the sizes (policy/ceilings) and the size it was best at.
+    figures = stream_ceiling_table(device)
     best = ceilings_over_sizes(figures)
     if best is None:  # no size fitted: the single 1 GiB probe, as before the sweep
         return device, probe(copy_bandwidth(device), *read_write_bandwidth(device), gemm_ceiling(device))
-    return device, probe(best.copy, best.read, best.write, gemm_ceiling(device), best_sizes(figures))
+    found = probe(best.copy, best.read, best.write, gemm_ceiling(device), best_sizes(figures))
+    found.ceiling_table = [(f.kernel, f.bytes, f.bandwidth_bytes_per_s) for f in figures]
+    found.min_call_ns = min_call_ns(device)
+    keep_probe(found)
+    return device, found

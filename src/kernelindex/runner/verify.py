@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from kernelindex import registry
-from kernelindex.domain.canonical import bytes_digest, canonical_bytes
 from kernelindex.domain.manifests import (
     BenchmarkProtocol,
     BenchmarkRun,
@@ -30,14 +29,13 @@ from kernelindex.domain.manifests import (
 )
 from kernelindex.policy.floor import Ceilings, floor_estimate
 from kernelindex.runner import records
-from kernelindex.runner.compile_time import compile_figures
 from kernelindex.runner.correctness import CheckResult, check
 from kernelindex.runner.definitions import FIRST_COMPILED_CALL, Adapter, CompileRecord, OperationDef
-from kernelindex.runner.device_timing import CrossCheckResult, v3_fields
+from kernelindex.runner.device_timing import CrossCheckResult
 from kernelindex.runner.inputs import make_inputs
-from kernelindex.runner.memory import IN_PLACE_NOTE
-from kernelindex.runner.memory import METHOD as PEAK_METHOD
 from kernelindex.runner.regions import needs_gradients, prepare_inputs, region_call
+from kernelindex.runner.run_timing import samples_blob, timing_json
+from kernelindex.runner.stream_setup import StreamDevice, StreamFacts, rotated_sampler
 from kernelindex.runner.timing import Device, Measurement, Sampler, TimingPolicy, measure_interleaved
 
 Event = Callable[[str, dict[str, Any]], None]
@@ -71,6 +69,8 @@ class ImplOutcome:
     cross_check: CrossCheckResult | None = None  # v3: the same call by graph replay or per-call events
     host_cost: tuple[float, float] | None = None  # v3: (wall, host CPU) ns per call
     distinct_ids: dict[str, int] = field(default_factory=dict)  # index input → distinct values in the timed inputs
+    stream: StreamFacts | None = None  # v4: how the stream time was taken (rotation, capture)
+    kernel_busy: tuple[float, int, float | None] | None = None  # v4: v3's device time (median, samples, span)
 
 
 @dataclass
@@ -163,13 +163,21 @@ def _setup(ctx: Context, workload: WorkloadCase, o: ImplOutcome) -> tuple[Callab
     if o.compile is not None:  # compiled ahead of time and recorded on its own: the first call starts after it
         start = ctx.device.wall_ns()
     call = region_call(o.region, bound, inputs, grads)
-    call()
+    result = call()
     ctx.device.synchronize()
     o.first_call_ns = float(ctx.device.wall_ns() - start)
     peak = getattr(ctx.device, "peak_memory_bytes", None)
     if peak is not None:
         o.peak_bytes = peak(call, list(inputs.values()))
-    return call, ctx.device.sampler(call)
+    device = ctx.device
+    if not isinstance(device, StreamDevice):  # a v3 device (tests' fakes): device time per call
+        return call, device.sampler(call)
+
+    def another_set(seed: int) -> Callable[[], object]:
+        more = prepare_inputs(make_inputs(ctx.op, workload, seed, ctx.device.torch_device), grads)
+        return region_call(o.region, o.adapter.bind(more), more, grads)
+    sampler, o.stream = rotated_sampler(device, call, inputs, result, another_set, TIMING_SEED)
+    return call, sampler
 
 
 def _time(ctx: Context, workload: WorkloadCase, outcomes: list[ImplOutcome]) -> None:
@@ -214,8 +222,11 @@ def _v3_extras(ctx: Context, o: ImplOutcome, call: Callable[[], object]) -> None
     said as a warning and left out of the run, never a failed run: the figure is the device time. The cache is
     emptied first: a capture allocates its calls' temporaries anew (batch-127 paged decode: out of memory)."""
     cross, host = getattr(ctx.device, "cross_check", None), getattr(ctx.device, "host_cost", None)
+    busy = getattr(ctx.device, "kernel_busy", None) if o.stream is not None else None
     try:
         ctx.device.release()
+        if busy is not None:
+            o.kernel_busy = busy(call)
         if cross is not None:
             o.cross_check = CrossCheckResult(*cross(call))
         if host is not None:
@@ -292,62 +303,6 @@ def verify_case(
     return case
 
 
-def _samples_blob(o: ImplOutcome, workload: WorkloadCase, observed_at: str) -> bytes:
-    m = o.measurement
-    assert m is not None
-    data = {
-        "format": "kernelindex-samples/v2" if m.activities else "kernelindex-samples/v1",  # v2: span, syncs
-        "implementation": o.adapter.line,
-        "version": o.implementation.spec.version,
-        "workload": workload.model_dump(mode="json")["spec"]["axes"],
-        "region": o.region,
-        "observed_at": observed_at,
-        "unit": "ns",
-        "method": m.method,
-        "stop_reason": m.stop_reason,
-        "warmup_calls": m.warmup_calls,
-        "device_ns": [round(v) for v in m.samples],
-        **({"span_ns": [a.span_ns for a in m.activities], "syncs": [a.syncs for a in m.activities]}
-           if m.activities else {}),
-        "host_ns": [round(v) for v in m.host_samples],
-        "do_bench_median_ns": None if o.do_bench_ns is None else round(o.do_bench_ns),
-        "capture_failure": m.fallback_reason,
-    }
-    return canonical_bytes(data)
-
-
-def _timing_json(o: ImplOutcome, blob: bytes, min_samples: int) -> dict[str, Any]:
-    m = o.measurement
-    assert m is not None
-    s = m.summary()
-    timing: dict[str, Any] = {**s.as_ns(), "samples": s.samples, "samples_digest": bytes_digest(blob),
-                              "method": m.method, "raw": {"stop_reason": m.stop_reason,
-                                                          "relative_standard_error": f"{s.rse:.5f}"}}
-    timing.update(v3_fields(m, min_samples, o.cross_check, o.host_cost))
-    if m.host_samples:
-        timing["host_ns"] = round(sorted(m.host_samples)[len(m.host_samples) // 2])
-    if m.fallback_reason:
-        timing["raw"]["capture_failure"] = m.fallback_reason[:300]
-    secondary: dict[str, int] = {}
-    if o.do_bench_ns is not None:
-        secondary["do_bench_median_ns"] = round(o.do_bench_ns)
-    secondary.update(compile_figures(o.adapter.key, o.compile, o.checks_compile_ns, o.first_call_ns, timing["raw"]))
-    if secondary:
-        timing["secondary"] = secondary
-    if o.peak_bytes is not None:
-        timing["raw"]["call_peak_memory_bytes"] = str(o.peak_bytes)
-        timing["raw"]["call_peak_memory_method"] = PEAK_METHOD
-        if o.peak_bytes == 0:
-            timing["raw"]["call_peak_memory_note"] = IN_PLACE_NOTE
-    for name, count in o.distinct_ids.items():  # the rows a gather reads: the floor counts no more
-        timing["raw"][f"distinct_{name}"] = str(count)
-    if o.region == "backward":
-        timing["raw"]["backward"] = (
-            "torch.autograd.grad(retain_graph=True) from one untimed forward; that forward built with "
-            "torch._functorch.config.donated_buffer=False")
-    return timing
-
-
 def _below_floor(ctx: Context, workload: WorkloadCase, case: CaseOutcome, o: ImplOutcome, median: float) -> str:
     """Why the median is not credible, or "": under the datasheet floor (status), or under the
     floor from the ceilings measured on this device (said in the run). A backward that only scales the
@@ -373,8 +328,8 @@ def _finish(ctx: Context, workload: WorkloadCase, case: CaseOutcome, o: ImplOutc
     timing: dict[str, Any] = {}
     artifacts: dict[str, str] = {}
     if o.measurement is not None and o.status == "passed":
-        o.samples_blob = _samples_blob(o, workload, stamp)
-        timing = _timing_json(o, o.samples_blob, ctx.policy.min_samples)
+        o.samples_blob = samples_blob(o, workload, stamp)
+        timing = timing_json(o, o.samples_blob, ctx.policy.min_samples)
         artifacts["samples"] = timing["samples_digest"]
         below = _below_floor(ctx, workload, case, o, timing["median_ns"])
         if timing["median_ns"] < 1:
