@@ -13,7 +13,6 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StringConstraints
 from rapidfuzz import fuzz, process
 
-from kernelindex.domain.dtypes import canonical_dtype
 from kernelindex.domain.numbers import NumberError, parse_integer
 from kernelindex.resolve.vocabulary import (
     BOOLEANS,
@@ -24,6 +23,7 @@ from kernelindex.resolve.vocabulary import (
     dtype_words,
     normalise,
 )
+from kernelindex.resolve.words import DTYPE_WORDS, query_dtype
 
 AXIS_NAME = r"^[a-z][a-z0-9_]{0,39}$"
 AxisName = Annotated[str, StringConstraints(pattern=AXIS_NAME)]
@@ -99,25 +99,32 @@ class OperationPick:
 
 
 def pick_operation(phrase: str, vocab: Vocabulary, *, fuzzy: bool = True) -> OperationPick | None:
-    """exact slug > alias > title > family > close spelling > text match."""
+    """exact slug > synonym > alias > title > family (a plural too: "layer norms") > text inside a name >
+    close spelling. A close spelling comes back as ``how="fuzzy"``: the grammar suggests it, never picks it."""
     hits = vocab.operation_hits(phrase)
+    key = normalise(phrase)
+    if not hits and key.endswith("s") and len(key) > 4:
+        hits = vocab.operation_names.get(key[:-1], ())
     if hits:
         best = hits[0].how
         return OperationPick(tuple(h.slug for h in hits if h.how == best), best, tuple(h.slug for h in hits))
-    key = normalise(phrase)
     if not fuzzy or len(key) < 4:
         return None
-    cutoff = 80 if len(key) >= 7 else 85
-    found = process.extractOne(key, list(vocab.operation_names), scorer=fuzz.ratio, score_cutoff=cutoff)
+    containing = sorted({h.slug for name, hs in vocab.operation_names.items() if key in name for h in hs})
+    if containing:
+        return OperationPick(tuple(containing), "text")
+    found = process.extractOne(key, list(vocab.operation_names), scorer=fuzz.ratio, score_cutoff=80)
     if found:
         slugs = tuple(dict.fromkeys(h.slug for h in vocab.operation_names[found[0]]))
-        return OperationPick(slugs[:1] if len(slugs) == 1 else slugs, "fuzzy")
-    containing = sorted({h.slug for name, hs in vocab.operation_names.items() if key in name for h in hs})
-    return OperationPick(tuple(containing), "text") if containing else None
+        hint = slugs[0] if vocab.operation_names[found[0]][0].how == "slug" else found[0]
+        return OperationPick(slugs[:12], "fuzzy", (hint,))
+    return None
 
 
 def _operation(value: str, vocab: Vocabulary) -> tuple[str | None, ValueProblem | None]:
     pick = pick_operation(value, vocab)
+    if pick and pick.how == "fuzzy":
+        return None, ValueProblem("operation", value, f"no operation is called '{value}'", pick.named[0])
     if pick and pick.unique:
         return pick.unique, None
     if pick:
@@ -136,10 +143,11 @@ def _gpu(value: str, vocab: Vocabulary) -> tuple[str | None, ValueProblem | None
 
 
 def _dtype(value: str) -> tuple[str | None, ValueProblem | None]:
-    found = canonical_dtype(value)
+    found = query_dtype(value)
     if found:
         return found, None
-    return None, ValueProblem("dtype", value, f"'{value}' is not a dtype", suggest(value, sorted(dtype_words())))
+    return None, ValueProblem("dtype", value, f"'{value}' is not a dtype",
+                              suggest(value, sorted(dtype_words() | set(DTYPE_WORDS))))
 
 
 def _arch(value: str, vocab: Vocabulary) -> tuple[str | None, ValueProblem | None]:

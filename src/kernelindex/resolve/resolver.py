@@ -38,6 +38,7 @@ from kernelindex.resolve.results import (
 )
 from kernelindex.resolve.run_facts import RunFacts
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
+from kernelindex.resolve.words import dtype_matches, spelled_for
 
 MAX_COMPATIBLE = 12
 CHALLENGES_URL = urls.challenges("unmeasured")
@@ -67,7 +68,7 @@ def _mismatches(req: ResolveRequest, run: RunFacts, op: OperationEntry | None) -
         seen = observed_axis(run, name, op)
         if seen != wanted:
             found.append(Mismatch(name, wanted, seen))
-    if req.dtype and req.dtype not in run.dtype_values:
+    if req.dtype and not dtype_matches(req.dtype, run.dtype_values):
         found.append(Mismatch("dtype", req.dtype, ", ".join(sorted(run.dtype_values)) or None))
     if req.gpu and not registry.gpu_may_be(req.gpu, run.gpu):
         found.append(Mismatch("gpu", req.gpu, run.gpu or run.gpu_label))
@@ -142,8 +143,10 @@ class _Context:
 
 
 def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, object] | None = None,
-            candidates: Sequence[str] = (), now: datetime) -> Resolution:
-    """Resolve a normalised request (see :func:`kernelindex.resolve.request.normalise_request`)."""
+            candidates: Sequence[str] = (), suggested: Sequence[str] = (), now: datetime) -> Resolution:
+    """Resolve a normalised request (see :func:`kernelindex.resolve.request.normalise_request`).
+
+    ``suggested``: close spellings of a word that named no operation, offered as choices (never picked)."""
     vocab = source.vocabulary()
     ctx = _Context(req, source, vocab, now)
     base = {
@@ -154,11 +157,15 @@ def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, obje
         "catalog_version": source.version(),
     }
     picked_notes: tuple[Reason, ...] = ()
+    if not req.operation and suggested and not candidates:
+        return choose(req, source, vocab, suggested, base, suggested=True)
     if not req.operation:
         narrowed = narrow_candidates(req, source, vocab, candidates)
         if narrowed is None:
             return choose(req, source, vocab, candidates, base)
-        req = req.model_copy(update={"operation": narrowed[0]})
+        picked = vocab.operations.get(narrowed[0])
+        axes = {(spelled_for(k, picked.axes) or k) if picked else k: v for k, v in req.axes.items()}
+        req = req.model_copy(update={"operation": narrowed[0], "axes": axes})
         ctx = _Context(req, source, vocab, ctx.now)
         base = {**base, "request": req.model_dump(mode="json"), "interpretation": interpretation(req, vocab),
                 "canonical_query": canonical_query(req, vocab)}
@@ -217,7 +224,7 @@ def _query_for(ctx: _Context, c: RankedCohort) -> str:
     op = ctx.vocab.operations.get(req.operation or "")
     axes = {name: observed_axis(s, name, op) or value for name, value in req.axes.items()}
     update: dict[str, object] = {"axes": axes}
-    if req.dtype and req.dtype not in s.dtype_values and len(s.dtype_values) == 1:
+    if req.dtype and not dtype_matches(req.dtype, s.dtype_values) and len(s.dtype_values) == 1:
         update["dtype"] = next(iter(s.dtype_values))
     if req.gpu and not registry.gpu_may_be(req.gpu, s.gpu):
         update["gpu"] = s.gpu
