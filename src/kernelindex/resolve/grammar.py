@@ -37,7 +37,7 @@ from kernelindex.resolve.vocabulary import (
     normalise,
     registry_vocabulary,
 )
-from kernelindex.resolve.words import MODEL_REASON, NOISE_WORDS, model_word, query_dtype, separate
+from kernelindex.resolve.words import MODEL_REASON, NOISE_WORDS, axis_spellings, model_word, query_dtype, separate
 
 MAX_QUERY_CHARS = 500
 MAX_TOKENS = 40
@@ -106,11 +106,13 @@ def _pick(state: State, w: Word, pick: OperationPick) -> None:
 
 
 def _axis_name(state: State, word: str) -> str | None:
+    """An axis some operation has, in the user's spelling or another of the same quantity (resolve/words.py)."""
     key = word.lower()
-    if key in state.vocab.axis_names:
-        return key
-    alias = AXIS_ALIASES.get(key)
-    return alias if alias in state.vocab.axis_names else None
+    for name in (key, AXIS_ALIASES.get(key, key)):
+        found = next((a for a in (name, *axis_spellings(name)) if a in state.vocab.axis_names), None)
+        if found:
+            return found
+    return None
 
 
 def _key_value(state: State, w: Word, raw_key: str, raw_value: str) -> None:
@@ -261,13 +263,15 @@ def _plain(state: State, w: Word) -> bool:
 
 
 def _fuzzy_ngram(state: State, words: list[Word], i: int, n_max: int) -> int:
-    for n in range(min(n_max, len(words) - i), 0, -1):
+    """Text inside a name, for the longest phrase that has some; else a close spelling of one word."""
+    longest = min(n_max, len(words) - i)
+    for n, close in [(n, False) for n in range(longest, 0, -1)] + [(1, True)]:
         if not all(_plain(state, w) for w in words[i:i + n]):
             continue
         phrase = _joined(words[i:i + n])
         if len(normalise(phrase.text)) < 4:
             continue
-        pick = pick_operation(phrase.text, state.vocab)
+        pick = pick_operation(phrase.text, state.vocab, close=close)
         if pick and pick.how == "fuzzy":
             _typo(state, phrase, pick)
             return n

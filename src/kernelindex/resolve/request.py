@@ -98,7 +98,7 @@ class OperationPick:
         return self.slugs[0] if len(self.slugs) == 1 else None
 
 
-def pick_operation(phrase: str, vocab: Vocabulary, *, fuzzy: bool = True) -> OperationPick | None:
+def pick_operation(phrase: str, vocab: Vocabulary, *, fuzzy: bool = True, close: bool = True) -> OperationPick | None:
     """exact slug > synonym > alias > title > family (a plural too: "layer norms") > text inside a name >
     close spelling. A close spelling comes back as ``how="fuzzy"``: the grammar suggests it, never picks it."""
     hits = vocab.operation_hits(phrase)
@@ -113,10 +113,10 @@ def pick_operation(phrase: str, vocab: Vocabulary, *, fuzzy: bool = True) -> Ope
     containing = sorted({h.slug for name, hs in vocab.operation_names.items() if key in name for h in hs})
     if containing:
         return OperationPick(tuple(containing), "text")
-    found = process.extractOne(key, list(vocab.operation_names), scorer=fuzz.ratio, score_cutoff=80)
+    found = process.extractOne(key, list(vocab.operation_names), scorer=fuzz.ratio, score_cutoff=80) if close else None
     if found:
         slugs = tuple(dict.fromkeys(h.slug for h in vocab.operation_names[found[0]]))
-        hint = slugs[0] if vocab.operation_names[found[0]][0].how == "slug" else found[0]
+        hint = found[0] if vocab.operation_names[found[0]][0].how in ("synonym", "family") else slugs[0]
         return OperationPick(slugs[:12], "fuzzy", (hint,))
     return None
 

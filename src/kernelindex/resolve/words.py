@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from kernelindex.domain.dtypes import PEAK_CLASS, canonical_dtype
 
 # ---- punctuation --------------------------------------------------------------------------------
-# A question mark, exclamation mark or bracket separates terms like a space, and so does a full stop that
+# A question mark, exclamation mark or parenthesis separates terms like a space, and so does a full stop that
 # ends a word ("… on H100?" and "… on h100." keep the GPU); "3.1" and "fp8.e4m3" keep theirs. Same length,
 # so positions still point into the original text.
-_SEPARATING = re.compile(r"[,;?!()\[\]]|\.(?=\s|$)")
+_SEPARATING = re.compile(r"[,;?!()]|\.(?=\s|$)")
 
 
 def separate(text: str) -> str:
