@@ -107,6 +107,11 @@ def _hidden_reason(req: ResolveRequest, run: RunFacts) -> Reason | None:
     return None
 
 
+def _superseded(run: RunFacts) -> bool:
+    """A newer run replaces it: a search answer never shows it (its own page and the operation's still do)."""
+    return any(r.code == "SUPERSEDED" for r in run.ineligible_reasons)
+
+
 def _cohort_result(c: RankedCohort, req: ResolveRequest, now: datetime, mismatches: Sequence[Mismatch] = (),
                    query: str = "") -> CohortResult:
     rows: list[Row] = []
@@ -120,7 +125,7 @@ def _cohort_result(c: RankedCohort, req: ResolveRequest, now: datetime, mismatch
     excluded = tuple(
         Hidden(r.run_id, r.implementation.title, r.ineligible_reasons[0] if r.ineligible_reasons
                else Reason("NOT_ELIGIBLE", "The run is not eligible for ranking."))
-        for r in c.excluded
+        for r in c.excluded if not _superseded(r)
     )
     return CohortResult(
         **c.sample.identity(), key=c.key, eligible_runs=c.eligible_runs, rows=tuple(rows),
@@ -186,6 +191,7 @@ def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, obje
 def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[str, object],
                        cohorts: list[RankedCohort], base: dict) -> Resolution:
     req = ctx.req
+    cohorts = [c for c in cohorts if c.ranked or not all(_superseded(r) for r in c.excluded)]
     exact: list[RankedCohort] = []
     other: list[tuple[RankedCohort, list[Mismatch]]] = []
     compatible: list[tuple[RankedCohort, list[Mismatch]]] = []
