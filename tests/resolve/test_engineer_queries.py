@@ -56,3 +56,11 @@ def test_superseded_runs_never_appear_in_a_search_answer(catalog: Catalog, now: 
     reasons = {h["code"] for c in listed for h in c["not_ranked"]}
     assert "SUPERSEDED" not in reasons
     assert "no eligible run" not in out["message"]
+
+
+def test_kernel_alone_names_nothing_and_lists_no_catalog_worth_of_choices(catalog: Catalog, now: datetime) -> None:
+    from kernelindex.resolve.chooser import MAX_UNNAMED
+
+    r = search(catalog, "kernel", now=now)
+    assert r.status == "no_operation" and not r.parsed["issues"]
+    assert len(r.choices) <= MAX_UNNAMED and "with the most runs" in r.message

@@ -19,6 +19,8 @@ from kernelindex.resolve.results import Choice, Resolution
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
 from kernelindex.resolve.words import dtype_matches, is_narrow, spelled_for
 
+MAX_UNNAMED = 40  # choices listed when the query names no operation (an empty query's page browses by family)
+
 
 def _fits(op: OperationEntry | None, axes: dict[str, int]) -> bool:
     """The operation has every bound axis (in its own spelling: ``batch`` is FlashInfer's ``batch_size``),
@@ -123,15 +125,19 @@ def choose(req: ResolveRequest, source: CohortSource, vocab: Vocabulary, candida
         sorted(pool, key=lambda s: (-fit[s], -(on_gpu[s] or 0), -counts[s], s)) if candidates or req.gpu else \
         sorted(pool, key=lambda s: (-counts[s], s))
     choices = []
-    for slug in slugs:
+    listed = slugs if candidates else slugs[:MAX_UNNAMED]  # a query naming nothing ("kernel") lists no 1,295 rows
+    for slug in listed:
         op = vocab.operations.get(slug)
         query = canonical_query(req.model_copy(update={"operation": slug}), vocab)
         scores = _scores_on_gpu(evidence.get(slug), req.gpu) if on_gpu[slug] is not None and req.gpu else None
         choices.append(Choice(slug, op.title if op else slug, op.family if op else "", counts.get(slug, 0), query,
                               on_gpu[slug], dict(op.constants) if op else {}, scores))
     if not candidates:
+        more = (f" The {len(listed)} with the most runs{' on the GPU asked for' if req.gpu else ''} of the "
+                f"{len(slugs):,} operations are listed." if len(listed) < len(slugs) else "")
         return Resolution(status="no_operation", operation=None, choices=tuple(choices),
-                          message="No operation named; pick one (or add an operation name to the query).", **base)
+                          message="No operation named; pick one (or add an operation name to the query)." + more,
+                          **base)
     message = (f"No operation is called that; {len(slugs)} close spelling(s) of it, closest first: pick one."
                if suggested else _choose_message(req, vocab, slugs, on_gpu))
     return Resolution(status="choose_operation", operation=None, choices=tuple(choices), message=message,

@@ -38,8 +38,6 @@ def mount_assets(app: FastAPI) -> None:
         app.mount(ASSETS_PATH, StaticFiles(packages=[(ASSETS_PACKAGE, "static")]), name="swagger-ui")
 
 
-@router.get(urls.API)
-@router.get("/api")
 def api_root() -> JSONResponse:
     """The API's prefix itself: where its reference and schema are (it used to be an HTML 404)."""
     return JSONResponse({"api": urls.API, "docs": urls.API_DOCS, "openapi": urls.OPENAPI,
@@ -47,12 +45,15 @@ def api_root() -> JSONResponse:
                                    f"and its OpenAPI document {urls.OPENAPI}."})
 
 
-@router.get("/openapi")
-@router.get("/openapi.json")
-@router.get("/docs/api")
 def openapi_elsewhere() -> RedirectResponse:
     """Where people look for the schema: to the reference, which links the document (a relative Location)."""
     return RedirectResponse(urls.API_DOCS, status_code=308)
+
+
+for _path in (urls.API, *urls.API_ROOT_ALIASES):
+    router.add_api_route(_path, api_root, methods=["GET"])
+for _path in urls.OPENAPI_GUESSES:
+    router.add_api_route(_path, openapi_elsewhere, methods=["GET"])
 
 
 @router.get(urls.API_DOCS, response_class=HTMLResponse)
