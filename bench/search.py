@@ -185,10 +185,24 @@ def score_heldout(url: str, verbose: bool) -> None:
             mark = "ok " if first else "ok3" if any3 else "MISS"
             print(f"  {mark} {query!r}: {', '.join(ops[:3]) or '(nothing)'}{' …' if len(ops) > 3 else ''}")
     n = len(queries)
+    warm = measure_queries(catalog, [q for _, q, _ in queries], 3)
     print(f"held-out search ({n} queries, {run_count(catalog):,} runs): top-1 {top1}/{n} = {top1 / n:.0%}, "
           f"top-3 {top3}/{n} = {top3 / n:.0%} | goal top-3 ≥ 90%: {'meets' if top3 >= 0.9 * n else 'MISSES'}")
     print("  by category: " + "; ".join(f"{c} {a}/{n3}/{t}" for c, (a, n3, t) in by_category.items())
           + " (top-1/top-3/queries)")
+    print(f"  warm latency over them ({len(warm)} samples): p50 {statistics.median(warm):.2f} ms, "
+          f"p95 {pct(warm, 95):.2f} ms, max {max(warm):.1f} ms")
+
+
+def measure_queries(catalog: Catalog, queries: list[str], rounds: int) -> list[float]:
+    """Warm per-query times in ms (each answer serialised, as the API does)."""
+    samples = []
+    for _ in range(rounds):
+        for q in queries:
+            started = time.perf_counter()
+            search(catalog, q, now=datetime.now(UTC)).to_json()
+            samples.append((time.perf_counter() - started) * 1000)
+    return samples
 
 
 def main() -> None:
