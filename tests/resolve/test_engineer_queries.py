@@ -64,3 +64,13 @@ def test_kernel_alone_names_nothing_and_lists_no_catalog_worth_of_choices(catalo
     r = search(catalog, "kernel", now=now)
     assert r.status == "no_operation" and not r.parsed["issues"]
     assert len(r.choices) <= MAX_UNNAMED and "with the most runs" in r.message
+
+
+def test_flash_hides_other_implementations_rows_but_ranks_over_all(catalog: Catalog, now: datetime) -> None:
+    r = search(catalog, "flash attention decode h200 num_qo_heads=32 num_kv_heads=8 head_dim=128 page_size=64 "
+                        "batch_size=127", now=now)
+    assert r.operation is not None and r.operation["slug"] == "gqa-paged-decode-h32-kv8-d128-ps64"
+    shown = [row for c in r.exact for row in c.rows]
+    assert shown and all("flash" in row.run.implementation.title.lower() for row in shown)
+    assert any(h.reason.code == "HIDDEN_BY_IMPLEMENTATION" for c in r.exact for h in c.hidden)
+    assert any(n.code == "FILTERS_HIDE_NOT_RERANK" for n in r.notes)

@@ -134,3 +134,20 @@ def test_structured_precision_class_is_accepted() -> None:
     assert not problems and request.dtype == "fp8_e4m3"
     _, typo = normalise_request(ResolveRequest(operation="rmsnrom"), VOCAB)
     assert typo and typo[0].suggestion == "rms-norm"
+
+
+def test_flash_words_also_name_the_flash_implementations() -> None:
+    """"flash" is FlashAttention's and FlashInfer's word: it names the attention definitions and hides the
+    other implementations' rows (ranks still count them); "fa3" is FlashAttention 3 alone."""
+    from kernelindex.resolve.interpret import canonical_query
+    from kernelindex.resolve.words import names_implementation
+
+    flash = parse("flash attention decode")
+    assert flash.request.implementation == "flash" and set(flash.operation_candidates) == {DECODE.slug, MLA.slug}
+    assert "impl:flash" in canonical_query(flash.request, VOCAB)
+    assert parse("fa3 decode").request.implementation == "flashattention3"
+    assert parse("attention decode").request.implementation is None
+    assert parse("rope impl:liger").request.implementation == "liger"
+    assert names_implementation("flash", "FlashAttention-2 varlen (PyTorch) after a page gather")
+    assert names_implementation("flashinfer", "flashinfer_wrapper_ad4135")
+    assert not names_implementation("flash", "SDPA cuDNN backend (PyTorch) after a page gather")

@@ -37,7 +37,15 @@ from kernelindex.resolve.vocabulary import (
     normalise,
     registry_vocabulary,
 )
-from kernelindex.resolve.words import MODEL_REASON, NOISE_WORDS, axis_spellings, model_word, query_dtype, separate
+from kernelindex.resolve.words import (
+    IMPLEMENTATION_OF,
+    MODEL_REASON,
+    NOISE_WORDS,
+    axis_spellings,
+    model_word,
+    query_dtype,
+    separate,
+)
 
 MAX_QUERY_CHARS = 500
 MAX_TOKENS = 40
@@ -45,7 +53,7 @@ _TOKEN = re.compile(
     r"""(?P<key>[^\s:="']+)\s*(?P<sep>[:=])\s*(?P<value>"[^"]*"?|'[^']*'?|[^\s"']*)|(?P<word>"[^"]*"?|'[^']*'?|\S+)"""
 )
 _ARCH_WORD = re.compile(r"^sm_?\d{2,3}[a-z]?$", re.IGNORECASE)
-_FIELD_OF_KEY = {"op": "operation", "lang": "language"}
+_FIELD_OF_KEY = {"op": "operation", "lang": "language", "impl": "implementation"}
 # Connecting words of natural phrasing ("rope … on H100"): read and set aside, never an issue.
 FILLER_WORDS = frozenset({"on", "at", "for", "with", "in", "and", "using", "of"})
 # Ranking words ("fastest rmsnorm on h200"): every answer is already ordered fastest first, so they are
@@ -251,6 +259,8 @@ def _exact_ngram(state: State, words: list[Word], i: int, n_max: int, n_min: int
         pick = pick_operation(phrase.text, state.vocab, fuzzy=False)
         if pick:
             _pick(state, phrase, pick)
+            if pick.how == "synonym" and (impl := IMPLEMENTATION_OF.get(normalise(phrase.text))):
+                state.values.setdefault("implementation", impl)  # "flash": FlashAttention's and FlashInfer's rows
             return n
     return 0
 

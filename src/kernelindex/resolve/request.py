@@ -35,12 +35,13 @@ Trust = Literal["reported", "reproducible", "verified", "replicated"]
 MAX_AXES = 16
 _LICENSE = re.compile(r"^[A-Za-z0-9.+\-() ]{1,100}$")
 _SOURCE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+_IMPLEMENTATION = re.compile(r"^[a-z0-9][a-z0-9 ._+-]{0,59}$")
 _ARCH = re.compile(r"^sm_?(\d{2,3}[a-z]?)$")
 
 
 class ResolveRequest(BaseModel):
     """One exact-workload question. Unset fields are wildcards; ``trust``, ``usable``, ``license``,
-    ``language`` and ``source`` hide rows and never re-rank them."""
+    ``language``, ``implementation`` and ``source`` hide rows and never re-rank them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_max_length=120)
 
@@ -58,6 +59,9 @@ class ResolveRequest(BaseModel):
                              description="forward, backward, forward+backward or forward-no-grad.")
     language: str | None = Field(None, max_length=40, pattern=SOME_TEXT,
                                  description="Implementation language: triton, cuda, python …")
+    implementation: str | None = Field(
+        None, max_length=60, pattern=SOME_TEXT,
+        description="Part of an implementation's name (flash, flashinfer, liger …): other rows are hidden.")
     trust: str | None = Field(None, max_length=40, pattern=SOME_TEXT, description="Minimum evidence level.")
     usable: StrictBool | None = Field(None, description="Only rows usable as-is (true) or not usable (false).")
     license: str | None = Field(None, max_length=100, pattern=SOME_TEXT,
@@ -197,6 +201,8 @@ def normalise_value(field: str, value: str, vocab: Vocabulary) -> tuple[object |
         return None, ValueProblem(field, value, f"usable is yes or no, not '{value}'", suggest(key, ["yes", "no"]))
     if field == "license":
         return _pattern(field, value, _LICENSE, "an SPDX license expression")
+    if field == "implementation":
+        return _pattern(field, value.lower(), _IMPLEMENTATION, "part of an implementation's name")
     if field == "source":
         return _pattern(field, value.lower(), _SOURCE, "a source name such as liger-kernel-benchmarks")
     raise KeyError(field)
@@ -211,7 +217,7 @@ def axis_value(value: str) -> int | None:
     return number if 1 <= number <= 2**53 else None
 
 
-_SCALARS = ("operation", "dtype", "gpu", "arch", "mode", "language", "trust", "license", "source")
+_SCALARS = ("operation", "dtype", "gpu", "arch", "mode", "language", "implementation", "trust", "license", "source")
 
 
 def normalise_request(request: ResolveRequest, vocab: Vocabulary) -> tuple[ResolveRequest, list[ValueProblem]]:

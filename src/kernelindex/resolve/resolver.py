@@ -2,7 +2,7 @@
 mismatches, the nearest measured cases of an unmeasured shape, and coverage gaps.
 
 Ranks are computed once per cohort over every eligible run (ranking-v1, the same function the pages
-use); filters on trust, usability, license, language and source only hide rows afterwards.
+use); filters on trust, usability, license, language, implementation and source only hide rows afterwards.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from kernelindex.resolve.results import (
 )
 from kernelindex.resolve.run_facts import RunFacts
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
-from kernelindex.resolve.words import dtype_matches, spelled_for
+from kernelindex.resolve.words import dtype_matches, names_implementation, spelled_for
 
 MAX_COMPATIBLE = 12
 CHALLENGES_URL = urls.challenges("unmeasured")
@@ -95,6 +95,9 @@ def _hidden_reason(req: ResolveRequest, run: RunFacts) -> Reason | None:
     impl = run.implementation
     if req.language and impl.language != req.language:
         return Reason("HIDDEN_BY_LANGUAGE", f"Written in {impl.language}; the query asks for {req.language}.")
+    if req.implementation and not names_implementation(req.implementation, impl.title, impl.slug, impl.project):
+        return Reason("HIDDEN_BY_IMPLEMENTATION",
+                      f"{impl.title} is not a '{req.implementation}' implementation, which the query asks for.")
     if req.trust and LEVEL_ORDER.get(run.evidence, 99) > LEVEL_ORDER[req.trust]:
         return Reason("HIDDEN_BY_TRUST", f"Evidence is {run.evidence}; the query asks for {req.trust} or better.")
     if req.usable is not None and impl.usable != req.usable:

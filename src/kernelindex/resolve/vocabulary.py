@@ -36,11 +36,12 @@ BOOLEANS: dict[str, bool] = {"yes": True, "true": True, "1": True, "y": True, "n
                              "n": False}
 
 # Filter keys (besides axis names) and the spellings users write for them.
-KEYS: tuple[str, ...] = ("op", "gpu", "arch", "dtype", "lang", "trust", "usable", "license", "source", "mode")
+KEYS: tuple[str, ...] = ("op", "gpu", "arch", "dtype", "lang", "impl", "trust", "usable", "license", "source", "mode")
 KEY_ALIASES: dict[str, str] = {
     "operation": "op", "kernel": "op", "device": "gpu", "hardware": "gpu", "architecture": "arch", "sm": "arch",
     "precision": "dtype", "type": "dtype", "language": "lang", "evidence": "trust", "level": "trust",
     "usability": "usable", "licence": "license", "protocol": "mode", "pass": "mode", "direction": "mode",
+    "implementation": "impl", "provider": "impl", "library": "impl",
 }
 # Axis names as benchmark scripts and model configs spell them.
 AXIS_ALIASES: dict[str, str] = {

@@ -145,6 +145,21 @@ SYNONYMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+# A synonym that also names implementations: the answer hides the other rows (ranks still count them).
+# "flash" is FlashAttention's and FlashInfer's word; "fa3" is FlashAttention 3 alone.
+IMPLEMENTATION_OF: dict[str, str] = {
+    "flash": "flash", "flashattention": "flash", "flashattn": "flash", "flashdecoding": "flash",
+    "flashattention2": "flashattention2", "fa2": "flashattention2", "flashattention3": "flashattention3",
+    "fa3": "flashattention3", "flashinfer": "flashinfer",
+}
+
+
+def names_implementation(wanted: str, *names: str | None) -> bool:
+    """``flash`` names "FlashAttention-2 varlen (PyTorch) …" and "flashinfer_wrapper_ad4135"."""
+    key = re.sub(r"[\s_\-./:+()]+", "", wanted.lower())
+    return any(key in re.sub(r"[\s_\-./:+()]+", "", name.lower()) for name in names if name)
+
+
 def synonym_slugs(families: dict[str, str], phrase: str) -> list[str]:
     """The slugs a synonym phrase names, given each operation's family (slug → family)."""
     wanted, words = SYNONYMS[phrase]
