@@ -97,7 +97,8 @@ MODEL_LAYERS = frozenset({
     "o_proj", "qkv", "qkv_proj", "q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj",
     "gate_up_proj", "lm_head", "attn.o_proj", "mlp.down_proj", "mlp.gate_up_proj",
 })
-_MODEL_SIZE = re.compile(r"^\d+(\.\d+)?[bm]$|^a\d+b$|^\d+x\d+b$")
+# 8b, 1.5b, a3b (active parameters), 8x7b; not 1m or 2k, which are axis shorthands (seq 2k)
+_MODEL_SIZE = re.compile(r"^\d+(\.\d+)?b$|^a\d+b$|^\d+x\d+b$")
 _MODEL_VERSION = re.compile(r"^v?\d+(\.\d+)?$")
 MODEL_REASON = ("a model word: KernelIndex has no models view yet, so a model's name, size or layer does not "
                 "choose shapes — name the operation and its axes instead")
