@@ -74,3 +74,12 @@ def test_flash_hides_other_implementations_rows_but_ranks_over_all(catalog: Cata
     assert shown and all("flash" in row.run.implementation.title.lower() for row in shown)
     assert any(h.reason.code == "HIDDEN_BY_IMPLEMENTATION" for c in r.exact for h in c.hidden)
     assert any(n.code == "FILTERS_HIDE_NOT_RERANK" for n in r.notes)
+
+
+def test_a_precision_narrows_the_gemm_family_and_no_run_on_the_gpu_is_said_plainly(catalog: Catalog,
+                                                                                   now: datetime) -> None:
+    r = search(catalog, "fp8 gemm a100", now=now)  # Liger's A100 data holds no GEMM
+    assert r.status == "choose_operation" and r.choices
+    assert all("fp8" in c.slug or "a8w8" in c.slug for c in r.choices[:3])
+    assert not any(c.on_gpu_runs for c in r.choices)
+    assert "None of them has runs on A100" in r.message and "listed first" not in r.message

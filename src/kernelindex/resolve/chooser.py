@@ -174,5 +174,6 @@ def _choose_message(req: ResolveRequest, vocab: Vocabulary, slugs: list[str], on
         gpu = vocab.gpus.get(req.gpu)
         label = gpu.short if gpu else req.gpu
         with_runs = sum(1 for s in slugs if on_gpu.get(s))
-        message += f" {with_runs} of them have runs on {label} (listed first)."
+        message += (f" {with_runs} of them have runs on {label} (listed first)." if with_runs
+                    else f" None of them has runs on {label}.")
     return message
