@@ -8,13 +8,23 @@ The resolver caches what it derives per catalog version; the first pass over the
 is reported apart from the steady state ("warm", later passes). Goals (issue 4): warm p95 ≤ 50 ms
 on the full catalog, ≤ 150 ms on the 100× one.
 
+``--heldout URL`` scores instead what search finds (issue 46): the held-out queries of
+``tests/resolve/search_heldout.tsv`` against a catalog holding every bundled source (build it once:
+``KERNELINDEX_DATABASE_URL=sqlite:////tmp/ki-full.sqlite .venv/bin/python -c "from kernelindex.bootstrap
+import *; from kernelindex.catalog.db import open_catalog as o; ensure_bundled_data(o(), parts=ALL_PARTS)"``).
+A query's offered operations, in order: the operation it resolves to, else the chooser's list, else the
+operations its issues suggest; top-1 and top-3 count a query whose expected operation is among the first
+one or three. Goal: top-3 ≥ 90%.
+
     .venv/bin/python bench/search.py [--rounds 5] [--scale 100] [--skip-synthetic] [--dir /tmp/...]
+    .venv/bin/python bench/search.py --heldout sqlite:////tmp/ki-full.sqlite [--verbose]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import fnmatch
 import io
 import statistics
 import sys
@@ -136,13 +146,77 @@ def report(name: str, catalog: Catalog, rounds: int, goal_ms: float) -> None:
     print("               slowest warm: " + "; ".join(f"{q!r} {t:.1f} ms" for q, t in slowest))
 
 
+HELDOUT = Path(__file__).resolve().parent.parent / "tests" / "resolve" / "search_heldout.tsv"
+
+
+def heldout_queries(path: Path = HELDOUT) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(category, query, expected patterns) of each line of the held-out file."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            category, query, expected = line.split("\t")
+            out.append((category, query, tuple(expected.split("|"))))
+    return out
+
+
+def offered(answer: dict) -> list[str]:
+    """The operations an answer offers, in order: its operation, else its choices, else suggestions."""
+    if answer.get("operation"):
+        return [answer["operation"]["slug"]]
+    if answer.get("choices"):
+        return [c["slug"] for c in answer["choices"]]
+    issues = (answer.get("query") or {}).get("issues") or []
+    return [i["suggestion"] for i in issues if i.get("suggestion")]
+
+
+def score_heldout(url: str, verbose: bool) -> None:
+    catalog = open_catalog(url)
+    queries = heldout_queries()
+    top1 = top3 = 0
+    by_category: dict[str, list[int]] = {}
+    for category, query, expected in queries:
+        ops = offered(search(catalog, query, now=datetime.now(UTC)).to_json())
+        hit = [any(fnmatch.fnmatchcase(op, p) for p in expected) for op in ops[:3]]
+        first, any3 = bool(hit[:1] and hit[0]), any(hit)
+        top1, top3 = top1 + first, top3 + any3
+        counts = by_category.setdefault(category, [0, 0, 0])
+        counts[0], counts[1], counts[2] = counts[0] + first, counts[1] + any3, counts[2] + 1
+        if verbose or not any3:
+            mark = "ok " if first else "ok3" if any3 else "MISS"
+            print(f"  {mark} {query!r}: {', '.join(ops[:3]) or '(nothing)'}{' …' if len(ops) > 3 else ''}")
+    n = len(queries)
+    warm = measure_queries(catalog, [q for _, q, _ in queries], 3)
+    print(f"held-out search ({n} queries, {run_count(catalog):,} runs): top-1 {top1}/{n} = {top1 / n:.0%}, "
+          f"top-3 {top3}/{n} = {top3 / n:.0%} | goal top-3 ≥ 90%: {'meets' if top3 >= 0.9 * n else 'MISSES'}")
+    print("  by category: " + "; ".join(f"{c} {a}/{n3}/{t}" for c, (a, n3, t) in by_category.items())
+          + " (top-1/top-3/queries)")
+    print(f"  warm latency over them ({len(warm)} samples): p50 {statistics.median(warm):.2f} ms, "
+          f"p95 {pct(warm, 95):.2f} ms, max {max(warm):.1f} ms")
+
+
+def measure_queries(catalog: Catalog, queries: list[str], rounds: int) -> list[float]:
+    """Warm per-query times in ms (each answer serialised, as the API does)."""
+    samples = []
+    for _ in range(rounds):
+        for q in queries:
+            started = time.perf_counter()
+            search(catalog, q, now=datetime.now(UTC)).to_json()
+            samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scale", type=int, default=100)
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kernelindex-bench-search"))
+    parser.add_argument("--heldout", metavar="URL", help="score the held-out queries on this catalog instead")
+    parser.add_argument("--verbose", action="store_true", help="with --heldout: print every query's answer")
     args = parser.parse_args()
+    if args.heldout:
+        score_heldout(args.heldout, args.verbose)
+        return
     args.dir.mkdir(parents=True, exist_ok=True)
     report("full Liger", build(args.dir / "full.sqlite", 1), args.rounds, 50)
     if not args.skip_synthetic:

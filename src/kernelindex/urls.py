@@ -45,6 +45,8 @@ WORKLOADS = "/workloads"  # under API: the workload cases
 OPERATION_WORKLOADS = OPERATION + WORKLOADS  # under API: one operation's workload cases
 BUNDLES = "/bundles"  # under API: signed result bundles are uploaded here
 API_DOCS = "/api/docs"  # the API's documentation page
+API_ROOT_ALIASES = ("/api",)  # answer like API itself: where the reference and the schema are
+OPENAPI_GUESSES = ("/openapi", "/openapi.json", "/docs/api")  # where people look for the schema: to API_DOCS
 REQUEST = ASKS + "/{request_id}"  # under API: one measurement request
 REPLICA = REQUEST + "/replicas/{replica}"  # under API: a runner's lease of one replica (…/heartbeat, …/complete)
 

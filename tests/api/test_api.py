@@ -18,7 +18,7 @@ STRUCTURED = [
     ("rope seq=2048 hidden=8192 gpu:a100", {"operation": "rope", "axes": {"seq": 2048, "hidden": 8192}, "gpu": "a100"}),
     ("rope seq=3000 hidden=8192 a100", {"operation": "rope", "axes": {"seq": 3000, "hidden": 8192}, "gpu": "A100"}),
     ("rope gpuu:a100", {"operation": "rope"}),
-    ("embeding", {"operation": "embedding"}),
+    ("embedding", {"operation": "embedding"}),  # a misspelling is offered, not resolved (issue 46)
     ("layer norm fp32 h100", {"operation": "layer-norm", "dtype": "fp32", "gpu": "h100"}),
     ("layer norm fp32 b200", {"operation": "layer norm", "dtype": "float32", "gpu": "b200"}),
 ]

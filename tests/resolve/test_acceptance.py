@@ -64,10 +64,15 @@ def test_unknown_key_suggests_and_the_rest_still_resolves(catalog: Catalog, now:
     assert r.operation["slug"] == "rope" and r.status == "exact" and r.to_json()["status"] == "partial"
 
 
-def test_typo_finds_embedding(catalog: Catalog, now: datetime) -> None:
+def test_typo_offers_embedding_without_guessing_it(catalog: Catalog, now: datetime) -> None:
+    """A misspelling is suggested against, never picked (issue 46): the answer offers the close spellings,
+    embedding first, and says the word was not understood (status partial, so `ki` exits 1)."""
     r = search(catalog, "embeding", now=now)
-    assert r.operation["slug"] == "embedding"
-    assert r.status == "exact"
+    assert r.operation is None and r.status == "choose_operation"
+    assert r.choices[0].slug == "embedding"
+    issue = r.parsed["issues"][0]
+    assert issue["code"] == "UNKNOWN_WORD" and issue["suggestion"] == "embedding"
+    assert r.to_json()["status"] == "partial"
 
 
 def test_layer_norm_fp32_h100_resolves_h100_cohorts(catalog: Catalog, now: datetime) -> None:
@@ -110,7 +115,7 @@ def test_structured_request_resolves_like_the_text(catalog: Catalog, now: dateti
         ("rope seq=3000 hidden=8192 a100", ResolveRequest(operation="rotary", axes={"seq": 3000, "hidden": 8192},
                                                           gpu="a100")),
         ("rope gpuu:a100", ResolveRequest(operation="rope")),
-        ("embeding", ResolveRequest(operation="embedding")),
+        ("embedding", ResolveRequest(operation="embedding")),
         ("layer norm fp32 h100", ResolveRequest(operation="layer norm", dtype="float32", gpu="h100")),
         ("layer norm fp32 b200", ResolveRequest(operation="layer-norm", dtype="fp32", gpu="B200")),
     ]

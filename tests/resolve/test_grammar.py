@@ -35,10 +35,11 @@ def test_unknown_key_is_reported_with_suggestion_and_rest_resolves() -> None:
     assert issue.suggestion == "gpu:a100"
 
 
-def test_typo_in_operation_name() -> None:
+def test_typo_in_operation_name_is_suggested_not_picked() -> None:
     parsed = parse_query("embeding")
-    assert parsed.request.operation == "embedding"
-    assert parsed.operation_how == "fuzzy"
+    assert parsed.request.operation is None and parsed.suggested[0] == "embedding"
+    (issue,) = parsed.issues
+    assert issue.code == "UNKNOWN_WORD" and issue.suggestion == "embedding" and "did you mean" in issue.message
 
 
 def test_two_word_operation_name_dtype_gpu() -> None:

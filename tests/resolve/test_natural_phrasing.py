@@ -35,7 +35,7 @@ def test_shorthand_with_both_or_neither_reading_is_refused_with_both() -> None:
 
 
 def test_bare_number_suggestion_comes_from_the_operations_axes() -> None:
-    parsed = parse_query("rmsnrom 4096")
+    parsed = parse_query("rmsnorm 4096")
     assert parsed.request.operation == "rms-norm"
     (issue,) = parsed.issues
     assert issue.code == "BARE_NUMBER" and "seq=" not in issue.message

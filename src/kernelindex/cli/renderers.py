@@ -59,16 +59,19 @@ def render_resolution(data: dict[str, Any]) -> None:
     console.print(data["message"], highlight=False)
     for choice in data["choices"]:
         console.print(f"  {choice['slug']:<28} {choice['title']} · {choice['evidence_text']}", highlight=False)
-    for cohort in data["exact"]:
-        _cohort_block(cohort)
+    # The answer first (the first exact cohort, ranked in full); the rest folded to one line per cohort.
+    exact = data["exact"]
+    if exact:
+        _cohort_block(exact[0])
+    if len(exact) > 1:
+        console.print(_leaders_table(f"{len(exact) - 1} more exact cohort(s), leaders only (--json or ki resolve "
+                                     "with their axes for every row)", exact[1:]))
     if data["exact_total"] > len(data["exact"]):
         console.print(f"[dim]{data['exact_total'] - len(data['exact'])} more exact cohort(s) not listed; bind more "
                       "axes or add gpu:/mode: to narrow[/]", highlight=False)
     if data["nearest"]:
         _render_nearest(data["nearest"])
-    for cohort in data["other_protocols"]:
-        console.print("[dim]Other protocol (not ranked against exact):[/]")
-        _cohort_block(cohort)
+    _fold_other_protocols(data)
     if data["compatible"]["shown"] and not data["exact"] and not data["nearest"]:
         _render_compatible(data["compatible"])
     for gap in data["gaps"]:
@@ -99,6 +102,33 @@ def _hidden_lines(cohort: dict[str, Any]) -> None:
     for h in cohort["not_ranked"]:
         console.print(f"  [dim]not ranked: {h['implementation']} ({h['run_id']}) — {h['sentence']}[/]",
                       highlight=False)
+
+
+def _leaders_table(title: str, cohorts: list[dict[str, Any]]) -> Table:
+    labels = {c["label"] for c in cohorts}
+    one_label = len(labels) == 1  # said once in the title, not on every row
+    table = Table(title=f"{title}: {labels.pop()}" if one_label else title, title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("Workload" if one_label else "Cohort", "Leader", "Latency", "Ranks the", "Runs"):
+        table.add_column(name, justify="right" if name in ("Latency", "Runs") else "left")
+    for c in cohorts:
+        leader = c.get("leader") or (c["rows"][0] if c.get("rows") else None)
+        table.add_row(_axes(c) if one_label else f"{c['label']} · {_axes(c)}",
+                      leader["implementation"]["title"] if leader else "—",
+                      format_duration(leader["median_ns"], 2) if leader else "—", c["ranked_statistic"],
+                      str(c["eligible_runs"]))
+    return table
+
+
+def _fold_other_protocols(data: dict[str, Any]) -> None:
+    """Cohorts of another timed region are not the answer: one line saying how many, and how to see them."""
+    other = data["other_protocols"]
+    if not other:
+        return
+    modes = ", ".join(dict.fromkeys(c["mode"] for c in other))
+    total = data.get("other_protocols_total", len(other))
+    console.print(f"[dim]{total} cohort(s) measured it under another protocol ({modes}), not ranked against the "
+                  f"exact ones: ki resolve {other[0]['query']}[/]", highlight=False)
 
 
 def _render_nearest(nearest: dict[str, Any]) -> None:
@@ -163,8 +193,7 @@ def render_run(d: dict[str, Any]) -> None:
         r["sentence"] for r in d["not_ranked_reasons"])
     _kv(f"Run {d['run_id']} · {d['operation_title']}", [
         ("status", d["status"]), ("implementation", d["implementation"]["title"]),
-        ("median", format_duration(timing.get("median_ns"), 2)),
-        ("p20–p80", f"{format_duration(timing.get('p20_ns'), 2)} – {format_duration(timing.get('p80_ns'), 2)}"),
+        *_statistic_lines(timing),
         ("rank", rank), ("vs #1", format_ratio(d["vs_first"])), ("cohort", d["cohort_label"]),
         ("workload", d["workload"]["label"]), ("gpu", d["gpu"]), ("evidence", d["evidence_sentence"]),
         ("license", d["implementation"]["license"]),
@@ -181,6 +210,21 @@ def render_run(d: dict[str, Any]) -> None:
     if d.get("retraction"):
         console.print(f"[bold red]Retracted:[/] {d['retraction'].get('reason')}", highlight=False)
     console.print(f"[dim]next:[/] ki show operation {d['operation']}", highlight=False)
+
+
+# The statistic a run reports, in the order a source may give one: a run timed by its mean (aiter, KernelBench,
+# FlashInfer-Bench) shows its mean, never an empty median.
+_STATISTICS = (("median", "median_ns"), ("mean", "mean_ns"), ("min", "min_ns"))
+
+
+def _statistic_lines(timing: dict[str, Any]) -> list[tuple[str, str]]:
+    lines = [(label, format_duration(timing[key], 2)) for label, key in _STATISTICS if timing.get(key) is not None]
+    if timing.get("std_ns") is not None:
+        lines.append(("std", format_duration(timing["std_ns"], 2)))
+    if timing.get("p20_ns") is not None or timing.get("p80_ns") is not None:
+        lines.append(("p20–p80", f"{format_duration(timing.get('p20_ns'), 2)} – "
+                                 f"{format_duration(timing.get('p80_ns'), 2)}"))
+    return lines or [("median", "—")]
 
 
 def _observed(d: dict[str, Any]) -> str:

@@ -17,13 +17,48 @@ from kernelindex.resolve.interpret import canonical_query
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.results import Choice, Resolution
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
+from kernelindex.resolve.words import dtype_matches, is_narrow, spelled_for
+
+MAX_UNNAMED = 40  # choices listed when the query names no operation (an empty query's page browses by family)
 
 
 def _fits(op: OperationEntry | None, axes: dict[str, int]) -> bool:
-    """The operation has every bound axis, and each of its constants among them has the bound value."""
+    """The operation has every bound axis (in its own spelling: ``batch`` is FlashInfer's ``batch_size``),
+    and each of its constants among them has the bound value."""
     if op is None:
         return not axes
-    return all(name in op.axes and op.constants.get(name, value) == value for name, value in axes.items())
+    return all((axis := spelled_for(name, op.axes)) and op.constants.get(axis, value) == value
+               for name, value in axes.items())
+
+
+def _constants_bound(op: OperationEntry | None, axes: dict[str, int]) -> int:
+    """How many bound axes the operation fixes to exactly the bound value (gemm-n4096-k4096 for n=4096 k=4096,
+    where a GEMM that only has n and k as variables fixes none)."""
+    return sum(1 for name, value in axes.items() if op and op.constants.get(spelled_for(name, op.axes) or "") == value)
+
+
+def dtype_fit(op: OperationEntry | None, dtype: str | None) -> int:
+    """2: the definition fixes the precision asked for; 1: it leaves it to the workload, or (no precision
+    asked) it is not a narrow one; 0: it fixes another (or, no precision asked, an fp8/int8/fp4 one)."""
+    fixed = op.dtypes if op else frozenset()
+    if dtype:
+        return 2 if dtype_matches(dtype, fixed) else 1 if not fixed else 0
+    return 0 if is_narrow(fixed) else 1
+
+
+def shortlist(req: ResolveRequest, vocab: Vocabulary, candidates: Sequence[str]) -> list[str]:
+    """The candidates the rest of the query allows, best first by what it binds: those with every bound
+    axis; of them, those fixing the most bound axes as constants; of them, with a precision asked for, those
+    that may have it; ordered by how well their precision fits (plain before narrow when none is asked)."""
+    axes = dict(req.axes)
+    fitting = [s for s in candidates if _fits(vocab.operations.get(s), axes)]
+    if axes and fitting:
+        most = max(_constants_bound(vocab.operations.get(s), axes) for s in fitting)
+        fitting = [s for s in fitting if _constants_bound(vocab.operations.get(s), axes) == most]
+    fit = {s: dtype_fit(vocab.operations.get(s), req.dtype) for s in fitting}
+    if req.dtype and any(fit.values()):
+        fitting = [s for s in fitting if fit[s]]
+    return sorted(fitting, key=lambda s: -fit[s])
 
 
 def _on_gpu(evidence: OperationEvidence | None, gpu: str) -> int:
@@ -46,9 +81,9 @@ def narrow_candidates(req: ResolveRequest, source: CohortSource, vocab: Vocabula
     remain (the chooser then lists them)."""
     if len(candidates) < 2:
         return None
-    fitting = [s for s in candidates if _fits(vocab.operations.get(s), dict(req.axes))]
-    if req.axes and len(fitting) == 1:
-        bound = ", ".join(f"{k} {v}" for k, v in req.axes.items())
+    fitting = shortlist(req, vocab, candidates)
+    if (req.axes or req.dtype) and len(fitting) == 1:
+        bound = ", ".join([f"{k} {v}" for k, v in req.axes.items()] + [f"dtype {req.dtype}"] * bool(req.dtype))
         return fitting[0], Reason("OPERATION_PICKED_BY_AXES", (
             f"'{fitting[0]}' is the only one of {len(candidates)} matching operations with {bound}."))
     if req.gpu and len(fitting) > 1:
@@ -75,28 +110,38 @@ def _differing_constants(ops: list[OperationEntry]) -> list[str]:
 
 
 def choose(req: ResolveRequest, source: CohortSource, vocab: Vocabulary, candidates: Sequence[str],
-           base: dict) -> Resolution:
-    """The chooser: candidates that fit the bound axes, those with runs on the GPU asked for first."""
+           base: dict, *, suggested: bool = False) -> Resolution:
+    """The chooser: candidates that fit the bound axes and precision (``shortlist``), the best fitting
+    precision first, then those with runs on the GPU asked for. ``suggested``: the candidates are close
+    spellings of a word that named nothing, offered in the order of their closeness."""
     known = set(source.operations())
-    fitting = [s for s in candidates if _fits(vocab.operations.get(s), dict(req.axes))] or list(candidates)
+    fitting = shortlist(req, vocab, candidates) or list(candidates)
     pool = fitting or sorted(known | set(vocab.operations))
     evidence = source.evidence([s for s in pool if s in known])  # stored summaries: no candidate's runs loaded
     counts = {slug: e.eligible_runs if (e := evidence.get(slug)) else 0 for slug in pool}
     on_gpu = {slug: _on_gpu(evidence.get(slug), req.gpu) if req.gpu and slug in known else None for slug in pool}
-    slugs = sorted(pool, key=lambda s: (-(on_gpu[s] or 0), -counts[s], s)) if candidates or req.gpu else \
+    fit = {slug: dtype_fit(vocab.operations.get(slug), req.dtype) for slug in pool}
+    slugs = list(pool) if suggested else \
+        sorted(pool, key=lambda s: (-fit[s], -(on_gpu[s] or 0), -counts[s], s)) if candidates or req.gpu else \
         sorted(pool, key=lambda s: (-counts[s], s))
     choices = []
-    for slug in slugs:
+    listed = slugs if candidates else slugs[:MAX_UNNAMED]  # a query naming nothing ("kernel") lists no 1,295 rows
+    for slug in listed:
         op = vocab.operations.get(slug)
         query = canonical_query(req.model_copy(update={"operation": slug}), vocab)
         scores = _scores_on_gpu(evidence.get(slug), req.gpu) if on_gpu[slug] is not None and req.gpu else None
         choices.append(Choice(slug, op.title if op else slug, op.family if op else "", counts.get(slug, 0), query,
                               on_gpu[slug], dict(op.constants) if op else {}, scores))
     if not candidates:
+        more = (f" The {len(listed)} with the most runs{' on the GPU asked for' if req.gpu else ''} of the "
+                f"{len(slugs):,} operations are listed." if len(listed) < len(slugs) else "")
         return Resolution(status="no_operation", operation=None, choices=tuple(choices),
-                          message="No operation named; pick one (or add an operation name to the query).", **base)
-    return Resolution(status="choose_operation", operation=None, choices=tuple(choices),
-                      message=_choose_message(req, vocab, slugs, on_gpu), **_named_by_words(base, len(candidates)))
+                          message="No operation named; pick one (or add an operation name to the query)." + more,
+                          **base)
+    message = (f"No operation is called that; {len(slugs)} close spelling(s) of it, closest first: pick one."
+               if suggested else _choose_message(req, vocab, slugs, on_gpu))
+    return Resolution(status="choose_operation", operation=None, choices=tuple(choices), message=message,
+                      **_named_by_words(base, len(slugs)))
 
 
 def _named_by_words(base: dict, count: int) -> dict:
@@ -129,5 +174,6 @@ def _choose_message(req: ResolveRequest, vocab: Vocabulary, slugs: list[str], on
         gpu = vocab.gpus.get(req.gpu)
         label = gpu.short if gpu else req.gpu
         with_runs = sum(1 for s in slugs if on_gpu.get(s))
-        message += f" {with_runs} of them have runs on {label} (listed first)."
+        message += (f" {with_runs} of them have runs on {label} (listed first)." if with_runs
+                    else f" None of them has runs on {label}.")
     return message

@@ -2,20 +2,21 @@
 
 ``rope seq=2048 hidden=8192 gpu:a100 dtype:bf16 trust:verified usable:yes``
 
-Words are recognised as operation names and aliases (close spellings too), GPUs, dtypes, languages,
-modes and evidence levels. Every token ends up either in the request or in an issue placed beside
-it, with a suggestion where one exists: nothing is silently dropped, and parsing never raises.
+Words are recognised as operation names, aliases and synonyms (``resolve/words.py``), GPUs, dtypes and
+precision classes (``fp8``), shapes (``4096x1024``), languages, modes and evidence levels. A close
+spelling of a name is suggested, never picked; a model word is named as ignored. Every token ends up
+either in the request or in an issue placed beside it, with a suggestion where one exists: nothing is
+silently dropped, and parsing never raises.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 
-from kernelindex.domain.dtypes import canonical_dtype
+from kernelindex.resolve.grammar_axes import SHAPE, bind_shapes, check_axes, report_bare_numbers, respell_axes
+from kernelindex.resolve.parse_state import State, Word
 from kernelindex.resolve.request import (
-    MAX_AXES,
     OperationPick,
     ResolveRequest,
     ValueProblem,
@@ -24,7 +25,7 @@ from kernelindex.resolve.request import (
     pick_operation,
     suggest,
 )
-from kernelindex.resolve.tokens import SHOWN_CHARS, ParsedQuery, QueryIssue, Token, clip
+from kernelindex.resolve.tokens import ParsedQuery, Token
 from kernelindex.resolve.vocabulary import (
     AXIS_ALIASES,
     KEY_ALIASES,
@@ -36,6 +37,15 @@ from kernelindex.resolve.vocabulary import (
     normalise,
     registry_vocabulary,
 )
+from kernelindex.resolve.words import (
+    IMPLEMENTATION_OF,
+    MODEL_REASON,
+    NOISE_WORDS,
+    axis_spellings,
+    model_word,
+    query_dtype,
+    separate,
+)
 
 MAX_QUERY_CHARS = 500
 MAX_TOKENS = 40
@@ -43,7 +53,7 @@ _TOKEN = re.compile(
     r"""(?P<key>[^\s:="']+)\s*(?P<sep>[:=])\s*(?P<value>"[^"]*"?|'[^']*'?|[^\s"']*)|(?P<word>"[^"]*"?|'[^']*'?|\S+)"""
 )
 _ARCH_WORD = re.compile(r"^sm_?\d{2,3}[a-z]?$", re.IGNORECASE)
-_FIELD_OF_KEY = {"op": "operation", "lang": "language"}
+_FIELD_OF_KEY = {"op": "operation", "lang": "language", "impl": "implementation"}
 # Connecting words of natural phrasing ("rope … on H100"): read and set aside, never an issue.
 FILLER_WORDS = frozenset({"on", "at", "for", "with", "in", "and", "using", "of"})
 # Ranking words ("fastest rmsnorm on h200"): every answer is already ordered fastest first, so they are
@@ -51,52 +61,6 @@ FILLER_WORDS = frozenset({"on", "at", "for", "with", "in", "and", "using", "of"}
 RANKING_WORDS = frozenset({"fastest", "best", "quickest", "top", "fast", "quick", "leader", "leaders", "record"})
 # The measured values of one axis of one operation: lets ``seq 2k`` mean the one reading that exists.
 MeasuredValues = Callable[[str, str], Collection[int]]
-
-
-@dataclass
-class _Word:
-    text: str
-    start: int
-    end: int
-
-
-@dataclass
-class _State:
-    vocab: Vocabulary
-    values: dict[str, object] = field(default_factory=dict)
-    axes: dict[str, int] = field(default_factory=dict)
-    tokens: list[Token] = field(default_factory=list)
-    issues: list[QueryIssue] = field(default_factory=list)
-    candidates: tuple[str, ...] = ()
-    how: str | None = None
-    axis_tokens: dict[str, Token] = field(default_factory=dict)
-    shorthands: list[tuple[_Word, str, str]] = field(default_factory=list)
-    bare_numbers: list[_Word] = field(default_factory=list)
-
-    def issue(self, w: _Word, code: str, message: str, suggestion: str | None = None) -> None:
-        message = re.sub(rf"\S{{{SHOWN_CHARS + 1},}}", lambda m: clip(m.group(0)), message)
-        self.issues.append(QueryIssue(clip(w.text), w.start, w.end, code, message, suggestion and clip(suggestion)))
-        self.tokens.append(Token(clip(w.text), w.start, w.end, "issue"))
-
-    def bind_axis(self, w: _Word, key: str, number: int) -> None:
-        if key in self.axes and self.axes[key] != number:
-            self.issue(w, "CONFLICT", f"{key} is already {self.axes[key]}; keeping the first")
-        elif len(self.axes) >= MAX_AXES and key not in self.axes:
-            self.issue(w, "TOO_MANY_AXES", f"at most {MAX_AXES} axis bindings")
-        else:
-            self.axes[key] = number
-            token = Token(w.text, w.start, w.end, "axis", number)
-            self.axis_tokens[key] = token
-            self.tokens.append(token)
-
-    def set(self, w: _Word, field_name: str, value: object, kind: str | None = None) -> None:
-        if field_name in self.values and self.values[field_name] != value:
-            self.issue(w, "CONFLICT", f"{field_name} is already {self.values[field_name]}; "
-                       f"'{w.text}' asks for {value} as well — one {field_name} per query, keeping the first")
-            return
-        self.values[field_name] = value
-        # Values come from the typed parsers of each key (str, int or bool); ResolveRequest checks them.
-        self.tokens.append(Token(w.text, w.start, w.end, kind or field_name, value))  # type: ignore[arg-type]
 
 
 def _unquote(text: str) -> str:
@@ -107,12 +71,12 @@ def _unquote(text: str) -> str:
     return text
 
 
-def _tokenise(text: str) -> list[tuple[_Word, str | None, str | None]]:
+def _tokenise(text: str) -> list[tuple[Word, str | None, str | None]]:
     """(word, key, value): key and value are None for a free word. Commas and semicolons separate
     terms like spaces do (same length, so positions still point into the original text)."""
-    out: list[tuple[_Word, str | None, str | None]] = []
-    for m in _TOKEN.finditer(re.sub(r"[,;]", " ", text)):
-        w = _Word(m.group(0), m.start(), m.end())
+    out: list[tuple[Word, str | None, str | None]] = []
+    for m in _TOKEN.finditer(separate(text)):
+        w = Word(m.group(0), m.start(), m.end())
         if m.group("key") is not None:
             out.append((w, m.group("key"), _unquote(m.group("value"))))
         else:
@@ -120,7 +84,12 @@ def _tokenise(text: str) -> list[tuple[_Word, str | None, str | None]]:
     return out
 
 
-def _pick(state: _State, w: _Word, pick: OperationPick) -> None:
+def _pick(state: State, w: Word, pick: OperationPick) -> None:
+    chosen = state.values.get("operation")
+    if isinstance(chosen, str) and chosen in (pick.named or pick.slugs):
+        # A word the chosen operation also answers to ("kernelbench level 1 problem 19 relu"): redundant.
+        state.tokens.append(Token(w.text, w.start, w.end, "operation", chosen))
+        return
     if pick.unique:
         if "operation" not in state.values and state.candidates:
             state.candidates = ()
@@ -144,15 +113,17 @@ def _pick(state: _State, w: _Word, pick: OperationPick) -> None:
     state.tokens.append(Token(w.text, w.start, w.end, "operation", None))
 
 
-def _axis_name(state: _State, word: str) -> str | None:
+def _axis_name(state: State, word: str) -> str | None:
+    """An axis some operation has, in the user's spelling or another of the same quantity (resolve/words.py)."""
     key = word.lower()
-    if key in state.vocab.axis_names:
-        return key
-    alias = AXIS_ALIASES.get(key)
-    return alias if alias in state.vocab.axis_names else None
+    for name in (key, AXIS_ALIASES.get(key, key)):
+        found = next((a for a in (name, *axis_spellings(name)) if a in state.vocab.axis_names), None)
+        if found:
+            return found
+    return None
 
 
-def _key_value(state: _State, w: _Word, raw_key: str, raw_value: str) -> None:
+def _key_value(state: State, w: Word, raw_key: str, raw_value: str) -> None:
     key = raw_key.lower()
     key = KEY_ALIASES.get(key, key)
     axis = _axis_name(state, key)
@@ -196,7 +167,7 @@ def _readings(raw: str) -> tuple[int, int]:
     return n * (1000 if unit == "k" else 1_000_000), n * (1024 if unit == "k" else 1024 * 1024)
 
 
-def _resolve_shorthands(state: _State, measured: MeasuredValues | None) -> None:
+def _resolve_shorthands(state: State, measured: MeasuredValues | None) -> None:
     """``seq 2k`` binds the one reading (2000 or 2048) the operation has measured; otherwise both
     readings are named and the term is refused."""
     op = state.values.get("operation")
@@ -213,20 +184,20 @@ def _resolve_shorthands(state: _State, measured: MeasuredValues | None) -> None:
                     f"number, e.g. {key}={binary}", f"{key}={binary}")
 
 
-def _report(state: _State, w: _Word, key: str, problem: ValueProblem) -> None:
+def _report(state: State, w: Word, key: str, problem: ValueProblem) -> None:
     hint = problem.suggestion
     message = problem.message + (f" — did you mean '{key}:{hint}'?" if hint else "")
     state.issue(w, "BAD_VALUE", message, f"{key}:{hint}" if hint else None)
 
 
-def _classify(state: _State, w: _Word) -> bool:
+def _classify(state: State, w: Word) -> bool:
     """A single free word that is a GPU, dtype, arch, language, mode, evidence level or 'usable'."""
     word = _unquote(w.text).strip().lower()
     gpu = state.vocab.gpu(word)
     if gpu:
         state.set(w, "gpu", gpu)
-    elif canonical_dtype(word):
-        state.set(w, "dtype", canonical_dtype(word))
+    elif query_dtype(word):
+        state.set(w, "dtype", query_dtype(word))
     elif _ARCH_WORD.match(word):
         state.set(w, "arch", normalise_value("arch", word, state.vocab)[0])
     elif word in LANGUAGES:
@@ -242,30 +213,32 @@ def _classify(state: _State, w: _Word) -> bool:
     return True
 
 
-def _free_words(state: _State, words: list[_Word]) -> None:
+def _free_words(state: State, words: list[Word]) -> None:
     i = 0
     while i < len(words):
         i += _read_at(state, words, i)
 
 
-def _read_at(state: _State, words: list[_Word], i: int) -> int:
+def _read_at(state: State, words: list[Word], i: int) -> int:
     """Read the word at ``i`` (with the words after it where a reading takes several) the first way that
     fits: a filler or ranking word, an axis and its number, an exact name, a known word, a fuzzy name;
     else it is an unknown word. Returns how many words were read."""
     w, n_max = words[i], state.vocab.max_name_words
     lowered = w.text.lower()
-    if lowered in FILLER_WORDS or lowered in RANKING_WORDS:
-        state.tokens.append(Token(w.text, w.start, w.end, "filler" if lowered in FILLER_WORDS else "ranking"))
+    if lowered in FILLER_WORDS or lowered in RANKING_WORDS or lowered in NOISE_WORDS:
+        state.tokens.append(Token(w.text, w.start, w.end, "ranking" if lowered in RANKING_WORDS else "filler"))
         return 1
     if _axis_pair(state, words, i):
         return 2
-    taken = _exact_ngram(state, words, i, n_max) or int(_classify(state, w)) or _fuzzy_ngram(state, words, i, n_max)
+    taken = (_exact_ngram(state, words, i, n_max, 2) or _model_word(state, words, i)
+             or _exact_ngram(state, words, i, 1) or int(_classify(state, w)) or _shape(state, w)
+             or _fuzzy_ngram(state, words, i, n_max))
     if not taken:
         _unknown_word(state, w)
     return taken or 1
 
 
-def _axis_pair(state: _State, words: list[_Word], i: int) -> bool:
+def _axis_pair(state: State, words: list[Word], i: int) -> bool:
     """``seq 2048`` (an axis name followed by a number) binds like ``seq=2048``."""
     if i + 1 >= len(words):
         return False
@@ -276,42 +249,81 @@ def _axis_pair(state: _State, words: list[_Word], i: int) -> bool:
     return True
 
 
-def _joined(words: list[_Word]) -> _Word:
-    return _Word(" ".join(w.text for w in words), words[0].start, words[-1].end)
+def _joined(words: list[Word]) -> Word:
+    return Word(" ".join(w.text for w in words), words[0].start, words[-1].end)
 
 
-def _exact_ngram(state: _State, words: list[_Word], i: int, n_max: int) -> int:
-    for n in range(min(n_max, len(words) - i), 0, -1):
+def _exact_ngram(state: State, words: list[Word], i: int, n_max: int, n_min: int = 1) -> int:
+    for n in range(min(n_max, len(words) - i), n_min - 1, -1):
         phrase = _joined(words[i:i + n])
         pick = pick_operation(phrase.text, state.vocab, fuzzy=False)
         if pick:
             _pick(state, phrase, pick)
+            if pick.how == "synonym" and (impl := IMPLEMENTATION_OF.get(normalise(phrase.text))):
+                state.values.setdefault("implementation", impl)  # "flash": FlashAttention's and FlashInfer's rows
             return n
     return 0
 
 
-def _plain(state: _State, w: _Word) -> bool:
+def _plain(state: State, w: Word) -> bool:
     """A word that could be part of an operation name (not a number, GPU, dtype …)."""
     word = w.text.lower()
-    return not (word.isdigit() or state.vocab.gpu(word) or canonical_dtype(word) or word in MODES
+    return not (word.isdigit() or state.vocab.gpu(word) or query_dtype(word) or word in MODES
                 or word in LANGUAGES or word in TRUST_LEVELS)
 
 
-def _fuzzy_ngram(state: _State, words: list[_Word], i: int, n_max: int) -> int:
-    for n in range(min(n_max, len(words) - i), 0, -1):
+def _fuzzy_ngram(state: State, words: list[Word], i: int, n_max: int) -> int:
+    """Text inside a name, for the longest phrase that has some; else a close spelling of one word."""
+    longest = min(n_max, len(words) - i)
+    for n, close in [(n, False) for n in range(longest, 0, -1)] + [(1, True)]:
         if not all(_plain(state, w) for w in words[i:i + n]):
             continue
         phrase = _joined(words[i:i + n])
         if len(normalise(phrase.text)) < 4:
             continue
-        pick = pick_operation(phrase.text, state.vocab)
+        pick = pick_operation(phrase.text, state.vocab, close=close)
+        if pick and pick.how == "fuzzy":
+            _typo(state, phrase, pick)
+            return n
         if pick:
             _pick(state, phrase, pick)
             return n
     return 0
 
 
-def _unknown_word(state: _State, w: _Word) -> None:
+def _typo(state: State, w: Word, pick: OperationPick) -> None:
+    """A close spelling of a name: suggested, never picked ("rmsnrom" is not silently KernelBench's RMSNorm)."""
+    hint = pick.named[0] if pick.named else pick.slugs[0]
+    state.issue(w, "UNKNOWN_WORD", f"no operation is called '{_unquote(w.text)}' — did you mean '{hint}'?", hint)
+    state.typos = state.typos or pick.slugs
+
+
+def _model_word(state: State, words: list[Word], i: int) -> int:
+    """A model's name, size, layer or version ("llama 3.1 8b", "o_proj"): named as ignored, with why."""
+    after = bool(state.model_words) and state.model_words[-1].end >= words[i].start - 2
+    if not model_word(words[i].text, after_model=after):
+        return 0
+    if after:  # one issue for "llama 3.1 8b", not three
+        first = state.model_words[-1]
+        state.issues.pop()
+        state.tokens.pop()
+        state.model_words[-1] = Word(f"{first.text} {words[i].text}", first.start, words[i].end)
+    else:
+        state.model_words.append(words[i])
+    joined = state.model_words[-1]
+    state.issue(joined, "MODEL_WORD", f"'{joined.text}' is {MODEL_REASON}")
+    return 1
+
+
+def _shape(state: State, w: Word) -> int:
+    """``4096x1024``: bound to the operation's axes once it is known (``grammar_axes.bind_shapes``)."""
+    if not SHAPE.match(w.text):
+        return 0
+    state.shapes.append(w)
+    return 1
+
+
+def _unknown_word(state: State, w: Word) -> None:
     word = _unquote(w.text)
     if axis_value(word) is not None:
         state.bare_numbers.append(w)  # reported once the operation (and so its axes) is known
@@ -327,16 +339,16 @@ def parse_query(text: str, vocab: Vocabulary | None = None, measured: MeasuredVa
 
     ``measured(operation, axis)`` gives the measured values of an axis, so ``seq 2k`` can be read."""
     vocab = vocab or registry_vocabulary()
-    state = _State(vocab)
+    state = State(vocab)
     original = text
     if len(text) > MAX_QUERY_CHARS:
-        cut = _Word(text[MAX_QUERY_CHARS:], MAX_QUERY_CHARS, len(text))
+        cut = Word(text[MAX_QUERY_CHARS:], MAX_QUERY_CHARS, len(text))
         state.issue(cut, "QUERY_TOO_LONG", f"queries are at most {MAX_QUERY_CHARS} characters; the rest is ignored")
         text = text[:MAX_QUERY_CHARS]
-    pending: list[_Word] = []
+    pending: list[Word] = []
     for count, (w, key, value) in enumerate(_tokenise(text)):
         if count >= MAX_TOKENS:
-            state.issue(_Word(text[w.start:], w.start, len(text)), "TOO_MANY_TOKENS",
+            state.issue(Word(text[w.start:], w.start, len(text)), "TOO_MANY_TOKENS",
                         f"at most {MAX_TOKENS} terms per query; the rest is ignored")
             break
         if key is None:
@@ -346,38 +358,13 @@ def parse_query(text: str, vocab: Vocabulary | None = None, measured: MeasuredVa
         pending = []
         _key_value(state, w, key, value or "")
     _free_words(state, pending)
+    bind_shapes(state)
+    respell_axes(state)
     _resolve_shorthands(state, measured)
-    _report_bare_numbers(state)
-    _check_axes(state)
+    report_bare_numbers(state)
+    check_axes(state)
     request = ResolveRequest(axes=state.axes, **state.values)
     tokens = tuple(sorted(state.tokens, key=lambda t: (t.start, t.end)))
     issues = tuple(sorted(state.issues, key=lambda i: (i.start, i.end)))
-    return ParsedQuery(original, request, tokens, issues, state.candidates, state.how)
-
-
-def _report_bare_numbers(state: _State) -> None:
-    op = state.values.get("operation")
-    axes = list(state.vocab.operations[op].axes) if isinstance(op, str) else []
-    free = [a for a in axes if a not in state.axes] or axes
-    for w in state.bare_numbers:
-        word = _unquote(w.text)
-        if free:
-            state.issue(w, "BARE_NUMBER", f"'{word}' is a number without an axis; {op} has "
-                        f"{', '.join(axes)} — bind it, e.g. {free[0]}={word}", f"{free[0]}={word}")
-        else:
-            state.issue(w, "BARE_NUMBER", f"'{word}' is a number without an axis; name the operation "
-                        f"and bind it to one of its axes (axis=value)")
-
-
-def _check_axes(state: _State) -> None:
-    op = state.values.get("operation")
-    if not isinstance(op, str):
-        return
-    allowed = state.vocab.operations[op].axes
-    for name in list(state.axes):
-        if name not in allowed:
-            token = state.axis_tokens[name]
-            del state.axes[name]
-            state.tokens.remove(token)
-            state.issue(_Word(token.text, token.start, token.end), "AXIS_NOT_IN_OPERATION",
-                        f"{op} has no axis '{name}'; its axes are {', '.join(allowed)}", suggest(name, list(allowed)))
+    typos = state.typos if "operation" not in state.values and not state.candidates else ()
+    return ParsedQuery(original, request, tokens, issues, state.candidates, state.how, typos)

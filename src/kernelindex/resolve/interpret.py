@@ -24,7 +24,8 @@ def interpretation(request: ResolveRequest, vocab: Vocabulary | None = None) -> 
     if request.gpu:
         gpu = vocab.gpus.get(request.gpu)
         parts.append(f"gpu {gpu.short if gpu else request.gpu}")
-    labels = [("arch", "arch"), ("mode", "mode"), ("language", "language"), ("license", "license"),
+    labels = [("arch", "arch"), ("mode", "mode"), ("language", "language"), ("implementation", "implementation"),
+              ("license", "license"),
               ("source", "source")]
     parts += [f"{label} {getattr(request, f)}" for f, label in labels if getattr(request, f)]
     if request.trust:
@@ -46,7 +47,8 @@ def canonical_query(request: ResolveRequest, vocab: Vocabulary | None = None) ->
         parts.append(f"op:{request.operation}")
     parts += [f"{a}={request.axes[a]}" for a in _axis_order(request, vocab)]
     for field, key in [("dtype", "dtype"), ("gpu", "gpu"), ("arch", "arch"), ("mode", "mode"),
-                       ("language", "lang"), ("trust", "trust"), ("license", "license"), ("source", "source")]:
+                       ("language", "lang"), ("implementation", "impl"), ("trust", "trust"), ("license", "license"),
+                       ("source", "source")]:
         value = getattr(request, field)
         if value:
             parts.append(f"{key}:{_quoted(str(value))}")

@@ -65,7 +65,7 @@ def _exact_message(what: str, exact: Sequence[RankedCohort], shown: Sequence[Coh
 
 
 def filter_notes(req: ResolveRequest) -> tuple[Reason, ...]:
-    if any(getattr(req, f) is not None for f in ("language", "trust", "usable", "license", "source")):
+    if any(getattr(req, f) is not None for f in ("language", "implementation", "trust", "usable", "license", "source")):
         return (Reason("FILTERS_HIDE_NOT_RERANK",
                        "Filters hide rows; ranks are computed over every eligible run of the cohort."),)
     return ()

@@ -13,7 +13,6 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StringConstraints
 from rapidfuzz import fuzz, process
 
-from kernelindex.domain.dtypes import canonical_dtype
 from kernelindex.domain.numbers import NumberError, parse_integer
 from kernelindex.resolve.vocabulary import (
     BOOLEANS,
@@ -24,6 +23,7 @@ from kernelindex.resolve.vocabulary import (
     dtype_words,
     normalise,
 )
+from kernelindex.resolve.words import DTYPE_WORDS, query_dtype
 
 AXIS_NAME = r"^[a-z][a-z0-9_]{0,39}$"
 AxisName = Annotated[str, StringConstraints(pattern=AXIS_NAME)]
@@ -35,12 +35,13 @@ Trust = Literal["reported", "reproducible", "verified", "replicated"]
 MAX_AXES = 16
 _LICENSE = re.compile(r"^[A-Za-z0-9.+\-() ]{1,100}$")
 _SOURCE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+_IMPLEMENTATION = re.compile(r"^[a-z0-9][a-z0-9 ._+-]{0,59}$")
 _ARCH = re.compile(r"^sm_?(\d{2,3}[a-z]?)$")
 
 
 class ResolveRequest(BaseModel):
     """One exact-workload question. Unset fields are wildcards; ``trust``, ``usable``, ``license``,
-    ``language`` and ``source`` hide rows and never re-rank them."""
+    ``language``, ``implementation`` and ``source`` hide rows and never re-rank them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_max_length=120)
 
@@ -58,6 +59,9 @@ class ResolveRequest(BaseModel):
                              description="forward, backward, forward+backward or forward-no-grad.")
     language: str | None = Field(None, max_length=40, pattern=SOME_TEXT,
                                  description="Implementation language: triton, cuda, python …")
+    implementation: str | None = Field(
+        None, max_length=60, pattern=SOME_TEXT,
+        description="Part of an implementation's name (flash, flashinfer, liger …): other rows are hidden.")
     trust: str | None = Field(None, max_length=40, pattern=SOME_TEXT, description="Minimum evidence level.")
     usable: StrictBool | None = Field(None, description="Only rows usable as-is (true) or not usable (false).")
     license: str | None = Field(None, max_length=100, pattern=SOME_TEXT,
@@ -98,26 +102,33 @@ class OperationPick:
         return self.slugs[0] if len(self.slugs) == 1 else None
 
 
-def pick_operation(phrase: str, vocab: Vocabulary, *, fuzzy: bool = True) -> OperationPick | None:
-    """exact slug > alias > title > family > close spelling > text match."""
+def pick_operation(phrase: str, vocab: Vocabulary, *, fuzzy: bool = True, close: bool = True) -> OperationPick | None:
+    """exact slug > synonym > alias > title > family (a plural too: "layer norms") > text inside a name >
+    close spelling. A close spelling comes back as ``how="fuzzy"``: the grammar suggests it, never picks it."""
     hits = vocab.operation_hits(phrase)
+    key = normalise(phrase)
+    if not hits and key.endswith("s") and len(key) > 4:
+        hits = vocab.operation_names.get(key[:-1], ())
     if hits:
         best = hits[0].how
         return OperationPick(tuple(h.slug for h in hits if h.how == best), best, tuple(h.slug for h in hits))
-    key = normalise(phrase)
     if not fuzzy or len(key) < 4:
         return None
-    cutoff = 80 if len(key) >= 7 else 85
-    found = process.extractOne(key, list(vocab.operation_names), scorer=fuzz.ratio, score_cutoff=cutoff)
+    containing = sorted({h.slug for name, hs in vocab.operation_names.items() if key in name for h in hs})
+    if containing:
+        return OperationPick(tuple(containing), "text")
+    found = process.extractOne(key, list(vocab.operation_names), scorer=fuzz.ratio, score_cutoff=80) if close else None
     if found:
         slugs = tuple(dict.fromkeys(h.slug for h in vocab.operation_names[found[0]]))
-        return OperationPick(slugs[:1] if len(slugs) == 1 else slugs, "fuzzy")
-    containing = sorted({h.slug for name, hs in vocab.operation_names.items() if key in name for h in hs})
-    return OperationPick(tuple(containing), "text") if containing else None
+        hint = found[0] if vocab.operation_names[found[0]][0].how in ("synonym", "family") else slugs[0]
+        return OperationPick(slugs[:12], "fuzzy", (hint,))
+    return None
 
 
 def _operation(value: str, vocab: Vocabulary) -> tuple[str | None, ValueProblem | None]:
     pick = pick_operation(value, vocab)
+    if pick and pick.how == "fuzzy":
+        return None, ValueProblem("operation", value, f"no operation is called '{value}'", pick.named[0])
     if pick and pick.unique:
         return pick.unique, None
     if pick:
@@ -136,10 +147,11 @@ def _gpu(value: str, vocab: Vocabulary) -> tuple[str | None, ValueProblem | None
 
 
 def _dtype(value: str) -> tuple[str | None, ValueProblem | None]:
-    found = canonical_dtype(value)
+    found = query_dtype(value)
     if found:
         return found, None
-    return None, ValueProblem("dtype", value, f"'{value}' is not a dtype", suggest(value, sorted(dtype_words())))
+    return None, ValueProblem("dtype", value, f"'{value}' is not a dtype",
+                              suggest(value, sorted(dtype_words() | set(DTYPE_WORDS))))
 
 
 def _arch(value: str, vocab: Vocabulary) -> tuple[str | None, ValueProblem | None]:
@@ -189,6 +201,8 @@ def normalise_value(field: str, value: str, vocab: Vocabulary) -> tuple[object |
         return None, ValueProblem(field, value, f"usable is yes or no, not '{value}'", suggest(key, ["yes", "no"]))
     if field == "license":
         return _pattern(field, value, _LICENSE, "an SPDX license expression")
+    if field == "implementation":
+        return _pattern(field, value.lower(), _IMPLEMENTATION, "part of an implementation's name")
     if field == "source":
         return _pattern(field, value.lower(), _SOURCE, "a source name such as liger-kernel-benchmarks")
     raise KeyError(field)
@@ -203,7 +217,7 @@ def axis_value(value: str) -> int | None:
     return number if 1 <= number <= 2**53 else None
 
 
-_SCALARS = ("operation", "dtype", "gpu", "arch", "mode", "language", "trust", "license", "source")
+_SCALARS = ("operation", "dtype", "gpu", "arch", "mode", "language", "implementation", "trust", "license", "source")
 
 
 def normalise_request(request: ResolveRequest, vocab: Vocabulary) -> tuple[ResolveRequest, list[ValueProblem]]:

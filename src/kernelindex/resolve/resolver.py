@@ -2,7 +2,7 @@
 mismatches, the nearest measured cases of an unmeasured shape, and coverage gaps.
 
 Ranks are computed once per cohort over every eligible run (ranking-v1, the same function the pages
-use); filters on trust, usability, license, language and source only hide rows afterwards.
+use); filters on trust, usability, license, language, implementation and source only hide rows afterwards.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from kernelindex.resolve.results import (
 )
 from kernelindex.resolve.run_facts import RunFacts
 from kernelindex.resolve.vocabulary import OperationEntry, Vocabulary
+from kernelindex.resolve.words import dtype_matches, names_implementation, spelled_for
 
 MAX_COMPATIBLE = 12
 CHALLENGES_URL = urls.challenges("unmeasured")
@@ -67,7 +68,7 @@ def _mismatches(req: ResolveRequest, run: RunFacts, op: OperationEntry | None) -
         seen = observed_axis(run, name, op)
         if seen != wanted:
             found.append(Mismatch(name, wanted, seen))
-    if req.dtype and req.dtype not in run.dtype_values:
+    if req.dtype and not dtype_matches(req.dtype, run.dtype_values):
         found.append(Mismatch("dtype", req.dtype, ", ".join(sorted(run.dtype_values)) or None))
     if req.gpu and not registry.gpu_may_be(req.gpu, run.gpu):
         found.append(Mismatch("gpu", req.gpu, run.gpu or run.gpu_label))
@@ -94,6 +95,9 @@ def _hidden_reason(req: ResolveRequest, run: RunFacts) -> Reason | None:
     impl = run.implementation
     if req.language and impl.language != req.language:
         return Reason("HIDDEN_BY_LANGUAGE", f"Written in {impl.language}; the query asks for {req.language}.")
+    if req.implementation and not names_implementation(req.implementation, impl.title, impl.slug, impl.project):
+        return Reason("HIDDEN_BY_IMPLEMENTATION",
+                      f"{impl.title} is not a '{req.implementation}' implementation, which the query asks for.")
     if req.trust and LEVEL_ORDER.get(run.evidence, 99) > LEVEL_ORDER[req.trust]:
         return Reason("HIDDEN_BY_TRUST", f"Evidence is {run.evidence}; the query asks for {req.trust} or better.")
     if req.usable is not None and impl.usable != req.usable:
@@ -104,6 +108,11 @@ def _hidden_reason(req: ResolveRequest, run: RunFacts) -> Reason | None:
     if req.source and not run.source.lower().startswith(req.source.lower()):
         return Reason("HIDDEN_BY_SOURCE", f"Source is {run.source}; the query asks for {req.source}.")
     return None
+
+
+def _superseded(run: RunFacts) -> bool:
+    """A newer run replaces it: a search answer never shows it (its own page and the operation's still do)."""
+    return any(r.code == "SUPERSEDED" for r in run.ineligible_reasons)
 
 
 def _cohort_result(c: RankedCohort, req: ResolveRequest, now: datetime, mismatches: Sequence[Mismatch] = (),
@@ -119,7 +128,7 @@ def _cohort_result(c: RankedCohort, req: ResolveRequest, now: datetime, mismatch
     excluded = tuple(
         Hidden(r.run_id, r.implementation.title, r.ineligible_reasons[0] if r.ineligible_reasons
                else Reason("NOT_ELIGIBLE", "The run is not eligible for ranking."))
-        for r in c.excluded
+        for r in c.excluded if not _superseded(r)
     )
     return CohortResult(
         **c.sample.identity(), key=c.key, eligible_runs=c.eligible_runs, rows=tuple(rows),
@@ -142,8 +151,10 @@ class _Context:
 
 
 def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, object] | None = None,
-            candidates: Sequence[str] = (), now: datetime) -> Resolution:
-    """Resolve a normalised request (see :func:`kernelindex.resolve.request.normalise_request`)."""
+            candidates: Sequence[str] = (), suggested: Sequence[str] = (), now: datetime) -> Resolution:
+    """Resolve a normalised request (see :func:`kernelindex.resolve.request.normalise_request`).
+
+    ``suggested``: close spellings of a word that named no operation, offered as choices (never picked)."""
     vocab = source.vocabulary()
     ctx = _Context(req, source, vocab, now)
     base = {
@@ -154,11 +165,15 @@ def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, obje
         "catalog_version": source.version(),
     }
     picked_notes: tuple[Reason, ...] = ()
+    if not req.operation and suggested and not candidates:
+        return choose(req, source, vocab, suggested, base, suggested=True)
     if not req.operation:
         narrowed = narrow_candidates(req, source, vocab, candidates)
         if narrowed is None:
             return choose(req, source, vocab, candidates, base)
-        req = req.model_copy(update={"operation": narrowed[0]})
+        picked = vocab.operations.get(narrowed[0])
+        axes = {(spelled_for(k, picked.axes) or k) if picked else k: v for k, v in req.axes.items()}
+        req = req.model_copy(update={"operation": narrowed[0], "axes": axes})
         ctx = _Context(req, source, vocab, ctx.now)
         base = {**base, "request": req.model_dump(mode="json"), "interpretation": interpretation(req, vocab),
                 "canonical_query": canonical_query(req, vocab)}
@@ -179,6 +194,7 @@ def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, obje
 def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[str, object],
                        cohorts: list[RankedCohort], base: dict) -> Resolution:
     req = ctx.req
+    cohorts = [c for c in cohorts if c.ranked or not all(_superseded(r) for r in c.excluded)]
     exact: list[RankedCohort] = []
     other: list[tuple[RankedCohort, list[Mismatch]]] = []
     compatible: list[tuple[RankedCohort, list[Mismatch]]] = []
@@ -217,7 +233,7 @@ def _query_for(ctx: _Context, c: RankedCohort) -> str:
     op = ctx.vocab.operations.get(req.operation or "")
     axes = {name: observed_axis(s, name, op) or value for name, value in req.axes.items()}
     update: dict[str, object] = {"axes": axes}
-    if req.dtype and req.dtype not in s.dtype_values and len(s.dtype_values) == 1:
+    if req.dtype and not dtype_matches(req.dtype, s.dtype_values) and len(s.dtype_values) == 1:
         update["dtype"] = next(iter(s.dtype_values))
     if req.gpu and not registry.gpu_may_be(req.gpu, s.gpu):
         update["gpu"] = s.gpu

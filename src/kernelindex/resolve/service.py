@@ -55,7 +55,7 @@ def search(catalog: Catalog, text: str, *, now: datetime,
 
     parsed = parse_query(text, vocab, measured)
     resolution = resolve(parsed.request, source, parsed=parsed.to_json(), candidates=parsed.operation_candidates,
-                         now=now)
+                         suggested=parsed.suggested, now=now)
     return replace(resolution, ignored=tuple((i.token, i.message) for i in parsed.issues))
 
 

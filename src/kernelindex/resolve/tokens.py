@@ -20,7 +20,7 @@ class Token:
     start: int
     end: int
     # operation | axis | gpu | dtype | arch | mode | language | trust | usable | license | source | filler
-    # | ranking (fastest, best: answers are ranked fastest first anyway) | issue
+    # | ranking (fastest, best: answers are ranked fastest first anyway) | issue (model words too: code MODEL_WORD)
     kind: str
     value: str | int | bool | None = None
 
@@ -50,6 +50,9 @@ class ParsedQuery:
     issues: tuple[QueryIssue, ...]
     operation_candidates: tuple[str, ...] = ()
     operation_how: str | None = None
+    # When no word names an operation but one is a close spelling of some: those operations, offered to pick
+    # from (a misspelling is suggested against, never guessed).
+    suggested: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -58,4 +61,5 @@ class ParsedQuery:
             "issues": [i.to_json() for i in self.issues],
             "operation_match": self.operation_how,
             "operation_candidates": list(self.operation_candidates),
+            "suggested_operations": list(self.suggested),
         }

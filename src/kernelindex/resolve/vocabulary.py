@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from kernelindex import registry
-from kernelindex.domain.dtypes import DTYPE_ALIASES, DTYPE_BYTES
+from kernelindex.domain.dtypes import DTYPE_ALIASES, DTYPE_BYTES, canonical_dtype
 from kernelindex.domain.manifests import OperationSpec
+from kernelindex.resolve.words import SYNONYMS, slug_dtypes, synonym_slugs
 
 _SEPARATORS = re.compile(r"[\s_\-./:+()]+")
 
@@ -35,11 +36,12 @@ BOOLEANS: dict[str, bool] = {"yes": True, "true": True, "1": True, "y": True, "n
                              "n": False}
 
 # Filter keys (besides axis names) and the spellings users write for them.
-KEYS: tuple[str, ...] = ("op", "gpu", "arch", "dtype", "lang", "trust", "usable", "license", "source", "mode")
+KEYS: tuple[str, ...] = ("op", "gpu", "arch", "dtype", "lang", "impl", "trust", "usable", "license", "source", "mode")
 KEY_ALIASES: dict[str, str] = {
     "operation": "op", "kernel": "op", "device": "gpu", "hardware": "gpu", "architecture": "arch", "sm": "arch",
     "precision": "dtype", "type": "dtype", "language": "lang", "evidence": "trust", "level": "trust",
     "usability": "usable", "licence": "license", "protocol": "mode", "pass": "mode", "direction": "mode",
+    "implementation": "impl", "provider": "impl", "library": "impl",
 }
 # Axis names as benchmark scripts and model configs spell them.
 AXIS_ALIASES: dict[str, str] = {
@@ -64,6 +66,11 @@ class OperationEntry:
     # Axes the operation fixes (role constant with a value), e.g. FlashInfer's num_qo_heads = 32:
     # a query binding them picks among operations that differ only there.
     constants: Mapping[str, int] = field(default_factory=dict)
+    # The precisions the definition fixes: its first input's dtype when not a type variable, and those its
+    # slug names (aiter's gemm-a8w8-…: fp8 and int8). Empty when a workload binds it (Liger's T).
+    dtypes: frozenset[str] = frozenset()
+    # The axes of its first input's shape, in order (rms-norm: rows, hidden): what ``4096x1024`` binds.
+    shape: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,7 @@ class GpuEntry:
 @dataclass(frozen=True)
 class NameHit:
     slug: str
-    how: str  # slug | alias | title | family
+    how: str  # slug | synonym | alias | title | family
 
 
 @dataclass(frozen=True)
@@ -100,11 +107,13 @@ class Vocabulary:
         return frozenset(g.architecture for g in self.gpus.values())
 
 
-_HOW_ORDER = {"slug": 0, "alias": 1, "title": 2, "family": 3}
+_HOW_ORDER = {"slug": 0, "synonym": 1, "alias": 2, "title": 3, "family": 4}
 # A word that names a family means the family: another operation's alias of the same word ranks after it.
 # KernelBench lists each word of a problem's name as an alias ("Gemm" of level 2's Gemm_Multiply_LeakyReLU, a
 # fused pattern), so without this "gemm" would pick those problems instead of the GEMM family.
-_FAMILY_WORD_ORDER = {"slug": 0, "title": 1, "family": 2, "alias": 3}
+# A synonym (resolve/words.py: "attention" means the serving attention definitions, "matmul" the GEMM family)
+# is curated, so it ranks before the data's aliases, titles and literal families.
+_FAMILY_WORD_ORDER = {"slug": 0, "synonym": 1, "title": 2, "family": 3, "alias": 4}
 
 
 def build_vocabulary(operations: Iterable[OperationEntry], gpus: Iterable[GpuEntry]) -> Vocabulary:
@@ -130,6 +139,10 @@ def build_vocabulary(operations: Iterable[OperationEntry], gpus: Iterable[GpuEnt
         ]:
             add(phrase, op.slug, how)
             max_words = max(max_words, len(_SEPARATORS.split(phrase.strip())))
+    family_of = {op.slug: op.family for op in ops.values()}
+    for phrase in SYNONYMS:
+        for slug in synonym_slugs(family_of, phrase):
+            add(phrase, slug, "synonym")
     operation_names = {
         key: tuple(sorted((NameHit(s, h) for s, h in hits.items()), key=lambda n: (hits_rank[n.how], n.slug)))
         for key, hits in names.items()
@@ -153,7 +166,15 @@ def operation_entry(slug: str, manifest: OperationSpec) -> OperationEntry:
         derived={n: a.expression for n, a in axes.items() if a.role == "derived" and a.expression is not None},
         constants={n: int(a.expression) for n, a in axes.items()
                    if a.role == "constant" and a.expression is not None and a.expression.isdigit()},
+        dtypes=_fixed_dtypes(slug, manifest),
+        shape=tuple(str(d) for d in manifest.spec.inputs[0].shape if str(d) in axes) if manifest.spec.inputs else (),
     )
+
+
+def _fixed_dtypes(slug: str, manifest: OperationSpec) -> frozenset[str]:
+    inputs = manifest.spec.inputs
+    first = canonical_dtype(inputs[0].dtype) if inputs else None
+    return slug_dtypes(slug, manifest.metadata.title or "") | ({first} if first else set())
 
 
 @cache

@@ -13,7 +13,7 @@ from importlib import metadata, util
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.staticfiles import StaticFiles
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from kernelindex import urls
 from kernelindex.web.pages import canonical_link
@@ -36,6 +36,24 @@ def mount_assets(app: FastAPI) -> None:
     """Serve the package's Swagger UI files from this origin (before the site's ``/static`` mount)."""
     if assets_version() is not None:
         app.mount(ASSETS_PATH, StaticFiles(packages=[(ASSETS_PACKAGE, "static")]), name="swagger-ui")
+
+
+def api_root() -> JSONResponse:
+    """The API's prefix itself: where its reference and schema are (it used to be an HTML 404)."""
+    return JSONResponse({"api": urls.API, "docs": urls.API_DOCS, "openapi": urls.OPENAPI,
+                         "detail": f"The KernelIndex API lives under {urls.API}/…; its reference is {urls.API_DOCS} "
+                                   f"and its OpenAPI document {urls.OPENAPI}."})
+
+
+def openapi_elsewhere() -> RedirectResponse:
+    """Where people look for the schema: to the reference, which links the document (a relative Location)."""
+    return RedirectResponse(urls.API_DOCS, status_code=308)
+
+
+for _path in (urls.API, *urls.API_ROOT_ALIASES):
+    router.add_api_route(_path, api_root, methods=["GET"])
+for _path in urls.OPENAPI_GUESSES:
+    router.add_api_route(_path, openapi_elsewhere, methods=["GET"])
 
 
 @router.get(urls.API_DOCS, response_class=HTMLResponse)

@@ -178,6 +178,9 @@ class ParsedOut(_Doc):
     issues: list[IssueOut]
     operation_match: str | None
     operation_candidates: list[str]
+    suggested_operations: list[str] = Field(
+        description="When no word names an operation but one is a close spelling of some: those operations, "
+                    "closest first (offered as the choices, never picked).")
 
 
 class OperationRef(_Doc):
