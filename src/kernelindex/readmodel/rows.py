@@ -129,9 +129,18 @@ def usual_method(cohort: Cohort) -> str | None:
     return max(sorted(set(methods)), key=methods.count) if methods else None
 
 
+EAGER_STREAM = ("eager: host stalls included — this call synchronises with the host, so it cannot be captured in "
+                "a CUDA graph; its stream time is the same calls run eagerly, with what it stalls the stream for on "
+                "this host")
+
+
 def method_note(run: Run, usual: str | None) -> str | None:
-    """A sentence for a row timed another way than the rest of its cohort: never a silent mix."""
+    """A sentence for a row timed another way than the rest of its cohort: never a silent mix. A v4 row timed
+    eagerly (a call that synchronises with the host) always says so, whatever the rest of its cohort did."""
     method = run.spec.timing.method
+    stream = run.spec.timing.stream
+    if stream is not None and stream.capture == "eager":
+        return EAGER_STREAM[:1].upper() + EAGER_STREAM[1:] + "."
     if not method or not usual or method == usual:
         return None
     why = run.spec.timing.raw.get("capture_failure")
