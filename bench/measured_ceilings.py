@@ -41,7 +41,7 @@ def newest_tables(verified: Path = VERIFIED) -> dict[str, dict]:
 
 
 def render(tables: dict[str, dict]) -> str:
-    return HEADER + yaml.safe_dump({"gpus": tables}, sort_keys=True, width=120)
+    return HEADER + yaml.safe_dump({"gpus": tables}, sort_keys=True, width=120, default_flow_style=None)
 
 
 def main(argv: list[str] | None = None) -> int:
