@@ -328,13 +328,16 @@ def _flops(operation_spec: dict, workload_spec: dict, region: str, operation: st
 
 def _peak(gpu: GpuSpec, workload_spec: dict, operation_spec: dict | None = None) -> float | None:
     dtypes = list(workload_spec.get("dtypes", {}).values())
-    if not dtypes and operation_spec is not None:  # concrete dtypes only: the inputs' own
+    if not dtypes and operation_spec is not None:  # concrete dtypes only: the inputs' own, where they say it
         inputs = {d["name"] for d in operation_spec.get("inputs", [])}
-        dtypes = [t["dtype"] for t in workload_spec.get("tensors", []) if t.get("name") in inputs]
-        rates = [rate for d in dtypes if (rate := gpu.peaks_tflops.get(peak_class(d)))]
-        if rates:  # the slowest of the inputs' rates would not bound a faster kernel from below: the fastest
-            return max(rates) * 1e12
-        dtypes = []
+        concrete = [t["dtype"] for t in workload_spec.get("tensors", []) if t.get("name") in inputs]
+        # Byte storage (int8 holding packed fp4 or fp8, its scales) says nothing of the rate the math runs at; wider
+        # integers are indices (offsets, ids), which no math runs on.
+        if concrete and not any(d in ("int8", "uint8") for d in concrete):
+            rates = [rate for d in concrete if not d.startswith(("int", "uint"))
+                     and (rate := gpu.peaks_tflops.get(peak_class(d)))]
+            if rates:  # the slowest of the inputs' rates would not bound a faster kernel from below: the fastest
+                return max(rates) * 1e12
     if not dtypes and gpu.peaks_tflops:
         # An operation whose inputs' dtypes have no listed rate (imported specs: packed fp4 in int8 bytes, fp8 with
         # scales ...): the rate the math runs at is not declared, so take the GPU's fastest dense
