@@ -90,7 +90,7 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
         if slug in covered or slug not in known:
             continue
         spec = known[slug]
-        floor = floor_estimate(*data.specs_json(selected.workload), spec)
+        floor = floor_estimate(*data.specs_json(selected.workload), spec, region=region, operation=data.slug)
         peak = floor.peak_flops_per_s if floor.bound == "compute" else None
         out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
                                _nearest(data, spec, measured, facts), floor.bound, peak / 1e12 if peak else None))

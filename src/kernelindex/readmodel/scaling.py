@@ -95,7 +95,8 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
         key=lambda s: (at_selected[s.implementation] is None, at_selected[s.implementation] or 0, s.implementation)
     )
     series = series[:MAX_SERIES]
-    floor = _floor_points(data, group, axis, selected.environment)
+    floor = _floor_points(data, group, axis, selected.environment,
+                         data.protocols[selected.protocol].spec.timed_region)
     xs = [p.x for s in series for p in s.points]
     ys = [p.median_ns for s in series for p in s.points] + [f["floor_ns"] for f in floor]
     return ScalingChart(
@@ -123,12 +124,13 @@ def _series(data: OperationData, line: str, runs: dict[str, Run], axis: str) -> 
     return ScalingSeries(line, implementation_title(data.implementations[any_run.implementation]), points)
 
 
-def _floor_points(data: OperationData, group: list[str], axis: str, environment: str) -> list[dict]:
+def _floor_points(data: OperationData, group: list[str], axis: str, environment: str, region: str) -> list[dict]:
+    """The physical floor of the chart's timed region at each point."""
     gpu = data.gpu_of(environment)
     if gpu is None:
         return []
     points = []
     for w in group:
-        estimate = floor_estimate(*data.specs_json(w), gpu)
+        estimate = floor_estimate(*data.specs_json(w), gpu, region=region, operation=data.slug)
         points.append({"x": data.workloads[w].spec.axes[axis], "floor_ns": estimate.floor_ns})
     return sorted(points, key=lambda p: p["x"])
