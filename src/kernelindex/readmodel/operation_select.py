@@ -5,13 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kernelindex import registry
-from kernelindex.policy.evidence import VERIFIED_LEVELS
-from kernelindex.policy.selection import CohortChoice, WorkloadChoice, default_cohort, default_workload, leading
+from kernelindex import registry, urls
+from kernelindex.policy.evidence import LEVEL_ORDER, LEVELS, VERIFIED_LEVELS
+from kernelindex.policy.selection import (
+    CohortChoice,
+    WorkloadChoice,
+    architecture_age,
+    default_cohort,
+    default_workload,
+    leading,
+)
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.errors import BadSelection
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData
+from kernelindex.readmodel.operation_views import OtherGpu
 from kernelindex.readmodel.rows import floor_bytes
 
 
@@ -90,3 +98,25 @@ def select(
     if cohort and not any(cohort in (c.key, cohort_key_short(c.key)) for c in workload_cohorts):
         raise BadSelection(f"cohort {cohort!r} is not a cohort of the selected workload; pick one from Current records")
     return selected_workload, workload_cohorts, _pick_cohort(data, cohort, workload_cohorts, asked_gpu)
+
+
+def other_gpus(data: OperationData, cohorts: list[Cohort], selected: Cohort | None,
+               workload: str | None) -> list[OtherGpu]:
+    """The GPUs other than the selected cohort's that measured the workload, newest architecture first, each
+    linked as ``?gpu=`` (with the asked ``workload``, when the URL named one): the view the rule would lead
+    with there."""
+    shown = data.gpu_of(selected.environment) if selected else None
+    found: dict[str, tuple[registry.GpuSpec, str]] = {}
+    for c in cohorts:
+        gpu = data.gpu_of(c.environment)
+        if gpu is None or (shown is not None and gpu.slug == shown.slug) or not c.eligible:
+            continue
+        level = min((r.evidence for r in c.eligible), key=lambda e: LEVEL_ORDER.get(e, len(LEVELS)))
+        if gpu.slug not in found or LEVEL_ORDER[level] < LEVEL_ORDER[found[gpu.slug][1]]:
+            found[gpu.slug] = (gpu, level)
+    word = {slug: (g.short.lower().replace(" ", "-") if registry.gpu_slug(g.short) == slug else slug)
+            for slug, (g, _) in found.items()}
+    ordered = sorted(found.values(), key=lambda f: (-architecture_age(f[0].architecture)[0],
+                                                    -architecture_age(f[0].architecture)[1], f[0].short))
+    return [OtherGpu(g.short, g.slug, level, urls.operation(data.slug, ("gpu", word[g.slug]), ("workload", workload)))
+            for g, level in ordered]

@@ -30,7 +30,7 @@ from kernelindex.readmodel.labels import cohort_key_short, cohort_label, workloa
 from kernelindex.readmodel.loading import OperationData, Run, load_operation
 from kernelindex.readmodel.operation_select import pick_default
 from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
-from kernelindex.readmodel.rows import ranked_rows, run_floors
+from kernelindex.readmodel.rows import ranked_only, ranked_rows, run_floors
 from kernelindex.readmodel.snippets import python_snippet
 from kernelindex.registry import GpuSpec
 
@@ -62,6 +62,8 @@ class UseAnswer(JsonModel):
     floor_ratio: float | None
     page_url: str
     not_usable_reasons: list[dict] = field(default_factory=list)
+    statistic: str = "median"  # what the figure is, from its cohort's protocol (policy.statistics)
+    time_ns: int | None = None  # the figure, statistic-neutral; median_ns is its deprecated alias
 
 
 @dataclass
@@ -177,7 +179,7 @@ def _answers_on(data: OperationData, cohorts: list[Cohort], gpu: str, now: datet
 
 
 def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> UseAnswer:
-    rows = ranked_rows(data, cohort, now)
+    rows = ranked_only(ranked_rows(data, cohort, now)) or ranked_rows(data, cohort, now)
     usable = next((r for r in rows if r.implementation.usable), None)
     row = usable or rows[0]
     run = cohort.run(row.digest)
@@ -200,6 +202,7 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
         floor_ns=floor_ns, floor_ratio=_rounded(ratio(row.median_ns, floor_ns)),
         page_url=urls.cohort(data.slug, workload_key(cohort.workload), cohort_key_short(cohort.key)),
         not_usable_reasons=[] if usable else list(row.implementation.not_usable_reasons),
+        statistic=row.statistic, time_ns=row.median_ns,
     )
 
 

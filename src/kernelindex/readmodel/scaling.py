@@ -78,15 +78,17 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
     if picked is None:
         return None
     axis, group = picked
-    best: dict[str, dict[str, Run]] = defaultdict(dict)  # implementation line → workload → best run
+    # implementation line → workload → its best row (a row's figure summarises its replicates)
+    best: dict[str, dict[str, tuple[Run, int]]] = defaultdict(dict)
     for cohort in same_setup:
         if cohort.workload not in group:
             continue
-        for run in cohort.eligible:
+        for entry in cohort.ranked:
+            run = cohort.run(entry.item.id)
             line = implementation_slug(data.implementations[run.implementation])
             current = best[line].get(run.workload)
-            if current is None or run.ranked_median_ns < current.ranked_median_ns:
-                best[line][run.workload] = run
+            if current is None or entry.item.median_ns < current[1]:
+                best[line][run.workload] = (run, entry.item.median_ns)
     series = [_series(data, line, runs, axis) for line, runs in best.items()]
     at_selected = {
         s.implementation: next((p.median_ns for p in s.points if p.workload == selected.workload), None) for s in series
@@ -112,12 +114,12 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
     )
 
 
-def _series(data: OperationData, line: str, runs: dict[str, Run], axis: str) -> ScalingSeries:
-    any_run = next(iter(runs.values()))
+def _series(data: OperationData, line: str, runs: dict[str, tuple[Run, int]], axis: str) -> ScalingSeries:
+    any_run = next(iter(runs.values()))[0]
     points = sorted(
         (
-            ScalingPoint(data.workloads[w].spec.axes[axis], r.ranked_median_ns, r.run_id, w)
-            for w, r in runs.items()
+            ScalingPoint(data.workloads[w].spec.axes[axis], figure, r.run_id, w)
+            for w, (r, figure) in runs.items()
         ),
         key=lambda p: p.x,
     )
