@@ -3,17 +3,22 @@ named for what it is. Imports every source once for this module (the ``every_sou
 
 from __future__ import annotations
 
+import io
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from html import unescape
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from rich.console import Console
 from sqlalchemy import select
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow
+from kernelindex.cli import renderers
 from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.statistics import statistic_word
 from kernelindex.readmodel.cohorts import cohorts_of
@@ -81,9 +86,10 @@ def test_the_reference_a100_view_is_one_click_from_the_default(client: TestClien
         assert next(c for c in reference["cohorts"] if c["selected"])["gpu"] == "NVIDIA A100 80GB"
 
 
-def test_no_page_calls_a_mean_a_median(every_source_catalog: Catalog, slugs: list[str], client: TestClient) -> None:
+def test_no_page_calls_a_mean_a_median(every_source_catalog: Catalog, slugs: list[str], client: TestClient,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 3: every ranked cohort's figure is named from its protocol (58,960 of the 60,843 rank means);
-    one operation of each mean-ranking source is read as the page, its twin and the CLI show it."""
+    one operation of three mean-ranking sources is read as the page, its twin, the CLI and its run's dossier show it."""
     means, ranked = 0, 0
     for slug in slugs:
         data = load_operation(every_source_catalog, slug)
@@ -113,6 +119,18 @@ def test_no_page_calls_a_mean_a_median(every_source_catalog: Catalog, slugs: lis
         assert "<small>mean" in cards and "<small>median" not in cards, slug
         caption = html[html.index("<caption>Ranks the"):]
         assert "ranking-v1: ascending mean" in caption[:400], slug
+        printed = _printed(renderers.render_operation, page, monkeypatch)
+        assert "Time (mean)" in printed and "median" not in printed.split("Ranked (selected cohort)")[0], slug
+        run = client.get(f"/api/v1/runs/{page['ranked'][0]['run_id']}").json()
+        assert "mean" in _printed(renderers.render_run, run, monkeypatch), slug
+
+
+def _printed(render: Callable[[dict[str, Any]], None], data: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> str:
+    """What a ``ki`` renderer prints for this JSON answer (the CLI shows what the page shows)."""
+    out = io.StringIO()
+    monkeypatch.setattr(renderers, "console", Console(file=out, width=200))
+    render(data)
+    return out.getvalue()
 
 
 def test_kernelbench_relu_leads_with_the_verified_h200(client: TestClient) -> None:

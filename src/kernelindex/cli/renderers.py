@@ -163,7 +163,9 @@ def render_run(d: dict[str, Any]) -> None:
         r["sentence"] for r in d["not_ranked_reasons"])
     _kv(f"Run {d['run_id']} · {d['operation_title']}", [
         ("status", d["status"]), ("implementation", d["implementation"]["title"]),
-        ("median", format_duration(timing.get("median_ns"), 2)),
+        # A source that records a mean (KernelBench, aiter, FlashInfer-Bench) has no median: say which it is.
+        ("median", format_duration(timing.get("median_ns"), 2)) if timing.get("median_ns") is not None
+        or timing.get("mean_ns") is None else ("mean", format_duration(timing.get("mean_ns"), 2)),
         ("p20–p80", f"{format_duration(timing.get('p20_ns'), 2)} – {format_duration(timing.get('p80_ns'), 2)}"),
         ("rank", rank), ("vs #1", format_ratio(d["vs_first"])), ("cohort", d["cohort_label"]),
         ("workload", d["workload"]["label"]), ("gpu", d["gpu"]), ("evidence", d["evidence_sentence"]),

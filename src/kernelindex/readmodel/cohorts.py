@@ -38,7 +38,11 @@ class Cohort:
         return next((lead for lead, others in self.replicates.items() if digest in others), None)
 
     def replicate_reason(self, digest: str) -> Reason | None:
-        """Why this eligible run has no rank of its own: another measurement of its implementation stands for it."""
+        """Why this eligible run has no rank of its own: another measurement of its implementation stands for it,
+        or it is shown beside the ranking because it does another region's work (every door says so)."""
+        aside = {a.id for a in self.aside}
+        if digest in aside or self.represented_by(digest) in aside:
+            return Reason("OTHER_REGIONS_WORK", ASIDE_WORDS)
         lead = self.represented_by(digest)
         if lead is None:
             return None
@@ -70,6 +74,11 @@ class Cohort:
 
     def run(self, digest: str) -> Run:
         return next(r for r in self.runs if r.digest == digest)
+
+
+ASIDE_WORDS = ("Shown beside the ranking, not in it: this backward only scales a gradient its forward computed, so "
+               "it leaves out work the ranked rows do. Left out of the headline, records and margins; compare "
+               "forward+backward.")
 
 
 def rankable(run: Run) -> Rankable:

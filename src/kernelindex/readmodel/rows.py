@@ -17,7 +17,7 @@ from kernelindex.policy.selection import (
 )
 from kernelindex.policy.staleness import is_stale
 from kernelindex.policy.statistics import statistic_word
-from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.cohorts import ASIDE_WORDS, Cohort
 from kernelindex.readmodel.labels import (
     implementation_slug,
     implementation_title,
@@ -125,9 +125,7 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
     return rows
 
 
-ASIDE_SENTENCE = ("Not ranked: this backward only scales a gradient its forward computed, so it leaves out work "
-                  "the ranked rows do. Shown for reference; left out of the headline, records and margins. "
-                  "Compare forward+backward.")
+ASIDE_SENTENCE = ASIDE_WORDS
 
 
 def ranked_only(rows: list[RankedRow]) -> list[RankedRow]:
