@@ -11,7 +11,6 @@ from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.floor import FloorEstimate, compulsory_traffic, floor_estimate
 from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.policy.ranking import Ranked
-from kernelindex.policy.ratios import ratio
 from kernelindex.policy.selection import (
     baseline_multiple,
 )
@@ -102,8 +101,7 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
     usual = usual_method(cohort)
     rows = [_row(data, cohort.run(entry.item.id), entry, baselines, now, usual) for entry in cohort.ranked]
     for item in cohort.aside:  # shown and labelled below the ranking, never in it (issue 43 item 5)
-        row = _row(data, cohort.run(item.id), Ranked(item, 0, False, False, ratio(item.median_ns, cohort.leader_ns)),
-                   [], now, usual)
+        row = _row(data, cohort.run(item.id), Ranked(item, 0, False, False, None), [], now, usual)  # no margin
         row.rank_label = "—"
         row.rationale.insert(0, ASIDE_SENTENCE)
         rows.append(row)
