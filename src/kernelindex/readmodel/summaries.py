@@ -326,7 +326,7 @@ def _decoded(stored: bytes, cohorts: Callable[[], list[CohortSummary]], workload
 def _cohort(body: dict[str, Any], now: datetime) -> CohortSummary:
     # ``body`` was parsed for this call alone: its fields are replaced in place, and the run a cohort's
     # leader and its record events name is built once (they are the same run).
-    refs: dict[str, RunRef] = {}
+    refs: dict[tuple[str, int | None], RunRef] = {}
     body["leader"], body["second"] = _ref(body["leader"], now, refs), _ref(body["second"], now, refs)
     body["events"] = [EventView(_instant(e["at"]), e["kind"], _ref(e["holder"], now, refs),
                                 _ref(e["previous"], now, refs), e["median_ns"], e["margin"]) for e in body["events"]]
@@ -334,13 +334,15 @@ def _cohort(body: dict[str, Any], now: datetime) -> CohortSummary:
     return CohortSummary(**body)
 
 
-def _ref(body: dict[str, Any] | None, now: datetime, refs: dict[str, RunRef]) -> RunRef | None:
+def _ref(body: dict[str, Any] | None, now: datetime, refs: dict[tuple[str, int | None], RunRef]) -> RunRef | None:
+    # Keyed by run and figure: a cohort's leader shows its row's figure (its replicates' median), the record
+    # events the run's own.
     if body is None:
         return None
-    if (known := refs.get(body["run_id"])) is None:
+    if (known := refs.get((body["run_id"], body["median_ns"]))) is None:
         observed = body["observed_at"] = datetime.fromisoformat(body["observed_at"])
         body["stale"] = is_stale(observed, now)
-        known = refs[body["run_id"]] = RunRef(**body)
+        known = refs[(body["run_id"], body["median_ns"])] = RunRef(**body)
     return known
 
 
