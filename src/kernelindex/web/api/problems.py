@@ -189,7 +189,9 @@ def problem_responses(*statuses: int | str) -> dict[int | str, dict[str, Any]]:
                     "revoked", 403: "The API key lacks the scope this route needs", 404: "Unknown id",
                     409: "The claim no longer holds the lease", 413: "Body too large",
                     415: "Body is not of the accepted media type", 422: "Body does not validate",
-                    429: "Too many requests from this client", "4XX": "Any other client error"}
+                    429: "Too many requests from this client",
+                    503: "Busy: every slot is in use (Retry-After says when to come back)",
+                    "4XX": "Any other client error"}
     return {
         s: {"description": descriptions[s], "content": {"application/problem+json": {"schema": PROBLEM_SCHEMA}}}
         for s in statuses
