@@ -11,7 +11,7 @@ from typing import Any
 from kernelindex import registry
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import PublishError
+from kernelindex.catalog.publish import ImplementationRedeclared, PublishError
 from kernelindex.domain.manifests import build, digest_of, manifest_json
 from kernelindex.policy.measurement_requests import (
     InvalidRequest,
@@ -81,5 +81,7 @@ def upload(catalog: Catalog, archive: bytes, *, actor: str) -> UploadResult | Pr
         return Problem("not_a_measurement", str(exc))
     except BundleError as exc:
         return Problem("bundle_invalid", str(exc))
+    except ImplementationRedeclared as exc:
+        return Problem("implementation_redeclared", str(exc))
     except PublishError as exc:
         return Problem("unpublishable", str(exc))

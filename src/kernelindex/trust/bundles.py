@@ -390,7 +390,7 @@ def publish_verified(catalog: Any, bundle: VerifiedBundle, *, allow_untrusted: b
                         for run in bundle.runs()}
     return publish_manifests(catalog, bundle.manifests, actor=actor, source=RUNNER_SOURCE,
                              snapshot_digest=bundle.digest, locator=locator, attestations=attestations,
-                             kinds=MEASUREMENT_KINDS)
+                             kinds=MEASUREMENT_KINDS, redeclare=False)
 
 
 def publish_bundle(catalog: Any, path: Path, *, allow_untrusted: bool = False,
