@@ -17,6 +17,7 @@ import gzip
 import io
 import re
 import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kernelindex.trust.bundles import (
@@ -77,17 +78,22 @@ class _Pending:
     size: int | None = None
 
 
-def unpack_archive(data: bytes) -> dict[str, bytes]:
-    """The bundle files of a tar or tar.gz archive, by name."""
+Check = Callable[[Mapping[str, bytes]], object]
+
+
+def unpack_archive(data: bytes, *, signer: Check | None = None) -> dict[str, bytes]:
+    """The bundle files of a tar or tar.gz archive, by name. ``signer`` is called with the files read so
+    far as soon as both ``bundle.json`` and ``bundle.sig`` are among them (``ki publish`` puts them first),
+    and may refuse the upload before the rest of the archive is decompressed."""
     stream: io.BufferedIOBase = gzip.GzipFile(fileobj=io.BytesIO(data)) if data[:2] == b"\x1f\x8b" else io.BytesIO(data)
     try:
-        return _unpack(stream)
+        return _unpack(stream, signer)
     except (EOFError, OSError, zlib.error):
         raise ArchiveError("not a tar or tar.gz archive that can be read: the gzip stream is corrupt or cut "
                            "short; make it with `ki publish BUNDLE --server URL`") from None
 
 
-def _unpack(stream: io.BufferedIOBase) -> dict[str, bytes]:
+def _unpack(stream: io.BufferedIOBase, signer: Check | None) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     pending, total, extensions = _Pending(), 0, 0
     for count in range(1, MAX_ENTRIES + 2):
@@ -108,6 +114,9 @@ def _unpack(stream: io.BufferedIOBase) -> dict[str, bytes]:
         if name in files:
             raise ArchiveError(f"archive entry {shown(name)} appears twice; a bundle holds each file once")
         files[name] = _file_data(stream, size, name)
+        if signer is not None and INDEX_FILE in files and SIGNATURE_FILE in files:
+            signer(files)
+            signer = None
     raise AssertionError("unreachable")
 
 

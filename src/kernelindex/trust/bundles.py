@@ -21,7 +21,6 @@ publishes what was checked.
 from __future__ import annotations
 
 import re
-import stat
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +50,21 @@ from kernelindex.domain.manifests import (
     parse_manifest_text,
 )
 from kernelindex.domain.sources import RUNNER_SOURCE
+from kernelindex.trust.bundle_limits import (
+    INDEX_FILE,
+    MANIFESTS_FILE,
+    MAX_BUNDLE_BYTES,
+    MAX_BUNDLE_FILES,
+    MAX_INDEX_BYTES,
+    MAX_MANIFESTS_BYTES,
+    MAX_SAMPLES_BYTES,
+    SAMPLES_DIR,
+    SIGNATURE_FILE,
+    BundleFiles,
+    check_sizes,
+    check_tree,
+    read_capped,
+)
 from kernelindex.trust.content import (
     MEASUREMENT_KINDS,
     BundleError,
@@ -63,25 +77,15 @@ from kernelindex.trust.content import (
 from kernelindex.trust.keys import ALGORITHM, key_id_of, public_key_hex, verify_signature
 
 __all__ = ["BundleError", "NotAMeasurementError", "UntrustedRunnerError", "MEASUREMENT_KINDS", "VerifiedBundle",
-           "read_bundle", "verify_bundle", "verify_directory", "write_bundle", "publish_verified", "publish_bundle",
-           "bundled_bundles"]
+           "read_bundle", "verify_bundle", "check_signer", "verify_directory", "write_bundle", "publish_verified",
+           "publish_bundle", "bundled_bundles", "BundleFiles", "INDEX_FILE", "MANIFESTS_FILE", "SIGNATURE_FILE",
+           "SAMPLES_DIR", "MAX_INDEX_BYTES", "MAX_MANIFESTS_BYTES", "MAX_SAMPLES_BYTES", "MAX_BUNDLE_BYTES",
+           "MAX_BUNDLE_FILES"]
 
 BUNDLE_FORMAT = "kernelindex-bundle/v1"
-MANIFESTS_FILE = "manifests.jsonl"
-INDEX_FILE = "bundle.json"
-SIGNATURE_FILE = "bundle.sig"
-SAMPLES_DIR = "samples"
 _HEX = re.compile(r"^[0-9a-f]+$")
-# Size caps, checked on the directory entry before a byte is read (the shipped bundles' largest
-# file is 90 kB). A bundle holds only regular files and directories: never a symlink or a device.
-MAX_INDEX_BYTES = 1_048_576  # bundle.json, bundle.sig
-MAX_MANIFESTS_BYTES = 64 * 1_048_576
-MAX_SAMPLES_BYTES = 16 * 1_048_576  # one samples file
-MAX_BUNDLE_BYTES = 256 * 1_048_576  # every file together
-MAX_BUNDLE_FILES = 10_000
 
 
-BundleFiles = Mapping[str, bytes]  # a bundle's files by their name in the bundle ("samples/<hex>.json")
 
 
 @dataclass(frozen=True)
@@ -174,8 +178,9 @@ def read_bundle(path: Path) -> dict[str, bytes]:
         raise BundleError(
             f"{path}: a bundle is a directory with {INDEX_FILE}, {SIGNATURE_FILE} and {MANIFESTS_FILE}"
         )
-    _check_tree(path)
-    return {file.relative_to(path).as_posix(): _read(file) for file in sorted(path.rglob("*")) if not file.is_dir()}
+    check_tree(path)
+    return {file.relative_to(path).as_posix(): read_capped(file)
+            for file in sorted(path.rglob("*")) if not file.is_dir()}
 
 
 def verify_directory(path: Path) -> VerifiedBundle:
@@ -187,15 +192,19 @@ def verify_directory(path: Path) -> VerifiedBundle:
         raise type(exc)(message if message.startswith(str(path)) else f"{path}: {message}") from None
 
 
-def verify_bundle(files: BundleFiles) -> VerifiedBundle:
+def verify_bundle(files: BundleFiles, *, trusted: Mapping[str, str] | None = None) -> VerifiedBundle:
     """Check the signature, every file digest and the bundle's internal references, from the files'
     bytes. Raises BundleError (NotAMeasurementError for foreign kinds) naming the first problem found
-    by the file's name within the bundle."""
-    _check_sizes(files)
+    by the file's name within the bundle. With ``trusted`` (key id → runner name), a bundle signed by
+    any other key is refused (UntrustedRunnerError) right after its signature is checked, before any
+    other file is hashed or a manifest parsed."""
+    check_sizes(files)
     index = _canonical_json(files, INDEX_FILE)
     sig = _canonical_json(files, SIGNATURE_FILE)
     digest = _check_index(index)
     key_id, public = _check_signature(sig, digest, index)
+    if trusted is not None:
+        _check_trusted(key_id, index, trusted)
     _check_files(files, index["files"])
     manifests = _read_manifests(files[MANIFESTS_FILE])
     _check_references(manifests, index["files"], key_id)
@@ -206,48 +215,22 @@ def verify_bundle(files: BundleFiles) -> VerifiedBundle:
     )
 
 
-def _size_limit(name: str) -> int:
-    if name in (INDEX_FILE, SIGNATURE_FILE):
-        return MAX_INDEX_BYTES
-    return MAX_MANIFESTS_BYTES if name == MANIFESTS_FILE else MAX_SAMPLES_BYTES
+def check_signer(files: BundleFiles, trusted: Mapping[str, str]) -> str:
+    """Check ``bundle.json`` and ``bundle.sig`` alone (the first two files of an archive ``ki publish``
+    makes): the index's digest, the signature over it and that its key is trusted here; returns the key
+    id. Work before trust: an upload signed by a stranger costs two small files, never its manifests."""
+    index = _canonical_json(files, INDEX_FILE)
+    sig = _canonical_json(files, SIGNATURE_FILE)
+    key_id, _ = _check_signature(sig, _check_index(index), index)
+    _check_trusted(key_id, index, trusted)
+    return key_id
 
 
-def _check_tree(root: Path) -> None:
-    """Refuse, from directory entries alone (lstat, nothing opened), any symlink, device, socket or
-    fifo, any file over its cap, and a bundle over its total size or file count."""
-    total, count = 0, 0
-    for entry in root.rglob("*"):
-        info = entry.lstat()
-        name = entry.relative_to(root).as_posix()
-        if stat.S_ISDIR(info.st_mode):
-            continue
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
-            raise BundleError(f"{entry}: {kind}; a bundle holds only regular files")
-        if info.st_size > _size_limit(name):
-            raise BundleError(f"{entry}: {info.st_size:,} bytes, over the {_size_limit(name):,}-byte limit")
-        total, count = total + info.st_size, count + 1
-        if total > MAX_BUNDLE_BYTES or count > MAX_BUNDLE_FILES:
-            raise BundleError(f"{root}: over {MAX_BUNDLE_BYTES:,} bytes or {MAX_BUNDLE_FILES:,} files")
-
-
-def _check_sizes(files: BundleFiles) -> None:
-    """The same caps on files already in memory (an archive's reader checks them before reading too)."""
-    if len(files) > MAX_BUNDLE_FILES or sum(len(data) for data in files.values()) > MAX_BUNDLE_BYTES:
-        raise BundleError(f"over {MAX_BUNDLE_BYTES:,} bytes or {MAX_BUNDLE_FILES:,} files")
-    for name, data in files.items():
-        if len(data) > _size_limit(name):
-            raise BundleError(f"{name}: {len(data):,} bytes, over the {_size_limit(name):,}-byte limit")
-
-
-def _read(file: Path) -> bytes:
-    """Read a file checked by _check_tree, never more than its cap (it may have grown since)."""
-    limit = _size_limit(file.name)
-    with file.open("rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise BundleError(f"{file}: over the {limit:,}-byte limit")
-    return data
+def _check_trusted(key_id: str, index: dict[str, Any], trusted: Mapping[str, str]) -> None:
+    if key_id not in trusted:
+        raise UntrustedRunnerError(
+            f"the bundle is signed by runner {index['runner']['name']!r} ({key_id}), which is not a trusted "
+            "runner on this server; an operator must run `ki runner trust` for its public key first")
 
 
 def _canonical_json(files: BundleFiles, name: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import tarfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,8 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import run_id_of
 from kernelindex.catalog.runners import trusted_runner_keys
 from kernelindex.domain.manifests import digest_of
-from kernelindex.trust.archive import ArchiveError, unpack_archive
-from kernelindex.trust.bundles import BundleFiles, UntrustedRunnerError, publish_verified, read_bundle, verify_bundle
+from kernelindex.trust.archive import ArchiveError, Check, unpack_archive
+from kernelindex.trust.bundles import BundleFiles, check_signer, publish_verified, read_bundle, verify_bundle
 
 MAX_ARCHIVE_BYTES = 32 * 1024 * 1024  # compressed, as sent
 ARCHIVE_MEDIA_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar")
@@ -62,12 +63,13 @@ def pack_bundle(path: Path) -> bytes:
     return pack_files(read_bundle(path))
 
 
-def unpack_bundle(data: bytes) -> dict[str, bytes]:
+def unpack_bundle(data: bytes, *, signer: Check | None = None) -> dict[str, bytes]:
     """An uploaded archive's bundle files, in memory, within the limits of ``trust/archive.py``: only a
-    bundle's own regular files, every header size checked before what it declares is read."""
+    bundle's own regular files, every header size checked before what it declares is read; ``signer``
+    checks the signing key as soon as the index and signature are read."""
     if len(data) > MAX_ARCHIVE_BYTES:
         raise ArchiveError(f"the archive is {len(data):,} bytes; the limit is {MAX_ARCHIVE_BYTES:,}")
-    return unpack_archive(data)
+    return unpack_archive(data, signer=signer)
 
 
 def receive_bundle(catalog: Catalog, data: bytes, *, actor: str) -> UploadResult:
@@ -75,11 +77,8 @@ def receive_bundle(catalog: Catalog, data: bytes, *, actor: str) -> UploadResult
     ArchiveError, BundleError (or its NotAMeasurementError, UntrustedRunnerError) or PublishError naming
     what failed; nothing is written then. A bundle already attested in the catalog is a replay: nothing
     is written but the answer is the same."""
-    bundle = verify_bundle(unpack_bundle(data))
-    if bundle.key_id not in trusted_runner_keys(catalog):
-        raise UntrustedRunnerError(
-            f"the bundle is signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
-            "runner on this server; an operator must run `ki runner trust` for its public key first")
+    trusted = trusted_runner_keys(catalog)  # checked from bundle.json and bundle.sig, before anything else
+    bundle = verify_bundle(unpack_bundle(data, signer=partial(check_signer, trusted=trusted)), trusted=trusted)
     runs = sorted(run_id_of(digest_of(r)) for r in bundle.runs())
     if bundle_attested(catalog, bundle.digest):
         return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, True, {})
