@@ -42,6 +42,8 @@ TITLES = {
     "internal_error": "Internal server error",
     "unavailable": "Service unavailable",
     "export_busy": "Every export download slot is in use",
+    "uploads_busy": "Every upload slot is in use",
+    "request_timeout": "Request body stalled",
     "implementation_redeclared": "Bundle redeclares a catalogued implementation",
 }
 STATUS = {
@@ -51,6 +53,7 @@ STATUS = {
     "invalid_request": 422, "archive_invalid": 422, "bundle_invalid": 422, "untrusted_runner": 422,
     "not_a_measurement": 422, "unpublishable": 422, "not_fulfilled": 422, "rate_limited": 429,
     "internal_error": 500, "unavailable": 503, "export_busy": 503, "implementation_redeclared": 422,
+    "uploads_busy": 503, "request_timeout": 408,
 }
 # An HTTP status the framework raises on its own, as the problem it is.
 CODE_OF_STATUS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 from kernelindex import registry
 from kernelindex.catalog import requests as stored
@@ -67,7 +67,7 @@ def ask(catalog: Catalog, now: datetime, body: dict[str, Any]) -> Asked | Proble
     return Asked(filed.to_json(now), merged)
 
 
-def upload(catalog: Catalog, archive: bytes, *, actor: str) -> UploadResult | Problem:
+def upload(catalog: Catalog, archive: bytes | IO[bytes], *, actor: str) -> UploadResult | Problem:
     """Publish an uploaded bundle archive (``POST /api/v1/bundles``): verified once, from memory, then
     published; the same bundle again is a replay that writes nothing. Messages name files inside the
     bundle."""

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import re
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import IO, Any
 
 from kernelindex.trust.bundles import (
     INDEX_FILE,
@@ -81,11 +83,14 @@ class _Pending:
 Check = Callable[[Mapping[str, bytes]], object]
 
 
-def unpack_archive(data: bytes, *, signer: Check | None = None) -> dict[str, bytes]:
+def unpack_archive(data: bytes | IO[bytes], *, signer: Check | None = None) -> dict[str, bytes]:
     """The bundle files of a tar or tar.gz archive, by name. ``signer`` is called with the files read so
     far as soon as both ``bundle.json`` and ``bundle.sig`` are among them (``ki publish`` puts them first),
     and may refuse the upload before the rest of the archive is decompressed."""
-    stream: io.BufferedIOBase = gzip.GzipFile(fileobj=io.BytesIO(data)) if data[:2] == b"\x1f\x8b" else io.BytesIO(data)
+    source: IO[bytes] = io.BytesIO(data) if isinstance(data, bytes) else data
+    magic = source.read(2)
+    source.seek(-len(magic), os.SEEK_CUR)
+    stream: Any = gzip.GzipFile(fileobj=source, mode="rb") if magic == b"\x1f\x8b" else source
     try:
         return _unpack(stream, signer)
     except (EOFError, OSError, zlib.error):

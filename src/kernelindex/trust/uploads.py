@@ -10,11 +10,12 @@ and nothing is written.
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kernelindex import urls
 from kernelindex.catalog.attestations import bundle_attested
@@ -63,16 +64,19 @@ def pack_bundle(path: Path) -> bytes:
     return pack_files(read_bundle(path))
 
 
-def unpack_bundle(data: bytes, *, signer: Check | None = None) -> dict[str, bytes]:
+def unpack_bundle(data: bytes | IO[bytes], *, signer: Check | None = None) -> dict[str, bytes]:
     """An uploaded archive's bundle files, in memory, within the limits of ``trust/archive.py``: only a
     bundle's own regular files, every header size checked before what it declares is read; ``signer``
     checks the signing key as soon as the index and signature are read."""
-    if len(data) > MAX_ARCHIVE_BYTES:
-        raise ArchiveError(f"the archive is {len(data):,} bytes; the limit is {MAX_ARCHIVE_BYTES:,}")
+    size = len(data) if isinstance(data, bytes) else data.seek(0, os.SEEK_END)
+    if size > MAX_ARCHIVE_BYTES:
+        raise ArchiveError(f"the archive is {size:,} bytes; the limit is {MAX_ARCHIVE_BYTES:,}")
+    if not isinstance(data, bytes):
+        data.seek(0)
     return unpack_archive(data, signer=signer)
 
 
-def receive_bundle(catalog: Catalog, data: bytes, *, actor: str) -> UploadResult:
+def receive_bundle(catalog: Catalog, data: bytes | IO[bytes], *, actor: str) -> UploadResult:
     """Verify an uploaded bundle archive once, from memory, and publish what was verified. Raises
     ArchiveError, BundleError (or its NotAMeasurementError, UntrustedRunnerError) or PublishError naming
     what failed; nothing is written then. A bundle already attested in the catalog is a replay: nothing
