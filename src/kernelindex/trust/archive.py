@@ -199,7 +199,8 @@ def _read_extension(stream: io.BufferedIOBase, header: _Header, pending: _Pendin
         records = _pax_records(raw)
         pending.name = records.get("path", pending.name)
         if "size" in records:
-            if not records["size"].isdigit():
+            # ASCII digits only: str.isdigit() also takes '²' or '①', which int() then refuses (a 500)
+            if not re.fullmatch(r"[0-9]{1,20}", records["size"]):
                 raise ArchiveError("the archive has a pax extended header whose size is not a number")
             pending.size = int(records["size"])
     return header.size

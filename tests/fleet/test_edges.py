@@ -1,0 +1,58 @@
+"""Issue 51, item 5: edges. A malformed pax ``size`` is a 422, not a 500; a runner key can be untrusted
+(``ki runner untrust``), after which its uploads are refused and its runs are no longer verified."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from fleet_helpers import bearer, make_runner, resigned, shipped
+from typer.testing import CliRunner
+
+from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.runners import trusted_runner_keys
+from kernelindex.trust import keys as runner_keys
+from kernelindex.trust.uploads import pack_bundle
+
+
+def _pax(size: str) -> bytes:
+    record = f"size={size}\n".encode()
+    record = f"{len(record) + 3} ".encode() + record
+    if len(record) != int(record.split(b" ")[0]):  # the length counts its own digits
+        record = f"{len(record) + 1} ".encode() + record.split(b" ", 1)[1]
+    info = tarfile.TarInfo("././@PaxHeader")
+    info.size, info.type = len(record), tarfile.XHDTYPE
+    entry = tarfile.TarInfo("bundle.json")
+    return info.tobuf(tarfile.USTAR_FORMAT) + record.ljust(512, b"\0") + entry.tobuf(tarfile.USTAR_FORMAT)
+
+
+@pytest.mark.parametrize("size", ["²", "①", "12a", "-1", "1e3"])
+def test_a_malformed_pax_size_is_a_422(client: TestClient, tokens: dict[str, str], size: str) -> None:
+    answer = client.post("/api/v1/bundles", content=_pax(size),
+                         headers={**bearer(tokens["bundles:write"]), "content-type": "application/x-tar"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["code"] == "archive_invalid" and "pax" in answer.json()["detail"]
+
+
+def test_an_untrusted_key_publishes_nothing_more(client: TestClient, fleet_catalog: Catalog,
+                                                 tokens: dict[str, str], tmp_path: Path) -> None:
+    from kernelindex.cli import app
+
+    key = make_runner(tmp_path, "leaky-runner", fleet_catalog)
+    key_id = runner_keys.key_id_of(runner_keys.public_key_hex(runner_keys.load_private_key(key)))
+    upload = {**bearer(tokens["bundles:write"]), "content-type": "application/gzip"}
+    first = resigned(shipped("rope"), tmp_path / "one", key, "leaky-runner", 0)
+    assert client.post("/api/v1/bundles", content=pack_bundle(first), headers=upload).status_code == 201
+    version = fleet_catalog.version()
+    result = CliRunner().invoke(app, ["runner", "untrust", key_id, "--reason", "key leaked",
+                                      "--database", fleet_catalog.url])
+    assert result.exit_code == 0 and "no longer trusted" in " ".join(result.output.split()), result.output
+    assert key_id not in trusted_runner_keys(fleet_catalog) and fleet_catalog.version() == version + 1
+    second = resigned(shipped("rope"), tmp_path / "two", key, "leaky-runner", 1)
+    refused = client.post("/api/v1/bundles", content=pack_bundle(second), headers=upload)
+    assert refused.status_code == 422 and refused.json()["code"] == "untrusted_runner"
+    again = CliRunner().invoke(app, ["runner", "untrust", key_id, "--reason", "twice", "--database",
+                                     fleet_catalog.url])
+    assert again.exit_code == 1 and "not trusted here" in " ".join(again.output.split())
