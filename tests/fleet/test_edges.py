@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -56,3 +57,41 @@ def test_an_untrusted_key_publishes_nothing_more(client: TestClient, fleet_catal
     again = CliRunner().invoke(app, ["runner", "untrust", key_id, "--reason", "twice", "--database",
                                      fleet_catalog.url])
     assert again.exit_code == 1 and "not trusted here" in " ".join(again.output.split())
+
+
+def _rewritten(tmp: Path, key: Path, name: str, change: Any) -> Path:
+    """The shipped rope bundle re-signed by ``key``, each run's spec passed through ``change(index, spec)``."""
+    from kernelindex.domain.manifests import manifest_json, parse_manifest
+    from kernelindex.trust.bundles import SAMPLES_DIR, verify_directory, write_bundle
+
+    source = shipped("rope")
+    signer = runner_keys.load_private_key(key)
+    key_id = runner_keys.key_id_of(runner_keys.public_key_hex(signer))
+    manifests, index = [], 0
+    for manifest in verify_directory(source).manifests:
+        data = manifest_json(manifest)
+        if data["kind"] == "BenchmarkRun":
+            spec = {**data["spec"], "runner": {"name": name, "key_id": key_id}}
+            data, index = {**data, "spec": change(index, spec)}, index + 1
+        manifests.append(parse_manifest(data, "test"))
+    out = tmp / f"rewritten-{len(list(tmp.iterdir()))}"
+    write_bundle(out, manifests, [p.read_bytes() for p in sorted((source / SAMPLES_DIR).iterdir())], key=signer,
+                 runner_name=name)
+    return out
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda i, spec: {**spec, "observed_at": "2100-01-01T00:00:00Z"}, "later than this server's clock allows"),
+    (lambda i, spec: {**spec, "source": {**spec["source"], "external_id": "same"}}, "share the external id 'same'"),
+])
+def test_a_run_from_the_future_or_sharing_an_external_id_is_refused(
+        client: TestClient, fleet_catalog: Catalog, tokens: dict[str, str], tmp_path: Path, change: Any,
+        words: str) -> None:
+    key = make_runner(tmp_path, "odd-runner", fleet_catalog)
+    bundle = _rewritten(tmp_path, key, "odd-runner", change)
+    version = fleet_catalog.version()
+    answer = client.post("/api/v1/bundles", content=pack_bundle(bundle),
+                         headers={**bearer(tokens["bundles:write"]), "content-type": "application/gzip"})
+    assert answer.status_code == 422 and answer.json()["code"] == "bundle_invalid", answer.text
+    assert words in answer.json()["detail"]
+    assert fleet_catalog.version() == version
