@@ -95,3 +95,27 @@ def test_a_run_from_the_future_or_sharing_an_external_id_is_refused(
     assert answer.status_code == 422 and answer.json()["code"] == "bundle_invalid", answer.text
     assert words in answer.json()["detail"]
     assert fleet_catalog.version() == version
+
+
+def test_a_summary_replaced_by_an_older_one_is_computed_not_a_500(client: TestClient,
+                                                                  fleet_catalog: Catalog) -> None:
+    """Two workers storing one operation's summary at once: the one with the older version wrote last, so
+    none is stored at the version a reader holds. The reader computes it (it was NoResultFound: /challenges
+    answered 500 during large concurrent publications)."""
+    from sqlalchemy import select, update
+
+    from kernelindex.catalog.models import OperationSummaryRow
+    from kernelindex.readmodel import summaries
+    from kernelindex.trust.bundles import publish_bundle
+
+    publish_bundle(fleet_catalog, shipped("rope"))
+    summaries.ensure_summaries(fleet_catalog)
+    with fleet_catalog.engine.begin() as conn:
+        version, cohorts, workloads = conn.execute(select(
+            OperationSummaryRow.version, OperationSummaryRow.cohorts, OperationSummaryRow.workloads).where(
+            OperationSummaryRow.operation == "rope")).one()
+        conn.execute(update(OperationSummaryRow).where(OperationSummaryRow.operation == "rope")
+                     .values(version=version - 1))
+    assert summaries._part(fleet_catalog, "rope", version, OperationSummaryRow.cohorts) == cohorts.encode()
+    assert summaries._part(fleet_catalog, "rope", version, OperationSummaryRow.workloads) == workloads.encode()
+    assert client.get("/challenges").status_code == 200
