@@ -21,6 +21,7 @@ publishes what was checked.
 from __future__ import annotations
 
 import re
+import stat
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,11 +42,8 @@ from kernelindex.domain.canonical import (
     strict_json_loads,
 )
 from kernelindex.domain.manifests import (
-    BenchmarkRun,
-    ImplementationRevision,
     Manifest,
     ManifestError,
-    WorkloadCase,
     digest_of,
     parse_manifest_text,
 )
@@ -61,9 +59,6 @@ from kernelindex.trust.bundle_limits import (
     SAMPLES_DIR,
     SIGNATURE_FILE,
     BundleFiles,
-    check_sizes,
-    check_tree,
-    read_capped,
 )
 from kernelindex.trust.content import (
     MEASUREMENT_KINDS,
@@ -72,6 +67,7 @@ from kernelindex.trust.content import (
     UntrustedRunnerError,
     check_kind,
     check_measured,
+    check_references,
     check_runner_names,
 )
 from kernelindex.trust.keys import ALGORITHM, key_id_of, public_key_hex, verify_signature
@@ -178,8 +174,8 @@ def read_bundle(path: Path) -> dict[str, bytes]:
         raise BundleError(
             f"{path}: a bundle is a directory with {INDEX_FILE}, {SIGNATURE_FILE} and {MANIFESTS_FILE}"
         )
-    check_tree(path)
-    return {file.relative_to(path).as_posix(): read_capped(file)
+    _check_tree(path)
+    return {file.relative_to(path).as_posix(): _read(file)
             for file in sorted(path.rglob("*")) if not file.is_dir()}
 
 
@@ -198,7 +194,7 @@ def verify_bundle(files: BundleFiles, *, trusted: Mapping[str, str] | None = Non
     by the file's name within the bundle. With ``trusted`` (key id → runner name), a bundle signed by
     any other key is refused (UntrustedRunnerError) right after its signature is checked, before any
     other file is hashed or a manifest parsed."""
-    check_sizes(files)
+    _check_sizes(files)
     index = _canonical_json(files, INDEX_FILE)
     sig = _canonical_json(files, SIGNATURE_FILE)
     digest = _check_index(index)
@@ -207,7 +203,7 @@ def verify_bundle(files: BundleFiles, *, trusted: Mapping[str, str] | None = Non
         _check_trusted(key_id, index, trusted)
     _check_files(files, index["files"])
     manifests = _read_manifests(files[MANIFESTS_FILE])
-    _check_references(manifests, index["files"], key_id)
+    check_references(manifests, index["files"], key_id)
     check_measured(manifests)
     return VerifiedBundle(
         digest=digest, runner_name=index["runner"]["name"], key_id=key_id, public_key=public,
@@ -231,6 +227,50 @@ def _check_trusted(key_id: str, index: dict[str, Any], trusted: Mapping[str, str
         raise UntrustedRunnerError(
             f"the bundle is signed by runner {index['runner']['name']!r} ({key_id}), which is not a trusted "
             "runner on this server; an operator must run `ki runner trust` for its public key first")
+
+
+def _size_limit(name: str) -> int:
+    if name in (INDEX_FILE, SIGNATURE_FILE):
+        return MAX_INDEX_BYTES
+    return MAX_MANIFESTS_BYTES if name == MANIFESTS_FILE else MAX_SAMPLES_BYTES
+
+
+def _check_tree(root: Path) -> None:
+    """Refuse, from directory entries alone (lstat, nothing opened), any symlink, device, socket or
+    fifo, any file over its cap, and a bundle over its total size or file count."""
+    total, count = 0, 0
+    for entry in root.rglob("*"):
+        info = entry.lstat()
+        name = entry.relative_to(root).as_posix()
+        if stat.S_ISDIR(info.st_mode):
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+            raise BundleError(f"{entry}: {kind}; a bundle holds only regular files")
+        if info.st_size > _size_limit(name):
+            raise BundleError(f"{entry}: {info.st_size:,} bytes, over the {_size_limit(name):,}-byte limit")
+        total, count = total + info.st_size, count + 1
+        if total > MAX_BUNDLE_BYTES or count > MAX_BUNDLE_FILES:
+            raise BundleError(f"{root}: over {MAX_BUNDLE_BYTES:,} bytes or {MAX_BUNDLE_FILES:,} files")
+
+
+def _check_sizes(files: BundleFiles) -> None:
+    """The same caps on files already in memory (an archive's reader checks them before reading too)."""
+    if len(files) > MAX_BUNDLE_FILES or sum(len(data) for data in files.values()) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"over {MAX_BUNDLE_BYTES:,} bytes or {MAX_BUNDLE_FILES:,} files")
+    for name, data in files.items():
+        if len(data) > _size_limit(name):
+            raise BundleError(f"{name}: {len(data):,} bytes, over the {_size_limit(name):,}-byte limit")
+
+
+def _read(file: Path) -> bytes:
+    """Read a file checked by _check_tree, never more than its cap (it may have grown since)."""
+    limit = _size_limit(file.name)
+    with file.open("rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise BundleError(f"{file}: over the {limit:,}-byte limit")
+    return data
 
 
 def _canonical_json(files: BundleFiles, name: str) -> dict[str, Any]:
@@ -310,34 +350,6 @@ def _read_manifests(data: bytes) -> list[Manifest]:
     if not manifests:
         raise BundleError(f"{MANIFESTS_FILE}: no manifests")
     return manifests
-
-
-def _check_references(manifests: list[Manifest], files: dict[str, str], key_id: str) -> None:
-    digests = {digest_of(m) for m in manifests}
-    sample_digests = {d for name, d in files.items() if name.startswith(f"{SAMPLES_DIR}/")}
-    for manifest in manifests:
-        if isinstance(manifest, ImplementationRevision):
-            _require(digests, manifest.spec.operation, "operation", manifest)
-            _require(digests, manifest.spec.project, "project", manifest)
-        if isinstance(manifest, WorkloadCase):
-            _require(digests, manifest.spec.operation, "operation", manifest)
-        if not isinstance(manifest, BenchmarkRun):
-            continue
-        spec = manifest.spec
-        for name in ("implementation", "workload", "protocol", "environment"):
-            _require(digests, getattr(spec, name), name, manifest)
-        if spec.runner is None or spec.runner.key_id != key_id:
-            raise BundleError(f"run {spec.source.external_id}: runner.key_id is not the signing key {key_id}")
-        if spec.timing.samples_digest is not None and spec.timing.samples_digest not in sample_digests:
-            raise BundleError(
-                f"run {spec.source.external_id}: samples {spec.timing.samples_digest} are not in the bundle"
-            )
-
-
-def _require(digests: set[str], digest: str, what: str, manifest: Manifest) -> None:
-    if digest not in digests:
-        name = manifest.metadata.name or manifest.kind
-        raise BundleError(f"{manifest.kind} {name}: its {what} {digest} is not in the bundle")
 
 
 # --- bundles shipped with the package and publication ----------------------------------------------
