@@ -191,12 +191,19 @@ def _workloads(catalog: Catalog, slug: str, version: int, held: bytes | None) ->
 
 def _part(catalog: Catalog, slug: str, version: int, column: Any) -> bytes:
     """A column of the operation's stored summary at ``version`` (or, when a newer version replaced it in
-    the meantime, the newest stored: the page asking is about to be computed again anyway)."""
+    the meantime, the newest stored: the page asking is about to be computed again anyway). When none is
+    stored at that version or later — a worker that computed an older version stored it last, replacing
+    the newer one, during concurrent publications — it is computed here (it was a NoResultFound: a 500 on
+    /challenges, issue 51)."""
     with catalog.engine.connect() as conn:
-        return conn.execute(select(column).where(
+        stored = conn.execute(select(column).where(
             OperationSummaryRow.operation == slug, OperationSummaryRow.form == summary_form(),
             OperationSummaryRow.version >= version).order_by(OperationSummaryRow.version).limit(1)
-        ).scalar_one().encode()
+        ).scalar()
+    if stored is not None:
+        return str(stored).encode()
+    computed = computed_summaries(catalog, [slug])[slug]
+    return computed[1] if column is OperationSummaryRow.cohorts else computed[2]
 
 
 def ensure_summaries(catalog: Catalog) -> int:
