@@ -108,6 +108,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("catalog_backend", _backends_of(metafunc), indirect=True, scope="session")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark PostgreSQL twins ``postgres`` (so ``-m postgres`` / ``-m "not postgres"`` split a run in two)
     and the tests on every bundled source ``slow``."""
