@@ -44,8 +44,11 @@ class Runners:
         command = [sys.executable, "-m", "kernelindex.cli", "runner", "work", "--server", self.server,
                    "--api-key", self.token, "--key", str(key), "--poll", "0.2", "--min-samples", "10",
                    "--time-budget", "0.5", "--test-device-product", PRODUCT]
+        # SIGINT at its default, so the runner's Python turns it into KeyboardInterrupt: a background job of a
+        # non-interactive shell (a CI step) starts with SIGINT ignored, and the runner would then sit out stop()'s wait.
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})  # a killed runner's log is complete
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"},  # a killed runner's log is complete
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.procs[name] = proc
         return proc
 
