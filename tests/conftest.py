@@ -46,6 +46,10 @@ POSTGRES_PATHS = (
     "fleet/test_keys_and_uploads.py",  # keys, audit and uploads: each refusal rolls back
     "fleet/test_write_path_abuse.py",  # concurrent identical uploads, one publication
     "fleet/test_site_asks.py",  # the changes feed's cursor paging in SQL
+    "fleet/test_completion_race.py",  # (on main) completions serialised: BEGIN IMMEDIATE / an advisory lock
+    "fleet/test_edges.py",  # (on main) a summary replaced by concurrent publications; untrust as a publication
+    "fleet/test_audit_floods.py",  # (on main) refused writes aggregated into one audit row a minute in SQL
+    "fleet/test_export_exhaustion.py",  # (on main) the export written from one read snapshot
     "fleet/test_challenges_answer.py",  # another process's change seen through the catalog version
     "api/test_service_answers.py",  # answers kept per catalog version, recomputed after a publication
     "sources/test_kernelindex_export.py",  # idempotent re-publishing of the real export
