@@ -1,14 +1,22 @@
 """Shared fixtures: real catalogs on a real SQLite file, and on PostgreSQL when
 KERNELINDEX_TEST_DATABASE_URL is set (each catalog gets its own schema, so parallel tests and
-other users of the database never see each other's tables)."""
+other users of the database never see each other's tables).
+
+A catalog test runs on PostgreSQL too only where SQL differs (``POSTGRES_PATHS`` below, or a test's
+``@pytest.mark.backends("sqlite", "postgresql")``): the catalog layer, the publication transaction,
+migrations, summaries, leases and concurrency, read-model loading. Rendering, JSON shapes, CLI text, MCP
+answers and the browser read what those layers return and run on SQLite alone;
+tests/test_postgres_front_doors.py keeps one PostgreSQL smoke test per front door."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -23,9 +31,36 @@ PG_URL = os.environ.get("KERNELINDEX_TEST_DATABASE_URL")
 TEST_PARTS = ("liger", "export", "verified")
 os.environ["KERNELINDEX_BUNDLED_PARTS"] = ",".join(TEST_PARTS)
 # PostgreSQL stays in every count: without the variable its tests are reported as skipped, with the reason.
-BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(
+POSTGRES = pytest.param("postgresql", marks=pytest.mark.skipif(
     not PG_URL, reason="PostgreSQL tests need KERNELINDEX_TEST_DATABASE_URL "
-    "(e.g. postgresql://postgres@127.0.0.1:5432/test)"))]
+    "(e.g. postgresql://postgres@127.0.0.1:5432/test)"))
+BACKENDS = ["sqlite", POSTGRES]
+# Where SQL differs, so a catalog test runs on both backends (paths under tests/, a folder ending in "/").
+# Everything else reads what these layers return and runs on SQLite (issue 47).
+POSTGRES_PATHS = (
+    "catalog/",  # the catalog layer: publication transaction, migrations, idempotency, concurrent publication
+    "readmodel/",  # read-model loading, stored summaries, the catalog-version cache
+    "fleet/test_claims.py",  # leases: claims refused leave the request and the catalog as they were
+    "fleet/test_requests.py",  # leases: request merging, expiry and completion
+    "fleet/test_work_e2e.py",  # two runners racing for leases over a real server
+    "fleet/test_keys_and_uploads.py",  # keys, audit and uploads: each refusal rolls back
+    "fleet/test_write_path_abuse.py",  # concurrent identical uploads, one publication
+    "fleet/test_site_asks.py",  # the changes feed's cursor paging in SQL
+    "fleet/test_completion_race.py",  # (on main) completions serialised: BEGIN IMMEDIATE / an advisory lock
+    "fleet/test_edges.py",  # (on main) a summary replaced by concurrent publications; untrust as a publication
+    "fleet/test_audit_floods.py",  # (on main) refused writes aggregated into one audit row a minute in SQL
+    "fleet/test_export_exhaustion.py",  # (on main) the export written from one read snapshot
+    "fleet/test_challenges_answer.py",  # another process's change seen through the catalog version
+    "api/test_service_answers.py",  # answers kept per catalog version, recomputed after a publication
+    "sources/test_kernelindex_export.py",  # idempotent re-publishing of the real export
+    "web/test_version_freshness.py",  # the catalog version read across connections
+    "web/test_publication_invalidation.py",  # per-operation versions bumped in the publication transaction
+    "web/test_answer_cache.py",  # answers kept per catalog version, a write by another connection
+    "web/test_warming.py",  # re-warming read models after a publication
+    "web/test_stored_values.py",  # damaged values written into typed columns
+    "web/test_reliability.py",  # a zero median stored directly in a column
+)
+TESTS = Path(__file__).resolve().parent
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 
@@ -61,45 +96,104 @@ def _new_catalog(backend: str, tmp_dir: Path) -> tuple[Catalog, callable]:
     return catalog, cleanup
 
 
-@pytest.fixture(params=BACKENDS)
-def empty_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
-    """A fresh, empty catalog (schema migrated) per test, on each backend."""
-    catalog, cleanup = _new_catalog(request.param, tmp_path)
+def _backends_of(metafunc: pytest.Metafunc) -> list[Any]:
+    """The backends a test's catalogs run on: its ``backends`` mark, else both under POSTGRES_PATHS, else SQLite."""
+    mark = metafunc.definition.get_closest_marker("backends")
+    if mark is not None:
+        return [POSTGRES if name == "postgresql" else name for name in mark.args]
+    where = Path(str(metafunc.definition.fspath)).resolve().relative_to(TESTS).as_posix()
+    both = any(where.startswith(path) if path.endswith("/") else where == path for path in POSTGRES_PATHS)
+    return BACKENDS if both else ["sqlite"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every catalog fixture depends on ``catalog_backend``: one value per backend the test runs on."""
+    if "catalog_backend" in metafunc.fixturenames:
+        metafunc.parametrize("catalog_backend", _backends_of(metafunc), indirect=True, scope="session")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark PostgreSQL twins ``postgres`` (so ``-m postgres`` / ``-m "not postgres"`` split a run in two)
+    and the tests on every bundled source ``slow``."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("catalog_backend") == "postgresql":
+            item.add_marker(pytest.mark.postgres)
+        if "every_source_catalog" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def catalog_backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` or ``postgresql`` (parametrized by pytest_generate_tests)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def empty_catalog(catalog_backend: str, tmp_path: Path) -> Iterator[Catalog]:
+    """A fresh, empty catalog (schema migrated) per test, on each backend the test runs on."""
+    catalog, cleanup = _new_catalog(catalog_backend, tmp_path)
     yield catalog
     cleanup()
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
-def catalog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
-    """The bundled real data (Liger CSV, plus bundled verified runs when shipped), published once
-    per backend. Read-only: tests that write use ``empty_catalog`` or ``liger_catalog``."""
+@pytest.fixture(scope="session")
+def catalog(catalog_backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
+    """The bundled real data (Liger CSV, the export, the verified bundles), published once per backend.
+    Read-only: tests that write use ``empty_catalog`` or ``liger_catalog``."""
     from kernelindex.bootstrap import ensure_bundled_data
 
-    catalog, cleanup = _new_catalog(request.param, tmp_path_factory.mktemp("catalog"))
+    catalog, cleanup = _new_catalog(catalog_backend, tmp_path_factory.mktemp("catalog"))
     ensure_bundled_data(catalog, parts=TEST_PARTS)
     yield catalog
     cleanup()
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def every_source_catalog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
-    """What a fresh install imports: every bundled source (~80,700 runs), once per module and backend.
-    Read-only. Slow (minutes): only tests/web/test_every_source.py uses it."""
+@pytest.fixture(scope="session")
+def every_source_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
+    """What a fresh install imports: every bundled source (~80,700 runs), once per run, on SQLite: the pages it
+    checks read the stored summaries the catalog layer's tests cover on both backends. Read-only; slow."""
     from kernelindex.bootstrap import BUNDLED_PARTS, ensure_bundled_data
 
-    catalog, cleanup = _new_catalog(request.param, tmp_path_factory.mktemp("every-source"))
+    catalog, cleanup = _new_catalog("sqlite", tmp_path_factory.mktemp("every-source"))
     ensure_bundled_data(catalog, parts=BUNDLED_PARTS)
     yield catalog
     cleanup()
 
 
-@pytest.fixture
-def liger_catalog(empty_catalog: Catalog) -> Catalog:
-    """A writable catalog with only the bundled Liger CSV published (function scope)."""
+@pytest.fixture(scope="session")
+def _liger_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite catalog with the bundled Liger CSV published, built once per run and copied per test."""
     from kernelindex.sources.liger import import_liger
 
-    import_liger(empty_catalog, dry_run=False, actor="test")
-    return empty_catalog
+    path = tmp_path_factory.mktemp("liger-template") / "liger.sqlite"
+    catalog = open_catalog(f"sqlite:///{path}")
+    import_liger(catalog, dry_run=False, actor="test")
+    catalog.dispose()
+    return path
+
+
+@pytest.fixture
+def liger_catalog(catalog_backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Catalog]:
+    """A writable catalog with only the bundled Liger CSV published (function scope): on SQLite a copy of one
+    prebuilt file, on PostgreSQL an import into the test's own schema."""
+    if catalog_backend == "sqlite":
+        target = tmp_path / f"liger-{uuid.uuid4().hex[:8]}.sqlite"
+        source, copy = sqlite3.connect(request.getfixturevalue("_liger_template")), sqlite3.connect(target)
+        source.backup(copy)
+        source.close()
+        copy.close()
+        catalog = open_catalog(f"sqlite:///{target}")
+        yield catalog
+        catalog.dispose()
+        return
+    from kernelindex.sources.liger import import_liger
+
+    catalog, cleanup = _new_catalog(catalog_backend, tmp_path)
+    import_liger(catalog, dry_run=False, actor="test")
+    yield catalog
+    cleanup()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -115,8 +209,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture
 def view_data_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The name of each view whose data is computed (a page rendered or its answer built), in order."""
-    from typing import Any
-
     from kernelindex.views import table
 
     called: list[str] = []

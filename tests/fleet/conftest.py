@@ -6,11 +6,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, tzinfo
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from fleet_helpers import free_port
+from fleet_helpers import LeaseClock, free_port
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.trust import keys as runner_keys
@@ -60,3 +61,26 @@ def live_server(app: Any) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture
+def lease_clock(monkeypatch: pytest.MonkeyPatch) -> LeaseClock:
+    """Injects a movable "now" where leases are granted, compared and listed (catalog/requests.py and the
+    listing readmodel/requests.py keeps), so a lapsed lease is a step of the test, not a 2 s sleep."""
+    from kernelindex.catalog import requests as stored
+    from kernelindex.readmodel import requests as listing
+
+    clock = LeaseClock()
+
+    class AnyDatetime(type):
+        def __instancecheck__(cls, instance: object) -> bool:  # isinstance(x, datetime) holds as before
+            return isinstance(instance, datetime)
+
+    class Shifted(datetime, metaclass=AnyDatetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> datetime:
+            return datetime.now(tz) + clock.offset
+
+    monkeypatch.setattr(stored, "datetime", Shifted)
+    monkeypatch.setattr(listing, "datetime", Shifted)
+    return clock

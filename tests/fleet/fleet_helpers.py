@@ -16,6 +16,16 @@ from kernelindex.trust import keys as runner_keys
 from kernelindex.trust.bundles import SAMPLES_DIR, bundled_bundles, verify_directory, write_bundle
 
 
+class LeaseClock:
+    """The wall clock leases are measured by, moved forward by the test instead of slept through."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta(0)
+
+    def advance(self, seconds: float) -> None:
+        self.offset += timedelta(seconds=seconds)
+
+
 def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
 

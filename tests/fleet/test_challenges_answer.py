@@ -5,13 +5,12 @@ by another process shows on the next request, and a repeated read renders nothin
 from __future__ import annotations
 
 import re
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from fleet_helpers import bearer, claim_body, make_runner, shipped
+from fleet_helpers import LeaseClock, bearer, claim_body, make_runner, shipped
 from sqlalchemy import update
 
 from kernelindex.catalog.db import Catalog
@@ -65,14 +64,16 @@ def test_a_new_request_a_claim_and_another_process_write_show_and_nothing_else_v
 
 
 def test_a_lapsed_lease_shows_as_open_again_with_no_write(app: Any, client: TestClient, fleet_catalog: Catalog,
-                                                          tokens: dict[str, str], tmp_path: Path) -> None:
+                                                          tokens: dict[str, str], tmp_path: Path,
+                                                          lease_clock: LeaseClock) -> None:
     publish_bundle(fleet_catalog, shipped("rope"))
     runner = make_runner(tmp_path, "runner-a", fleet_catalog)
     app.state.clock = lambda: datetime.now(UTC) + timedelta(days=3)
     app.state.lease_seconds = 2.0
     assert client.post("/api/v1/requests", json=ASK, headers=bearer(tokens["requests:write"])).status_code == 201
+    lease_clock.advance(-2.2)  # the runner claims 2.2 s ago, for a 2 s lease
     assert client.post("/api/v1/claims", headers=bearer(tokens["bundles:write"]),
                        json=claim_body(runner, "h200")).status_code == 200
     assert ">claimed<" in _listed(client)
-    time.sleep(2.2)  # the runner stopped heart-beating: nothing is written, the lease just runs out
+    lease_clock.advance(2.2)  # now: the runner stopped heart-beating; nothing is written, the lease ran out
     assert ">open<" in _listed(client)

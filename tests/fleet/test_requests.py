@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from fleet_helpers import bearer, claim_body, make_runner, resigned, shipped
+from fleet_helpers import LeaseClock, bearer, claim_body, make_runner, resigned, shipped
 
 from kernelindex.catalog import audit
 from kernelindex.catalog.db import Catalog
@@ -68,7 +67,8 @@ def _claim(client: TestClient, token: str, key: Path, gpu: str = "h200") -> dict
 
 
 def test_leases_replicas_and_completion(client: TestClient, app: Any, fleet_catalog: Catalog,
-                                        tokens: dict[str, str], tmp_path: Path) -> None:
+                                        tokens: dict[str, str], tmp_path: Path,
+                                        lease_clock: LeaseClock) -> None:
     token = tokens["bundles:write"]
     a, b = make_runner(tmp_path, "runner-a", fleet_catalog), make_runner(tmp_path, "runner-b", fleet_catalog)
     stranger = make_runner(tmp_path, "stranger")
@@ -76,10 +76,11 @@ def test_leases_replicas_and_completion(client: TestClient, app: Any, fleet_cata
     _ask(client, tokens["requests:write"], gpu="h200", replicas=2, axes=SHIPPED_AXES)
     refused = client.post("/api/v1/claims", headers=bearer(token), json=claim_body(stranger, "h200"))
     assert refused.status_code == 422 and refused.json()["code"] == "untrusted_runner"
+    lease_clock.advance(-2.2)  # runner-a claims 2.2 s ago, for the app's 2 s lease
     first = _claim(client, token, a)
     assert first is not None and first["replica"] == 1 and first["runner"] == "runner-a"
     assert _claim(client, token, a) is None  # never a second replica of the same request
-    time.sleep(2.2)  # the app's lease is 2 s: runner-a stopped heart-beating
+    lease_clock.advance(2.2)  # now: runner-a stopped heart-beating, and its lease ran out
     app.state.lease_seconds = 120.0  # from here on no lease should run out on a slow machine
     again = _claim(client, token, b)
     assert again is not None and again["replica"] == 1 and again["request"]["id"] == first["request"]["id"]
@@ -99,7 +100,7 @@ def test_leases_replicas_and_completion(client: TestClient, app: Any, fleet_cata
                            headers={**bearer(token), "content-type": "application/gzip"}).json()
     done = client.post(f"{path}/complete", json={"token": again["token"], "bundle": uploaded["bundle"]},
                        headers=bearer(token))
-    assert done.status_code == 200 and done.json()["state"] == "claimed"  # replica 2 is still held
+    assert done.status_code == 200 and done.json()["state"] == "claimed", done.text  # replica 2 is still held
     failed = client.post(f"/api/v1/requests/{first['request']['id']}/replicas/2/complete", headers=bearer(token),
                          json={"token": second["token"], "failure": "liger-kernel does not install: no wheel"})
     assert failed.json()["state"] == "failed"

@@ -44,13 +44,27 @@ class Runners:
         command = [sys.executable, "-m", "kernelindex.cli", "runner", "work", "--server", self.server,
                    "--api-key", self.token, "--key", str(key), "--poll", "0.2", "--min-samples", "10",
                    "--time-budget", "0.5", "--test-device-product", PRODUCT]
+        # SIGINT at its default, so the runner's Python turns it into KeyboardInterrupt: a background job of a
+        # non-interactive shell (a CI step) starts with SIGINT ignored, and the runner would then sit out stop()'s wait.
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})  # a killed runner's log is complete
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"},  # a killed runner's log is complete
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.procs[name] = proc
         return proc
 
     def log(self, name: str) -> str:
         return (self.tmp / f"{name}.log").read_text()
+
+    def says(self, name: str, text: str, seconds: float = 60) -> bool:
+        """Whether the runner's log says ``text`` within ``seconds``: a runner prints a request's line after the
+        server answered its completion, so a test that saw the request done may read the log before it is written
+        (on a loaded machine it was, and the test failed)."""
+        deadline = time.monotonic() + seconds
+        while text not in self.log(name):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def stop(self) -> None:
         for proc in self.procs.values():
@@ -107,7 +121,7 @@ def test_two_runners_fulfil_ten_requests(runners: Runners, live_server: str, app
         (name, batch): "replicated" for name in keys for batch in (3, 7)}
     assert all(v == "verified" for k, v in evidence.items() if k[1] not in (3, 7))
     for name in keys:
-        assert ": done — baseline" in runners.log(name)
+        assert runners.says(name, ": done — baseline"), runners.log(name)
 
 
 def test_a_killed_runner_loses_its_lease_and_the_other_finishes(
@@ -127,7 +141,7 @@ def test_a_killed_runner_loses_its_lease_and_the_other_finishes(
     assert replica["runner"] == "runner-b" and replica["attempts"] == 2
     # runner-a's console output is lost with it (killed before its buffer was flushed); the replica's
     # two attempts above show it held the claim.
-    assert ": done — baseline" in runners.log("runner-b")
+    assert runners.says("runner-b", ": done — baseline"), runners.log("runner-b")
 
 
 def test_an_attacker_cannot_take_or_fake_a_real_runners_work(

@@ -15,7 +15,7 @@ pytest.importorskip("sqlalchemy")
 
 from typer.testing import CliRunner  # noqa: E402
 
-from kernelindex.catalog.db import open_catalog  # noqa: E402
+from kernelindex.catalog.db import Catalog, open_catalog  # noqa: E402
 from kernelindex.catalog.runners import trusted_runner_keys  # noqa: E402
 from kernelindex.cli import app  # noqa: E402
 from kernelindex.domain.manifests import digest_of  # noqa: E402
@@ -209,13 +209,11 @@ def test_bootstrap_trusts_the_shipped_keys(db_url: str) -> None:
     assert trusted_runner_keys(catalog) == shipped
 
 
-def test_verify_takes_the_catalogs_reference_cases(db_url: str) -> None:
+def test_verify_takes_the_catalogs_reference_cases(catalog: Catalog) -> None:
+    """On the session catalog: the bundled data a start imports (Liger, the export, the verified bundles)."""
     from kernelindex import registry
-    from kernelindex.bootstrap import ensure_bundled_data
     from kernelindex.cli.runner_cmds import catalog_workloads
 
-    catalog = open_catalog(db_url)
-    ensure_bundled_data(catalog)
     for slug, count in (("rope", 7), ("embedding", 16)):
         operation = registry.load_operation(slug)
         reference = catalog_workloads(catalog, operation, reference_only=True)

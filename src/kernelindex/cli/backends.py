@@ -21,16 +21,18 @@ class CommandError(Exception):
 
 
 class LocalBackend:
-    """The local catalog; ``clock`` is the injectable "now" for staleness (tests pin it)."""
+    """The local catalog; ``clock`` is the injectable "now" for staleness (tests pin it). A read command
+    imports nothing: an empty catalog is an error naming what to run (``ki init``, or ``ki serve``)."""
 
     def __init__(self, database: str | None, clock: Callable[[], datetime] | None = None) -> None:
-        from kernelindex.bootstrap import ensure_bundled_data
+        from kernelindex.catalog.holdings import has_runs
         from kernelindex.cli.common import open_for_cli
         from kernelindex.domain.manifests import now_utc
 
         self.catalog = open_for_cli(database)
         self.clock = clock or now_utc
-        ensure_bundled_data(self.catalog)
+        if not has_runs(self.catalog):
+            raise CommandError(empty_catalog_hint(self.catalog.display_location(), database))
 
     def get(self, path: str, params: dict[str, Any]) -> Any:
         return _local_get(self.catalog, path, params, self.clock())
@@ -44,6 +46,14 @@ class LocalBackend:
         from kernelindex.services import reads
 
         return answer_of(reads.use(self.catalog, self.clock(), text))
+
+
+def empty_catalog_hint(location: str, database: str | None) -> str:
+    """What to run when the catalog holds no runs: a read command never imports the bundled data itself."""
+    where = f" --database {database}" if database else ""
+    return (f"the catalog {location} holds no runs yet: run `ki init{where}` to import the bundled data "
+            f"(or `ki serve{where.replace('--database', '--database-url')}`, which imports it on first start), "
+            "or ask a server with --api URL")
 
 
 def answer_of(outcome: Any) -> Any:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, CommandEntry] = {
     "resolve": CommandEntry(("query_cmds",), "Resolve an exact workload: exact cohorts, compatible runs."),
     "serve": CommandEntry(("serve_cmd",), "Serve the website and the JSON API."),
     "mcp": CommandEntry(("use_cmd",), "Serve the MCP tools over stdio (for coding agents)."),
+    "init": CommandEntry(("serve_cmd",), "Create the catalog and import the bundled data it lacks.", True),
     "import": CommandEntry(("catalog_cmds", "export_import_cmd", "aiter_cmd", "kernelbench_cmd"),
                            "Import a source into the catalog.", True),
     "export": CommandEntry(("catalog_cmds",), "Write the whole catalog as JSON Lines.", True),

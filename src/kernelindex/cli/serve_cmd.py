@@ -1,4 +1,5 @@
-"""``ki serve``: import the bundled data once, then serve the site with one or more workers."""
+"""``ki serve``: import the bundled data once, then serve the site with one or more workers. ``ki init``:
+the import alone (the lookups never import)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,19 @@ def log_config(level: str) -> dict[str, Any]:
 
 def _prepare_catalog(database_url: str | None) -> str:
     """Open (and migrate) the catalog, import the bundled data if it is empty; return its URL."""
+    from kernelindex.catalog.db import ENV_URL
+
+    catalog = _open_and_import(database_url)
+    typer.echo(f"Serving {_run_count(catalog)}.")
+    os.environ[ENV_URL] = catalog.url  # workers open exactly this catalog
+    catalog.dispose()  # no pooled connections are inherited by worker processes
+    return catalog.url
+
+
+def _open_and_import(database_url: str | None) -> Catalog:
+    """Open (and migrate) the catalog and import the bundled data it lacks, saying what it does."""
     from kernelindex.bootstrap import ensure_bundled_data, has_runs
-    from kernelindex.catalog.db import ENV_URL, open_catalog
+    from kernelindex.catalog.db import open_catalog
 
     typer.echo("Opening the catalog (migrating its schema if needed)…")
     catalog = open_catalog(database_url)
@@ -44,10 +56,18 @@ def _prepare_catalog(database_url: str | None) -> str:
                    "FlashInfer-Bench and GPU MODE rows, AMD aiter's tuned tables, KernelBench, verified bundles)…")
     imported = ensure_bundled_data(catalog, say=typer.echo)
     typer.echo("Imported: " + "; ".join(imported) if imported else "Bundled data already imported.")
-    typer.echo(f"Serving {_run_count(catalog)}.")
-    os.environ[ENV_URL] = catalog.url  # workers open exactly this catalog
-    catalog.dispose()  # no pooled connections are inherited by worker processes
-    return catalog.url
+    return catalog
+
+
+def init(database: str | None = typer.Option(
+        None, "--database", envvar="KERNELINDEX_DATABASE_URL",
+        help="Catalog URL (sqlite:///path or postgresql://...). Default: an SQLite file in your data directory.")
+) -> None:
+    """Create the catalog and import the bundled data it lacks (what `ki serve` does on first start); the
+    lookups (`ki search`, `show`, `records`, `use`, `mcp`) read the catalog and never import."""
+    catalog = _open_and_import(database)
+    typer.echo(f"Ready: {_run_count(catalog)}.")
+    catalog.dispose()
 
 
 def _run_count(catalog: Catalog) -> str:
@@ -106,5 +126,6 @@ def proxy_settings(trusted_proxies: str) -> dict[str, Any]:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``serve`` to the ``ki`` command."""
+    """Add ``serve`` and ``init`` to the ``ki`` command."""
     app.command("serve")(serve)
+    app.command("init")(init)

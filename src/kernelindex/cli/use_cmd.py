@@ -10,7 +10,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from kernelindex import urls
-from kernelindex.cli.backends import LocalBackend, backend_for, run_command
+from kernelindex.cli.backends import LocalBackend, backend_for, empty_catalog_hint, run_command
 from kernelindex.cli.common import DatabaseOption, console
 from kernelindex.cli.query_cmds import ApiOption, JsonOption
 from kernelindex.domain.units import format_duration
@@ -89,10 +89,11 @@ def register(app: typer.Typer) -> None:
     def mcp_cmd(database: str | None = DatabaseOption) -> None:
         """Serve the MCP tools over stdio (for coding agents): the same answers as the API, from the local
         catalog. Configure your agent to run `ki mcp`; see docs/agents.md."""
-        from kernelindex.bootstrap import ensure_bundled_data
+        from kernelindex.catalog.holdings import has_runs
         from kernelindex.cli.common import open_for_cli
         from kernelindex.web.mcp_server.server import build_server
 
         catalog = open_for_cli(database)
-        ensure_bundled_data(catalog)
+        if not has_runs(catalog):  # stdout carries the protocol: the hint goes to stderr, and the tools still answer
+            typer.echo(f"ki mcp: {empty_catalog_hint(catalog.display_location(), database)}", err=True)
         build_server(catalog).run("stdio")
