@@ -33,6 +33,8 @@ GPU = "/gpus/{slug}"
 CHALLENGES = "/challenges"
 COMPARE = "/compare"
 SEARCH = "/search"
+MODELS = "/models"
+MODEL = "/models/{slug}"
 ASK_FORM = "/requests/new"
 ASKS = "/requests"  # the ask form posts here; under API, the measurement requests
 DOCS = "/docs"
@@ -111,6 +113,11 @@ def challenges(anchor: str | None = None, *params: Param) -> str:
 
 def compare(run_ids: Iterable[str]) -> str:
     return with_query(COMPARE, [("run", r) for r in run_ids])
+
+
+def model(slug: str, *params: Param) -> str:
+    """A model's page; ``params``: gpu, phase, batch, seq, tp."""
+    return with_query(MODEL.format(slug=slug), params)
 
 
 def search(q: str) -> str:
