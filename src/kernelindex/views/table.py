@@ -33,6 +33,7 @@ from kernelindex.views.tables import (
     GPU_CSV,
     IMPLEMENTATION_CSV,
     MODEL_CSV,
+    MODELS_CSV,
     OPERATION_CSV,
     RECORDS_CSV,
     SEARCH_CSV,
@@ -176,7 +177,7 @@ VIEWS: tuple[View, ...] = (
     View("compare", urls.COMPARE, compare_page, "compare.html", repeated=COMPARE_RUNS, csv=COMPARE_CSV,
          api=ApiDoc("Compare 2–8 runs", "Runs side by side; a winner only within one cohort, else the first "
                     "material difference", errors=(404,))),
-    View("models", urls.MODELS, models_index, "models.html",
+    View("models", urls.MODELS, models_index, "models.html", csv=MODELS_CSV,
          api=ApiDoc("The models", "Every shipped model definition with its source, license and configuration")),
     View("model", urls.MODEL, model_page, "model.html", subject=p.SLUG, query=(p.GPU, p.PHASE, p.BATCH, p.SEQ, p.TP),
          csv=MODEL_CSV,

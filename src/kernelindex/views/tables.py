@@ -199,6 +199,20 @@ def model_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 MODEL_CSV = CsvTable(MODEL_COLUMNS, model_rows, "{slug}-step.csv")
+MODELS_COLUMNS = ["model", "title", "model_type", "layers", "hidden_size", "heads", "kv_heads", "experts", "top_k",
+                  "license", "config_url", "url"]
+
+
+def models_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The models list: one row per model with the numbers its page maps from, and where they come from."""
+    return [{"model": m["slug"], "title": m["title"], "model_type": m["config"]["model_type"],
+             "layers": m["config"]["num_hidden_layers"], "hidden_size": m["config"]["hidden_size"],
+             "heads": m["config"]["num_attention_heads"], "kv_heads": m["config"]["num_key_value_heads"],
+             "experts": m.get("experts"), "top_k": m.get("top_k"), "license": m["license"]["name"],
+             "config_url": m["source"]["url"], "url": m["url"]} for m in page["models"]]
+
+
+MODELS_CSV = CsvTable(MODELS_COLUMNS, models_rows, "kernelindex-models.csv")
 GPU_CSV = CsvTable(RECORD_COLUMNS, gpu_rows, "{slug}-records.csv")  # this page of the records (?page=)
 CHALLENGES_CSV = CsvTable(CHALLENGE_COLUMNS, challenge_rows, "kernelindex-challenges.csv")  # this page (?page=)
 COMPARE_CSV = CsvTable(COMPARE_COLUMNS, compare_rows, "kernelindex-compare.csv")
