@@ -12,7 +12,9 @@ from kernelindex.registry.documents import RegistryError
 LLAMA_8B = """
 slug: llama-3.1-8b
 title: Llama 3.1 8B
-source: {url: "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json", repository: meta-llama/Llama-3.1-8B}
+source:
+  url: https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json
+  repository: meta-llama/Llama-3.1-8B
 license: {name: Llama 3.1 Community License, url: "https://huggingface.co/meta-llama/Llama-3.1-8B"}
 config:
   model_type: llama

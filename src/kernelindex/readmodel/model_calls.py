@@ -178,15 +178,16 @@ def _nearest(data: OperationData, candidate: Candidate, measured: set[str]) -> s
         spec = data.workloads[digest].spec
         if not _dtypes_fit(spec.dtypes, candidate.dtypes):
             continue
-        pairs = [(spec.axes.get(k), v) for k, v in candidate.axes.items() if k in candidate.key]
-        if any(not isinstance(have, int) or have <= 0 or v <= 0 for have, v in pairs):
+        given = [(spec.axes.get(k), v) for k, v in candidate.axes.items() if k in candidate.key]
+        pairs = [(have, v) for have, v in given if isinstance(have, int) and have > 0 and v > 0]
+        if len(pairs) != len(given):
             continue
         roles = data.operation.spec.axes
         fixed = [k for k in candidate.axes if k in roles and roles[k].role == "constant" and k in spec.axes]
         if any(spec.axes[k] != candidate.axes[k] for k in fixed):
             continue
-        distance = sum(abs(math.log(have / v)) for have, v in pairs)  # type: ignore[operator] # checked ints
-        covers = all(have >= v for have, v in pairs)  # type: ignore[operator] # checked ints
+        distance = sum(abs(math.log(have / v)) for have, v in pairs)
+        covers = all(have >= v for have, v in pairs)
         scored.append((round(distance, 9), not covers, workload_key(digest), digest))
     return min(scored)[3] if scored else None
 

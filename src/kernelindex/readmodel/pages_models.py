@@ -21,7 +21,8 @@ from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.model_calls import CallAnswer, answer_call
 
-DEFAULTS = {"phase": "decode", "batch": 32, "seq": 4096, "tp": 1}
+DEFAULT_PHASE = "decode"
+DEFAULTS = {"batch": 32, "seq": 4096, "tp": 1}
 LIMITS = {"batch": 65_536, "seq": 1_048_576, "tp": 64}
 
 
@@ -81,7 +82,7 @@ def models_index(catalog: Any, *, now: datetime) -> ModelsIndex:
 
 def _integer(name: str, value: str | None) -> int:
     if value is None:
-        return int(DEFAULTS[name])
+        return DEFAULTS[name]
     try:
         number = parse_integer(value, name)
     except ValueError as exc:
@@ -92,7 +93,7 @@ def _integer(name: str, value: str | None) -> int:
 
 
 def step_of(phase: str | None, batch: str | None, seq: str | None, tp: str | None) -> Step:
-    chosen = phase or str(DEFAULTS["phase"])
+    chosen = phase or DEFAULT_PHASE
     if chosen not in PHASES:
         raise BadParameter("phase", f"{chosen!r} is not one of {', '.join(PHASES)}")
     return Step(chosen, _integer("batch", batch), _integer("seq", seq), _integer("tp", tp))
