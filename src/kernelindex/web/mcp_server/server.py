@@ -20,7 +20,7 @@ from kernelindex.readmodel.changes import MAX_CHANGES
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.services.problems import Answer, Problem
 from kernelindex.services.reads import MAX_BATCH
-from kernelindex.views.params import GPU_NAME_PATTERN, RUN_ID_PATTERN, SLUG_PATTERN
+from kernelindex.views.params import GPU_NAME_PATTERN, PHASE_PATTERN, RUN_ID_PATTERN, SLUG_PATTERN
 from kernelindex.web.mcp_server.resources import policy_text
 from kernelindex.web.mcp_server.summaries import summary
 from kernelindex.web.mcp_server.tools import CatalogTools, utc_now
@@ -134,7 +134,7 @@ def _register_tools(server: MCPServer, tools: CatalogTools) -> None:
     def get_model_step(
         model: Annotated[str, Field(pattern=SLUG_PATTERN, description="A model slug, e.g. 'llama-3.1-8b'.")],
         gpu: GpuFilter = None,
-        phase: Annotated[str | None, Field(pattern=r"^(decode|prefill|train)$")] = None,
+        phase: Annotated[str | None, Field(pattern=PHASE_PATTERN)] = None,
         batch: Annotated[int | None, Field(ge=1, le=65_536, description="Sequences in the batch (32).")] = None,
         seq: Annotated[int | None, Field(ge=1, le=1_048_576, description=(
             "Decode: context length; prefill and train: sequence length (4096)."))] = None,
