@@ -105,3 +105,15 @@ def test_bad_steps_are_clear_errors(model_site: TestClient) -> None:
     assert bad.status_code == 400 and "not divisible by the tensor-parallel degree 3" in bad.text
     assert model_site.get(urls.api(PAGE), params={**QUERY, "phase": "sample"}).status_code == 400
     assert model_site.get(urls.api(urls.MODELS)).json()["models"][0]["source"]["url"].endswith("config.json")
+
+
+def test_challenges_list_the_unmeasured_calls_of_popular_models_most_step_time_first(model_site: TestClient) -> None:
+    data = model_site.get(urls.api(urls.CHALLENGES)).json()
+    calls = data["model_calls"]
+    assert calls and all(c["status"] in ("other_gpu", "not_measured", "no_operation") for c in calls)
+    floors = [c["step_floor_ns"] for c in calls if c["step_floor_ns"] is not None]
+    assert floors == sorted(floors, reverse=True)
+    top = calls[0]
+    assert top["model_url"].startswith(urls.model(top["model"]))
+    page = model_site.get(urls.CHALLENGES)
+    assert 'id="model-calls"' in page.text and top["call"] in page.text

@@ -25,7 +25,7 @@ from kernelindex.readmodel.runs import run_dossier
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.resolve.service import search
 from kernelindex.views import params as p
-from kernelindex.views.extras import USE_BOX, Extra
+from kernelindex.views.extras import MODEL_CALLS, USE_BOX, Extra
 from kernelindex.views.params import Param, Repeated, check_subject, read_query
 from kernelindex.views.tables import (
     CHALLENGES_CSV,
@@ -170,7 +170,7 @@ VIEWS: tuple[View, ...] = (
                     "The GPU page's model. Its cohorts (`records`) come a numbered page at a time, as on the page: "
                     "`records_paging` gives `page`, `pages`, `total`, `previous` and `next`.", errors=(404,))),
     # /challenges also shows the measurement requests: its answer is kept by them too (web/answer_scope.py)
-    View("challenges", urls.CHALLENGES, challenges_page, "challenges.html", query=(p.PAGE,),
+    View("challenges", urls.CHALLENGES, challenges_page, "challenges.html", query=(p.PAGE,), extras=(MODEL_CALLS,),
          csv=CHALLENGES_CSV,
          api=ApiDoc("Open challenges", "Unmeasured cells, unbeaten baselines, single-entry cohorts, stale records",
                     _CHALLENGES)),
