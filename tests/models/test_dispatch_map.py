@@ -92,3 +92,14 @@ def test_moe_and_mla_layers() -> None:
     assert calls["moe.topk (routing)"].candidates == ()  # named, with no operation to look up
     mixtral = _calls("mixtral-8x7b", Step("decode", 32, 4096, 1))
     assert mixtral["moe.gate (router)"].shape["N"] == 8 and "mlp.gate_up_proj" not in mixtral
+
+
+def test_a_gemm_the_catalog_does_not_define_still_has_its_floor() -> None:
+    from kernelindex.readmodel.model_calls import gemm_floor
+
+    step = Step("decode", 32, 4096, 1)
+    head = _calls("llama-3.1-8b", step)["lm_head"]
+    floor, floor_ns = gemm_floor(head, step, registry.gpus()["h200"])
+    m, n, k = 32, 128256, 4096
+    assert floor is not None and floor["bytes_total"] == 2 * (m * k + n * k + m * n)  # fp16 A, B read; C written
+    assert floor["flops"] == 2 * m * n * k and floor_ns == max(floor["memory_ns"], floor["compute_ns"])

@@ -35,7 +35,8 @@ def test_every_call_is_listed_mapped_and_summed(model_site: TestClient) -> None:
     for call in data["calls"]:
         assert call["status"] in ("exact", "nearest", "other_gpu", "not_measured", "no_operation")
         if call["status"] != "no_operation":
-            assert call["operation"]["slug"] and call["floor_ns"] > 0, call["name"]
+            assert call["operation"]["slug"], call["name"]
+        assert call["floor_ns"] > 0, call["name"]
         if call["status"] == "nearest":  # named as such, with what differs
             assert call["differs"] and call["workload"]["key"]
         if call["status"] in ("other_gpu", "not_measured", "nearest"):  # one click (or one request) to ask
@@ -44,8 +45,10 @@ def test_every_call_is_listed_mapped_and_summed(model_site: TestClient) -> None:
     assert gemm["operation"]["slug"] == "gemm-n6144-k4096" and gemm["answer"]["evidence"] == "verified"
     assert gemm["statistic"] == "median" and gemm["ratio"] > 1
     assert calls["lm_head"]["status"] == "no_operation"  # gemm-n128256-k4096 is not in the catalog: said so
+    assert calls["lm_head"]["floor_ns"] > 0 and "no catalog definition" in calls["lm_head"]["floor"]["note"]
     summary = data["summary"]
     assert summary["estimate_ns"] > 0 and summary["floor_ns"] > summary["covered_floor_ns"] > 0
+    assert summary["no_floor"] == [] and summary["floor_ns"] == sum(c["step_floor_ns"] for c in data["calls"])
     assert summary["estimate_ns"] == sum(c["step_ns"] for c in data["calls"] if c["step_ns"] is not None)
     assert summary["verified_ns"] + summary["reported_ns"] == summary["estimate_ns"]
     assert summary["label"] == "estimate, not evidence" and "median" in summary["statistic_note"]

@@ -51,6 +51,8 @@ def render_model(data: dict[str, Any]) -> None:
                   f"{format_duration(summary['reported_ns'])}) · floor {summary['floor']} · {summary['label']}",
                   highlight=False)
     console.print(summary["statistic_note"], highlight=False)
+    if summary["no_floor"]:
+        console.print(f"No floor (not in the step's floor): {', '.join(summary['no_floor'])}", highlight=False)
     if summary["missing"]:
         console.print(f"Not in the estimate: {', '.join(summary['missing'])}", highlight=False)
     for gap in data["gaps"][:3]:

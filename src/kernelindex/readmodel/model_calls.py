@@ -91,7 +91,27 @@ def answer_call(catalog: Any, call: KernelCall, step: Step, gpu: GpuSpec, now: d
     if call.candidates:
         base.note = (base.note + "; " if base.note else "") + "the catalog holds no operation " + \
             " or ".join(c.operation for c in call.candidates)
+    if call.kind == "gemm":
+        base.floor, base.floor_ns = gemm_floor(call, step, gpu)
+        base.step_floor_ns = base.floor_ns * base.count if base.floor_ns is not None else None
     return base
+
+
+GEMM_TEMPLATE = "gemm-n4096-k4096"  # FlashInfer-Bench's dense GEMM contract, whose N and K a call replaces
+
+
+def gemm_floor(call: KernelCall, step: Step, gpu: GpuSpec) -> tuple[dict[str, Any] | None, float | None]:
+    """floor-v1 of a GEMM the catalog holds no definition for: FlashInfer-Bench's GEMM contract (C = A @ Bᵀ,
+    2·M·N·K FLOPs) with the call's N and K, in the contract's dtype — the same floor rule, another shape."""
+    template = registry.load_operation(GEMM_TEMPLATE)
+    spec = registry.floor_spec(template, manifest_json(template)["spec"])
+    n, k = call.shape["N"], call.shape["K"]
+    spec = {**spec, "axes": {**spec["axes"], "n": {"role": "constant", "expression": str(n)},
+                             "k": {"role": "constant", "expression": str(k)}}}
+    request = RequestSpec(GEMM_TEMPLATE, {"m": call.shape["M"], "n": n, "k": k}, {}, gpu.slug, [], None, 1)
+    floor = floor_estimate(spec, workload_spec_for(request, "", spec), gpu, region=step.region, operation="gemm")
+    return ({**floor.to_json(), "label": "estimate, not evidence",
+             "note": f"a GEMM of the call's shapes (no catalog definition gemm-n{n}-k{k})"}, floor.floor_ns)
 
 
 def _answer(data: OperationData, candidate: Candidate, base: CallAnswer, step: Step, gpu: GpuSpec,

@@ -41,6 +41,7 @@ class StepSummary(JsonModel):
     covered_floor_ns: float | None  # Σ floor × count over the calls in the estimate
     ratio: float | None  # estimate ÷ covered floor
     missing: list[str]  # calls with no figure on this GPU (not in the estimate)
+    no_floor: list[str]  # calls without a floor (not in the step's floor)
     statistics: list[str]  # the statistics the estimate adds (median, mean)
     statistic_note: str
     label: str = "estimate, not evidence"
@@ -157,7 +158,8 @@ def summarise(calls: list[CallAnswer]) -> StepSummary:
         reported_ns=part["reported"], floor_ns=floor_ns,
         floor=format_duration(floor_ns, 3) if floor_ns is not None else "—", covered_floor_ns=covered_ns,
         ratio=round(estimate / covered_ns, 3) if estimate and covered_ns else None,
-        missing=[c.name for c in calls if c.step_ns is None], statistics=statistics, statistic_note=note)
+        missing=[c.name for c in calls if c.step_ns is None],
+        no_floor=[c.name for c in calls if c.step_floor_ns is None], statistics=statistics, statistic_note=note)
 
 
 def gaps(calls: list[CallAnswer]) -> list[dict[str, Any]]:
