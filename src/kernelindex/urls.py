@@ -124,9 +124,12 @@ def search(q: str) -> str:
     return with_query(SEARCH, [("q", q)])
 
 
-def ask(operation: str, workload: str, gpu: str) -> str:
-    """The site's "Ask for this measurement" form for one workload on one GPU."""
-    return with_query(ASK_FORM, [("operation", operation), ("workload", workload), ("gpu", gpu)])
+def ask(operation: str, workload: str, gpu: str, axes: str = "", dtypes: str = "") -> str:
+    """The site's "Ask for this measurement" form for one workload on one GPU; a workload the catalog does not
+    hold yet is named by its ``axes`` (``m=32,n=6144``) and ``dtypes`` (``T=bf16``) instead of its key."""
+    extra = [("axes", axes)] if axes else []
+    return with_query(ASK_FORM, [("operation", operation), ("workload", workload), ("gpu", gpu), *extra,
+                                 *([("dtypes", dtypes)] if dtypes else [])])
 
 
 def docs(anchor: str | None = None) -> str:

@@ -120,3 +120,14 @@ def test_challenges_list_the_unmeasured_calls_of_popular_models_most_step_time_f
     assert top["model_url"].startswith(urls.model(top["model"]))
     page = model_site.get(urls.CHALLENGES)
     assert 'id="model-calls"' in page.text and top["call"] in page.text
+
+
+def test_a_call_whose_workload_the_catalog_does_not_hold_is_one_click_from_an_ask(model_site: TestClient) -> None:
+    calls = {c["name"]: c for c in _twin(model_site)["calls"]}
+    ask = calls["input_layernorm"]["ask_url"]  # rms-norm rows=32: no run, no workload yet
+    assert ask and "axes=" in ask and calls["input_layernorm"]["ask_request"]["axes"] == {"rows": 32, "hidden": 4096}
+    form = model_site.get(ask)
+    assert form.status_code == 200 and "hidden = 4096 · rows = 32" in form.text
+    assert 'name="axes" value="hidden=4096,rows=32"' in form.text and 'name="dtypes" value="T=bf16"' in form.text
+    wrong = model_site.get(urls.ask("rms-norm", "", "h200", "rows=0,hidden=4096", "T=bf16"))
+    assert wrong.status_code == 404 and "rows" in wrong.text

@@ -260,8 +260,11 @@ def _ask(data: OperationData, base: CallAnswer, candidate: Candidate, exact: str
          step: Step) -> None:
     if exact is not None:
         base.ask_url = urls.ask(data.slug, workload_key(exact), gpu.slug)
-    else:
-        base.ask_request = _request(data, candidate, gpu, step).to_json()
+    else:  # a workload the catalog does not hold: the form takes its axes (and the API the same request)
+        request = _request(data, candidate, gpu, step)
+        base.ask_request = request.to_json()
+        base.ask_url = urls.ask(data.slug, "", gpu.slug, ",".join(f"{k}={v}" for k, v in request.axes.items()),
+                                ",".join(f"{k}={v}" for k, v in request.dtypes.items()))
 
 
 def _elsewhere(data: OperationData, exact: str | None, region: str) -> str | None:
