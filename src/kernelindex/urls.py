@@ -33,6 +33,8 @@ GPU = "/gpus/{slug}"
 CHALLENGES = "/challenges"
 COMPARE = "/compare"
 SEARCH = "/search"
+MODELS = "/models"
+MODEL = "/models/{slug}"
 ASK_FORM = "/requests/new"
 ASKS = "/requests"  # the ask form posts here; under API, the measurement requests
 DOCS = "/docs"
@@ -113,13 +115,21 @@ def compare(run_ids: Iterable[str]) -> str:
     return with_query(COMPARE, [("run", r) for r in run_ids])
 
 
+def model(slug: str, *params: Param) -> str:
+    """A model's page; ``params``: gpu, phase, batch, seq, tp."""
+    return with_query(MODEL.format(slug=slug), params)
+
+
 def search(q: str) -> str:
     return with_query(SEARCH, [("q", q)])
 
 
-def ask(operation: str, workload: str, gpu: str) -> str:
-    """The site's "Ask for this measurement" form for one workload on one GPU."""
-    return with_query(ASK_FORM, [("operation", operation), ("workload", workload), ("gpu", gpu)])
+def ask(operation: str, workload: str, gpu: str, axes: str = "", dtypes: str = "") -> str:
+    """The site's "Ask for this measurement" form for one workload on one GPU; a workload the catalog does not
+    hold yet is named by its ``axes`` (``m=32,n=6144``) and ``dtypes`` (``T=bf16``) instead of its key."""
+    extra = [("axes", axes)] if axes else []
+    return with_query(ASK_FORM, [("operation", operation), ("workload", workload), ("gpu", gpu), *extra,
+                                 *([("dtypes", dtypes)] if dtypes else [])])
 
 
 def docs(anchor: str | None = None) -> str:

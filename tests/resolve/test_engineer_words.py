@@ -90,11 +90,13 @@ def test_a_shape_binds_the_axes_of_the_operation_it_follows() -> None:
 def test_model_words_are_named_as_ignored_with_the_reason() -> None:
     parsed = parse("paged attention decode llama 3.1 8b h200")
     (issue,) = parsed.issues
-    assert issue.code == "MODEL_WORD" and issue.token == "llama 3.1 8b" and "no models view" in issue.message
+    assert issue.code == "MODEL_WORD" and issue.token == "llama 3.1 8b"
+    assert "names the model Llama 3.1 8B" in issue.message and "/models/llama-3.1-8b" in issue.message  # issue 49
     assert parsed.request.gpu == "h200" and set(parsed.operation_candidates) == {DECODE.slug, MLA.slug}
     assert [(i.code, i.token) for i in parse("gemm o_proj, qkv").issues] == [("MODEL_WORD", "o_proj qkv")]
     assert parse("llama4 rope").request.operation == LLAMA4_ROPE.slug and not parse("llama4 rope").issues
     assert parse("rope 70b").issues[0].code == "MODEL_WORD"
+    assert "a model layer word" in parse("gemm o_proj").issues[0].message  # each layer is on a model's page
 
 
 def test_a_question_mark_or_a_final_full_stop_never_drops_a_term() -> None:

@@ -77,6 +77,7 @@ def test_no_pattern_is_written_outside_the_page_table() -> None:
 READ_ERROR_FALLBACKS = {
     "web/answer_cache.py": "a page that answers 404 is kept by its operation's version alone",
     "readmodel/other_dtype.py": "a reviewed counterpart that this catalog does not hold is skipped",
+    "readmodel/model_calls.py": "an operation a model's call could map to that this catalog does not hold is skipped",
 }
 
 

@@ -23,6 +23,7 @@ COMMANDS: dict[str, CommandEntry] = {
     "search": CommandEntry(("query_cmds",), "Search with the query grammar (an empty query lists operations)."),
     "show": CommandEntry(("query_cmds",), "Show one operation, run, implementation or GPU."),
     "use": CommandEntry(("use_cmd",), "What to run: the fastest usable implementation for an exact workload."),
+    "model": CommandEntry(("model_cmd",), "One step of a model on a GPU: every kernel call, best known, floors."),
     "records": CommandEntry(("query_cmds",), "The records ledger: each cohort's holder, margin and history."),
     "compare": CommandEntry(("query_cmds",), "Compare runs side by side."),
     "resolve": CommandEntry(("query_cmds",), "Resolve an exact workload: exact cohorts, compatible runs."),

@@ -78,12 +78,16 @@ class AskPage(JsonModel):
     open_request: dict[str, Any] | None
 
 
-def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str, *, now: datetime) -> AskPage:
-    """What the confirmation form shows: the exact workload and GPU, and an open request it would join."""
+def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str, *, now: datetime, axes: str = "",
+             dtypes: str = "") -> AskPage:
+    """What the confirmation form shows: the exact workload and GPU, and an open request it would join. A
+    workload the catalog does not hold yet (a model's call, issue 49) comes as ``axes`` and ``dtypes``."""
     from kernelindex.readmodel.labels import gpu_label, workload_label
     from kernelindex.readmodel.loading import NotFound, load_operation
 
     data = load_operation(catalog, operation)
+    if not workload_key and axes:
+        return _unheld(catalog, data, gpu, axes, dtypes, now)
     digest = next((d for d in data.workloads if short_digest(d) == workload_key), None)
     if digest is None:
         raise NotFound(f"no workload {workload_key!r} of {operation}; pick one on /operations/{operation}")
@@ -98,3 +102,26 @@ def ask_page(catalog: Catalog, operation: str, workload_key: str, gpu: str, *, n
                          if r.digest == wanted.digest and r.state in (stored.OPEN, stored.CLAIMED)), None)
     return AskPage(wanted, data.title, workload_key, workload_label(data.operation, data.workloads[digest]),
                    gpus[gpu].name, measured, open_request)
+
+
+def _pairs(text: str) -> dict[str, str]:
+    pairs = [p.split("=", 1) for p in text.split(",") if p]
+    return {k.strip(): v.strip() for k, v in (p if len(p) == 2 else (p[0], "") for p in pairs)}
+
+
+def _unheld(catalog: Catalog, data: Any, gpu: str, axes: str, dtypes: str, now: datetime) -> AskPage:
+    """The form for a workload no run has measured yet: its axes checked by the request rules."""
+    from kernelindex.domain.manifests import manifest_json
+    from kernelindex.policy.measurement_requests import InvalidRequest, validate_request
+    from kernelindex.readmodel.loading import NotFound
+
+    bound = {k: int(v) if v.isdigit() else v for k, v in _pairs(axes).items()}
+    body = {"operation": data.slug, "axes": bound, "dtypes": _pairs(dtypes), "gpu": gpu}
+    try:
+        wanted = validate_request(body, manifest_json(data.operation)["spec"], set(registry.gpus()))
+    except InvalidRequest as exc:
+        raise NotFound(f"no such workload of {data.slug} to ask for: {exc}") from None
+    label = " · ".join(f"{k} = {v}" for k, v in wanted.axes.items())
+    open_request = next((r.to_json(now) for r in stored.list_requests(catalog, state=None)
+                         if r.digest == wanted.digest and r.state in (stored.OPEN, stored.CLAIMED)), None)
+    return AskPage(wanted, data.title, "", label, registry.gpus()[gpu].name, [], open_request)

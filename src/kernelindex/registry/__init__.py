@@ -5,6 +5,7 @@ rules, runner coverage. One module per file it reads; callers write ``registry.g
 """
 
 from kernelindex.domain.gpus import GpuSpec
+from kernelindex.registry.architectures import model_definitions, model_slug
 from kernelindex.registry.constructors import ModuleConstructor, module_constructors
 from kernelindex.registry.documents import RegistryError
 from kernelindex.registry.floor_rules import DECLARED_FLOPS, FlopRule, floor_flops, floor_spec, flop_rule
@@ -46,7 +47,7 @@ __all__ = [
     "curated_operation", "device_product", "floor_flops", "floor_spec", "flop_rule", "forward_computes_gradient",
     "gpu_aliases", "gpu_for_product", "gpu_may_be",
     "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "kernelbench_pending", "kernelbench_protocol_note",
-    "load_operation",
+    "load_operation", "model_definitions", "model_slug",
     "module_constructors", "operation_digests",
     "operations", "priority_gpus", "project_licenses", "protocol_notes", "project_manifest", "projects",
     "refused_sources",

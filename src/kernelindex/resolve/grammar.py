@@ -39,10 +39,10 @@ from kernelindex.resolve.vocabulary import (
 )
 from kernelindex.resolve.words import (
     IMPLEMENTATION_OF,
-    MODEL_REASON,
     NOISE_WORDS,
     axis_spellings,
     model_word,
+    model_word_reason,
     query_dtype,
     separate,
 )
@@ -311,7 +311,7 @@ def _model_word(state: State, words: list[Word], i: int) -> int:
     else:
         state.model_words.append(words[i])
     joined = state.model_words[-1]
-    state.issue(joined, "MODEL_WORD", f"'{joined.text}' is {MODEL_REASON}")
+    state.issue(joined, "MODEL_WORD", model_word_reason(joined.text))
     return 1
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from kernelindex import registry, urls
 from kernelindex.domain.dtypes import PEAK_CLASS, canonical_dtype
 
 # ---- punctuation --------------------------------------------------------------------------------
@@ -86,8 +87,8 @@ def is_narrow(dtypes: Iterable[str]) -> bool:
 
 
 # ---- models ------------------------------------------------------------------------------------
-# A model, its size or one of its layers. KernelIndex has no models view yet, so these words are named as
-# ignored with MODEL_REASON; a models feature replaces ``model_word`` to read them.
+# A model, its size or one of its layers. They choose no single operation's shapes, so they are named as
+# ignored (code MODEL_WORD) with the reason and, for a model the registry ships, its model page (issue 49).
 MODEL_NAMES = frozenset({
     "llama", "llama2", "llama3", "llama-3", "llama3.1", "llama3.2", "llama3.3", "mistral", "mixtral", "qwen",
     "qwen2", "qwen2.5", "qwen3", "deepseek", "deepseek-v3", "deepseek-r1", "gpt", "gpt2", "gpt-oss", "gemma",
@@ -100,8 +101,17 @@ MODEL_LAYERS = frozenset({
 # 8b, 1.5b, a3b (active parameters), 8x7b; not 1m or 2k, which are axis shorthands (seq 2k)
 _MODEL_SIZE = re.compile(r"^\d+(\.\d+)?b$|^a\d+b$|^\d+x\d+b$")
 _MODEL_VERSION = re.compile(r"^v?\d+(\.\d+)?$")
-MODEL_REASON = ("a model word: KernelIndex has no models view yet, so a model's name, size or layer does not "
-                "choose shapes — name the operation and its axes instead")
+def model_word_reason(text: str) -> str:
+    """Why the model words ``text`` are ignored, naming the model page that answers them when there is one."""
+    slug = registry.model_slug(text)
+    if slug is not None:
+        title = registry.model_definitions()[slug].title
+        return (f"'{text}' names the model {title}, which chooses no single operation's shapes: every kernel of "
+                f"one of its steps, with shapes and the best known implementations, is on its model page "
+                f"{urls.model(slug)} (ki model {slug})")
+    layers = " layer" if all(part in MODEL_LAYERS for part in text.lower().split()) else ""
+    return (f"'{text}' is a model{layers} word: it does not choose one operation's shapes — name the operation "
+            f"and its axes, or open a model's page ({urls.MODELS}) where each layer is mapped to its kernel")
 
 
 def model_word(word: str, after_model: bool = False) -> bool:

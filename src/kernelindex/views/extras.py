@@ -10,6 +10,7 @@ from typing import Any
 
 from kernelindex import urls
 from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.model_challenges import ModelCallChallenge, model_call_challenges
 from kernelindex.readmodel.recommend import Recommendation, recommend_for_cohort
 from kernelindex.resolve.interpret import canonical_query
 from kernelindex.resolve.request import ResolveRequest
@@ -51,3 +52,11 @@ def use_box(catalog: Any, data: dict[str, Any], now: datetime) -> dict[str, Any]
 
 
 USE_BOX = Extra("use", use_box, UseBox)
+
+
+def model_calls(catalog: Any, data: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
+    """The challenges page's calls of popular models with no figure on the first priority GPU (issue 49)."""
+    return [c.to_json() for c in model_call_challenges(catalog, now)]
+
+
+MODEL_CALLS = Extra("model_calls", model_calls, list[ModelCallChallenge])

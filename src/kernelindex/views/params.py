@@ -113,3 +113,13 @@ EVIDENCE = Param("evidence", SLUG_PATTERN, "Evidence level.", "an evidence level
 VIEW = Param("view", SLUG_PATTERN, "current, recently-broken or history.", "a view name", 120, tuple(RECORD_VIEWS))
 RUN = Param("run", RUN_ID_PATTERN, "Run ids (repeat the parameter).", "a run id (hex digits)", 64)
 PAGE = Param("page", PAGE_PATTERN, "Page number of the page's long list (1 = first).", "a page number (1, 2, …)", 4)
+
+# a model's step (/models/{slug}): issue 49
+STEP_INTEGER_PATTERN = r"^[1-9][0-9]{0,6}$"
+PHASE_PATTERN = r"^(decode|prefill|train)$"
+PHASE = Param("phase", PHASE_PATTERN, "decode (one token per sequence), prefill or train.", "a phase",
+              12, ("decode", "prefill", "train"))
+BATCH = Param("batch", STEP_INTEGER_PATTERN, "Sequences in the batch (default 32).", "a batch size", 7)
+SEQ = Param("seq", STEP_INTEGER_PATTERN, "Decode: the context length (tokens in the KV cache); prefill and train: the "
+            "sequence length (default 4096).", "a sequence length", 7)
+TP = Param("tp", STEP_INTEGER_PATTERN, "Tensor-parallel degree (default 1).", "a tensor-parallel degree", 7)

@@ -19,18 +19,21 @@ from kernelindex.readmodel.pages_compare import compare_page
 from kernelindex.readmodel.pages_gpus import gpu_page
 from kernelindex.readmodel.pages_home import home_page
 from kernelindex.readmodel.pages_implementations import implementation_page
+from kernelindex.readmodel.pages_models import model_page, models_index
 from kernelindex.readmodel.pages_records import records_page
 from kernelindex.readmodel.runs import run_dossier
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.resolve.service import search
 from kernelindex.views import params as p
-from kernelindex.views.extras import USE_BOX, Extra
+from kernelindex.views.extras import MODEL_CALLS, USE_BOX, Extra
 from kernelindex.views.params import Param, Repeated, check_subject, read_query
 from kernelindex.views.tables import (
     CHALLENGES_CSV,
     COMPARE_CSV,
     GPU_CSV,
     IMPLEMENTATION_CSV,
+    MODEL_CSV,
+    MODELS_CSV,
     OPERATION_CSV,
     RECORDS_CSV,
     SEARCH_CSV,
@@ -134,6 +137,11 @@ _CHALLENGES = ("The challenges page's model. Its four lists (`unmeasured`, `unbe
                "`stale_records`) are one ordered list that comes a numbered page at a time, as on the page: `paging` "
                "gives `page`, `pages`, `total`, `previous` and `next`; `sections` says where each list lies and which "
                "of its rows this page holds; `counts` are the whole catalog's.")
+_MODEL = ("One step of a model on one GPU: every kernel call with its shapes (after tensor parallelism), the "
+          "catalog operation and workload it maps to (`status`: exact, nearest, other_gpu, not_measured, "
+          "no_operation), the best usable run on the GPU with its evidence and statistic, the floor of the call's "
+          "own shapes, and the step's sum (`summary`: the estimate, its exact/nearest and verified/reported parts, "
+          "the floor) with the biggest gaps first (`gaps`). An estimate, not evidence.")
 _SEARCH = ("Free words plus key:value filters and axis bindings, e.g. `rope seq=2048 hidden=8192 gpu:a100`. Problems "
            "in the text come back beside their token in `query.issues`; the rest still resolves.")
 VIEWS: tuple[View, ...] = (
@@ -162,13 +170,19 @@ VIEWS: tuple[View, ...] = (
                     "The GPU page's model. Its cohorts (`records`) come a numbered page at a time, as on the page: "
                     "`records_paging` gives `page`, `pages`, `total`, `previous` and `next`.", errors=(404,))),
     # /challenges also shows the measurement requests: its answer is kept by them too (web/answer_scope.py)
-    View("challenges", urls.CHALLENGES, challenges_page, "challenges.html", query=(p.PAGE,),
+    View("challenges", urls.CHALLENGES, challenges_page, "challenges.html", query=(p.PAGE,), extras=(MODEL_CALLS,),
          csv=CHALLENGES_CSV,
          api=ApiDoc("Open challenges", "Unmeasured cells, unbeaten baselines, single-entry cohorts, stale records",
                     _CHALLENGES)),
     View("compare", urls.COMPARE, compare_page, "compare.html", repeated=COMPARE_RUNS, csv=COMPARE_CSV,
          api=ApiDoc("Compare 2–8 runs", "Runs side by side; a winner only within one cohort, else the first "
                     "material difference", errors=(404,))),
+    View("models", urls.MODELS, models_index, "models.html", csv=MODELS_CSV,
+         api=ApiDoc("The models", "Every shipped model definition with its source, license and configuration")),
+    View("model", urls.MODEL, model_page, "model.html", subject=p.SLUG, query=(p.GPU, p.PHASE, p.BATCH, p.SEQ, p.TP),
+         csv=MODEL_CSV,
+         api=ApiDoc("One step of a model: its kernel calls, best known implementations, floors and gaps",
+                    "The model page's model", _MODEL, errors=(404,))),
     View("search", urls.SEARCH, _search, "search/search.html", query=(QUERY,), csv=SEARCH_CSV,
          blank=lambda args: not (args["q"] or "").strip(),
          api=ApiDoc("Search with the query grammar", "The resolution: exact cohorts, other protocols, compatible, "

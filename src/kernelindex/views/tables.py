@@ -172,6 +172,50 @@ OPERATION_CSV = CsvTable(OPERATION_COLUMNS, operation_rows, "{slug}-ranked.csv")
 RECORDS_CSV = CsvTable(RECORD_COLUMNS, records_rows, "kernelindex-records.csv")  # the whole ledger: not paginated
 SEARCH_CSV = CsvTable(RESOLUTION_COLUMNS, resolution_rows, "kernelindex-search.csv")
 IMPLEMENTATION_CSV = CsvTable(IMPLEMENTATION_COLUMNS, implementation_rows, "{slug}-runs.csv")
+MODEL_COLUMNS = ["model", "gpu", "phase", "batch", "seq", "tp", "call", "kind", "count", "shape", "status", "operation",
+                 "workload_key", "workload", "implementation", "implementation_slug", "usable", "install_command",
+                 "evidence", "statistic", "figure_ns", "floor_ns", "ratio", "in_estimate", "step_ns", "step_floor_ns",
+                 "gap_ns", "run_id", "run_url", "ask_url"]
+
+
+def model_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """A model's step: one row per kernel call, with its figure on the GPU, its floor and where it came from."""
+    step = page["step"]
+    head = {"model": page["model"]["slug"], "gpu": page["gpu"]["slug"], "phase": step["phase"],
+            "batch": step["batch"], "seq": step["seq"], "tp": step["tp"]}
+    rows = []
+    for c in page["calls"]:
+        answer, workload = c.get("answer") or {}, c.get("workload") or {}
+        impl = answer.get("implementation") or {}
+        rows.append({**head, "call": c["name"], "kind": c["kind"], "count": c["count"], "shape": c["shape_label"],
+                     "status": c["status"], "operation": (c.get("operation") or {}).get("slug"),
+                     "workload_key": workload.get("key"), "workload": workload.get("label"),
+                     "implementation": impl.get("title"), "implementation_slug": impl.get("slug"),
+                     "usable": impl.get("usable"), "install_command": answer.get("install"),
+                     "evidence": answer.get("evidence"), "statistic": c.get("statistic"),
+                     "figure_ns": c.get("figure_ns"), "floor_ns": c.get("floor_ns"), "ratio": c.get("ratio"),
+                     "in_estimate": c.get("in_estimate"), "step_ns": c.get("step_ns"),
+                     "step_floor_ns": c.get("step_floor_ns"), "gap_ns": c.get("gap_ns"),
+                     "run_id": answer.get("run_id"), "run_url": answer.get("run_url"), "ask_url": c.get("ask_url"),
+                     "source": c.get("source", "")})
+    return rows
+
+
+MODEL_CSV = CsvTable(MODEL_COLUMNS, model_rows, "{slug}-step.csv")
+MODELS_COLUMNS = ["model", "title", "model_type", "layers", "hidden_size", "heads", "kv_heads", "experts", "top_k",
+                  "license", "config_url", "url"]
+
+
+def models_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The models list: one row per model with the numbers its page maps from, and where they come from."""
+    return [{"model": m["slug"], "title": m["title"], "model_type": m["config"]["model_type"],
+             "layers": m["config"]["num_hidden_layers"], "hidden_size": m["config"]["hidden_size"],
+             "heads": m["config"]["num_attention_heads"], "kv_heads": m["config"]["num_key_value_heads"],
+             "experts": m.get("experts"), "top_k": m.get("top_k"), "license": m["license"]["name"],
+             "config_url": m["source"]["url"], "url": m["url"]} for m in page["models"]]
+
+
+MODELS_CSV = CsvTable(MODELS_COLUMNS, models_rows, "kernelindex-models.csv")
 GPU_CSV = CsvTable(RECORD_COLUMNS, gpu_rows, "{slug}-records.csv")  # this page of the records (?page=)
 CHALLENGES_CSV = CsvTable(CHALLENGE_COLUMNS, challenge_rows, "kernelindex-challenges.csv")  # this page (?page=)
 COMPARE_CSV = CsvTable(COMPARE_COLUMNS, compare_rows, "kernelindex-compare.csv")

@@ -59,12 +59,14 @@ def _in_words(seconds: float) -> str:
 
 
 @router.get(urls.ASK_FORM, response_class=HTMLResponse)
-def ask_form(request: Request, operation: str = "", workload: str = "", gpu: str = "") -> Response:
+def ask_form(request: Request, operation: str = "", workload: str = "", gpu: str = "", axes: str = "",
+             dtypes: str = "") -> Response:
     from kernelindex.readmodel.requests import ask_page
     from kernelindex.web.pages import page_errors
 
     with page_errors(request):
-        page = ask_page(request.app.state.catalog, operation, workload, gpu, now=request.app.state.clock())
+        page = ask_page(request.app.state.catalog, operation, workload, gpu, now=request.app.state.clock(),
+                        axes=axes, dtypes=dtypes)
     token = secrets.token_urlsafe(32)
     response = render("request_new.html", page=page.to_json(), csrf=token, nav="challenges")
     response.headers["cache-control"] = "no-store"  # it carries a per-visitor token
@@ -121,7 +123,8 @@ def _request_body(request: Request, form: dict[str, str]) -> dict[str, Any]:
 
     with page_errors(request):
         page = ask_page(request.app.state.catalog, form.get("operation", ""), form.get("workload", ""),
-                        form.get("gpu", ""), now=request.app.state.clock())
+                        form.get("gpu", ""), now=request.app.state.clock(), axes=form.get("axes", ""),
+                        dtypes=form.get("dtypes", ""))
     replicas = 2 if form.get("replicas") == "2" else 1
     asked = page.request
     return {"operation": asked.operation, "axes": asked.axes, "dtypes": asked.dtypes, "gpu": asked.gpu,

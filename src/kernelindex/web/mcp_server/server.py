@@ -20,7 +20,7 @@ from kernelindex.readmodel.changes import MAX_CHANGES
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.services.problems import Answer, Problem
 from kernelindex.services.reads import MAX_BATCH
-from kernelindex.views.params import GPU_NAME_PATTERN, RUN_ID_PATTERN, SLUG_PATTERN
+from kernelindex.views.params import GPU_NAME_PATTERN, PHASE_PATTERN, RUN_ID_PATTERN, SLUG_PATTERN
 from kernelindex.web.mcp_server.resources import policy_text
 from kernelindex.web.mcp_server.summaries import summary
 from kernelindex.web.mcp_server.tools import CatalogTools, utc_now
@@ -130,6 +130,17 @@ def _register_tools(server: MCPServer, tools: CatalogTools) -> None:
     def resolve_kernels(queries: Queries) -> CallToolResult:
         return _result(lambda: tools.resolve_kernels(queries), "resolve_kernels")
 
+    @tool(DESCRIPTIONS["get_model_step"])
+    def get_model_step(
+        model: Annotated[str, Field(pattern=SLUG_PATTERN, description="A model slug, e.g. 'llama-3.1-8b'.")],
+        gpu: GpuFilter = None,
+        phase: Annotated[str | None, Field(pattern=PHASE_PATTERN)] = None,
+        batch: Annotated[int | None, Field(ge=1, le=65_536, description="Sequences in the batch (32).")] = None,
+        seq: Annotated[int | None, Field(ge=1, le=1_048_576, description=(
+            "Decode: context length; prefill and train: sequence length (4096)."))] = None,
+        tp: Annotated[int | None, Field(ge=1, le=64, description="Tensor-parallel degree (1).")] = None,
+    ) -> CallToolResult:
+        return _result(lambda: tools.get_model_step(model, gpu, phase, batch, seq, tp), "get_model_step")
 
 
 def _register_catalog_tools(server: MCPServer, tools: CatalogTools) -> None:
@@ -213,6 +224,13 @@ DESCRIPTIONS = {
         "The full operation page for one operation slug (from search results), optionally for a workload and "
         "cohort key: workloads, cohorts, headline slots (fastest usable, best usable, fastest verified), the "
         "ranked table, fastest by language, the floor estimate, scaling data, implementations and sources."),
+    "get_model_step": (
+        "One step of a model (llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, mixtral-8x7b, deepseek-v3, gpt-oss-120b) "
+        "on one GPU: phase decode/prefill/train, batch, seq (decode: context length), tp. Returns every kernel call "
+        "with its shapes after tensor parallelism, the catalog operation and workload it maps to (exact, nearest "
+        "measured, or not measured with how to ask for it), the best usable implementation on that GPU with its "
+        "evidence level and statistic, its floor, and the step's sum with the biggest gaps first. Same answer as "
+        "GET /api/v1/models/{slug}."),
     "get_implementation": (
         "One implementation line (project + callable, e.g. 'liger-kernel-rope'): its revisions, whether and how "
         "it can be installed (pinned install or the reasons it is not usable as-is), declared and concluded "

@@ -79,6 +79,11 @@ def summary(tool: str, data: dict[str, Any]) -> str:
                 else "invalid: " + "; ".join(data["problems"]))
     if tool == "list_changes":
         return _changes(data)
+    if tool == "get_model_step":
+        step, total = data["step"], data["summary"]
+        return (f"{data['model']['title']} {step['phase']} batch {step['batch']} seq {step['seq']} tp {step['tp']} on "
+                f"{data['gpu']['label']}: {total['calls']} calls, estimate {total['estimate']}, floor {total['floor']} "
+                f"({total['label']})")
     if tool == "list_gpus":
         return ", ".join(f"{g['gpu']['short']} ({g['gpu']['slug']})" for g in data["items"])
     title = data.get("title") or data.get("kind") or data.get("run_id") or tool

@@ -43,6 +43,10 @@ class CatalogTools:
     def get_operation(self, slug: str, workload: str | None, cohort: str | None) -> Answer | Problem:
         return self._page("operation", slug, workload=workload, cohort=cohort)
 
+    def get_model_step(self, model: str, gpu: str | None, phase: str | None, batch: int | None, seq: int | None,
+                       tp: int | None) -> Answer | Problem:  # GET /api/v1/models/{slug}
+        return self._page("model", model, gpu=gpu, phase=phase, batch=batch, seq=seq, tp=tp)
+
     def get_implementation(self, slug: str) -> Answer | Problem:
         return self._page("implementation", slug)
 
