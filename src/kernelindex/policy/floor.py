@@ -339,9 +339,8 @@ def _peak(gpu: GpuSpec, workload_spec: dict, operation_spec: dict | None = None)
             if rates:  # the slowest of the inputs' rates would not bound a faster kernel from below: the fastest
                 return max(rates) * 1e12
     if not dtypes and gpu.peaks_tflops:
-        # An operation whose inputs' dtypes have no listed rate (imported specs: packed fp4 in int8 bytes, fp8 with
-        # scales ...): the rate the math runs at is not declared, so take the GPU's fastest dense
-        # rate — the floor stays a lower bound whatever the kernel computes in.
+        # Inputs whose dtypes have no listed rate (packed fp4 in int8 bytes, fp8 with scales ...): the math's rate is
+        # not declared, so the GPU's fastest dense rate — the floor stays a lower bound whatever the kernel runs.
         return max(gpu.peaks_tflops.values()) * 1e12
     peaks = [gpu.peaks_tflops.get(peak_class(d)) for d in dtypes]
     known = [p for p in peaks if p]
