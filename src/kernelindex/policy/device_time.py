@@ -14,10 +14,10 @@ def is_host_bound(wall_ns: float, device_ns: float) -> bool:
     return wall_ns > device_ns * HOST_BOUND_RATIO
 
 
-def host_bound_words(wall_ns: float, syncs_per_call: float, device_ns: float) -> str:
-    """The label for a host-bound run, as its row and run page show it."""
+def host_bound_words(wall_ns: float, syncs_per_call: float, device_ns: float, figure: str = "device time") -> str:
+    """The label for a host-bound run, as its row and run page show it (``figure``: what its median is)."""
     return (f"host-bound on this host: {wall_ns / 1000:.1f} µs per call wall time, "
-            f"{syncs_per_call:g} syncs per call; device time {device_ns / 1000:.2f} µs")
+            f"{syncs_per_call:g} syncs per call; {figure} {device_ns / 1000:.2f} µs")
 
 
 CROSS_CHECK_MIN_NS = 20_000  # calls shorter than this: the graph replay's own overhead is a visible share

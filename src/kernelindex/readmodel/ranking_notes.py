@@ -81,8 +81,9 @@ def _statistic(data: OperationData, cohort: Cohort) -> tuple[str, str]:
 
 
 def host_bound_label(run: Run) -> str | None:
-    """The runner's host-bound flag in words, with the wall time, the syncs and the device time."""
+    """The runner's host-bound flag in words, with the wall time, the syncs and the figure (device or stream time)."""
     host, median = run.spec.timing.host, run.spec.timing.median_ns
     if host is None or not host.bound or median is None:
         return None
-    return host_bound_words(host.wall_ns, host.syncs_per_call, median)
+    figure = "stream time" if run.spec.timing.method == STREAM_TIME else "device time"
+    return host_bound_words(host.wall_ns, host.syncs_per_call, median, figure)
