@@ -47,6 +47,7 @@ def _examples(site: TestClient) -> dict[str, tuple[dict[str, str], list[tuple[st
         "challenges": ({}, []),
         "compare": ({}, [("run", runs[0]), ("run", runs[1])]),
         "search": ({}, [("q", "rope seq=2048 hidden=8192 a100")]),
+        "reproduction": ({"source": "liger-kernel-benchmarks"}, []),
     }
 
 

@@ -37,6 +37,7 @@ RENDERERS: dict[str, Renderer] = {
     "challenges": challenges_page.render_challenges,
     "compare": pages.render_compare,
     "search": search_page.render_search,
+    "reproduction": pages.with_twin(VIEW["reproduction"]),
 }
 # a page whose answer is not a plain function of the view's data has its own endpoint
 ENDPOINTS: dict[str, Callable[[View, Renderer], Callable[[Request], Response]]] = {

@@ -1,0 +1,64 @@
+"""The reproduction court's facts of one loaded operation (``policy.reproduction``): each run as a claim,
+each reported run with verified twins given its ``Reproduction``, and a reported figure beyond 2× of ours
+given the ``NOT_REPRODUCED`` reason, so it leaves rankings and records on every page at once."""
+
+from __future__ import annotations
+
+import orjson
+
+from kernelindex.domain.manifests import manifest_json
+from kernelindex.policy.device_time import timing_statistic
+from kernelindex.policy.eligibility import Eligibility
+from kernelindex.policy.evidence import VERIFIED_LEVELS, grad_mode
+from kernelindex.policy.reproduction import GENERATOR_PARAMS, Claim, ProtocolFacts, not_reproduced_reason, reproductions
+from kernelindex.readmodel.labels import implementation_slug
+from kernelindex.readmodel.operation_data import OperationData, Run
+
+
+def protocol_facts(data: OperationData, run: Run) -> ProtocolFacts:
+    spec = data.protocols[run.protocol].spec
+    of = timing_statistic(run.spec.timing.method)
+    statistic = f"{spec.statistic} of {of} time" if of else spec.statistic
+    harness = spec.harness.name + (f" {spec.harness.version}" if spec.harness.version else "")
+    return ProtocolFacts(harness, statistic, spec.timer, spec.l2_policy, spec.input_regeneration,
+                         grad_mode(spec.timer), not spec.native)
+
+
+def _workload_key(data: OperationData, workload: str) -> tuple[str, str]:
+    def compute() -> tuple[str, str]:
+        spec = dict(manifest_json(data.workloads[workload])["spec"])
+        params = dict(spec.get("params") or {})
+        generator = " ".join(str(params.pop(name)) for name in GENERATOR_PARAMS if name in params)
+        spec["params"] = params
+        return orjson.dumps(spec, option=orjson.OPT_SORT_KEYS).decode(), generator
+    return data.derived(("court-workload", workload), compute)
+
+
+def claim_of(data: OperationData, run: Run) -> Claim | None:
+    """The run as the court hears it; None when it has no figure to hear (failed, retracted, no value)."""
+    if run.status != "passed" or run.median_ns is None or run.median_ns <= 0 or run.retracted is not None:
+        return None
+    verified = run.evidence in VERIFIED_LEVELS
+    if verified and not run.eligible:
+        return None  # a superseded or under-sampled verified run is no twin
+    impl = data.implementations[run.implementation]
+    key, generator = _workload_key(data, run.workload)
+    return Claim(run.digest, implementation_slug(impl), impl.spec.version, key, generator,
+                 data.environments[run.environment].spec.hardware.product,
+                 data.protocols[run.protocol].spec.timed_region, run.median_ns, protocol_facts(data, run), verified)
+
+
+def derive_court(data: OperationData) -> None:
+    """Sets each heard reported run's ``reproduction``; a figure not reproduced gets the NOT_REPRODUCED reason."""
+    claims = [claim for run in data.runs if (claim := claim_of(data, run)) is not None]
+    if not any(claim.verified for claim in claims):
+        return
+    found = reproductions(claims)
+    for run in data.runs:
+        court = found.get(run.digest)
+        if court is None:
+            continue
+        run.reproduction = court
+        if not court.reproduced and run.eligibility is not None:
+            reasons = (*run.eligibility.reasons, not_reproduced_reason(court))
+            run.eligibility = Eligibility(eligible=False, reasons=reasons)
