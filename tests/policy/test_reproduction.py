@@ -35,7 +35,7 @@ def test_a_pair_gives_both_figures_the_ratio_and_the_named_differences() -> None
     assert court.verdict == "within 10%" and court.reproduced
     fields = {d.field: (d.theirs, d.ours) for d in court.differences}
     assert fields["statistic"] == ("mean", "median of stream time")  # read from the two protocols, never fixed words
-    assert fields["input generator"] == ("torch.rand", "torch.randn")  # one workload for the court, the difference named
+    assert fields["input generator"] == ("torch.rand", "torch.randn")  # one workload for the court, named
     assert fields["autograd"] == ("not recorded", "autograd off")
     assert fields["library version"] == ("not recorded by the source", "2.11.0")
     assert court.version == "the source did not record its version; ours 2.11.0"
@@ -52,7 +52,8 @@ def test_not_reproduced_names_both_figures_and_unexplained_when_nothing_recorded
     court = reproductions([_reported(2_090_000_000), _ours("v", 3_954_656)])["r"]
     assert not court.reproduced and court.explanation == "unexplained"
     reason = not_reproduced_reason(court)
-    assert reason.code == "NOT_REPRODUCED" and "2,090,000,000 ns" in reason.sentence and "3,954,656 ns" in reason.sentence
+    assert reason.code == "NOT_REPRODUCED"
+    assert "2,090,000,000 ns" in reason.sentence and "3,954,656 ns" in reason.sentence
     versioned = reproductions([_reported(1_000, version="0.3.0"), _ours("v", 3_000, version="0.5.0")])["r"]
     assert "library version: theirs 0.3.0; ours 0.5.0" in versioned.explanation
 

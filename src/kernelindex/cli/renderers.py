@@ -333,9 +333,9 @@ def render_reproduction(d: dict[str, Any]) -> None:
     for gpu in d["gpus"]:
         console.print(gpu["summary"], highlight=False)
         for r in gpu["outliers"]:
-            console.print(f"  not reproduced: {r['operation']} · {r['implementation']} · reported "
-                          f"{format_duration(r['reported_ns'], 3)} · reproduced {format_duration(r['reproduced_ns'], 3)}"
-                          f" · {r['ratio']:.3g}× · {r['explanation']}", highlight=False)
+            theirs, ours = format_duration(r["reported_ns"], 3), format_duration(r["reproduced_ns"], 3)
+            console.print(f"  not reproduced: {r['operation']} · {r['implementation']} · reported {theirs} · "
+                          f"reproduced {ours} · {r['ratio']:.3g}× · {r['explanation']}", highlight=False)
 
 
 RENDER_SHOW = {"operation": render_operation, "run": render_run, "implementation": render_implementation,
