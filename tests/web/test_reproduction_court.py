@@ -104,7 +104,10 @@ def test_a_figure_not_reproduced_leaves_the_ranking_with_both_figures(site: Test
     ranked = [row["run_id"] for c in _cohorts(site, MAXPOOL_3D) for row in c]
     assert maxpool["run_id"] not in ranked
     close = next(r for r in page["pairs"] if r["verdict"] == "within 10%")
-    assert close["run_id"] in [row["run_id"] for c in _cohorts(site, close["operation"]) for row in c]
+    row = next(row for c in _cohorts(site, close["operation"]) for row in c if row["run_id"] == close["run_id"])
+    label = row["reproduction"]["label"]  # both figures on the reported run's row
+    assert label.startswith("reported ") and " · reproduced " in label and "(mean, KernelBench timing" in label
+    assert row["reproduction"]["twins"][0]["run_id"] == close["twins"][0]
 
 
 def _cohorts(site: TestClient, slug: str) -> list[list[dict[str, Any]]]:

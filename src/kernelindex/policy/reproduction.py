@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kernelindex.domain.units import format_duration
 from kernelindex.policy.reasons import Reason
 
 WITHIN_CLOSE = 1.10  # "within 10%": max(Y/X, X/Y) ≤ 1.10
@@ -209,6 +210,7 @@ def reproductions(claims: Iterable[Claim]) -> dict[str, Reproduction]:
 
 def not_reproduced_reason(reproduction: Reproduction) -> Reason:
     """Why a reported figure beyond 2× of our re-measurement leaves rankings and records."""
-    return Reason("NOT_REPRODUCED", f"Not reproduced: reported {reproduction.reported_ns:,} ns, our verified "
-                  f"re-measurement {reproduction.reproduced_ns:,} ns ({reproduction.ratio:.3g}× the reported figure), "
-                  "more than 2× away; it stays visible and leaves rankings and records.")
+    theirs, ours = reproduction.reported_ns, reproduction.reproduced_ns
+    return Reason("NOT_REPRODUCED", f"Not reproduced: reported {format_duration(theirs, 3)} ({theirs:,} ns), our "
+                  f"verified re-measurement {format_duration(ours, 3)} ({ours:,} ns), {reproduction.ratio:.3g}× the "
+                  "reported figure: more than 2× away, so it stays visible and leaves rankings and records.")

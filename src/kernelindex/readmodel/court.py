@@ -4,9 +4,13 @@ given the ``NOT_REPRODUCED`` reason, so it leaves rankings and records on every 
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
+from kernelindex import urls
 from kernelindex.domain.manifests import manifest_json
+from kernelindex.domain.units import format_duration
 from kernelindex.policy.device_time import timing_statistic
 from kernelindex.policy.eligibility import Eligibility
 from kernelindex.policy.evidence import VERIFIED_LEVELS, grad_mode
@@ -62,3 +66,22 @@ def derive_court(data: OperationData) -> None:
         if not court.reproduced and run.eligibility is not None:
             reasons = (*run.eligibility.reasons, not_reproduced_reason(court))
             run.eligibility = Eligibility(eligible=False, reasons=reasons)
+
+
+def reproduction_json(data: OperationData, run: Run) -> dict[str, Any] | None:
+    """What a reported run's row and run page show of its hearing: "reported X (their statistic, their harness) ·
+    reproduced Y (ours) · Y/X", the verdict, the version heard, the differences and our runs; None when unheard."""
+    court = run.reproduction
+    if court is None:
+        return None
+    ids = {r.digest: r for r in data.runs}
+    twins = [ids[t] for t in court.twins]
+    theirs, ours = protocol_facts(data, run), protocol_facts(data, twins[0])
+    label = (f"reported {format_duration(court.reported_ns, 3)} ({theirs.statistic}, {theirs.harness}) · reproduced "
+             f"{format_duration(court.reproduced_ns, 3)} ({ours.statistic}, {ours.harness}) · {court.ratio:.3g}×")
+    return {"label": label, "reported_ns": court.reported_ns, "reproduced_ns": court.reproduced_ns,
+            "ratio": round(court.ratio, 4), "verdict": court.verdict, "version": court.version,
+            "differences": [d.to_json() for d in court.differences],
+            "explanation": None if court.reproduced else court.explanation,
+            "twins": [{"run_id": t.run_id, "url": urls.run(t.run_id), "median_ns": t.median_ns} for t in twins],
+            "court_url": urls.reproduction(run.source)}

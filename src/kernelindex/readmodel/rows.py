@@ -16,6 +16,7 @@ from kernelindex.policy.selection import (
 )
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.court import reproduction_json
 from kernelindex.readmodel.labels import (
     implementation_slug,
     implementation_title,
@@ -172,6 +173,7 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         runner=run.runner,
         region_note=forward_work_note(data, run),
         host_bound=host_bound_label(run),
+        reproduction=reproduction_json(data, run),
     )
 
 
