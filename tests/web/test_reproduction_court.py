@@ -103,6 +103,9 @@ def test_a_figure_not_reproduced_leaves_the_ranking_with_both_figures(site: Test
     assert "NOT_REPRODUCED" in reasons
     ranked = [row["run_id"] for c in _cohorts(site, MAXPOOL_3D) for row in c]
     assert maxpool["run_id"] not in ranked
+    ledger = site.get(urls.api(urls.RECORDS), params={"operation": MAXPOOL_3D, "limit": 200}).json()
+    holders = [(c.get("leader") or {}).get("run_id") for c in ledger["cohorts"]]
+    assert holders and maxpool["run_id"] not in holders  # the records agree with the operation page
     close = next(r for r in page["pairs"] if r["verdict"] == "within 10%")
     row = next(row for c in _cohorts(site, close["operation"]) for row in c if row["run_id"] == close["run_id"])
     label = row["reproduction"]["label"]  # both figures on the reported run's row
@@ -134,6 +137,10 @@ def test_every_door_answers_the_same(site: TestClient, kb_catalog: Catalog) -> N
     assert reads.page(kb_catalog, PINNED, "reproduction", "kernelbench") == data
     assert CatalogTools(kb_catalog, lambda: PINNED).get_reproduction("kernelbench") == data
     assert site.get(urls.api(urls.reproduction("no-such-source"))).status_code == 404
+    assert site.get(urls.api(urls.reproduction("kernelindex-runner"))).status_code == 404  # it reports nothing
+    home = site.get(urls.api(urls.API_HOME)).json()
+    links = {s["name"]: s["reproduction_url"] for s in home["sources"]}
+    assert links["kernelbench"] == urls.reproduction("kernelbench") and links["kernelindex-runner"] is None
 
 
 def test_the_liger_page_says_honestly_that_nothing_is_re_measured_on_h100_yet(catalog: Catalog) -> None:

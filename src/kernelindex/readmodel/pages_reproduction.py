@@ -80,7 +80,8 @@ def _reported_products(catalog: Catalog, source: str) -> dict[str, int]:
     """The source's passed figures per exact GPU product."""
     with catalog.engine.connect() as conn:
         counts = conn.execute(select(RunRow.environment, func.count()).where(
-            RunRow.source == source, RunRow.status == "passed", RunRow.median_ns.is_not(None))
+            RunRow.source == source, RunRow.status == "passed", RunRow.median_ns.is_not(None),
+            RunRow.runner_key_id.is_(None))
             .group_by(RunRow.environment)).all()
         bodies: dict[str, str] = {digest: body for digest, body in conn.execute(
             select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.digest.in_([env for env, _ in counts])))}
