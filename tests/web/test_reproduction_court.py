@@ -159,3 +159,17 @@ def test_the_liger_page_says_honestly_that_nothing_is_re_measured_on_h100_yet(ca
     assert (h100["reported"], h100["remeasured"], h100["median_ratio"]) == (speed, 0, None) and speed > 600
     assert h100["summary"] == f"0 re-measured on H100 yet (of {speed:,} reported figures)."
     assert page["pairs"] == []
+
+
+def test_the_cli_shows_the_court(kb_catalog: Catalog) -> None:
+    from typer.testing import CliRunner
+
+    from kernelindex.cli import app as ki
+
+    runner = CliRunner()
+    shown = runner.invoke(ki, ["show", "reproduction", "kernelbench", "--json", "--database", kb_catalog.url])
+    assert shown.exit_code == 0, shown.output
+    assert orjson.loads(shown.stdout) == reads.page(kb_catalog, datetime.now(UTC), "reproduction", "kernelbench")
+    table = runner.invoke(ki, ["show", "reproduction", "kernelbench", "--database", kb_catalog.url],
+                          env={"COLUMNS": "200"})
+    assert table.exit_code == 0 and "0 re-measured on H100 yet" in table.stdout and "not reproduced:" in table.stdout

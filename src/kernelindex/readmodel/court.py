@@ -54,9 +54,9 @@ def claim_of(data: OperationData, run: Run) -> Claim | None:
 
 def derive_court(data: OperationData) -> None:
     """Sets each heard reported run's ``reproduction``; a figure not reproduced gets the NOT_REPRODUCED reason."""
+    if not any(run.evidence in VERIFIED_LEVELS for run in data.runs):
+        return  # nothing to hear against (most operations): no claim is built
     claims = [claim for run in data.runs if (claim := claim_of(data, run)) is not None]
-    if not any(claim.verified for claim in claims):
-        return
     found = reproductions(claims)
     for run in data.runs:
         court = found.get(run.digest)
