@@ -335,7 +335,7 @@ def render_reproduction(d: dict[str, Any]) -> None:
         for r in gpu["outliers"]:
             theirs, ours = format_duration(r["reported_ns"], 3), format_duration(r["reproduced_ns"], 3)
             console.print(f"  not reproduced: {r['operation']} · {r['implementation']} · reported {theirs} · "
-                          f"reproduced {ours} · {r['ratio']:.3g}× · {r['explanation']}", highlight=False)
+                          f"reproduced {ours} · {r['ratio']:#.3g}× · {r['explanation']}", highlight=False)
 
 
 RENDER_SHOW = {"operation": render_operation, "run": render_run, "implementation": render_implementation,

@@ -212,5 +212,5 @@ def not_reproduced_reason(reproduction: Reproduction) -> Reason:
     """Why a reported figure beyond 2× of our re-measurement leaves rankings and records."""
     theirs, ours = reproduction.reported_ns, reproduction.reproduced_ns
     return Reason("NOT_REPRODUCED", f"Not reproduced: reported {format_duration(theirs, 3)} ({theirs:,} ns), our "
-                  f"verified re-measurement {format_duration(ours, 3)} ({ours:,} ns), {reproduction.ratio:.3g}× the "
+                  f"verified re-measurement {format_duration(ours, 3)} ({ours:,} ns), {reproduction.ratio:#.3g}× the "
                   "reported figure: more than 2× away, so it stays visible and leaves rankings and records.")

@@ -78,7 +78,7 @@ def reproduction_json(data: OperationData, run: Run) -> dict[str, Any] | None:
     twins = [ids[t] for t in court.twins]
     theirs, ours = protocol_facts(data, run), protocol_facts(data, twins[0])
     label = (f"reported {format_duration(court.reported_ns, 3)} ({theirs.statistic}, {theirs.harness}) · reproduced "
-             f"{format_duration(court.reproduced_ns, 3)} ({ours.statistic}, {ours.harness}) · {court.ratio:.3g}×")
+             f"{format_duration(court.reproduced_ns, 3)} ({ours.statistic}, {ours.harness}) · {court.ratio:#.3g}×")
     return {"label": label, "reported_ns": court.reported_ns, "reproduced_ns": court.reproduced_ns,
             "ratio": round(court.ratio, 4), "verdict": court.verdict, "version": court.version,
             "differences": [d.to_json() for d in court.differences],

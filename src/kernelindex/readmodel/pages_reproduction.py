@@ -119,7 +119,7 @@ def _gpu_court(product: str, reported: int, rows: list[CourtRow]) -> GpuCourt:
     ratio = round(statistics.median(r.ratio for r in rows), 4) if rows else None
     if n:
         summary = (f"{n:,} of {reported:,} reported figures on the {_short(product)} re-measured: median ratio "
-                   f"{ratio:.3g}× (ours / theirs), {close:,} within 10%, {within:,} within 2×, {n - within:,} not "
+                   f"{ratio:#.3g}× (ours / theirs), {close:,} within 10%, {within:,} within 2×, {n - within:,} not "
                    "reproduced.")
     else:
         summary = f"0 re-measured on {_short(product)} yet (of {reported:,} reported figures)."
