@@ -111,6 +111,9 @@ def test_a_figure_not_reproduced_leaves_the_ranking_with_both_figures(site: Test
     label = row["reproduction"]["label"]  # both figures on the reported run's row
     assert label.startswith("reported ") and " · reproduced " in label and "(mean, KernelBench timing" in label
     assert row["reproduction"]["twins"][0]["run_id"] == close["twins"][0]
+    twin = site.get(urls.api(urls.run(close["twins"][0]))).json()  # and the verified run names what it re-measured
+    assert close["run_id"] in [r["run_id"] for r in twin["reproduces"]]
+    assert "data-reproduces" in site.get(urls.run(close["twins"][0])).text
 
 
 def _cohorts(site: TestClient, slug: str) -> list[list[dict[str, Any]]]:

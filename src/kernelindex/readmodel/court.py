@@ -58,11 +58,14 @@ def derive_court(data: OperationData) -> None:
         return  # nothing to hear against (most operations): no claim is built
     claims = [claim for run in data.runs if (claim := claim_of(data, run)) is not None]
     found = reproductions(claims)
+    by_digest = {run.digest: run for run in data.runs}
     for run in data.runs:
         court = found.get(run.digest)
         if court is None:
             continue
         run.reproduction = court
+        for twin in court.twins:
+            by_digest[twin].reproduces.append(run.digest)
         if not court.reproduced and run.eligibility is not None:
             reasons = (*run.eligibility.reasons, not_reproduced_reason(court))
             run.eligibility = Eligibility(eligible=False, reasons=reasons)
@@ -85,3 +88,18 @@ def reproduction_json(data: OperationData, run: Run) -> dict[str, Any] | None:
             "explanation": None if court.reproduced else court.explanation,
             "twins": [{"run_id": t.run_id, "url": urls.run(t.run_id), "median_ns": t.median_ns} for t in twins],
             "court_url": urls.reproduction(run.source)}
+
+
+def reproduces_json(data: OperationData, run: Run) -> list[dict[str, Any]]:
+    """A verified run's side of the court: each reported figure it was heard against, with Y/X and the verdict."""
+    ids = {r.digest: r for r in data.runs}
+    out = []
+    for digest in run.reproduces:
+        reported = ids[digest]
+        court = reported.reproduction
+        if court is not None:
+            out.append({"run_id": reported.run_id, "url": urls.run(reported.run_id), "source": reported.source,
+                        "reported_ns": court.reported_ns, "reproduced_ns": court.reproduced_ns,
+                        "ratio": round(court.ratio, 4), "verdict": court.verdict,
+                        "court_url": urls.reproduction(reported.source)})
+    return out

@@ -85,6 +85,7 @@ class Run:
     replication: Replication | None = None  # other trusted runners' verified runs of the same thing
     invalid_stored: tuple[str, ...] = ()  # stored values that cannot be used, named (readmodel.stored_runs)
     reproduction: Reproduction | None = None  # a reported run heard against our verified twins (readmodel.court)
+    reproduces: list[str] = field(default_factory=list)  # a verified run: the reported runs it was heard against
 
     @property
     def eligible(self) -> bool:
