@@ -64,6 +64,7 @@ class ReproductionPage(JsonModel):
     notice: SourceNotice
     gpus: list[GpuCourt]
     pairs: list[CourtRow]  # every re-measured figure, by GPU then operation
+    others: list[str] = field(default_factory=list)  # "A100 80GB (1,234)": other GPUs it reported on, none re-measured
 
 
 def _short(product: str) -> str:
@@ -144,4 +145,5 @@ def reproduction_page(catalog: Catalog, source: str, *, now: datetime) -> Reprod
     gpus = [_gpu_court(p, reported[p], sorted(rows[p], key=lambda r: (r.operation, r.implementation, r.run_id)))
             for p in shown]
     pairs = [row for gpu in gpus for row in sorted(rows[gpu.gpu], key=lambda r: (r.operation, r.implementation))]
-    return ReproductionPage(source, notice.title, notice, gpus, pairs)
+    others = [f"{p} ({reported[p]:,})" for p in sorted(reported) if p not in shown]
+    return ReproductionPage(source, notice.title, notice, gpus, pairs, others)
