@@ -7,14 +7,17 @@
 # Usage: bench/gpu_v4.sh SECONDS STEP...
 #   OP[:SKIP:MAX[:SUFFIX[:REGIONS[:LIMIT[:HARD]]]]]  one operation's cases SKIP+1 … SKIP+MAX (MAX 0: all), only
 #                        REGIONS, at most LIMIT s (default 300), HARD s per case-region (default 40); its bundle is
-#                        GPU-OP-DATE-v4SUFFIX (GPU: KI_GPU_TAG, default h200)
+#                        GPU-OP-DATE-v4SUFFIX (GPU: KI_GPU_TAG, default h100 or h200 as nvidia-smi names it)
 #   probe                the GPU's v4 ceilings (read, write, copy at 7 sizes) and shortest call: $OUT/probe.json;
 #                        every later step of this machine reuses it (KI_PROBE_CACHE), so all bundles of one machine
 #                        share one environment
 #   compare              bench/stream_compare.py over KI_COMPARE (the figures of docs/runner.md's table)
 # KI_KEY: the runner key (default keys/runner.key). KI_REHEARSAL=--test-device-product=H200: a CPU rehearsal. KI_DRY_RUN=1: each step only prints its plan.
 set -u
-budget=$1; shift; start=$(date +%s); work=${KI_WORK:-/tmp/ki-v4}; tag=${KI_GPU_TAG:-h200}
+budget=$1; shift; start=$(date +%s); work=${KI_WORK:-/tmp/ki-v4}
+# The GPU the machine has (a call for one kind may run on the other): its tag names the bundles, its key signs them.
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case "$gpu" in *H100*) tag=${KI_GPU_TAG:-h100}; KI_KEY=${KI_KEY:-keys-h100/runner.key};; *) tag=${KI_GPU_TAG:-h200};; esac
 left() { echo $(( budget - ($(date +%s) - start) )); }
 mkdir -p "$work/c" "$OUT"; touch "$work/done"; log="$OUT/run.log"
 export KI_PROBE_CACHE="$work/probe.json"

@@ -33,7 +33,7 @@ def test_use_on_h100_says_not_measured_and_gives_the_nearest_gpu(catalog: Catalo
     # Issue 20 item 9: the H200 (sm_90 like the H100, verified, 2026) before the A100 (2024, reported,
     # liger 0.2.1) whose bandwidth is nearer; the answer says why.
     assert "Not measured on H100" in out and "Nearest evidence: H200" in out and "H100 physical floor:" in out
-    assert "the same architecture as H100 (sm_90)" in out and "replicated evidence" in out
+    assert "the same architecture as H100 (sm_90)" in out and "verified evidence" in out  # no replica: superseded
     assert 'pip install "liger-kernel==0.2.1"' not in out
 
 

@@ -52,3 +52,16 @@ def test_other_dtypes_and_families_keep_the_datasheet_rate() -> None:
     assert attainable_compute({**op, "family": "mlp"}, wl, SEEN, 989.5e12) is None
     assert attainable_compute(op, wl, Attainable(4.3e12, "copy"), 989.5e12) is None  # no ceiling GEMM measured
     assert attainable_compute(op, wl, SEEN, 989.5e12) == (700e12, "700 TFLOP/s, the ceiling GEMM")
+
+
+def test_fp8_and_int8_gemms_on_hopper_are_held_to_their_dense_peaks() -> None:
+    """Issue 43 item 4: an FP8 GEMM at m = 8192 on the H200 had only a bandwidth floor (no FP8 peak listed); its
+    compute floor is its FLOPs over the datasheet's dense FP8 rate (1,979 TFLOPS: half the sparsity figure)."""
+    op, wl = _gemm(8192)
+    for dtype, peak in (("fp8_e4m3", 1979e12), ("int8", 1979e12)):
+        typed = {**wl, "tensors": [{**t, "dtype": dtype} for t in wl["tensors"]], "dtypes": {"T": dtype}}
+        floor = floor_estimate(op, typed, H200)
+        assert floor.peak_flops_per_s == peak and floor.bound == "compute"
+        assert floor.compute_ns == 2 * 8192 * 4096 * 4096 / peak * 1e9
+    for slug, fp8 in (("h100-sxm", 1979), ("h100-pcie", 1513), ("h200", 1979)):
+        assert registry.gpus()[slug].peaks_tflops["fp8"] == registry.gpus()[slug].peaks_tflops["int8"] == fp8

@@ -4,7 +4,14 @@ from kernelindex import registry
 from kernelindex.policy.eligibility import EligibilityFacts, eligibility
 from kernelindex.policy.evidence import NO_GRAD, EvidenceFacts, evidence_levels, grad_mode, replication_peers
 from kernelindex.policy.floor import floor_estimate
-from kernelindex.policy.selection import CohortChoice, WorkloadChoice, default_cohort, default_workload
+from kernelindex.policy.selection import (
+    CohortChoice,
+    WorkloadChoice,
+    architecture_age,
+    default_cohort,
+    default_workload,
+    leading,
+)
 from kernelindex.policy.staleness import is_stale
 from kernelindex.policy.usability import usability
 
@@ -216,6 +223,32 @@ def test_default_workload_and_cohort() -> None:
     ]
     assert default_cohort(cohorts, ["h100-sxm", "h200", "b200"]) == "a100-fwd"
     assert default_cohort(cohorts[1:], ["h100-sxm", "h200", "b200"]) == "h200-fwd"
+
+
+def test_default_cohort_leads_with_the_best_evidence() -> None:
+    """Issue 43 item 1: an asked GPU first, then verified over reported, then the newest architecture,
+    then forward and the longest-standing cohort; the size of a cohort only breaks what is left."""
+    t = datetime(2024, 9, 3, tzinfo=UTC)
+    gpus = ["h100-sxm", "h200", "b200"]
+    l40s = CohortChoice("l40s", 900, "forward", "l40s", t, architecture="sm_89", workload="w1")
+    a100 = CohortChoice("a100", 40, "forward", "a100-80gb", t, architecture="sm_80", workload="w1")
+    h200 = CohortChoice("h200", 2, "forward", "h200", t + timedelta(days=800), verified=True,
+                        architecture="sm_90", workload="w2")
+    h100 = CohortChoice("h100", 3, "forward", "h100-sxm", t + timedelta(days=700), verified=True,
+                        architecture="sm_90", workload="w2")
+    b200_back = CohortChoice("b200b", 5, "backward", "b200", t, architecture="sm_100", workload="w1")
+    every = [l40s, a100, h200, h100, b200_back]
+    assert default_cohort(every, gpus) == "h100"  # verified; sm_90 twice: the longest-standing
+    assert default_cohort(every, gpus, ["a100-80gb"]) == "a100"  # the asked GPU first
+    assert default_cohort(every, gpus, ["mi300x"]) == "h100"  # an asked GPU without a cohort asks nothing
+    assert default_cohort([l40s, a100, b200_back], gpus) == "b200b"  # reported: the newest architecture
+    assert default_cohort([l40s, a100], gpus) == "l40s"
+    assert [c.key for c in leading(every, ["l40s"])] == ["l40s"]
+    assert {c.workload for c in leading(every)} == {"w2"}
+    choices = [WorkloadChoice("w1", 945, 1, (1,)), WorkloadChoice("w2", 5, 1, (2,))]
+    assert default_workload(choices, {"w2"}) == "w2" and default_workload(choices) == "w1"
+    assert architecture_age("sm_90") > architecture_age("sm_89") > architecture_age("sm_86")
+    assert architecture_age("gfx950") > architecture_age("sm_90") > architecture_age(None)
 
 
 def test_environment_key_ignores_what_a_runner_measured() -> None:

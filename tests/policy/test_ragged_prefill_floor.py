@@ -53,7 +53,7 @@ def test_the_largest_traced_h32_kv4_case_is_compute_bound(export: dict[str, list
     floor = floor_estimate(registry.floor_spec(operation), workload, H200)
     assert floor.flops == pytest.approx(flops, rel=1e-9)
     assert floor.bound == "compute" and floor.compute_ns is not None and floor.compute_ns > floor.memory_ns
-    assert floor.floor_ns == pytest.approx(flops / 989.5e12 * 1e9)  # H200 bf16 dense (no fp8 peak listed)
+    assert floor.floor_ns == pytest.approx(flops / 989.5e12 * 1e9)  # H200 bf16 dense: the inputs are bf16
     # The spec as stored (and signed) declares no FLOPs: without the floor-time rule it is bandwidth-bound.
     stored = floor_estimate(manifest_json(operation)["spec"], workload, H200)
     assert stored.bound == "bandwidth" and stored.floor_ns < floor.floor_ns

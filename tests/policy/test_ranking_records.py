@@ -67,8 +67,9 @@ def test_inside_a_tie_the_fastest_median_comes_first() -> None:
 
 
 def test_one_row_per_implementation_with_its_replicates() -> None:
-    """Issue 20 item 5: two measurements of one implementation in one cohort are one row (the
-    replicate with the middle median), never two ranks."""
+    """Issue 20 item 5: two measurements of one implementation in one cohort are one row, never two ranks;
+    issue 43 item 6: the row's figure is the median of the replicates' figures (of a pair, their mean),
+    never the faster of a pair."""
     rows, replicates = one_per_implementation([
         ("liger", item("seq-sweep", 100)), ("liger", item("hidden-sweep", 104)), ("torch", item("t", 102)),
         ("hf", item("h1", 300)), ("hf", item("h2", 310)), ("hf", item("h3", 290)),
@@ -76,6 +77,9 @@ def test_one_row_per_implementation_with_its_replicates() -> None:
     assert sorted(r.id for r in rows) == ["h1", "seq-sweep", "t"]
     assert replicates == {"seq-sweep": ["hidden-sweep"], "h1": ["h3", "h2"]}
     assert [r.item.id for r in rank(rows, native=True)] == ["seq-sweep", "t", "h1"]
+    assert {r.id: r.median_ns for r in rows} == {"seq-sweep": 102, "t": 102, "h1": 300}
+    rows, _ = one_per_implementation([("a", item("fast", 100)), ("a", item("slow", 150)), ("b", item("b", 120))])
+    assert [(r.id, r.median_ns) for r in sorted(rows, key=lambda r: r.median_ns)] == [("b", 120), ("fast", 125)]
 
 
 medians = st.lists(st.integers(min_value=1000, max_value=5000), min_size=1, max_size=12)

@@ -22,21 +22,23 @@ def test_rope_reference_cohort(catalog: Catalog) -> None:
     assert selected.label == "seq = 2048 · hidden = 8192 · q_heads = 32 · kv_heads = 8 · bf16"
     page = operation_page(catalog, "rope", workload=page.selected_workload, cohort=_a100_forward(page).key, now=NOW)
     rows = [(r.rank_label, r.implementation.title, r.median_ns) for r in page.ranked]
-    # One row per implementation (issue 20 item 5): Liger's second measurement of this shape (59,488 ns,
-    # its other sweep) and the baseline's (516,800 ns) are replicates of the rows shown.
+    # One row per implementation (issue 20 item 5): Liger's two measurements of this shape (58,880 and
+    # 59,488 ns, its two sweeps) and the baseline's (516,096 and 516,800 ns) are one row each, whose figure is
+    # the median of the pair (issue 43 item 6: never the faster of a pair).
     assert rows == [
-        ("1", "Liger", 58880),
-        ("2", "Transformers", 516096),
+        ("1", "Liger", 59184),
+        ("2", "Transformers", 516448),
     ]
     leader = page.ranked[0]
-    assert round(leader.faster_than_baseline, 2) == 8.77
-    assert any("middle median of 2 measurements" in line for line in page.ranked[1].rationale)
+    assert round(leader.faster_than_baseline, 2) == 8.73
+    assert any("the median of 2 measurements" in line for line in page.ranked[1].rationale)
     assert leader.implementation.install_command == 'pip install "liger-kernel==0.2.1"'
     assert leader.implementation.license == "BSD-2-Clause" and leader.implementation.usable
     assert leader.evidence == "reported" and leader.stale
     assert page.ranked[1].implementation.role == "baseline"
     assert page.headline[0].kind == "fastest_usable"
     assert page.headline[0].title == "Fastest reported · usable today · NVIDIA A100 80GB · forward"
+    assert page.headline[0].row.statistic == "median" and page.headline[0].row.time_ns == 59184
     assert round(page.floor.physical["floor_ns"] / 1000, 1) == 42.2
     assert round(page.floor.record_ratio, 2) == 1.40
     assert {t["name"] for t in page.floor.physical["tensors"]} == {"q", "k", "cos", "sin", "q_out", "k_out"}
@@ -46,8 +48,8 @@ def test_rope_reference_cohort(catalog: Catalog) -> None:
     ]
     assert page.scaling.axis == "seq"
     series = {s.title: [p.median_ns for p in s.points] for s in page.scaling.series}
-    assert [round(v / 1000, 1) for v in series["Liger"]] == [34.4, 58.9, 109.0, 209.3, 410.5]
-    assert [round(v / 1000, 1) for v in series["Transformers"]] == [280.8, 516.1, 994.8, 1933.3, 3817.0]
+    assert [round(v / 1000, 1) for v in series["Liger"]] == [34.4, 59.2, 109.0, 209.3, 410.5]
+    assert [round(v / 1000, 1) for v in series["Transformers"]] == [280.8, 516.4, 994.8, 1933.3, 3817.0]
     assert {"H100", "B200"} <= set(page.coverage_gaps)
     labels = {c.label for c in page.cohorts}
     assert {

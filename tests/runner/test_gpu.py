@@ -27,6 +27,32 @@ def test_graph_replay_samples_a_call(device) -> None:
     assert torch.equal(dst, src)
 
 
+def test_the_stream_graph_keeps_every_set_alive_and_replays_after_a_release(device) -> None:
+    """Protocol v4: the graph holds the R sets it was captured over; the caller dropping them and the cache being
+    emptied (every cross-check does) must not free what a replay reads (an illegal memory access on the H100)."""
+    import gc
+    import weakref
+
+    from kernelindex.runner.rotation import rotation
+    from kernelindex.runner.stream import stream_sampler
+
+    def one_set():
+        src = torch.randn(1 << 18, device="cuda")
+        dst = torch.empty_like(src)
+        return (lambda: torch.neg(src, out=dst)), weakref.ref(src)
+    made = [one_set() for _ in range(4)]
+    calls, refs = [c for c, _ in made], [r for _, r in made]
+    rot = rotation(1 << 20, 1 << 20)
+    sampler = stream_sampler(calls[:rot.sets], rot, device.stream)
+    assert sampler.capture == "cuda_graph"
+    del calls, made
+    gc.collect()
+    device.release()
+    assert all(r() is not None for r in refs[:rot.sets])
+    assert all(t > 0 for t in sampler.sample())
+    torch.cuda.synchronize()
+
+
 def test_copy_bandwidth_is_plausible(device) -> None:
     from kernelindex.runner.cuda import copy_bandwidth
 

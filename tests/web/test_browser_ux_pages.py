@@ -151,7 +151,7 @@ def test_walk_fixes_on_the_rope_page(tab: Any, base_url: str,  # noqa: F811
 
 
 def test_run_page_names_its_timing_method_in_words(tab: Any, base_url: str) -> None:  # noqa: F811
-    tab.goto(base_url + "/operations/rope")
+    tab.goto(base_url + "/operations/rope?gpu=a100")  # the reference view: its "Fastest verified" card is H200's
     href = tab.locator(".slot").filter(has_text="Fastest verified").locator("a", has_text="Run detail").first
     tab.goto(base_url + str(href.get_attribute("href")))
     text = tab.inner_text("main")

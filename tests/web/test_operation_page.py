@@ -46,7 +46,7 @@ def test_rope_headline(rope: str, catalog: Catalog) -> None:
     assert "Rotary position embedding" in text
     assert f"{48 + eligible_beyond_liger(catalog, 'rope')} eligible runs" in text
     slot = section(text, "Fastest reported · usable today", "Fastest by language")
-    assert "58.9 µs" in slot and "8.77× faster than baseline" in slot
+    assert "59.2 µs" in slot and "8.73× faster than baseline" in slot
     assert "Liger" in slot and "Liger-Kernel" in slot and "BSD-2-Clause" in slot and "triton" in slot
     assert 'pip install "liger-kernel==0.2.1"' in slot
     assert "Reported evidence · last observed 2024-09-03" in slot
@@ -65,25 +65,26 @@ def test_rope_sections_follow_the_design_order(rope: str) -> None:
 
 def test_rope_fastest_by_language(rope: str) -> None:
     block = section(text_of(rope), "Fastest by language", "Current records")
-    assert "triton · Liger · 58.9 µs · #1" in block
-    assert "python · Transformers · 516.1 µs · 8.77×" in block
+    assert "triton · Liger · 59.2 µs · #1" in block
+    assert "python · Transformers · 516.4 µs · 8.73×" in block
 
 
 def test_rope_ranked_table(rope: str) -> None:
     table = section(text_of(rope), "Ranking in this cohort", "Scaling by")
     medians = re.findall(r"(\d+\.\d) µs (\d\.\d\d)×", table)
     # Issue 20 item 5: Liger's seq and hidden sweeps both measured this shape (58.9 and 59.5 µs), as did
-    # the baseline's (516.1 and 516.8 µs): one row per implementation, the other measurement its replicate.
-    assert medians == [("58.9", "1.00"), ("516.1", "8.77")]
-    assert "One row per implementation: this run has the middle median of 2 measurements" in table
+    # the baseline's (516.1 and 516.8 µs): one row per implementation, whose figure is the pair's median
+    # (issue 43 item 6: 59.2 and 516.4 µs, never the faster of the pair).
+    assert medians == [("59.2", "1.00"), ("516.4", "8.73")]
+    assert "One row per implementation: the median of 2 measurements" in table
     assert "stale" in table and "2024-09-03" in table
-    assert "8.77× faster than the baseline." in table
+    assert "8.73× faster than the baseline." in table
     assert "Reported by source; not independently reproduced." in table
 
 
 def test_rope_current_records_label_cohorts_by_what_distinguishes_them(rope: str) -> None:
     block = section(text_of(rope), "Current records", "Source-native comparison")
-    labels = ("NVIDIA A100 80GB · forward 58.9 µs", "NVIDIA A100 80GB · backward",
+    labels = ("NVIDIA A100 80GB · forward 59.2 µs", "NVIDIA A100 80GB · backward",
               "NVIDIA A100 80GB · forward+backward")
     for label in labels:
         assert label in block
@@ -101,9 +102,9 @@ def test_rope_scaling_chart(rope: str) -> None:
     titles = [t.text or "" for t in root.iter(f"{ns}title")]
     liger = [t for t in titles if t.startswith("Liger ·")]
     hf = [t for t in titles if t.startswith("Transformers ·")]
-    assert [t.split(" · ")[2].split(" (")[0] for t in liger] == ["34.4 µs", "58.9 µs", "109.0 µs", "209.3 µs",
+    assert [t.split(" · ")[2].split(" (")[0] for t in liger] == ["34.4 µs", "59.2 µs", "109.0 µs", "209.3 µs",
                                                                   "410.5 µs"]
-    assert [t.split(" · ")[2].split(" (")[0] for t in hf] == ["280.8 µs", "516.1 µs", "994.8 µs", "1.93 ms", "3.82 ms"]
+    assert [t.split(" · ")[2].split(" (")[0] for t in hf] == ["280.8 µs", "516.4 µs", "994.8 µs", "1.93 ms", "3.82 ms"]
     assert any("1,933,264 ns" in t for t in hf) and any("3,816,992 ns" in t for t in hf)
     assert all(a.get("href", "").startswith("/runs/") for a in root.iter(f"{ns}a"))
     assert 'class="floor"' in svg and "(log)" in svg
@@ -138,10 +139,10 @@ def test_rope_links_json_twin_and_methodology(rope: str) -> None:
 def test_embedding_headline_best_usable_then_fastest_not_usable(embedding: str, catalog: Catalog) -> None:
     text = text_of(embedding)
     assert f"{96 + eligible_beyond_liger(catalog, 'embedding')} eligible runs" in text
-    best = section(text, "Best usable", "Fastest reported · not usable as-is")
+    best = section(text, "Best usable", "Fastest reported · version not recorded")
     assert "42.6 µs" in best and "1.07× vs fastest" in best and "Liger" in best
     assert 'pip install "liger-kernel==0.2.1"' in best
-    fastest = section(text, "Fastest reported · not usable as-is", "Fastest by language")
+    fastest = section(text, "Fastest reported · version not recorded", "Fastest by language")
     assert "39.7 µs" in fastest and "4.20× faster than baseline" in fastest and "torch.compile" in fastest
     assert "No pinned install: the source did not record the PyTorch version." in fastest
 
@@ -213,13 +214,15 @@ def test_page_and_json_twin_agree(client: TestClient, rope: str) -> None:
     data = response.json()
     text = text_of(rope)
     assert f"{data['eligible_runs']} eligible runs" in text
-    assert [r["median_ns"] for r in data["ranked"]] == [58880, 516096]  # one row per implementation
+    assert [r["time_ns"] for r in data["ranked"]] == [59184, 516448]  # one row per implementation
+    assert [r["median_ns"] for r in data["ranked"]] == [59184, 516448]  # the deprecated alias, kept one release
+    assert {r["statistic"] for r in data["ranked"]} == {"median"}
     assert data["headline"][0]["row"]["run_id"] in rope
 
 
 def test_fastest_verified_slot_when_the_workload_has_a_verified_cohort(client: TestClient) -> None:
-    data = client.get("/api/v1/operations/rope").json()
-    # The bundled verified runner bundles measure the default rope workload on another GPU.
+    data = client.get("/api/v1/operations/rope?gpu=a100").json()
+    # The bundled verified runner bundles measure the reference rope workload on another GPU.
     slot = next(s for s in data["headline"] if s["kind"] == "fastest_verified")
-    text = text_of(client.get("/operations/rope").text)
+    text = text_of(client.get("/operations/rope?gpu=a100").text)
     assert slot["title"] in text and "Open this cohort →" in text

@@ -19,3 +19,4 @@ def attested_bundles(catalog: Catalog) -> set[str]:
     """Digests of the bundles whose runs the catalog holds as attested."""
     with catalog.engine.connect() as conn:
         return set(conn.execute(select(AttestationRow.bundle_digest).distinct()).scalars())
+

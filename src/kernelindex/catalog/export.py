@@ -7,13 +7,13 @@ import json
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.files import check_regular_file
-from kernelindex.catalog.models import ObjectRow, RunRow
+from kernelindex.catalog.models import CatalogStateRow, ObjectRow, RunRow
 from kernelindex.catalog.publish import PublishReport, publish_manifests
 from kernelindex.domain.canonical import MAX_DOCUMENT_BYTES
 from kernelindex.domain.manifests import MAX_PROBLEMS, ManifestError, parse_manifest_text
@@ -38,18 +38,42 @@ FACT_KINDS = ("Retraction", "Supersession")
 
 def export_lines(catalog: Catalog) -> Iterator[str]:
     with catalog.engine.connect() as conn:
-        for kind in KIND_ORDER:
-            for body in conn.execute(
-                select(ObjectRow.body).where(ObjectRow.kind == kind).order_by(ObjectRow.digest)
-            ).scalars():
-                yield body
-        for body in conn.execute(select(RunRow.body).order_by(RunRow.observed_at, RunRow.digest)).scalars():
+        yield from _lines(conn)
+
+
+def write_export_snapshot(catalog: Catalog, handle: TextIO) -> int:
+    """Write the whole catalog as JSON Lines to ``handle`` from one read snapshot, and return the catalog
+    version that snapshot holds: a publication committing meanwhile is wholly in it or wholly out
+    (PostgreSQL: a REPEATABLE READ transaction; SQLite: one deferred read transaction in WAL mode)."""
+    with catalog.engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN")  # pysqlite begins nothing before a SELECT: take the snapshot here
+        else:  # the transaction begins at the first statement, at this level
+            conn.execution_options(isolation_level="REPEATABLE READ")
+        try:
+            version = conn.execute(select(CatalogStateRow.version).where(CatalogStateRow.id == 1)).scalar_one()
+            for line in _lines(conn):
+                handle.write(line)
+                handle.write("\n")
+        finally:
+            conn.rollback()
+    return int(version)
+
+
+def _lines(conn: Connection) -> Iterator[str]:
+    """Sources and objects by kind, then runs by time, then lifecycle facts, each ordered by digest."""
+    for kind in KIND_ORDER:
+        for body in conn.execute(
+            select(ObjectRow.body).where(ObjectRow.kind == kind).order_by(ObjectRow.digest)
+        ).scalars():
             yield body
-        for kind in FACT_KINDS:
-            for body in conn.execute(
-                select(ObjectRow.body).where(ObjectRow.kind == kind).order_by(ObjectRow.digest)
-            ).scalars():
-                yield body
+    for body in conn.execute(select(RunRow.body).order_by(RunRow.observed_at, RunRow.digest)).scalars():
+        yield body
+    for kind in FACT_KINDS:
+        for body in conn.execute(
+            select(ObjectRow.body).where(ObjectRow.kind == kind).order_by(ObjectRow.digest)
+        ).scalars():
+            yield body
 
 
 def source_header_lines(catalog: Catalog) -> list[str]:

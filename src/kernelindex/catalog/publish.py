@@ -14,6 +14,7 @@ from sqlalchemy import Connection, insert, select, update
 
 from kernelindex.catalog.changes import record_changes, touched_operations
 from kernelindex.catalog.collector import collector_paused
+from kernelindex.catalog.curation import RedeclarationError, check_no_redeclaration
 from kernelindex.catalog.db import SQLITE_BUSY_TIMEOUT_MS, Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
@@ -36,6 +37,10 @@ PUBLISH_WAIT_S = 600  # SQLite: how long a publication waits for another one to 
 
 class PublishError(ValueError):
     """The batch cannot be published; nothing was written."""
+
+
+class ImplementationRedeclared(PublishError):
+    """A measurement redeclares a catalogued project or implementation (catalog/curation.py)."""
 
 
 def run_id_of(digest: str) -> str:
@@ -234,12 +239,15 @@ def publish_manifests(
     dry_run: bool = False,
     refused_sources: Mapping[str, str] | None = None,
     kinds: Collection[str] | None = None,
+    redeclare: bool = True,
 ) -> PublishReport:
     """Insert what is new, in one transaction. Re-publishing the same manifests inserts nothing
     and leaves the catalog version alone. Publications are serialised (see ``_publishing``):
     a concurrent one waits, then finds the other's objects already there.
     ``dry_run`` runs every check and count inside the transaction, then rolls it back. ``kinds``, when
-    given, are the only manifest kinds this publication may carry (a bundle: a measurement's kinds)."""
+    given, are the only manifest kinds this publication may carry (a bundle: a measurement's kinds).
+    ``redeclare=False`` (a bundle) refuses any new object that redeclares a catalogued project or
+    implementation line (``catalog/curation.py``): ImplementationRedeclared, nothing written."""
     items = _items(manifests)
     if kinds is not None and (foreign := sorted({i.kind for i in items} - set(kinds))):
         raise PublishError(f"this publication may carry only {', '.join(kinds)}; it carries {', '.join(foreign)}")
@@ -248,6 +256,11 @@ def publish_manifests(
     now = datetime.now(UTC)
     with _publishing(catalog) as conn:
         fresh = _fresh_items(conn, items, report)
+        if not redeclare:
+            try:
+                check_no_redeclaration(conn, [(i.kind, i.digest, i.data) for i in fresh])
+            except RedeclarationError as exc:
+                raise ImplementationRedeclared(str(exc)) from None
         fresh_runs = [i for i in fresh if i.kind == "BenchmarkRun"]
         fresh_facts = [i for i in fresh if i.kind != "BenchmarkRun"]
         refs = {

@@ -304,6 +304,7 @@ def _finish(catalog: Catalog, request_id: int, replica: int, token: str, bundle_
             failure: str | None, verify: Verify | None) -> MeasurementRequest:
     now = datetime.now(UTC)
     with catalog.engine.begin() as conn:
+        _serialise_completions(conn)
         row = conn.execute(select(RequestReplicaRow).where(
             RequestReplicaRow.request_id == request_id, RequestReplicaRow.replica == replica,
             RequestReplicaRow.claim_token == token, RequestReplicaRow.state == CLAIMED)).first()
@@ -320,6 +321,20 @@ def _finish(catalog: Catalog, request_id: int, replica: int, token: str, bundle_
                              bundle_digest=bundle_digest, failure=None if bundle_digest else (failure or "failed")))
         _refresh_state(conn, request_id, now)
         return _get(conn, request_id)
+
+
+# Any 64-bit constant: the PostgreSQL advisory lock every completion takes (pg_advisory_xact_lock).
+_COMPLETION_LOCK = 0x6B69_636F_6D70  # "kicomp"
+
+
+def _serialise_completions(conn: Connection) -> None:
+    """Completions run one at a time: "this bundle completed no other replica" is read, then written, and
+    two completions with one bundle must not both read "none" (issue 51: both were done, on both backends).
+    PostgreSQL: a transaction-scoped advisory lock; SQLite: the write lock, taken before the first read."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.execute(select(func.pg_advisory_xact_lock(_COMPLETION_LOCK)))
 
 
 def _check_bundle(conn: Connection, row: Any, bundle_digest: str) -> None:

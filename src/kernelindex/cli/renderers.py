@@ -240,10 +240,11 @@ def render_operation(d: dict[str, Any]) -> None:
     for slot in d["headline"]:
         row = slot["row"]
         console.print(f"  {slot['title']}: {row['implementation']['title']} {format_duration(row['median_ns'], 2)}"
-                      f" · {slot['cohort_label']}", highlight=False)
-    table = Table(title="Ranked (selected cohort)", title_justify="left")
-    for name in ("#", "Implementation", "Median", "vs #1", "Evidence", "Run"):
-        table.add_column(name, justify="right" if name in ("#", "Median", "vs #1") else "left")
+                      f" {row.get('statistic', 'median')} · {slot['cohort_label']}", highlight=False)
+    statistic = d["ranked"][0].get("statistic", "median") if d["ranked"] else "median"
+    table = Table(title=f"Ranked (selected cohort) · ascending {statistic}", title_justify="left")
+    for name in ("#", "Implementation", f"Time ({statistic})", "vs #1", "Evidence", "Run"):
+        table.add_column(name, justify="left" if name in ("Implementation", "Evidence", "Run") else "right")
     for row in d["ranked"]:
         table.add_row(row["rank_label"] + (" ~" if row["within_noise"] else ""), row["implementation"]["title"],
                       format_duration(row["median_ns"], 2), format_ratio(row["vs_first"]), row["evidence"],
@@ -294,12 +295,13 @@ def render_records(d: dict[str, Any], limit: int = RECORDS_LIMIT) -> None:
     cohorts = d["cohorts"][:limit] if limit else d["cohorts"]
     events = d["events"][:limit] if limit else d["events"]
     table = Table(title=f"Records · {d['view']} · {len(d['cohorts'])} cohorts", title_justify="left")
-    for name in ("Operation", "Workload", "Cohort", "Holder", "Median", "Margin", "Runs"):
-        table.add_column(name, justify="right" if name in ("Median", "Margin", "Runs") else "left")
+    for name in ("Operation", "Workload", "Cohort", "Holder", "Time", "Statistic", "Margin", "Runs"):
+        table.add_column(name, justify="right" if name in ("Time", "Margin", "Runs") else "left")
     for c in cohorts:
         leader = c["leader"] or {}
         table.add_row(c["operation"], c["workload_label"], c["label"], leader.get("implementation", "—"),
-                      format_duration(leader.get("median_ns"), 2), format_ratio(c["margin_vs_second"]),
+                      format_duration(leader.get("median_ns"), 2), leader.get("statistic", "—"),
+                      format_ratio(c["margin_vs_second"]),
                       str(c["eligible_runs"]))
     if d["cohorts"] or not d["events"]:
         console.print(table)

@@ -101,6 +101,35 @@ def trust(
     console.print(f"Trusted runner {key.name} ({key.key_id}) — TrustedRunner {digest_of(manifest)}")
 
 
+@runner_app.command("untrust")
+def untrust(
+    key: str = typer.Argument(..., help="The runner's key id (sha256:…), its runner.pub file, or 64 hex digits."),
+    reason: str = typer.Option(..., "--reason", help="Why (recorded with the act), e.g. 'key leaked'."),
+    database: str | None = DatabaseOption,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Stop trusting a runner key: its uploads and claims are refused, its runs no longer count as verified."""
+    from kernelindex.catalog.runners import untrust_runner
+
+    key_id = key.strip().lower()
+    if not (key_id.startswith("sha256:") and len(key_id) == 71):
+        try:
+            key_id = _read_pubkey(key, None).key_id
+        except runner_keys.RunnerKeyError as exc:
+            fail(f"{exc} (or give the key id, sha256: and 64 hex digits)", code=2)
+    if not reason.strip():
+        fail("--reason must say why the key is no longer trusted", code=2)
+    name = untrust_runner(open_for_cli(database), key_id, actor=actor(), reason=reason.strip())
+    if as_json:
+        typer.echo(json.dumps({"key_id": key_id, "name": name, "untrusted": name is not None}, sort_keys=True))
+    elif name is None:
+        console.print(f"Runner key {key_id} is not trusted here; nothing changed.")
+    else:
+        console.print(f"Runner {name} ({key_id}) is no longer trusted: its uploads and claims are refused.")
+    if name is None:
+        raise typer.Exit(1)
+
+
 # --- ki publish -----------------------------------------------------------------------------------
 
 

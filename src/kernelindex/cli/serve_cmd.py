@@ -57,6 +57,9 @@ def _run_count(catalog: Catalog) -> str:
     return f"{runs:,} runs from {sources} source(s)"
 
 
+MAX_CONNECTIONS = 1024  # per worker: connections and tasks together, uvicorn's limit_concurrency
+
+
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
     port: int = typer.Option(8000, min=1, max=65535, help="TCP port."),
@@ -83,8 +86,14 @@ def serve(
     typer.echo(f"Serving on http://{host}:{port}/ with {workers} worker(s)")
     if base_url:
         os.environ["KERNELINDEX_BASE_URL"] = base_url  # read by every worker
+    from kernelindex.web.slow_clients import http_protocol
+
+    # Connections: at most MAX_CONNECTIONS open per worker (uvicorn answers 503 past it), and a connection
+    # that does not finish its request's headers within 10 s is closed (docs/reliability.md).
     uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, workers=workers, log_level=log_level,
-                log_config=log_config(log_level), access_log=False, **proxy_settings(trusted_proxies))
+                log_config=log_config(log_level), access_log=False, http=http_protocol(),
+                limit_concurrency=int(os.environ.get("KERNELINDEX_MAX_CONNECTIONS") or MAX_CONNECTIONS),
+                **proxy_settings(trusted_proxies))
 
 
 def proxy_settings(trusted_proxies: str) -> dict[str, Any]:

@@ -326,10 +326,20 @@ def _flops(operation_spec: dict, workload_spec: dict, region: str, operation: st
     return forward + gradient
 
 
-def _peak(gpu: GpuSpec, workload_spec: dict) -> float | None:
+def _peak(gpu: GpuSpec, workload_spec: dict, operation_spec: dict | None = None) -> float | None:
     dtypes = list(workload_spec.get("dtypes", {}).values())
+    if not dtypes and operation_spec is not None:  # concrete dtypes only: the inputs' own, where they say it
+        inputs = {d["name"] for d in operation_spec.get("inputs", [])}
+        concrete = [t["dtype"] for t in workload_spec.get("tensors", []) if t.get("name") in inputs]
+        # Byte storage (int8 holding packed fp4 or fp8, its scales) says nothing of the rate the math runs at; wider
+        # integers are indices (offsets, ids), which no math runs on.
+        if concrete and not any(d in ("int8", "uint8") for d in concrete):
+            rates = [rate for d in concrete if not d.startswith(("int", "uint"))
+                     and (rate := gpu.peaks_tflops.get(peak_class(d)))]
+            if rates:  # the slowest of the inputs' rates would not bound a faster kernel from below: the fastest
+                return max(rates) * 1e12
     if not dtypes and gpu.peaks_tflops:
-        # An operation with concrete dtypes only (imported specs: packed fp4 in int8 bytes, fp8 with
+        # An operation whose inputs' dtypes have no listed rate (imported specs: packed fp4 in int8 bytes, fp8 with
         # scales ...): the rate the math runs at is not declared, so take the GPU's fastest dense
         # rate — the floor stays a lower bound whatever the kernel computes in.
         return max(gpu.peaks_tflops.values()) * 1e12
@@ -368,7 +378,7 @@ def floor_estimate(
         bandwidth = gpu.bandwidth_bytes_per_s
         source = f"{gpu.bandwidth_gbps:,.0f} GB/s, {gpu.source}"
     flops = _flops(operation_spec, workload_spec, region, operation)
-    peak = _peak(gpu, workload_spec) if flops else None
+    peak = _peak(gpu, workload_spec, operation_spec) if flops else None
     seen = attainable_compute(operation_spec, workload_spec, attainable, peak) if flops else None
     if seen is not None:
         peak = seen[0]

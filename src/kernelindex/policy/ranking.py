@@ -10,8 +10,9 @@ margin over the runner-up is never below 1.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from kernelindex.policy.evidence import LEVEL_ORDER
@@ -101,9 +102,11 @@ def rank(items: Sequence[Rankable], *, native: bool) -> list[Ranked]:
 def one_per_implementation(items: Sequence[tuple[str, Rankable]]) -> tuple[list[Rankable], dict[str, list[str]]]:
     """Never two ranks for one implementation in a cohort: ``items`` are (implementation, run) pairs;
     runs of one implementation in one cohort measure the same thing (Liger's seq and hidden sweeps
-    meeting at one shape, the same case in two of a source's files), so they become one row — the
-    replicate with the middle median (the lower middle of an even count), the others its replicates.
-    Returns the rows to rank and, per representative id, the ids of its other replicates."""
+    meeting at one shape, the same case in two of a source's files), so they become one row. The row's
+    figure is the median of the replicates' figures (of an even count, the mean of the two middle ones:
+    never the faster of a pair); it stands under the id of the middle replicate (the lower middle of an
+    even count), the others are its replicates. Returns the rows to rank and, per representative id, the
+    ids of its other replicates."""
     by_implementation: dict[str, list[Rankable]] = {}
     for implementation, item in items:
         by_implementation.setdefault(implementation, []).append(item)
@@ -112,7 +115,9 @@ def one_per_implementation(items: Sequence[tuple[str, Rankable]]) -> tuple[list[
     for group in by_implementation.values():
         group.sort(key=lambda r: (r.median_ns, r.id))
         chosen = group[(len(group) - 1) // 2]
+        if len(group) % 2 == 0:
+            chosen = replace(chosen, median_ns=round(statistics.median(r.median_ns for r in group)))
         rows.append(chosen)
         if len(group) > 1:
-            replicates[chosen.id] = [r.id for r in group if r is not chosen]
+            replicates[chosen.id] = [r.id for r in group if r.id != chosen.id]
     return rows, replicates

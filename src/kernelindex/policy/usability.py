@@ -17,6 +17,10 @@ class Usability:
     license: str | None = None
     license_from: str | None = None
     source_url: str | None = None
+    # In words, for a card title or a trust cell: "usable today", "version not recorded" (the only thing
+    # missing is a version the source did not record: torch.compile's and nn.Embedding's rows), or
+    # "not usable as-is" (no source, nothing to install, no license).
+    availability: str = "usable today"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -27,6 +31,7 @@ class Usability:
             "license": self.license,
             "license_concluded_from": self.license_from,
             "source_url": self.source_url,
+            "availability": self.availability,
         }
 
 
@@ -67,7 +72,10 @@ def usability(implementation_spec: dict, project_spec: dict) -> Usability:
         declared = license_.get("declared")
         detail = f" (declared {declared}, not confirmed from a trusted place)" if declared else ""
         reasons.append(Reason("LICENSE_UNKNOWN", f"License unknown{detail}."))
+    unpinned = install.get("method") == "pip" and any(not p.get("version") for p in install.get("packages", []))
+    only_version = unpinned and [r.code for r in reasons] == ["NO_PINNED_INSTALL"]
     return Usability(
+        availability="usable today" if not reasons else "version not recorded" if only_version else "not usable as-is",
         usable=not reasons,
         install_command=command,
         reasons=tuple(reasons),

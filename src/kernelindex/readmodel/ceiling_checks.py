@@ -5,6 +5,7 @@ holds no record until explained."""
 
 from __future__ import annotations
 
+from kernelindex import registry
 from kernelindex.domain.manifests import ExecutionEnvironment
 from kernelindex.policy.ceilings import CeilingCheck, CeilingFigure, ceiling_check
 from kernelindex.policy.floor import floor_estimate
@@ -14,8 +15,13 @@ from kernelindex.readmodel.region_work import forward_work_note, skips_floor_tra
 
 
 def ceiling_table(environment: ExecutionEnvironment) -> list[CeilingFigure]:
-    """The v4 ceiling table a runner recorded with its environment (empty before v4)."""
-    return [CeilingFigure(p.kernel, p.bytes, p.bandwidth_bytes_per_s) for p in environment.spec.ceiling_table or []]
+    """The v4 ceiling table a runner recorded with its environment; for an older environment, the table its GPU's
+    runner measured under v4 (``registry.measured_ceilings``); empty where neither exists."""
+    own = environment.spec.ceiling_table
+    if own:
+        return [CeilingFigure(p.kernel, p.bytes, p.bandwidth_bytes_per_s) for p in own]
+    measured = registry.measured_ceilings().get(environment.spec.hardware.product)
+    return [CeilingFigure(*row) for row in measured.table] if measured else []
 
 
 def run_ceiling_check(data: OperationData, run: Run) -> CeilingCheck | None:

@@ -80,7 +80,7 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
     for c in same_workload:
         gpu = data.gpu_of(c.environment)
         if gpu and data.protocols[c.protocol].spec.timed_region == region and c.leader:
-            ns = c.leader.median_ns or 0
+            ns = c.leader_ns or 0
             if gpu.slug not in measured or ns < best_ns[gpu.slug]:
                 measured[gpu.slug], best_ns[gpu.slug] = c, ns
     facts = measured_gpus(data, [c for c in same_workload if data.protocols[c.protocol].spec.timed_region == region])
@@ -90,7 +90,7 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
         if slug in covered or slug not in known:
             continue
         spec = known[slug]
-        floor = floor_estimate(*data.specs_json(selected.workload), spec)
+        floor = floor_estimate(*data.specs_json(selected.workload), spec, region=region, operation=data.slug)
         peak = floor.peak_flops_per_s if floor.bound == "compute" else None
         out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
                                _nearest(data, spec, measured, facts), floor.bound, peak / 1e12 if peak else None))
@@ -141,4 +141,4 @@ def _nearest(data: OperationData, asked: registry.GpuSpec, measured: dict[str, C
     cohort = measured[slug]
     url = urls.cohort(data.slug, workload_key(cohort.workload), cohort_key_short(cohort.key))
     return NearestMeasured(slug, gpus[slug].short, gpus[slug].bandwidth_gbps,
-                           cohort.leader.median_ns if cohort.leader else None, url, cohort_key_short(cohort.key), why)
+                           cohort.leader_ns, url, cohort_key_short(cohort.key), why)

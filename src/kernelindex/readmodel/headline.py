@@ -6,8 +6,8 @@ from datetime import datetime
 
 from kernelindex import registry
 from kernelindex.domain.units import format_duration
+from kernelindex.policy.evidence import LEVEL_ORDER, VERIFIED_LEVELS
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
-from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.labels import (
@@ -19,9 +19,11 @@ from kernelindex.readmodel.labels import (
     told,
 )
 from kernelindex.readmodel.loading import OperationData
+from kernelindex.readmodel.operation_select import pick_default
 from kernelindex.readmodel.operation_views import FloorView, HeadlineSlot, LanguageLeader, RankedRow
+from kernelindex.readmodel.ranking_notes import ranked_statistic_short
 from kernelindex.readmodel.region_work import skips_floor_traffic
-from kernelindex.readmodel.rows import cohort_floors, ranked_rows, run_floors
+from kernelindex.readmodel.rows import cohort_floors, ranked_only, ranked_rows, run_floors
 
 REGION_FLOOR_WORDS = {
     "forward": "every input read once and every output written once (gathers count only the rows that can be touched)",
@@ -36,27 +38,31 @@ REGION_FLOOR_WORDS = {
 def headline_slots(
     data: OperationData, cohort: Cohort, rows: list[RankedRow], all_cohorts: dict[str, Cohort], now: datetime
 ) -> list[HeadlineSlot]:
-    """Every card names its GPU and timed region in its title, and compares like with like: the
-    "Fastest verified" card only looks at cohorts of the same timed region."""
+    """Every card names its GPU and timed region in its title, and compares like with like: a card titled
+    "Fastest …" holds the fastest eligible run of its evidence (or stronger) for the workload among the
+    cohorts of the same region, statistic and GPU (issue 43 item 2), else the selected cohort's first row is
+    called its leader. Rows that do another region's work are never a card (item 5)."""
+    rows = ranked_only(rows)
     if not rows:
         return []
     label = cohort_label(data.environments[cohort.environment], data.protocols[cohort.protocol])
     where = _where(data, cohort)
     leader = rows[0]
+    first = "Fastest" if _is_fastest(data, cohort, leader, all_cohorts) else "Leader of this cohort ·"
     slots = []
     if leader.implementation.usable:
-        slots.append(_slot("fastest_usable", f"Fastest {leader.evidence} · usable today · {where}", leader, None,
+        slots.append(_slot("fastest_usable", f"{first} {leader.evidence} · usable today · {where}", leader, None,
                            cohort, label))
     else:
         best_usable = next((r for r in rows if r.implementation.usable), None)
         if best_usable:
             multiple = ratio(best_usable.median_ns, leader.median_ns)
             slots.append(_slot("best_usable", f"Best usable · {where}", best_usable, multiple, cohort, label))
-        slots.append(_slot("fastest_not_usable", f"Fastest {leader.evidence} · not usable as-is · {where}", leader,
-                           None, cohort, label))
+        title = f"{first} {leader.evidence} · {leader.implementation.availability} · {where}"
+        slots.append(_slot("fastest_not_usable", title, leader, None, cohort, label))
     shown = [cohort] * len(slots)
     verified = _fastest_verified(data, cohort, all_cohorts, now)
-    if verified:
+    if verified and verified[0].row.digest != leader.digest:
         slots.append(verified[0])
         shown.append(verified[1])
     # Cards that would read alike (the same GPU and region measured by two runners) name what tells them apart.
@@ -88,29 +94,54 @@ def _slot(kind: str, title: str, row: RankedRow, vs_fastest: float | None, cohor
     )
 
 
+def _gpu(data: OperationData, cohort: Cohort) -> str:
+    gpu = data.gpu_of(cohort.environment)
+    return gpu.slug if gpu else data.environments[cohort.environment].spec.hardware.product
+
+
+def comparable(data: OperationData, a: Cohort, b: Cohort) -> bool:
+    """Cohorts a "Fastest" card compares across: the same workload, timed region, ranked statistic and GPU
+    (a product a source named without its variant counts as each variant it may be)."""
+    ga, gb = _gpu(data, a), _gpu(data, b)
+    return (a.workload == b.workload and _region(data, a) == _region(data, b)
+            and (ga == gb or registry.gpu_may_be(ga, gb))
+            and ranked_statistic_short(data, a) == ranked_statistic_short(data, b))
+
+
+def _is_fastest(data: OperationData, cohort: Cohort, leader: RankedRow, all_cohorts: dict[str, Cohort]) -> bool:
+    """No comparable cohort ranks a faster row of the leader's evidence or stronger."""
+    level = LEVEL_ORDER[leader.evidence]
+    return not any(e.item.median_ns < leader.median_ns and LEVEL_ORDER[e.item.evidence] <= level
+                   for c in all_cohorts.values() if c.key != cohort.key and comparable(data, cohort, c)
+                   for e in c.ranked)
+
+
+def _fastest_verified_row(cohort: Cohort) -> int | None:
+    return min((e.item.median_ns for e in cohort.ranked if e.item.evidence in VERIFIED_LEVELS), default=None)
+
+
 def _fastest_verified(
     data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort], now: datetime
 ) -> tuple[HeadlineSlot, Cohort] | None:
+    """The fastest verified row of the workload and region: on the selected cohort's GPU when a comparable
+    cohort has one, else on the GPU the default rule leads with among the verified cohorts."""
     region = _region(data, selected)
-    candidates = [
-        (leader.median_ns, c)
-        for c in all_cohorts.values()
-        if c.workload == selected.workload
-        and c.key != selected.key
-        and _region(data, c) == region
-        and (leader := c.leader) is not None
-        and leader.median_ns is not None
-        and leader.evidence in VERIFIED_LEVELS
-    ]
-    if not candidates:
+    verified = [c for c in all_cohorts.values() if c.workload == selected.workload and _region(data, c) == region
+                and _fastest_verified_row(c) is not None]
+    group = [c for c in verified if comparable(data, selected, c)]
+    if not group:
+        lead = pick_default(data, [c for c in verified if not comparable(data, selected, c)])
+        group = [c for c in verified if lead is not None and comparable(data, lead, c)]
+    if not group:
         return None
-    best = min(candidates, key=lambda pair: pair[0])[1]
-    rows = ranked_rows(data, best, now)
+    best = min(group, key=lambda c: (_fastest_verified_row(c) or 0, c.key))
+    rows = ranked_only(ranked_rows(data, best, now))
+    row = min((r for r in rows if r.evidence in VERIFIED_LEVELS), key=lambda r: r.median_ns)
     label = cohort_label(data.environments[best.environment], data.protocols[best.protocol])
-    slot = _slot("fastest_verified", f"Fastest verified · {_where(data, best)}", rows[0], None, best, label)
-    floors = run_floors(data, best.run(rows[0].digest))
-    if floors and not skips_floor_traffic(rows[0].region_note):
-        slot.floor_ratio = floors[0].ratio(rows[0].median_ns)
+    slot = _slot("fastest_verified", f"Fastest verified · {_where(data, best)}", row, None, best, label)
+    floors = run_floors(data, best.run(row.digest))
+    if floors and not skips_floor_traffic(row.region_note):
+        slot.floor_ratio = floors[0].ratio(row.median_ns)
     return slot, best
 
 

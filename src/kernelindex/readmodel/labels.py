@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -79,8 +80,21 @@ def implementation_title(implementation: ImplementationRevision) -> str:
     return implementation.metadata.title or implementation.spec.callable.symbol
 
 
+# Names are cut at 120 characters where they are made (the runner's KernelBench lines): two callables of one
+# problem (torch.compile max-autotune and max-autotune-no-cudagraphs, KernelBench 1/75) may meet there.
+NAME_LIMIT = 120
+
+
 def implementation_slug(implementation: ImplementationRevision) -> str:
-    return implementation.metadata.name or short_digest(implementation.spec.project)
+    """The implementation line's slug: its name; a name cut at ``NAME_LIMIT`` gets a short hash of its callable,
+    so two lines never share one slug (their page, their row of Implementations, their CSV rows)."""
+    name = implementation.metadata.name
+    if not name:
+        return short_digest(implementation.spec.project)
+    if len(name) >= NAME_LIMIT:
+        symbol = implementation.spec.callable.symbol or ""
+        return f"{name}-{hashlib.sha256(symbol.encode()).hexdigest()[:6]}"
+    return name
 
 
 def project_title(project: SoftwareProject) -> str:

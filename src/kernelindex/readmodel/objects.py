@@ -5,11 +5,13 @@ outside ``catalog/`` reads the catalog through ``readmodel/``; these are the rea
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TextIO
 
 from sqlalchemy import func, select
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_lines as _export_lines
+from kernelindex.catalog.export import write_export_snapshot as _write_export_snapshot
 from kernelindex.catalog.models import ObjectRow, RunRow
 from kernelindex.domain.manifests import ExecutionEnvironment, OperationSpec, WorkloadCase, as_kind, parse_manifest_text
 
@@ -59,3 +61,8 @@ def run_counts(catalog: Catalog) -> tuple[int, int]:
 def export_lines(catalog: Catalog) -> Iterator[str]:
     """The whole catalog as JSON Lines (sources first, then objects, runs and lifecycle facts)."""
     yield from _export_lines(catalog)
+
+
+def write_export_snapshot(catalog: Catalog, handle: TextIO) -> int:
+    """The export written from one read snapshot; returns the catalog version it holds."""
+    return _write_export_snapshot(catalog, handle)

@@ -28,6 +28,7 @@ class ImplementationRef(JsonModel):
     not_usable_reasons: list[dict]
     source_url: str | None
     in_place: bool
+    availability: str = "usable today"  # policy.usability: "usable today" / "version not recorded" / "not usable as-is"
 
 
 @dataclass
@@ -62,6 +63,14 @@ class RankedRow(JsonModel):
     region_note: str | None = None  # "this forward also computes the gradient; compare forward+backward"
     host_bound: str | None = None  # "host-bound on this host: W µs per call wall time, S syncs per call; …"
     reproduction: dict | None = None  # a reported run heard against our verified twins (readmodel.court)
+    # What the figure is, from the cohort's protocol (policy.statistics): "median", "median device time", "mean"…
+    statistic: str = "median"
+    # The row's figure, whatever its statistic; ``median_ns`` is its deprecated alias (kept for one release)
+    time_ns: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.time_ns is None:
+            self.time_ns = self.median_ns
 
 
 @dataclass
@@ -84,6 +93,16 @@ class HeadlineSlot(JsonModel):
     cohort: str
     cohort_label: str
     floor_ratio: float | None = None
+
+
+@dataclass
+class OtherGpu(JsonModel):
+    """Another GPU the selected workload was measured on: one click away from the headline (``?gpu=``)."""
+
+    gpu: str  # its short label ("A100")
+    slug: str
+    evidence: str  # the strongest evidence among its eligible runs of the workload
+    url: str
 
 
 @dataclass
@@ -231,6 +250,8 @@ class OperationPage(JsonModel):
     ranking_notes: list[RankingNote] = field(default_factory=list)  # read before the ranking's ratios
     # Reviewed counterparts in other dtypes (readmodel.other_dtype): shown beside, never ranked with these runs
     other_dtype: list[OtherDtypeSection] = field(default_factory=list)
+    # The workload's other measured GPUs, linked from the headline (the reference pages' A100 view: ?gpu=a100)
+    other_gpus: list[OtherGpu] = field(default_factory=list)
     generated_for: datetime = field(kw_only=True)  # the clock's "now" the page was built for (no default)
 
 

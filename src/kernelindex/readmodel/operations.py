@@ -30,7 +30,7 @@ from kernelindex.readmodel.labels import (
 from kernelindex.readmodel.leaderboard import leaderboards
 from kernelindex.readmodel.loading import OperationData, Run, load_operation
 from kernelindex.readmodel.memory import memory_panel
-from kernelindex.readmodel.operation_select import select
+from kernelindex.readmodel.operation_select import other_gpus, select
 from kernelindex.readmodel.operation_views import (
     CohortOption,
     ImplementationSummary,
@@ -43,7 +43,7 @@ from kernelindex.readmodel.operation_views import (
 from kernelindex.readmodel.other_dtype import other_dtype_sections
 from kernelindex.readmodel.ranking_notes import ranked_statistic, ranking_notes
 from kernelindex.readmodel.requests import ask_url
-from kernelindex.readmodel.rows import implementation_ref, ranked_rows
+from kernelindex.readmodel.rows import implementation_ref, ranked_only, ranked_rows
 from kernelindex.readmodel.scaling import scaling_chart
 from kernelindex.readmodel.shapes import shape_table
 from kernelindex.readmodel.source_notices import source_notice
@@ -103,7 +103,7 @@ def build_operation_page(
         selected_cohort=cohort_key_short(selected.key) if selected else None,
         cohort_line=_cohort_line(data, selected) if selected else None,
         headline=headline_slots(data, selected, rows, all_cohorts, now) if selected else [],
-        fastest_by_language=fastest_by_language(rows),
+        fastest_by_language=fastest_by_language(ranked_only(rows)),
         coverage_gaps=_coverage_gaps(data, workload_cohorts),
         coverage_asks=_coverage_asks(data, workload_cohorts, selected_workload),
         floor=floor_view(data, selected, rows) if selected else None,
@@ -121,6 +121,7 @@ def build_operation_page(
                             [r.implementation.slug for r in rows]),
         leaderboards=leaderboards(data),
         ranking_notes=ranking_notes(data, selected, rows, workload_cohorts),
+        other_gpus=other_gpus(data, workload_cohorts, selected, workload),
         generated_for=now,
     )
     return page
@@ -216,7 +217,7 @@ def _cohort_summary(data: OperationData, cohort: Cohort, selected: Cohort | None
         gpu=gpu_label(data.environments[cohort.environment]),
         mode=data.protocols[cohort.protocol].spec.timed_region,
         native=cohort.native,
-        best_ns=leader.median_ns if leader else None,
+        best_ns=cohort.leader_ns,
         best_implementation=implementation_title(data.implementations[leader.implementation]) if leader else None,
         best_run_id=leader.run_id if leader else None,
         eligible_runs=len(cohort.eligible),
@@ -293,7 +294,7 @@ def _implementation_summaries(
     for run in data.runs:
         if run.eligible:
             lines[implementation_slug(data.implementations[run.implementation])].append(run)
-    leader = rows[0].median_ns if rows else None
+    leader = next((r.median_ns for r in rows if r.rank), None)
     summaries = []
     for slug, runs in sorted(lines.items()):
         in_cohort = [r for r in rows if r.implementation.slug == slug]

@@ -77,7 +77,7 @@ def _fill(section: OtherDtypeSection, other: OperationData, axes: dict[str, int]
             mode=other.protocols[cohort.protocol].spec.timed_region,
             statistic=ranked_statistic(other, cohort),
             protocol=protocol_label(other.protocols[cohort.protocol]),
-            best_ns=leader.median_ns if leader else None,
+            best_ns=cohort.leader_ns,
             best_implementation=implementation_title(other.implementations[leader.implementation]) if leader else None,
             best_run_id=leader.run_id if leader else None,
             evidence=leader.evidence if leader else None,

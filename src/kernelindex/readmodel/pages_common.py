@@ -13,6 +13,7 @@ from kernelindex.policy.evidence import SENTENCES
 from kernelindex.policy.ratios import ratio
 from kernelindex.policy.records import RecordEvent
 from kernelindex.policy.staleness import is_stale
+from kernelindex.policy.statistics import statistic_word
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import Cohort, cohort_record_events, cohorts_of
 from kernelindex.readmodel.errors import BadParameter, NotFound
@@ -41,9 +42,16 @@ class RunRef(JsonModel):
     observed_at: datetime
     stale: bool
     source: str = ""
+    statistic: str = "median"  # what median_ns holds, from the run's protocol (policy.statistics): "mean" …
+    time_ns: int | None = None  # the figure, statistic-neutral; median_ns is its deprecated alias
+
+    def __post_init__(self) -> None:
+        if self.time_ns is None:
+            self.time_ns = self.median_ns
 
 
-def run_ref(data: OperationData, run: Run, now: datetime) -> RunRef:
+def run_ref(data: OperationData, run: Run, now: datetime, figure: int | None = None) -> RunRef:
+    """A run as a list names it; ``figure``: its row's figure in its cohort when it stands for replicates."""
     impl = data.implementations[run.implementation]
     project = data.projects.get(impl.spec.project)
     usable = data.usability.get(run.implementation)
@@ -54,13 +62,14 @@ def run_ref(data: OperationData, run: Run, now: datetime) -> RunRef:
         project=labels.project_title(project) if project else "",
         language=impl.spec.callable.language,
         baseline=impl.spec.role == "baseline",
-        median_ns=run.median_ns,
+        median_ns=figure if figure is not None else run.median_ns,
         evidence=run.evidence,
         evidence_sentence=SENTENCES.get(run.evidence, ""),
         usable=bool(usable and usable.usable),
         observed_at=run.observed_at,
         stale=is_stale(run.observed_at, now),
         source=run.source,
+        statistic=statistic_word(data.protocols[run.protocol].spec.statistic, run.spec.timing.method),
     )
 
 
@@ -135,7 +144,7 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
     # (Liger's seq and hidden sweeps both measured one point) is not a rival.
     second = next((run for run in (cohort.run(e.item.id) for e in ranked[1:])
                    if leader and run.implementation != leader.implementation), None)
-    margin = ratio(second.median_ns, leader.median_ns) if leader and second else None
+    margin = ratio(cohort.figure(second.digest), cohort.figure(leader.digest)) if leader and second else None
     eligible = cohort.eligible
     key, wkey = short_digest(cohort.key), short_digest(cohort.workload)
     return CohortSummary(
@@ -151,8 +160,8 @@ def _summary(data: OperationData, cohort: Cohort, now: datetime) -> CohortSummar
         mode=protocol.spec.timed_region,
         native=cohort.native,
         eligible_runs=len(eligible),
-        leader=run_ref(data, leader, now) if leader else None,
-        second=run_ref(data, second, now) if second else None,
+        leader=run_ref(data, leader, now, cohort.figure(leader.digest)) if leader else None,
+        second=run_ref(data, second, now, cohort.figure(second.digest)) if second else None,
         margin_vs_second=margin,
         events=_events(data, cohort, now),
         last_observed=max((r.observed_at for r in eligible), default=None),

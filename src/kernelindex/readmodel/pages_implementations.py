@@ -78,7 +78,8 @@ class ImplementationPage(JsonModel):
 def _operation_slug_for(catalog: Catalog, slug: str) -> str:
     with catalog.engine.connect() as conn:
         row = conn.execute(select(ObjectRow.operation).where(
-            ObjectRow.kind == "ImplementationRevision", ObjectRow.name == slug).limit(1)).first()
+            ObjectRow.kind == "ImplementationRevision",
+            ObjectRow.name == (slug[:labels.NAME_LIMIT] if len(slug) > labels.NAME_LIMIT else slug)).limit(1)).first()
         if row is None:
             names = conn.execute(select(ObjectRow.name).where(ObjectRow.kind == "ImplementationRevision")
                                  .distinct()).scalars().all()

@@ -22,15 +22,15 @@ from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.ratios import ratio
-from kernelindex.policy.selection import CohortChoice, default_cohort
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.gaps import measured_gpus, nearest_gpu
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, workload_key, workload_label
 from kernelindex.readmodel.loading import OperationData, Run, load_operation
+from kernelindex.readmodel.operation_select import pick_default
 from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
-from kernelindex.readmodel.rows import ranked_rows, run_floors
+from kernelindex.readmodel.rows import ranked_only, ranked_rows, run_floors
 from kernelindex.readmodel.snippets import python_snippet
 from kernelindex.registry import GpuSpec
 
@@ -62,6 +62,8 @@ class UseAnswer(JsonModel):
     floor_ratio: float | None
     page_url: str
     not_usable_reasons: list[dict] = field(default_factory=list)
+    statistic: str = "median"  # what the figure is, from its cohort's protocol (policy.statistics)
+    time_ns: int | None = None  # the figure, statistic-neutral; median_ns is its deprecated alias
 
 
 @dataclass
@@ -121,7 +123,7 @@ def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: s
     in_region = [c for c in measured if _mode(data, c) == region]
     answers = _answers_on(data, in_region, gpu.slug, now)
     nearest = None if answers else _nearest(data, in_region, gpu, now)
-    floor = floor_estimate(*data.specs_json(digest), gpu)
+    floor = floor_estimate(*data.specs_json(digest), gpu, region=region, operation=data.slug)
     what = f"{data.slug} · {workload_label(data.operation, data.workloads[digest])} · {region}"
     if answers:
         status, message = "measured", f"Measured on {gpu.short} for {what}."
@@ -161,19 +163,14 @@ def _default_region(data: OperationData, cohorts: list[Cohort]) -> str:
     return max(sorted(set(regions)), key=regions.count)
 
 
-def _choice(data: OperationData, c: Cohort) -> CohortChoice:
-    first = min((r.observed_at for r in c.eligible), default=None)
-    return CohortChoice(c.key, len(c.eligible), _mode(data, c), _gpu_slug(data, c), first)
-
-
 def _answers_on(data: OperationData, cohorts: list[Cohort], gpu: str, now: datetime) -> list[UseAnswer]:
     on_gpu = [c for c in cohorts if _gpu_slug(data, c) == gpu]
     if not on_gpu:
         return []
     verified = [c for c in on_gpu if any(r.evidence in VERIFIED_LEVELS for r in c.eligible)]
     picks: list[tuple[str, str | None]] = [
-        ("verified", default_cohort([_choice(data, c) for c in verified], registry.priority_gpus())),
-        ("default", default_cohort([_choice(data, c) for c in on_gpu], registry.priority_gpus())),
+        ("verified", chosen.key if (chosen := pick_default(data, verified)) else None),
+        ("default", chosen.key if (chosen := pick_default(data, on_gpu)) else None),
     ]
     if picks[0][1] == picks[1][1]:
         picks = [("verified+default", picks[0][1])]
@@ -182,7 +179,7 @@ def _answers_on(data: OperationData, cohorts: list[Cohort], gpu: str, now: datet
 
 
 def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> UseAnswer:
-    rows = ranked_rows(data, cohort, now)
+    rows = ranked_only(ranked_rows(data, cohort, now)) or ranked_rows(data, cohort, now)
     usable = next((r for r in rows if r.implementation.usable), None)
     row = usable or rows[0]
     run = cohort.run(row.digest)
@@ -205,6 +202,7 @@ def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> Us
         floor_ns=floor_ns, floor_ratio=_rounded(ratio(row.median_ns, floor_ns)),
         page_url=urls.cohort(data.slug, workload_key(cohort.workload), cohort_key_short(cohort.key)),
         not_usable_reasons=[] if usable else list(row.implementation.not_usable_reasons),
+        statistic=row.statistic, time_ns=row.median_ns,
     )
 
 

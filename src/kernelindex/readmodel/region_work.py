@@ -36,6 +36,12 @@ def skips_floor_traffic(region_note: str | None) -> bool:
     return region_note == BACKWARD_WORK_NOTE
 
 
+def does_other_regions_work(data: OperationData, run: Run) -> bool:
+    """Whether a run is a backward that only scales a gradient its forward computed: shown and labelled,
+    but left out of rankings, headlines, records and margins (issue 43 item 5)."""
+    return skips_floor_traffic(forward_work_note(data, run))
+
+
 def forward_work_note(data: OperationData, run: Run, *, how: bool = False) -> str | None:
     """The row's note (this forward also computes the gradient / this backward only scales it; compare
     forward+backward), with how the implementation does it when ``how``; None when the run's region

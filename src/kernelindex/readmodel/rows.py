@@ -15,7 +15,8 @@ from kernelindex.policy.selection import (
     baseline_multiple,
 )
 from kernelindex.policy.staleness import is_stale
-from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.policy.statistics import statistic_word
+from kernelindex.readmodel.cohorts import ASIDE_WORDS, Cohort
 from kernelindex.readmodel.court import reproduction_json
 from kernelindex.readmodel.labels import (
     implementation_slug,
@@ -46,6 +47,7 @@ def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
         not_usable_reasons=[r.to_json() for r in usable.reasons],
         source_url=usable.source_url,
         in_place=spec.in_place,
+        availability=usable.availability,
     )
 
 
@@ -92,18 +94,24 @@ def floor_bytes(data: OperationData, workload: str) -> int:
 
 
 def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[RankedRow]:
-    baselines = [
-        r.median_ns for r in cohort.eligible
-        if r.median_ns is not None and data.implementations[r.implementation].spec.role == "baseline"
+    baselines = [  # each baseline's row figure (its replicates summarised), never one fast replicate
+        e.item.median_ns for e in cohort.ranked
+        if data.implementations[cohort.run(e.item.id).implementation].spec.role == "baseline"
     ]
     floors = cohort_floors(data, cohort)
     usual = usual_method(cohort)
     rows = [_row(data, cohort.run(entry.item.id), entry, baselines, now, usual) for entry in cohort.ranked]
+    for item in cohort.aside:  # shown and labelled below the ranking, never in it (issue 43 item 5)
+        row = _row(data, cohort.run(item.id), Ranked(item, 0, False, False, None), [], now, usual)  # no margin
+        row.rank_label = "—"
+        row.rationale.insert(0, ASIDE_SENTENCE)
+        rows.append(row)
     for row in rows:
         if others := [cohort.run(d) for d in cohort.replicates.get(row.digest, [])]:
             medians = ", ".join(f"{r.run_id} {format_duration(r.median_ns)}" for r in others)
-            row.rationale.append(f"One row per implementation: this run has the middle median of {len(others) + 1} "
-                                 f"measurements of it in this cohort (the others: {medians}).")
+            row.rationale.append(f"One row per implementation: the median of {len(others) + 1} measurements of it "
+                                 f"in this cohort (this run {format_duration(cohort.run(row.digest).median_ns)}; the "
+                                 f"others: {medians}).")
     if floors:  # latency cohorts; a memory metric would have no floor ratio or throughput
         for row in (r for r in rows if not skips_floor_traffic(r.region_note)):
             run = cohort.run(row.digest)
@@ -114,6 +122,14 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
             row.throughput, row.throughput_unit = rate if rate else (None, None)
             row.peak_share = physical.peak_share(row.median_ns) if rate else None
     return rows
+
+
+ASIDE_SENTENCE = ASIDE_WORDS
+
+
+def ranked_only(rows: list[RankedRow]) -> list[RankedRow]:
+    """The rows that hold a rank (the rows shown aside, rank 0, are not candidates for any headline)."""
+    return [r for r in rows if r.rank]
 
 
 METHOD_WORDS = {
@@ -130,9 +146,18 @@ def usual_method(cohort: Cohort) -> str | None:
     return max(sorted(set(methods)), key=methods.count) if methods else None
 
 
+EAGER_STREAM = ("eager: host stalls included — this call synchronises with the host, so it cannot be captured in "
+                "a CUDA graph; its stream time is the same calls run eagerly, with what it stalls the stream for on "
+                "this host")
+
+
 def method_note(run: Run, usual: str | None) -> str | None:
-    """A sentence for a row timed another way than the rest of its cohort: never a silent mix."""
+    """A sentence for a row timed another way than the rest of its cohort: never a silent mix. A v4 row timed
+    eagerly (a call that synchronises with the host) always says so, whatever the rest of its cohort did."""
     method = run.spec.timing.method
+    stream = run.spec.timing.stream
+    if stream is not None and stream.capture == "eager":
+        return EAGER_STREAM[:1].upper() + EAGER_STREAM[1:] + "."
     if not method or not usual or method == usual:
         return None
     why = run.spec.timing.raw.get("capture_failure")
@@ -146,7 +171,8 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
          usual: str | None = None) -> RankedRow:
     ref = implementation_ref(data, run.implementation)
     is_baseline = ref.role == "baseline"
-    multiple = None if is_baseline else baseline_multiple(run.ranked_median_ns, baselines)
+    figure = entry.item.median_ns  # the row's figure: its replicates' median where it stands for several
+    multiple = None if is_baseline else baseline_multiple(figure, baselines)
     return RankedRow(
         rank=entry.rank,
         rank_label=entry.label,
@@ -155,7 +181,7 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         run_id=run.run_id,
         digest=run.digest,
         implementation=ref,
-        median_ns=run.ranked_median_ns,
+        median_ns=figure,
         p20_ns=run.p20_ns,
         p80_ns=run.p80_ns,
         vs_first=entry.vs_first,
@@ -173,6 +199,7 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         runner=run.runner,
         region_note=forward_work_note(data, run),
         host_bound=host_bound_label(run),
+        statistic=statistic_word(data.protocols[run.protocol].spec.statistic, run.spec.timing.method),
         reproduction=reproduction_json(data, run),
     )
 

@@ -78,15 +78,17 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
     if picked is None:
         return None
     axis, group = picked
-    best: dict[str, dict[str, Run]] = defaultdict(dict)  # implementation line → workload → best run
+    # implementation line → workload → its best row (a row's figure summarises its replicates)
+    best: dict[str, dict[str, tuple[Run, int]]] = defaultdict(dict)
     for cohort in same_setup:
         if cohort.workload not in group:
             continue
-        for run in cohort.eligible:
+        for entry in cohort.ranked:
+            run = cohort.run(entry.item.id)
             line = implementation_slug(data.implementations[run.implementation])
             current = best[line].get(run.workload)
-            if current is None or run.ranked_median_ns < current.ranked_median_ns:
-                best[line][run.workload] = run
+            if current is None or entry.item.median_ns < current[1]:
+                best[line][run.workload] = (run, entry.item.median_ns)
     series = [_series(data, line, runs, axis) for line, runs in best.items()]
     at_selected = {
         s.implementation: next((p.median_ns for p in s.points if p.workload == selected.workload), None) for s in series
@@ -95,7 +97,8 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
         key=lambda s: (at_selected[s.implementation] is None, at_selected[s.implementation] or 0, s.implementation)
     )
     series = series[:MAX_SERIES]
-    floor = _floor_points(data, group, axis, selected.environment)
+    floor = _floor_points(data, group, axis, selected.environment,
+                         data.protocols[selected.protocol].spec.timed_region)
     xs = [p.x for s in series for p in s.points]
     ys = [p.median_ns for s in series for p in s.points] + [f["floor_ns"] for f in floor]
     return ScalingChart(
@@ -111,24 +114,25 @@ def scaling_chart(data: OperationData, selected: Cohort, all_cohorts: dict[str, 
     )
 
 
-def _series(data: OperationData, line: str, runs: dict[str, Run], axis: str) -> ScalingSeries:
-    any_run = next(iter(runs.values()))
+def _series(data: OperationData, line: str, runs: dict[str, tuple[Run, int]], axis: str) -> ScalingSeries:
+    any_run = next(iter(runs.values()))[0]
     points = sorted(
         (
-            ScalingPoint(data.workloads[w].spec.axes[axis], r.ranked_median_ns, r.run_id, w)
-            for w, r in runs.items()
+            ScalingPoint(data.workloads[w].spec.axes[axis], figure, r.run_id, w)
+            for w, (r, figure) in runs.items()
         ),
         key=lambda p: p.x,
     )
     return ScalingSeries(line, implementation_title(data.implementations[any_run.implementation]), points)
 
 
-def _floor_points(data: OperationData, group: list[str], axis: str, environment: str) -> list[dict]:
+def _floor_points(data: OperationData, group: list[str], axis: str, environment: str, region: str) -> list[dict]:
+    """The physical floor of the chart's timed region at each point."""
     gpu = data.gpu_of(environment)
     if gpu is None:
         return []
     points = []
     for w in group:
-        estimate = floor_estimate(*data.specs_json(w), gpu)
+        estimate = floor_estimate(*data.specs_json(w), gpu, region=region, operation=data.slug)
         points.append({"x": data.workloads[w].spec.axes[axis], "floor_ns": estimate.floor_ns})
     return sorted(points, key=lambda p: p["x"])

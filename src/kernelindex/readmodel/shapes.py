@@ -59,16 +59,16 @@ def shape_table(data: OperationData, selected: Cohort, all_cohorts: dict[str, Co
     table = ShapeTable(cohort_label(data.environments[selected.environment], data.protocols[selected.protocol]),
                        [implementation_title(data.implementations[d]) for d in columns])
     for cohort, per_impl in zip(cohorts, best, strict=True):
-        baselines = [r.median_ns for d, r in per_impl.items()
-                     if data.implementations[d].spec.role == "baseline" and r.median_ns]
-        leader = min(r.median_ns or 0 for r in per_impl.values())
+        figure = {d: cohort.figure(r.digest) or 0 for d, r in per_impl.items()}  # rows' figures (replicates' median)
+        baselines = [figure[d] for d in per_impl if data.implementations[d].spec.role == "baseline" and figure[d]]
+        leader = min(figure.values())
         cells: list[ShapeCell | None] = []
         for digest in columns:
             run = per_impl.get(digest)
             is_baseline = data.implementations[digest].spec.role == "baseline"
-            cells.append(ShapeCell(run.median_ns or 0, run.run_id,
-                                   None if is_baseline else baseline_multiple(run.median_ns or 0, baselines),
-                                   run.median_ns == leader) if run else None)
+            cells.append(ShapeCell(figure[digest], run.run_id,
+                                   None if is_baseline else baseline_multiple(figure[digest], baselines),
+                                   figure[digest] == leader) if run else None)
         workload = data.workloads[cohort.workload]
         table.rows.append(ShapeRow(workload_key(cohort.workload), workload_label(data.operation, workload),
                                    dict(workload.spec.axes), cohort_key_short(cohort.key), cells))

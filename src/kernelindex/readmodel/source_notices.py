@@ -34,7 +34,8 @@ def source_notice(name: str, manifest: Source | None = None, *, external_id: str
     policy = registry.source_policy(name)
     if policy is not None:
         attribution = policy.attribution if external_id is None else policy.file_attribution(external_id)
-        return SourceNotice(name, policy.title, policy.url, policy.license, policy.license_name,
+        url = policy.url if external_id is None else policy.file_url(external_id)
+        return SourceNotice(name, policy.title, url, policy.license, policy.license_name,
                             policy.license_url, attribution)
     if manifest is None:
         return SourceNotice(name, name, None, None, None, None, None)

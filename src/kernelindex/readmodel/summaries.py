@@ -191,12 +191,19 @@ def _workloads(catalog: Catalog, slug: str, version: int, held: bytes | None) ->
 
 def _part(catalog: Catalog, slug: str, version: int, column: Any) -> bytes:
     """A column of the operation's stored summary at ``version`` (or, when a newer version replaced it in
-    the meantime, the newest stored: the page asking is about to be computed again anyway)."""
+    the meantime, the newest stored: the page asking is about to be computed again anyway). When none is
+    stored at that version or later — a worker that computed an older version stored it last, replacing
+    the newer one, during concurrent publications — it is computed here (it was a NoResultFound: a 500 on
+    /challenges, issue 51)."""
     with catalog.engine.connect() as conn:
-        return conn.execute(select(column).where(
+        stored = conn.execute(select(column).where(
             OperationSummaryRow.operation == slug, OperationSummaryRow.form == summary_form(),
             OperationSummaryRow.version >= version).order_by(OperationSummaryRow.version).limit(1)
-        ).scalar_one().encode()
+        ).scalar()
+    if stored is not None:
+        return str(stored).encode()
+    computed = computed_summaries(catalog, [slug])[slug]
+    return computed[1] if column is OperationSummaryRow.cohorts else computed[2]
 
 
 def ensure_summaries(catalog: Catalog) -> int:
@@ -326,7 +333,7 @@ def _decoded(stored: bytes, cohorts: Callable[[], list[CohortSummary]], workload
 def _cohort(body: dict[str, Any], now: datetime) -> CohortSummary:
     # ``body`` was parsed for this call alone: its fields are replaced in place, and the run a cohort's
     # leader and its record events name is built once (they are the same run).
-    refs: dict[str, RunRef] = {}
+    refs: dict[tuple[str, int | None], RunRef] = {}
     body["leader"], body["second"] = _ref(body["leader"], now, refs), _ref(body["second"], now, refs)
     body["events"] = [EventView(_instant(e["at"]), e["kind"], _ref(e["holder"], now, refs),
                                 _ref(e["previous"], now, refs), e["median_ns"], e["margin"]) for e in body["events"]]
@@ -334,13 +341,15 @@ def _cohort(body: dict[str, Any], now: datetime) -> CohortSummary:
     return CohortSummary(**body)
 
 
-def _ref(body: dict[str, Any] | None, now: datetime, refs: dict[str, RunRef]) -> RunRef | None:
+def _ref(body: dict[str, Any] | None, now: datetime, refs: dict[tuple[str, int | None], RunRef]) -> RunRef | None:
+    # Keyed by run and figure: a cohort's leader shows its row's figure (its replicates' median), the record
+    # events the run's own.
     if body is None:
         return None
-    if (known := refs.get(body["run_id"])) is None:
+    if (known := refs.get((body["run_id"], body["median_ns"]))) is None:
         observed = body["observed_at"] = datetime.fromisoformat(body["observed_at"])
         body["stale"] = is_stale(observed, now)
-        known = refs[body["run_id"]] = RunRef(**body)
+        known = refs[(body["run_id"], body["median_ns"])] = RunRef(**body)
     return known
 
 

@@ -19,6 +19,7 @@ from kernelindex.registry.gpu_table import (
     gpus_answering,
     priority_gpus,
 )
+from kernelindex.registry.measured_ceilings import MeasuredCeilings, measured_ceilings
 from kernelindex.registry.operation_specs import curated_operation, load_operation, operation_digests, operations
 from kernelindex.registry.projects import project_licenses, project_manifest, projects, source_mapping
 from kernelindex.registry.relations import relation_rules
@@ -40,7 +41,8 @@ from kernelindex.registry.source_policies import (
 )
 
 __all__ = [
-    "DECISIONS", "DECLARED_FLOPS", "FlopRule", "GpuSpec", "ModuleConstructor", "RegistryError", "SourcePolicy",
+    "DECISIONS", "DECLARED_FLOPS", "FlopRule", "GpuSpec", "MeasuredCeilings", "measured_ceilings",
+    "ModuleConstructor", "RegistryError", "SourcePolicy",
     "curated_operation", "device_product", "floor_flops", "floor_spec", "flop_rule", "forward_computes_gradient",
     "gpu_aliases", "gpu_for_product", "gpu_may_be",
     "gpu_reading", "gpu_slug", "gpus", "gpus_answering", "kernelbench_pending", "kernelbench_protocol_note",

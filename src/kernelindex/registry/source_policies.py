@@ -40,6 +40,15 @@ class SourcePolicy:
             return self.attribution
         return next((text for name, text in self.files if external_id.startswith(f"{name}:")), self.files[0][1])
 
+    def file_url(self, external_id: str) -> str:
+        """The link to the file a run came from: the source's URL names its first file, so a run of a sibling
+        file (Liger's B200 cuTile and CuTe-DSL files) links its own file beside it, never the first one."""
+        first = self.files[0][0] if self.files else None
+        name = next((name for name, _ in self.files if external_id.startswith(f"{name}:")), None)
+        if first is None or name is None or not self.url.endswith(f"/{first}"):
+            return self.url
+        return self.url.removesuffix(first) + name
+
     def to_json(self) -> dict[str, str]:
         return {
             "name": self.name, "title": self.title, "url": self.url, "kind": self.kind,

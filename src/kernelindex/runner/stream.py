@@ -37,6 +37,11 @@ class GraphStreamSampler(_Replay):
 
     def __init__(self, calls: Sequence[Call], rotation: Rotation, stream: torch.cuda.Stream) -> None:
         super().__init__(rotation)
+        # The graph reads and writes the sets' tensors by address: it must keep them (the calls hold them) alive
+        # as long as it can be replayed. Without this, the caller dropped sets 1…R−1, their memory went back to
+        # the allocator (and to the driver at the next empty_cache), and replays faulted (an illegal memory access
+        # on the H100, 2026-12-07: every case with R > 1 after the first release).
+        self.calls = list(calls)
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):  # every set warmed on the capture stream, as capture requires
             for call in calls:
@@ -46,6 +51,8 @@ class GraphStreamSampler(_Replay):
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph, stream=stream):
             run_rotated(calls, rotation)
+        torch.cuda.synchronize()
+        self.graph.replay()  # a fault of the captured graph shows here, at its own implementation's setup
         torch.cuda.synchronize()
 
     def sample(self) -> list[float]:

@@ -191,6 +191,7 @@ def _time(ctx: Context, workload: WorkloadCase, outcomes: list[ImplOutcome]) -> 
                 calls[o.adapter.key], samplers[o.adapter.key] = _setup(ctx, workload, o)
             except Exception as exc:  # noqa: BLE001
                 o.status, o.error = "runtime_error", f"timing setup failed: {_error(exc)}"
+                ctx.emit("warning", message=f"{o.adapter.title} ({o.region}): {o.error}")
             ctx.emit("phase", label=f"{o.region}: setup {o.adapter.key} (inputs, first call, peak memory)",
                      seconds=time.perf_counter() - started)
         timed = [o for o in outcomes if o.adapter.key in samplers]

@@ -41,6 +41,10 @@ TITLES = {
     "rate_limited": "Too many requests",
     "internal_error": "Internal server error",
     "unavailable": "Service unavailable",
+    "export_busy": "Every export download slot is in use",
+    "uploads_busy": "Every upload slot is in use",
+    "request_timeout": "Request body stalled",
+    "implementation_redeclared": "Bundle redeclares a catalogued implementation",
 }
 STATUS = {
     "bad_request": 400, "bad_cursor": 400, "unknown_parameter": 400, "query_too_long": 400, "invalid_json": 400,
@@ -48,7 +52,8 @@ STATUS = {
     "method_not_allowed": 405, "lease_lost": 409, "payload_too_large": 413, "unsupported_media_type": 415,
     "invalid_request": 422, "archive_invalid": 422, "bundle_invalid": 422, "untrusted_runner": 422,
     "not_a_measurement": 422, "unpublishable": 422, "not_fulfilled": 422, "rate_limited": 429,
-    "internal_error": 500, "unavailable": 503,
+    "internal_error": 500, "unavailable": 503, "export_busy": 503, "implementation_redeclared": 422,
+    "uploads_busy": 503, "request_timeout": 408,
 }
 # An HTTP status the framework raises on its own, as the problem it is.
 CODE_OF_STATUS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 from kernelindex import registry
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import PublishError
+from kernelindex.catalog.publish import ImplementationRedeclared, PublishError
 from kernelindex.domain.manifests import build, digest_of, manifest_json
 from kernelindex.policy.measurement_requests import (
     InvalidRequest,
@@ -67,7 +67,7 @@ def ask(catalog: Catalog, now: datetime, body: dict[str, Any]) -> Asked | Proble
     return Asked(filed.to_json(now), merged)
 
 
-def upload(catalog: Catalog, archive: bytes, *, actor: str) -> UploadResult | Problem:
+def upload(catalog: Catalog, archive: bytes | IO[bytes], *, actor: str) -> UploadResult | Problem:
     """Publish an uploaded bundle archive (``POST /api/v1/bundles``): verified once, from memory, then
     published; the same bundle again is a replay that writes nothing. Messages name files inside the
     bundle."""
@@ -81,5 +81,7 @@ def upload(catalog: Catalog, archive: bytes, *, actor: str) -> UploadResult | Pr
         return Problem("not_a_measurement", str(exc))
     except BundleError as exc:
         return Problem("bundle_invalid", str(exc))
+    except ImplementationRedeclared as exc:
+        return Problem("implementation_redeclared", str(exc))
     except PublishError as exc:
         return Problem("unpublishable", str(exc))

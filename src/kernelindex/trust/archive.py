@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import re
 import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import IO, Any
 
 from kernelindex.trust.bundles import (
     INDEX_FILE,
@@ -77,17 +80,25 @@ class _Pending:
     size: int | None = None
 
 
-def unpack_archive(data: bytes) -> dict[str, bytes]:
-    """The bundle files of a tar or tar.gz archive, by name."""
-    stream: io.BufferedIOBase = gzip.GzipFile(fileobj=io.BytesIO(data)) if data[:2] == b"\x1f\x8b" else io.BytesIO(data)
+Check = Callable[[Mapping[str, bytes]], object]
+
+
+def unpack_archive(data: bytes | IO[bytes], *, signer: Check | None = None) -> dict[str, bytes]:
+    """The bundle files of a tar or tar.gz archive, by name. ``signer`` is called with the files read so
+    far as soon as both ``bundle.json`` and ``bundle.sig`` are among them (``ki publish`` puts them first),
+    and may refuse the upload before the rest of the archive is decompressed."""
+    source: IO[bytes] = io.BytesIO(data) if isinstance(data, bytes) else data
+    magic = source.read(2)
+    source.seek(-len(magic), os.SEEK_CUR)
+    stream: Any = gzip.GzipFile(fileobj=source, mode="rb") if magic == b"\x1f\x8b" else source
     try:
-        return _unpack(stream)
+        return _unpack(stream, signer)
     except (EOFError, OSError, zlib.error):
         raise ArchiveError("not a tar or tar.gz archive that can be read: the gzip stream is corrupt or cut "
                            "short; make it with `ki publish BUNDLE --server URL`") from None
 
 
-def _unpack(stream: io.BufferedIOBase) -> dict[str, bytes]:
+def _unpack(stream: io.BufferedIOBase, signer: Check | None) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     pending, total, extensions = _Pending(), 0, 0
     for count in range(1, MAX_ENTRIES + 2):
@@ -108,6 +119,9 @@ def _unpack(stream: io.BufferedIOBase) -> dict[str, bytes]:
         if name in files:
             raise ArchiveError(f"archive entry {shown(name)} appears twice; a bundle holds each file once")
         files[name] = _file_data(stream, size, name)
+        if signer is not None and INDEX_FILE in files and SIGNATURE_FILE in files:
+            signer(files)
+            signer = None
     raise AssertionError("unreachable")
 
 
@@ -185,7 +199,8 @@ def _read_extension(stream: io.BufferedIOBase, header: _Header, pending: _Pendin
         records = _pax_records(raw)
         pending.name = records.get("path", pending.name)
         if "size" in records:
-            if not records["size"].isdigit():
+            # ASCII digits only: str.isdigit() also takes '²' or '①', which int() then refuses (a 500)
+            if not re.fullmatch(r"[0-9]{1,20}", records["size"]):
                 raise ArchiveError("the archive has a pax extended header whose size is not a number")
             pending.size = int(records["size"])
     return header.size

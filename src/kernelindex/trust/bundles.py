@@ -42,15 +42,24 @@ from kernelindex.domain.canonical import (
     strict_json_loads,
 )
 from kernelindex.domain.manifests import (
-    BenchmarkRun,
-    ImplementationRevision,
     Manifest,
     ManifestError,
-    WorkloadCase,
     digest_of,
     parse_manifest_text,
 )
 from kernelindex.domain.sources import RUNNER_SOURCE
+from kernelindex.trust.bundle_limits import (
+    INDEX_FILE,
+    MANIFESTS_FILE,
+    MAX_BUNDLE_BYTES,
+    MAX_BUNDLE_FILES,
+    MAX_INDEX_BYTES,
+    MAX_MANIFESTS_BYTES,
+    MAX_SAMPLES_BYTES,
+    SAMPLES_DIR,
+    SIGNATURE_FILE,
+    BundleFiles,
+)
 from kernelindex.trust.content import (
     MEASUREMENT_KINDS,
     BundleError,
@@ -58,30 +67,21 @@ from kernelindex.trust.content import (
     UntrustedRunnerError,
     check_kind,
     check_measured,
+    check_references,
     check_runner_names,
 )
 from kernelindex.trust.keys import ALGORITHM, key_id_of, public_key_hex, verify_signature
 
 __all__ = ["BundleError", "NotAMeasurementError", "UntrustedRunnerError", "MEASUREMENT_KINDS", "VerifiedBundle",
-           "read_bundle", "verify_bundle", "verify_directory", "write_bundle", "publish_verified", "publish_bundle",
-           "bundled_bundles"]
+           "read_bundle", "verify_bundle", "check_signer", "verify_directory", "write_bundle", "publish_verified",
+           "publish_bundle", "bundled_bundles", "BundleFiles", "INDEX_FILE", "MANIFESTS_FILE", "SIGNATURE_FILE",
+           "SAMPLES_DIR", "MAX_INDEX_BYTES", "MAX_MANIFESTS_BYTES", "MAX_SAMPLES_BYTES", "MAX_BUNDLE_BYTES",
+           "MAX_BUNDLE_FILES"]
 
 BUNDLE_FORMAT = "kernelindex-bundle/v1"
-MANIFESTS_FILE = "manifests.jsonl"
-INDEX_FILE = "bundle.json"
-SIGNATURE_FILE = "bundle.sig"
-SAMPLES_DIR = "samples"
 _HEX = re.compile(r"^[0-9a-f]+$")
-# Size caps, checked on the directory entry before a byte is read (the shipped bundles' largest
-# file is 90 kB). A bundle holds only regular files and directories: never a symlink or a device.
-MAX_INDEX_BYTES = 1_048_576  # bundle.json, bundle.sig
-MAX_MANIFESTS_BYTES = 64 * 1_048_576
-MAX_SAMPLES_BYTES = 16 * 1_048_576  # one samples file
-MAX_BUNDLE_BYTES = 256 * 1_048_576  # every file together
-MAX_BUNDLE_FILES = 10_000
 
 
-BundleFiles = Mapping[str, bytes]  # a bundle's files by their name in the bundle ("samples/<hex>.json")
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,8 @@ def read_bundle(path: Path) -> dict[str, bytes]:
             f"{path}: a bundle is a directory with {INDEX_FILE}, {SIGNATURE_FILE} and {MANIFESTS_FILE}"
         )
     _check_tree(path)
-    return {file.relative_to(path).as_posix(): _read(file) for file in sorted(path.rglob("*")) if not file.is_dir()}
+    return {file.relative_to(path).as_posix(): _read(file)
+            for file in sorted(path.rglob("*")) if not file.is_dir()}
 
 
 def verify_directory(path: Path) -> VerifiedBundle:
@@ -187,23 +188,45 @@ def verify_directory(path: Path) -> VerifiedBundle:
         raise type(exc)(message if message.startswith(str(path)) else f"{path}: {message}") from None
 
 
-def verify_bundle(files: BundleFiles) -> VerifiedBundle:
+def verify_bundle(files: BundleFiles, *, trusted: Mapping[str, str] | None = None) -> VerifiedBundle:
     """Check the signature, every file digest and the bundle's internal references, from the files'
     bytes. Raises BundleError (NotAMeasurementError for foreign kinds) naming the first problem found
-    by the file's name within the bundle."""
+    by the file's name within the bundle. With ``trusted`` (key id → runner name), a bundle signed by
+    any other key is refused (UntrustedRunnerError) right after its signature is checked, before any
+    other file is hashed or a manifest parsed."""
     _check_sizes(files)
     index = _canonical_json(files, INDEX_FILE)
     sig = _canonical_json(files, SIGNATURE_FILE)
     digest = _check_index(index)
     key_id, public = _check_signature(sig, digest, index)
+    if trusted is not None:
+        _check_trusted(key_id, index, trusted)
     _check_files(files, index["files"])
     manifests = _read_manifests(files[MANIFESTS_FILE])
-    _check_references(manifests, index["files"], key_id)
+    check_references(manifests, index["files"], key_id)
     check_measured(manifests)
     return VerifiedBundle(
         digest=digest, runner_name=index["runner"]["name"], key_id=key_id, public_key=public,
         created_at=index["created_at"], signature=sig["signature"], manifests=manifests,
     )
+
+
+def check_signer(files: BundleFiles, trusted: Mapping[str, str]) -> str:
+    """Check ``bundle.json`` and ``bundle.sig`` alone (the first two files of an archive ``ki publish``
+    makes): the index's digest, the signature over it and that its key is trusted here; returns the key
+    id. Work before trust: an upload signed by a stranger costs two small files, never its manifests."""
+    index = _canonical_json(files, INDEX_FILE)
+    sig = _canonical_json(files, SIGNATURE_FILE)
+    key_id, _ = _check_signature(sig, _check_index(index), index)
+    _check_trusted(key_id, index, trusted)
+    return key_id
+
+
+def _check_trusted(key_id: str, index: dict[str, Any], trusted: Mapping[str, str]) -> None:
+    if key_id not in trusted:
+        raise UntrustedRunnerError(
+            f"the bundle is signed by runner {index['runner']['name']!r} ({key_id}), which is not a trusted "
+            "runner on this server; an operator must run `ki runner trust` for its public key first")
 
 
 def _size_limit(name: str) -> int:
@@ -329,34 +352,6 @@ def _read_manifests(data: bytes) -> list[Manifest]:
     return manifests
 
 
-def _check_references(manifests: list[Manifest], files: dict[str, str], key_id: str) -> None:
-    digests = {digest_of(m) for m in manifests}
-    sample_digests = {d for name, d in files.items() if name.startswith(f"{SAMPLES_DIR}/")}
-    for manifest in manifests:
-        if isinstance(manifest, ImplementationRevision):
-            _require(digests, manifest.spec.operation, "operation", manifest)
-            _require(digests, manifest.spec.project, "project", manifest)
-        if isinstance(manifest, WorkloadCase):
-            _require(digests, manifest.spec.operation, "operation", manifest)
-        if not isinstance(manifest, BenchmarkRun):
-            continue
-        spec = manifest.spec
-        for name in ("implementation", "workload", "protocol", "environment"):
-            _require(digests, getattr(spec, name), name, manifest)
-        if spec.runner is None or spec.runner.key_id != key_id:
-            raise BundleError(f"run {spec.source.external_id}: runner.key_id is not the signing key {key_id}")
-        if spec.timing.samples_digest is not None and spec.timing.samples_digest not in sample_digests:
-            raise BundleError(
-                f"run {spec.source.external_id}: samples {spec.timing.samples_digest} are not in the bundle"
-            )
-
-
-def _require(digests: set[str], digest: str, what: str, manifest: Manifest) -> None:
-    if digest not in digests:
-        name = manifest.metadata.name or manifest.kind
-        raise BundleError(f"{manifest.kind} {name}: its {what} {digest} is not in the bundle")
-
-
 # --- bundles shipped with the package and publication ----------------------------------------------
 
 
@@ -390,7 +385,7 @@ def publish_verified(catalog: Any, bundle: VerifiedBundle, *, allow_untrusted: b
                         for run in bundle.runs()}
     return publish_manifests(catalog, bundle.manifests, actor=actor, source=RUNNER_SOURCE,
                              snapshot_digest=bundle.digest, locator=locator, attestations=attestations,
-                             kinds=MEASUREMENT_KINDS)
+                             kinds=MEASUREMENT_KINDS, redeclare=False)
 
 
 def publish_bundle(catalog: Any, path: Path, *, allow_untrusted: bool = False,

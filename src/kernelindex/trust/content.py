@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kernelindex.domain.manifests import BenchmarkRun, ImplementationRevision, Manifest, Source, WorkloadCase, digest_of
 from kernelindex.domain.sources import RUNNER_SOURCE
+from kernelindex.trust.bundle_limits import SAMPLES_DIR
 
 # What a measurement is: runs and the objects they reference. Trust (TrustedRunner), corrections
 # (Retraction, Supersession) and every other kind are administrative acts with their own
@@ -101,3 +102,33 @@ def check_measured(manifests: list[Manifest]) -> None:
             raise NotAMeasurementError(
                 f"{manifest.kind} {manifest.metadata.name or digest}: no run of the bundle references it; a "
                 "bundle carries only runs and the objects they reference, so the whole bundle is refused")
+
+
+def check_references(manifests: list[Manifest], files: dict[str, str], key_id: str) -> None:
+    """Every object a manifest references is in the bundle, every run is signed by the bundle's key, and
+    every samples digest a run names is a file of the bundle."""
+    digests = {digest_of(m) for m in manifests}
+    sample_digests = {d for name, d in files.items() if name.startswith(f"{SAMPLES_DIR}/")}
+    for manifest in manifests:
+        if isinstance(manifest, ImplementationRevision):
+            _require(digests, manifest.spec.operation, "operation", manifest)
+            _require(digests, manifest.spec.project, "project", manifest)
+        if isinstance(manifest, WorkloadCase):
+            _require(digests, manifest.spec.operation, "operation", manifest)
+        if not isinstance(manifest, BenchmarkRun):
+            continue
+        spec = manifest.spec
+        for name in ("implementation", "workload", "protocol", "environment"):
+            _require(digests, getattr(spec, name), name, manifest)
+        if spec.runner is None or spec.runner.key_id != key_id:
+            raise BundleError(f"run {spec.source.external_id}: runner.key_id is not the signing key {key_id}")
+        if spec.timing.samples_digest is not None and spec.timing.samples_digest not in sample_digests:
+            raise BundleError(
+                f"run {spec.source.external_id}: samples {spec.timing.samples_digest} are not in the bundle"
+            )
+
+
+def _require(digests: set[str], digest: str, what: str, manifest: Manifest) -> None:
+    if digest not in digests:
+        name = manifest.metadata.name or manifest.kind
+        raise BundleError(f"{manifest.kind} {name}: its {what} {digest} is not in the bundle")

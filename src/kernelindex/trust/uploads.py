@@ -10,19 +10,30 @@ and nothing is written.
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kernelindex import urls
 from kernelindex.catalog.attestations import bundle_attested
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import run_id_of
 from kernelindex.catalog.runners import trusted_runner_keys
-from kernelindex.domain.manifests import digest_of
-from kernelindex.trust.archive import ArchiveError, unpack_archive
-from kernelindex.trust.bundles import BundleFiles, UntrustedRunnerError, publish_verified, read_bundle, verify_bundle
+from kernelindex.domain.manifests import BenchmarkRun, digest_of
+from kernelindex.trust.archive import ArchiveError, Check, unpack_archive
+from kernelindex.trust.bundles import (
+    BundleError,
+    BundleFiles,
+    VerifiedBundle,
+    check_signer,
+    publish_verified,
+    read_bundle,
+    verify_bundle,
+)
 
 MAX_ARCHIVE_BYTES = 32 * 1024 * 1024  # compressed, as sent
 ARCHIVE_MEDIA_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar")
@@ -62,27 +73,51 @@ def pack_bundle(path: Path) -> bytes:
     return pack_files(read_bundle(path))
 
 
-def unpack_bundle(data: bytes) -> dict[str, bytes]:
+def unpack_bundle(data: bytes | IO[bytes], *, signer: Check | None = None) -> dict[str, bytes]:
     """An uploaded archive's bundle files, in memory, within the limits of ``trust/archive.py``: only a
-    bundle's own regular files, every header size checked before what it declares is read."""
-    if len(data) > MAX_ARCHIVE_BYTES:
-        raise ArchiveError(f"the archive is {len(data):,} bytes; the limit is {MAX_ARCHIVE_BYTES:,}")
-    return unpack_archive(data)
+    bundle's own regular files, every header size checked before what it declares is read; ``signer``
+    checks the signing key as soon as the index and signature are read."""
+    size = len(data) if isinstance(data, bytes) else data.seek(0, os.SEEK_END)
+    if size > MAX_ARCHIVE_BYTES:
+        raise ArchiveError(f"the archive is {size:,} bytes; the limit is {MAX_ARCHIVE_BYTES:,}")
+    if not isinstance(data, bytes):
+        data.seek(0)
+    return unpack_archive(data, signer=signer)
 
 
-def receive_bundle(catalog: Catalog, data: bytes, *, actor: str) -> UploadResult:
+def receive_bundle(catalog: Catalog, data: bytes | IO[bytes], *, actor: str) -> UploadResult:
     """Verify an uploaded bundle archive once, from memory, and publish what was verified. Raises
     ArchiveError, BundleError (or its NotAMeasurementError, UntrustedRunnerError) or PublishError naming
     what failed; nothing is written then. A bundle already attested in the catalog is a replay: nothing
     is written but the answer is the same."""
-    bundle = verify_bundle(unpack_bundle(data))
-    if bundle.key_id not in trusted_runner_keys(catalog):
-        raise UntrustedRunnerError(
-            f"the bundle is signed by runner {bundle.runner_name!r} ({bundle.key_id}), which is not a trusted "
-            "runner on this server; an operator must run `ki runner trust` for its public key first")
+    trusted = trusted_runner_keys(catalog)  # checked from bundle.json and bundle.sig, before anything else
+    bundle = verify_bundle(unpack_bundle(data, signer=partial(check_signer, trusted=trusted)), trusted=trusted)
     runs = sorted(run_id_of(digest_of(r)) for r in bundle.runs())
     if bundle_attested(catalog, bundle.digest):
         return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, True, {})
+    check_uploaded_runs(catalog, bundle)
     report = publish_verified(catalog, bundle, actor=actor, locator=f"upload {bundle.digest}")
     # a concurrent upload of the same bundle may have published it while this one waited for the lock
     return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, not report.wrote, dict(report.new))
+
+
+MAX_CLOCK_SKEW = timedelta(hours=1)
+
+
+def check_uploaded_runs(catalog: Catalog, bundle: VerifiedBundle) -> None:
+    """What an uploaded run must also be (BundleError naming the run otherwise): observed no later than
+    the server's clock allows (a run dated 2100 was accepted), and the only run of the bundle with its
+    external id (two runs shared one). Shipped bundles predate this rule: one of them repeats nine
+    external ids, so start-up and ``ki publish`` do not apply it. A re-measurement may reuse the external
+    id of an earlier bundle's run (the runner names a case, not a measurement): not refused yet."""
+    latest = datetime.now(UTC) + MAX_CLOCK_SKEW
+    seen: dict[str, str] = {}
+    for run in bundle.runs():
+        assert isinstance(run, BenchmarkRun)
+        spec, digest = run.spec, digest_of(run)
+        if spec.observed_at > latest:
+            raise BundleError(f"run {spec.source.external_id}: observed at {spec.observed_at.isoformat()}, later "
+                              f"than this server's clock allows ({latest.isoformat()}); check the runner's clock")
+        if seen.setdefault(spec.source.external_id, digest) != digest:
+            raise BundleError(f"runs {seen[spec.source.external_id]} and {digest} share the external id "
+                              f"{spec.source.external_id!r}; each run needs its own")

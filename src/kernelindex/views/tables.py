@@ -22,7 +22,8 @@ class CsvTable:
 
 
 RUN_COLUMNS = ["run_id", "rank", "rank_label", "within_noise", "implementation", "implementation_slug", "project",
-               "language", "license", "usable", "install_command", "median_ns", "p20_ns", "p80_ns",
+               "language", "license", "usable", "install_command", "time_ns", "statistic", "median_ns",
+               "p20_ns", "p80_ns",
                "vs_first_ratio", "evidence", "observed_at_utc", "stale", "run_url"]
 COHORT_COLUMNS = ["operation", "workload_key", "workload", "cohort_key", "cohort", "gpu", "timed_region"]
 
@@ -33,7 +34,9 @@ def _run_columns(row: dict[str, Any]) -> dict[str, Any]:
         "run_id": row["run_id"], "rank": row.get("rank"), "rank_label": row.get("rank_label"),
         "within_noise": row.get("within_noise"), "implementation": impl["title"], "implementation_slug": impl["slug"],
         "project": impl.get("project"), "language": impl["language"], "license": impl.get("license"),
-        "usable": impl["usable"], "install_command": impl.get("install_command"), "median_ns": row["median_ns"],
+        "usable": impl["usable"], "install_command": impl.get("install_command"),
+        "time_ns": row.get("time_ns", row["median_ns"]), "statistic": row.get("statistic", ""),
+        "median_ns": row["median_ns"],
         "p20_ns": row.get("p20_ns"), "p80_ns": row.get("p80_ns"), "vs_first_ratio": row.get("vs_first"),
         "evidence": row["evidence"], "observed_at_utc": row["observed_at"], "stale": row.get("stale"),
         "run_url": urls.run(row["run_id"]), "source": row.get("source", ""),

@@ -25,7 +25,8 @@ from kernelindex.catalog import audit
 from kernelindex.catalog.audit import ANONYMOUS
 from kernelindex.services import writes
 from kernelindex.services.problems import Problem
-from kernelindex.web.api.auth import client_address
+from kernelindex.web.api.auth import client_address, failed_auth_log
+from kernelindex.web.api.failed_auth import Who
 from kernelindex.web.api.problems import BodyRule, accepts_body
 from kernelindex.web.render import ErrorPage, PageError, render
 
@@ -87,8 +88,8 @@ async def ask_submit(request: Request) -> Response:
     now = request.app.state.clock()
     wait = seconds_until_next_ask(request, client, now)
     if wait:
-        audit.record(request.app.state.catalog, actor=ANONYMOUS, action="request.create", client=client,
-                     outcome="refused: rate_limited", at=now)
+        failed_auth_log(request).refused(request.app.state.catalog, Who(ANONYMOUS, "request.create",
+                                                                        "refused: rate_limited", client), now)
         response = render("error.html", status_code=429, error=ErrorPage(
             429, "Too many requests", f"This address asked {ASKS_PER_WINDOW} times in the last "
             f"{WINDOW_SECONDS / 60:.0f} minutes; try again in {_in_words(wait)}."))

@@ -7,10 +7,17 @@ application at that chunk and is answered 413, so at most the limit plus one chu
 route takes a body (pages, GET routes, unknown paths) the application answers as it would (405, 404, the
 page) without reading one, and reading even one byte there is the 413. The answer is an RFC 9457 problem
 (``payload_too_large``) naming the limit.
+
+A body is also bounded in time: a client that sends no byte of its body for ``BODY_IDLE_S`` (20 s,
+``$KERNELINDEX_BODY_IDLE_SECONDS``) is answered 408 ``request_timeout`` and the connection closed, and
+a client that goes away mid-body ends the request quietly (it was a 500 with a traceback): there is
+nobody left to answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
@@ -31,8 +38,19 @@ API_WRITE = BodyRule()
 BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
+BODY_IDLE_S = float(os.environ.get("KERNELINDEX_BODY_IDLE_SECONDS") or 20.0)
+
+
 class BodyTooLarge(Exception):
     """Raised from ``receive`` to stop an application reading a body past its limit."""
+
+
+class BodyStalled(Exception):
+    """Raised from ``receive`` when the client sent nothing of its body for ``BODY_IDLE_S``."""
+
+
+class ClientGone(Exception):
+    """Raised from ``receive`` when the client disconnected before its body was read."""
 
 
 @dataclass
@@ -41,6 +59,8 @@ class _Stream:
     seen: int = 0
     over: bool = False
     answered: bool = False
+    stopped: str = ""  # "stalled" or "gone": the body was not read to its end, for that reason
+    complete: bool = False  # the last chunk arrived: later receives (disconnect listeners) pass through
 
 
 @dataclass(frozen=True)
@@ -87,6 +107,25 @@ def _chunked(scope: Scope) -> bool:
     return any(name.lower() == b"transfer-encoding" for name, _ in scope.get("headers", []))
 
 
+def _stalled() -> Any:
+    response = problem_response(Problem("request_timeout", f"The request body stalled: nothing arrived for "
+                                        f"{BODY_IDLE_S:g} seconds. Send the body at once, then wait for the answer."))
+    response.headers["connection"] = "close"
+    return response
+
+
+async def _next_chunk(receive: Receive, stream: _Stream) -> Message:
+    try:
+        message = await asyncio.wait_for(receive(), BODY_IDLE_S)
+    except TimeoutError:
+        stream.stopped = "stalled"
+        raise BodyStalled(f"nothing for {BODY_IDLE_S:g} s") from None
+    if message["type"] == "http.disconnect":
+        stream.stopped = "gone"
+        raise ClientGone("the client went away")
+    return message
+
+
 def _too_large(limit: int) -> Any:
     body = f"Request bodies here are at most {limit:,} bytes." if limit else "This address takes no request body."
     response = problem_response(Problem("payload_too_large", body))
@@ -121,8 +160,13 @@ class BodyLimit:
         async def limited_receive() -> Message:
             if stream.over:
                 raise BodyTooLarge(f"over {stream.limit} bytes")
-            message = await receive()
+            if stream.stopped:
+                return {"type": "http.disconnect"}
+            if stream.complete:
+                return await receive()
+            message = await _next_chunk(receive, stream)
             if message["type"] == "http.request":
+                stream.complete = not message.get("more_body", False)
                 stream.seen += len(message.get("body", b""))
                 if stream.seen > stream.limit:
                     stream.over = True
@@ -130,7 +174,7 @@ class BodyLimit:
             return message
 
         async def guarded_send(message: Message) -> None:
-            if stream.over and not stream.answered:
+            if (stream.over or stream.stopped) and not stream.answered:
                 return  # whatever the application says after its body was cut off, the answer is the 413
             stream.answered = stream.answered or message["type"] == "http.response.start"
             await send(message)
@@ -138,7 +182,11 @@ class BodyLimit:
         try:
             await self.app(scope, limited_receive, guarded_send)
         except Exception:
-            if not stream.over:
+            if not (stream.over or stream.stopped):
                 raise
-        if stream.over and not stream.answered:
+        if stream.answered:
+            return
+        if stream.over:
             await _too_large(stream.limit)(scope, receive, send)
+        elif stream.stopped == "stalled":
+            await _stalled()(scope, receive, send)

@@ -13,7 +13,7 @@ from fastapi.security import HTTPBearer
 
 from kernelindex.catalog import audit
 from kernelindex.trust.api_keys import ApiKey, ApiKeyError, authenticate
-from kernelindex.web.api.failed_auth import FailedAuthLog
+from kernelindex.web.api.failed_auth import FailedAuthLog, Who
 from kernelindex.web.api.problems import ApiProblem
 
 
@@ -25,6 +25,10 @@ class Writer:
 
     def record(self, request: Request, action: str, outcome: str, object_digest: str | None = None,
                detail: dict[str, Any] | None = None) -> None:
+        if outcome.startswith("refused"):  # aggregated per key, action, outcome and minute (failed_auth.py)
+            who = Who(self.key.name, action, outcome, self.client or "unknown", self.key.key_id, self.scope)
+            failed_auth_log(request).refused(request.app.state.catalog, who, datetime.now(UTC), detail)
+            return
         audit.record(request.app.state.catalog, actor=self.key.name, api_key=self.key.key_id, scope=self.scope,
                      action=action, outcome=outcome, object_digest=object_digest, client=self.client, detail=detail)
 

@@ -2,7 +2,8 @@
 ``csv`` declaration, ``views/tables.py``).
 
 Each CSV is a rendering of the route's JSON body (the read model's answer): a header row, then one
-row per row of the page; units are in the header names (``median_ns``, ``vs_first_ratio``, ``observed_at_utc``).
+row per row of the page; units are in the header names (``time_ns`` with ``statistic``, ``median_ns`` its
+deprecated alias, ``vs_first_ratio``, ``observed_at_utc``).
 Attribution travels on every row (``source``, ``source_license``, ``source_attribution``) and in the
 ``KernelIndex-Attribution`` response header, so a file cut out of its page still says whose data it is.
 """

@@ -76,10 +76,12 @@ def validation_problem(exc: RequestValidationError) -> Problem:
 
 @dataclass(frozen=True)
 class BodyRule:
-    """What a route accepts as its body: at most ``limit`` bytes of one of ``media_types``."""
+    """What a route accepts as its body: at most ``limit`` bytes of one of ``media_types``. A ``streamed``
+    body is left unread for the endpoint to stream (web/body_limits.py still counts it against ``limit``)."""
 
     limit: int = MAX_BODY_BYTES
     media_types: tuple[str, ...] = ("application/json",)
+    streamed: bool = False
 
 
 def accepts_body(rule: BodyRule) -> Callable[[Any], Any]:
@@ -97,13 +99,17 @@ async def _check_body(request: Request, rule: BodyRule) -> None:
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > rule.limit:
         raise ApiProblem("payload_too_large", too_large)
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if rule.streamed:
+        if media not in rule.media_types:
+            raise ApiProblem("unsupported_media_type", f"Send the request body as {' or '.join(rule.media_types)}.")
+        return
     body = bytearray()
     async for chunk in request.stream():
         body.extend(chunk)
         if len(body) > rule.limit:
             raise ApiProblem("payload_too_large", too_large)
     request._body = bytes(body)
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media not in rule.media_types:
         raise ApiProblem("unsupported_media_type", f"Send the request body as {' or '.join(rule.media_types)}.")
     if media == "application/json":
@@ -187,9 +193,11 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 def problem_responses(*statuses: int | str) -> dict[int | str, dict[str, Any]]:
     descriptions = {400: "Bad parameter, cursor or query", 401: "No API key, or one that is malformed, unknown or "
                     "revoked", 403: "The API key lacks the scope this route needs", 404: "Unknown id",
-                    409: "The claim no longer holds the lease", 413: "Body too large",
+                    408: "The request body stalled", 409: "The claim no longer holds the lease", 413: "Body too large",
                     415: "Body is not of the accepted media type", 422: "Body does not validate",
-                    429: "Too many requests from this client", "4XX": "Any other client error"}
+                    429: "Too many requests from this client",
+                    503: "Busy: every slot is in use (Retry-After says when to come back)",
+                    "4XX": "Any other client error"}
     return {
         s: {"description": descriptions[s], "content": {"application/problem+json": {"schema": PROBLEM_SCHEMA}}}
         for s in statuses

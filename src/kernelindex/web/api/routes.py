@@ -5,7 +5,6 @@ disagree."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
@@ -14,7 +13,6 @@ from fastapi.routing import APIRoute
 from starlette.routing import Route
 
 from kernelindex import urls
-from kernelindex.readmodel.objects import export_lines
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.services import reads
 from kernelindex.services.problems import Problem
@@ -26,6 +24,7 @@ from kernelindex.web.api.pagination import DEFAULT_LIMIT, paginate
 from kernelindex.web.api.problems import ProblemRoute, answered, problem_response, problem_responses
 from kernelindex.web.api.schemas import ResolutionOut
 from kernelindex.web.api.twins import Cursor, Limit, mount_twin, path_param, query_param
+from kernelindex.web.export_files import ExportBusy, ExportFiles, ExportResponse
 
 router = APIRouter(prefix=urls.API, route_class=ProblemRoute, tags=["v1"])
 
@@ -120,16 +119,32 @@ def post_resolve(request: Request, body: Annotated[ResolveRequest, Body()]) -> J
 
 @router.get(urls.EXPORT, summary="The whole catalog as JSON Lines", response_class=StreamingResponse,
             description="One manifest per line: sources (license, attribution) first, then objects, runs and "
-                        "lifecycle facts. Re-importable with `ki import jsonl`.",
+                        "lifecycle facts, from one snapshot of the catalog (its version in "
+                        "`X-KernelIndex-Catalog-Version`, its size in `Content-Length`). Re-importable with "
+                        "`ki import jsonl`. At most 8 downloads at once per server process (503 `export_busy` "
+                        "with Retry-After past it); a client that stops reading for 30 s is cut.",
             responses={200: {"description": "JSON Lines", "content": {"application/jsonl": {"schema": {
-                "type": "string"}}}}, **problem_responses(400, "4XX")})
-def get_export(request: Request) -> StreamingResponse:
-    def lines() -> Iterator[bytes]:
-        for line in export_lines(_catalog(request)):
-            yield (line if line.endswith("\n") else line + "\n").encode()
+                "type": "string"}}}}, **problem_responses(400, 503, "4XX")})
+async def get_export(request: Request) -> Any:
+    files = _export_files(request)
+    try:
+        files.take_slot()
+    except ExportBusy as busy:
+        return problem_response(busy.problem(), request.url.path)
+    try:
+        version, path = await files.file_for(_catalog(request))
+    except BaseException:
+        files.give_slot()
+        raise
+    return ExportResponse(version, path, files)
 
-    return StreamingResponse(lines(), media_type="application/jsonl",
-                             headers={"content-disposition": 'attachment; filename="kernelindex-export.jsonl"'})
+
+def _export_files(request: Request) -> ExportFiles:
+    state = request.app.state
+    if getattr(state, "export_files", None) is None:
+        state.export_files = ExportFiles()
+    files: ExportFiles = state.export_files
+    return files
 
 
 # ---- methods a path does not take -----------------------------------------------------------

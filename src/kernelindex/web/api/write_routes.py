@@ -24,6 +24,7 @@ from kernelindex.views.params import REQUEST_STATE_PATTERN, STRICT_INTEGER
 from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, scoped, writer_of
 from kernelindex.web.api.fleet_schemas import ClaimIn, CompleteIn, HeartbeatIn, MeasurementRequestIn
 from kernelindex.web.api.problems import ApiProblem, BodyRule, ProblemRoute, accepts_body, answered, problem_responses
+from kernelindex.web.api.upload_slots import slots_of, spooled_body
 from kernelindex.web.api.write_schemas import (
     AuditOut,
     BundleOut,
@@ -68,14 +69,21 @@ def _catalog(request: Request) -> Any:
                 "trusted here and every digest, then publishes in one transaction, as `ki publish` does. The same "
                 "bundle again answers 200 with the same body and writes nothing but an audit line. Needs "
                 "scope bundles:write.",
-    responses=_answers("Published (201 the first time, 200 for a replay)", BundleOut, 401, 403, 413, 415, 422,
-                       status=201))
-@accepts_body(BodyRule(MAX_ARCHIVE_BYTES, ARCHIVE_MEDIA_TYPES))
+    responses=_answers("Published (201 the first time, 200 for a replay)", BundleOut, 401, 403, 408, 413, 415,
+                       422, 503, status=201))
+@accepts_body(BodyRule(MAX_ARCHIVE_BYTES, ARCHIVE_MEDIA_TYPES, streamed=True))
 @scoped("bundles:write", "bundle.upload")
 async def post_bundle(request: Request) -> JSONResponse:
     writer = writer_of(request)
-    data = await request.body()
-    result = await run_in_threadpool(writes.upload, _catalog(request), data, actor=f"api key {writer.key.name}")
+    slots = slots_of(request)
+    slots.take()  # 503 uploads_busy past the cap, before a byte of the body is read
+    try:
+        with await spooled_body(request) as body:
+            async with slots.verifier():
+                result = await run_in_threadpool(writes.upload, _catalog(request), body,
+                                                 actor=f"api key {writer.key.name}")
+    finally:
+        slots.give()
     if isinstance(result, Problem):
         writer.record(request, "bundle.upload", f"refused: {result.code}", detail={"reason": result.detail[:500]})
         raise ApiProblem(result)

@@ -2,7 +2,8 @@
 from the app's catalog and clock, so a tool and its REST route share the read model's cached answers.
 
 ``GET /mcp`` (a server-to-client event stream) is bounded: the server closes a stream idle for
-``idle_seconds`` (nothing sent; a stateless server never has anything to send), and refuses a stream
+``idle_seconds`` (no event sent: keep-alive pings do not count; a stateless server never has anything
+to send), and refuses a stream
 past ``max_streams`` open in the worker with 503. Settings: ``$KERNELINDEX_MCP_STREAM_IDLE_SECONDS``
 (default 30) and ``$KERNELINDEX_MCP_MAX_STREAMS`` (default 16), read when the app is built
 (``app.state.mcp_streams``).
@@ -85,7 +86,8 @@ class _Endpoint:
                 async def send_and_stay(message: Any) -> None:
                     response["started"] = response["started"] or message["type"] == "http.response.start"
                     response["ended"] = message["type"] == "http.response.body" and not message.get("more_body")
-                    idle.deadline = anyio.current_time() + limits.idle_seconds
+                    if message["type"] == "http.response.body" and _carries_event(message.get("body", b"")):
+                        idle.deadline = anyio.current_time() + limits.idle_seconds
                     await send(message)
 
                 await manager.handle_request(scope, receive, send_and_stay)
@@ -93,6 +95,13 @@ class _Endpoint:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self.open_streams -= 1
+
+
+def _carries_event(body: bytes) -> bool:
+    """Whether an event-stream chunk holds an event, not only comments: the SDK's keep-alive ping every
+    15 s (``: ping - …``) is a comment, and must not keep an idle stream open (it reset the 30 s idle
+    timer, so ``GET /mcp`` streams never closed)."""
+    return any(line.strip() and not line.startswith(b":") for line in body.splitlines())
 
 
 def mount_mcp(app: Any) -> None:

@@ -38,7 +38,8 @@ def _recommendation(data: dict[str, Any]) -> str:
         answers = rec["answers"] or (rec.get("nearest") or {}).get("answers", [])
         for a in answers:
             ratio = f", {a['floor_ratio']:.2f}× the {FLOOR_NAMES[PHYSICAL]}" if a.get("floor_ratio") else ""
-            lines.append(f"- {a['cohort_label']} ({a['cohort_kind']}): {a['implementation']['title']} {a['median']}"
+            lines.append(f"- {a['cohort_label']} ({a['cohort_kind']}): {a['implementation']['title']} {a['median']} "
+                         f"{a.get('statistic', 'median')}"
                          f"{ratio}; {a['install'] or 'no usable implementation'}")
         if rec.get("floor"):
             lines.append(f"{rec['gpu']['label']} {rec['floor']['name']}: {format_duration(rec['floor']['floor_ns'])} "
