@@ -31,6 +31,7 @@ RECORDS = "/records"
 GPUS = "/gpus"
 GPU = "/gpus/{slug}"
 CHALLENGES = "/challenges"
+REPRODUCTION = "/reproduction/{source}"
 COMPARE = "/compare"
 SEARCH = "/search"
 MODELS = "/models"
@@ -105,6 +106,11 @@ def records(*params: Param) -> str:
 
 def gpu(slug: str, anchor: str | None = None) -> str:
     return with_query(GPU.format(slug=slug), (), anchor)
+
+
+def reproduction(source: str, anchor: str | None = None) -> str:
+    """A source's reproduction page (the court: issue 44)."""
+    return with_query(REPRODUCTION.format(source=source), (), anchor)
 
 
 def challenges(anchor: str | None = None, *params: Param) -> str:

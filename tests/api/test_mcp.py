@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from kernelindex.catalog.db import Catalog
 
 TOOLS = {"search_catalog", "resolve_kernel", "resolve_kernels", "get_operation", "get_implementation",
-         "get_run_evidence", "compare_runs", "list_records", "list_gpus", "validate_manifest",
+         "get_reproduction", "get_run_evidence", "compare_runs", "list_records", "list_gpus", "validate_manifest",
          "get_manifest_schema", "recommend_kernel", "list_changes", "get_model_step"}
 ACCEPTANCE = ["rope seq=2048 hidden=8192 gpu:a100", "embedding vocab=1024", "rope seq=3000 hidden=8192 a100",
               "rope gpuu:a100"]

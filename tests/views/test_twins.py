@@ -49,6 +49,7 @@ def _examples(site: TestClient) -> dict[str, tuple[dict[str, str], list[tuple[st
         "search": ({}, [("q", "rope seq=2048 hidden=8192 a100")]),
         "models": ({}, []),
         "model": ({"slug": "llama-3.1-8b"}, [("gpu", "h200"), ("phase", "decode"), ("batch", "32"), ("seq", "4096")]),
+        "reproduction": ({"source": "liger-kernel-benchmarks"}, []),
     }
 
 

@@ -30,9 +30,10 @@ from kernelindex.cli.renderers import (
 ApiOption = typer.Option(None, "--api", envvar="KERNELINDEX_API", metavar="URL",
                          help="Ask a KernelIndex server (e.g. http://localhost:8000) instead of the local catalog.")
 JsonOption = typer.Option(False, "--json", help="Print the JSON answer (the API's body) instead of tables.")
-KINDS = ("operation", "run", "implementation", "gpu")
+KINDS = ("operation", "run", "implementation", "gpu", "reproduction")
 SHOW_PATH: dict[str, Callable[[str], str]] = {"operation": urls.operation, "run": urls.run,
-                                              "implementation": urls.implementation, "gpu": urls.gpu}
+                                              "implementation": urls.implementation, "gpu": urls.gpu,
+                                              "reproduction": urls.reproduction}
 EXIT_CODES = ("Exit codes: 0 answered; 1 error, or some terms were ignored (status partial: the answer for the "
               "rest is printed, each ignored term with its note); 2 usage.")
 

@@ -329,8 +329,19 @@ def render_compare(d: dict[str, Any]) -> None:
         console.print(d["difference"]["sentence"], highlight=False)
 
 
+def render_reproduction(d: dict[str, Any]) -> None:
+    """A source's reproduction court: one line per GPU, then the figures not reproduced."""
+    console.print(f"Reproduction · {d['title']}", highlight=False)
+    for gpu in d["gpus"]:
+        console.print(gpu["summary"], highlight=False)
+        for r in gpu["outliers"]:
+            theirs, ours = format_duration(r["reported_ns"], 3), format_duration(r["reproduced_ns"], 3)
+            console.print(f"  not reproduced: {r['operation']} · {r['implementation']} · reported {theirs} · "
+                          f"reproduced {ours} · {r['ratio']:#.3g}× · {r['explanation']}", highlight=False)
+
+
 RENDER_SHOW = {"operation": render_operation, "run": render_run, "implementation": render_implementation,
-               "gpu": render_gpu}
+               "gpu": render_gpu, "reproduction": render_reproduction}
 
 
 def emit(data: Any, as_json: bool, render: Any) -> None:

@@ -7,6 +7,7 @@ from kernelindex.policy.device_time import protocol_version, timing_statistic
 from kernelindex.policy.eligibility import EligibilityFacts, SampleCount, eligibility
 from kernelindex.policy.evidence import EvidenceFacts, evidence_levels, grad_mode, input_rule, replication_peers
 from kernelindex.readmodel.ceiling_checks import run_ceiling_check
+from kernelindex.readmodel.court import derive_court
 from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.physical_floors import PhysicalFloors
 from kernelindex.readmodel.replication import ReplicationPeer, replication_of
@@ -67,6 +68,7 @@ def derive_policy(data: OperationData) -> None:
     levels = evidence_levels(facts, set(data.trusted_keys))
     for run in data.runs:
         run.evidence = levels[run.digest]
+    derive_court(data)
     _derive_replication(data, facts)
 
 

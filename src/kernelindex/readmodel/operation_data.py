@@ -30,6 +30,7 @@ from kernelindex.policy.ceilings import CeilingCheck
 from kernelindex.policy.cohorts import metric_of
 from kernelindex.policy.eligibility import Eligibility
 from kernelindex.policy.floor import Attainable
+from kernelindex.policy.reproduction import Reproduction
 from kernelindex.policy.usability import Usability
 from kernelindex.readmodel.replication import Replication
 
@@ -83,6 +84,8 @@ class Run:
     ceiling_check: CeilingCheck | None = None
     replication: Replication | None = None  # other trusted runners' verified runs of the same thing
     invalid_stored: tuple[str, ...] = ()  # stored values that cannot be used, named (readmodel.stored_runs)
+    reproduction: Reproduction | None = None  # a reported run heard against our verified twins (readmodel.court)
+    reproduces: list[str] = field(default_factory=list)  # a verified run: the reported runs it was heard against
 
     @property
     def eligible(self) -> bool:

@@ -62,6 +62,7 @@ class RankedRow(JsonModel):
     runner: str | None = None  # the KernelIndex runner that measured it (None: its source reported it)
     region_note: str | None = None  # "this forward also computes the gradient; compare forward+backward"
     host_bound: str | None = None  # "host-bound on this host: W µs per call wall time, S syncs per call; …"
+    reproduction: dict | None = None  # a reported run heard against our verified twins (readmodel.court)
     # What the figure is, from the cohort's protocol (policy.statistics): "median", "median device time", "mean"…
     statistic: str = "median"
     # The row's figure, whatever its statistic; ``median_ns`` is its deprecated alias (kept for one release)

@@ -33,6 +33,7 @@ class SourceFreshness(JsonModel):
     last_published: datetime | None
     license_name: str | None = None
     license_url: str | None = None
+    reproduction_url: str | None = None  # its reproduction court, for a source that reported figures (issue 44)
 
 
 @dataclass
@@ -93,13 +94,15 @@ def _sources(catalog: Catalog) -> list[SourceFreshness]:
             select(RunRow.source, func.count(), func.max(RunRow.observed_at)).group_by(RunRow.source))}
         published = dict(conn.execute(select(PublicationRow.source, func.max(PublicationRow.at))
                                       .group_by(PublicationRow.source)).tuples().all())
+        reported = set(conn.execute(select(RunRow.source).where(RunRow.runner_key_id.is_(None)).distinct()).scalars())
     found = []
     manifests = {m.spec.name: m for m in map(Source.model_validate, bodies)}
     for name in sorted(set(manifests) | set(runs)):
         notice = source_notice(name, manifests.get(name))
         count, last = runs.get(name, (0, None))
         found.append(SourceFreshness(name, **notice.described(), runs=count, last_observed=as_utc(last),
-                                     last_published=as_utc(published.get(name))))
+                                     last_published=as_utc(published.get(name)),
+                                     reproduction_url=urls.reproduction(name) if name in reported else None))
     return found
 
 

@@ -17,6 +17,7 @@ from kernelindex.policy.selection import (
 from kernelindex.policy.staleness import is_stale
 from kernelindex.policy.statistics import statistic_word
 from kernelindex.readmodel.cohorts import ASIDE_WORDS, Cohort
+from kernelindex.readmodel.court import reproduction_json
 from kernelindex.readmodel.labels import (
     implementation_slug,
     implementation_title,
@@ -199,6 +200,7 @@ def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now
         region_note=forward_work_note(data, run),
         host_bound=host_bound_label(run),
         statistic=statistic_word(data.protocols[run.protocol].spec.statistic, run.spec.timing.method),
+        reproduction=reproduction_json(data, run),
     )
 
 

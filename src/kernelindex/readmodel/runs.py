@@ -22,6 +22,7 @@ from kernelindex.policy.ratios import ratio
 from kernelindex.policy.reasons import Reason
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
+from kernelindex.readmodel.court import reproduces_json, reproduction_json
 from kernelindex.readmodel.derive import sample_count
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
@@ -87,6 +88,8 @@ class RunDossier(JsonModel):
     cross_check_failure: str | None = None  # runner v3: why the cross-check fell back to per-call events, in words
     protocol_note: str | None = None  # what the protocol's own (signed, unedited) text does not say (registry)
     stream: dict | None = None  # runner v4: stream time, kernel busy time and the ceiling check, which ranks and why
+    reproduction: dict | None = None  # a reported run heard against our verified twins (readmodel.court)
+    reproduces: list[dict] = field(default_factory=list)  # a verified run: the reported figures it re-measured
 
 
 def _operation_slug(catalog: Catalog, digest: str) -> str:
@@ -209,6 +212,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         secondary=run_secondary(stored["timing"], _checked_before_timing(run, data)),
         protocol_note=registry.protocol_notes().get(run.protocol),
         stream=stream_panel(run),
+        reproduction=reproduction_json(data, run), reproduces=reproduces_json(data, run),
         **_measurement_notes(run, data),
         **_floor_facts(data, run),
     )

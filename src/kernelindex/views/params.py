@@ -102,6 +102,7 @@ def _repeated(repeated: Repeated, given: Sequence[str]) -> list[str]:
 
 
 SLUG = Param("slug", SLUG_PATTERN, "Slug (lowercase letters, digits, '.', '_', '-').", "a slug", 120)
+SOURCE = Param("source", SLUG_PATTERN, "Source name (kernelbench, liger-kernel-benchmarks, …).", "a source name", 120)
 RUN_ID = Param("run_id", RUN_ID_PATTERN, "Run id: hex digits (16 on every page).", "a run id (hex digits)", 64)
 WORKLOAD = Param("workload", KEY_PATTERN, "Workload key (12 hex digits).", "a workload key")
 COHORT = Param("cohort", KEY_PATTERN, "Cohort key (12 hex digits).", "a cohort key")

@@ -21,6 +21,7 @@ from kernelindex.readmodel.pages_home import home_page
 from kernelindex.readmodel.pages_implementations import implementation_page
 from kernelindex.readmodel.pages_models import model_page, models_index
 from kernelindex.readmodel.pages_records import records_page
+from kernelindex.readmodel.pages_reproduction import reproduction_page
 from kernelindex.readmodel.runs import run_dossier
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.resolve.service import search
@@ -36,6 +37,7 @@ from kernelindex.views.tables import (
     MODELS_CSV,
     OPERATION_CSV,
     RECORDS_CSV,
+    REPRODUCTION_CSV,
     SEARCH_CSV,
     CsvTable,
 )
@@ -183,6 +185,11 @@ VIEWS: tuple[View, ...] = (
          csv=MODEL_CSV,
          api=ApiDoc("One step of a model: its kernel calls, best known implementations, floors and gaps",
                     "The model page's model", _MODEL, errors=(404,))),
+    View("reproduction", urls.REPRODUCTION, reproduction_page, "reproduction.html", subject=p.SOURCE,
+         csv=REPRODUCTION_CSV,
+         api=ApiDoc("A source's reproduction court", "How many of the source's reported figures were re-measured per "
+                    "GPU, the median ratio (ours / theirs), the shares within 10% and 2×, the outliers and every pair",
+                    errors=(404,))),
     View("search", urls.SEARCH, _search, "search/search.html", query=(QUERY,), csv=SEARCH_CSV,
          blank=lambda args: not (args["q"] or "").strip(),
          api=ApiDoc("Search with the query grammar", "The resolution: exact cohorts, other protocols, compatible, "

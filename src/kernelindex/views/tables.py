@@ -216,6 +216,26 @@ def models_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 MODELS_CSV = CsvTable(MODELS_COLUMNS, models_rows, "kernelindex-models.csv")
+REPRODUCTION_COLUMNS = ["row", "gpu", "reported_figures", "remeasured", "median_ratio", "within_10", "within_2x",
+                        "not_reproduced", "run_id", "operation", "implementation", "reported_ns", "reproduced_ns",
+                        "ratio", "verdict", "version", "twins", "differences", "explanation", "run_url"]
+
+
+def reproduction_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The page's two tables: one ``gpu`` row per GPU product (its counts), then one ``pair`` row per re-measured
+    figure (reported, reproduced, Y/X, the verdict and the differences)."""
+    gpus = [{"row": "gpu", "gpu": g["gpu"], "reported_figures": g["reported"], "remeasured": g["remeasured"],
+             "median_ratio": g["median_ratio"], "within_10": g["within_10"], "within_2x": g["within_2x"],
+             "not_reproduced": g["not_reproduced"], "source": page["source"]} for g in page["gpus"]]
+    return gpus + [{"row": "pair", "run_id": r["run_id"], "operation": r["operation"],
+                    "implementation": r["implementation"], "gpu": r["gpu"], "reported_ns": r["reported_ns"],
+                    "reproduced_ns": r["reproduced_ns"], "ratio": r["ratio"], "verdict": r["verdict"],
+                    "version": r["version"], "twins": " ".join(r["twins"]), "differences": "; ".join(r["differences"]),
+                    "explanation": r["explanation"], "run_url": r["url"], "source": page["source"]}
+                   for r in page["pairs"]]
+
+
 GPU_CSV = CsvTable(RECORD_COLUMNS, gpu_rows, "{slug}-records.csv")  # this page of the records (?page=)
 CHALLENGES_CSV = CsvTable(CHALLENGE_COLUMNS, challenge_rows, "kernelindex-challenges.csv")  # this page (?page=)
 COMPARE_CSV = CsvTable(COMPARE_COLUMNS, compare_rows, "kernelindex-compare.csv")
+REPRODUCTION_CSV = CsvTable(REPRODUCTION_COLUMNS, reproduction_rows, "{slug}-reproduction.csv")

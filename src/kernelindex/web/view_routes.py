@@ -39,6 +39,7 @@ RENDERERS: dict[str, Renderer] = {
     "search": search_page.render_search,
     "models": pages.with_twin(VIEW["models"], nav="models"),
     "model": pages.with_twin(VIEW["model"], nav="models"),
+    "reproduction": pages.with_twin(VIEW["reproduction"]),
 }
 # a page whose answer is not a plain function of the view's data has its own endpoint
 ENDPOINTS: dict[str, Callable[[View, Renderer], Callable[[Request], Response]]] = {

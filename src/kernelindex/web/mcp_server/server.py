@@ -159,6 +159,10 @@ def _register_catalog_tools(server: MCPServer, tools: CatalogTools) -> None:
     def get_run_evidence(run_id: RunId) -> CallToolResult:
         return _result(lambda: tools.get_run_evidence(run_id), "get_run_evidence")
 
+    @tool(DESCRIPTIONS["get_reproduction"])
+    def get_reproduction(source: Slug) -> CallToolResult:
+        return _result(lambda: tools.get_reproduction(source), "get_reproduction")
+
     @tool(DESCRIPTIONS["compare_runs"])
     def compare_runs(run_ids: Annotated[list[Annotated[str, Field(pattern=RUN_ID_PATTERN)]],
                                         Field(min_length=2, max_length=8, description="2–8 run ids.")]
@@ -243,6 +247,11 @@ DESCRIPTIONS = {
         "Compare 2–8 runs side by side. A winner is named only when all runs share one cohort; otherwise the "
         "answer names the first material difference (workload, protocol, environment or metric) and declares no "
         "winner."),
+    "get_reproduction": (
+        "A source's reproduction court (kernelbench, liger-kernel-benchmarks, …): per GPU product, how many of its "
+        "reported figures a trusted KernelIndex runner re-measured, the median ratio ours / theirs, the shares "
+        "within 10% and within 2×, and the figures not reproduced (beyond 2×, out of rankings and records) with "
+        "their explanation or 'unexplained'; every pair with its protocol differences."),
     "list_records": (
         "The records ledger: each cohort's current record holder, history and margin, filtered by operation "
         "slug, GPU slug or evidence level; view current, recently-broken or history; or one cohort's history by "

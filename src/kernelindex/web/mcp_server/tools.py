@@ -53,6 +53,9 @@ class CatalogTools:
     def get_run_evidence(self, run_id: str) -> Answer | Problem:
         return self._page("run", run_id)
 
+    def get_reproduction(self, source: str) -> Answer | Problem:  # GET /api/v1/reproduction/{source}
+        return self._page("reproduction", source)
+
     def compare_runs(self, run_ids: list[str]) -> Answer | Problem:
         return self._page("compare", run=list(run_ids))
 
