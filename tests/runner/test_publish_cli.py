@@ -48,8 +48,8 @@ RUNNER_CORE_OPS = {
 
 
 def _slug(path: Path) -> str:
-    """h200-<operation>-<yyyymmdd>[-<runner>] → operation."""
-    found = re.match(r"h200-(.+?)-\d{8}", path.name)
+    """h200-<operation>-<yyyymmdd>[-<runner>] (or h100-…) → operation."""
+    found = re.match(r"h(?:100|200)-(.+?)-\d{8}", path.name)
     assert found, path.name
     return found.group(1)
 

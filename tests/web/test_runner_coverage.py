@@ -24,9 +24,9 @@ def test_rms_norm_has_verified_h200_cohorts_in_all_three_regions(client: TestCli
         assert view["floor"]["physical"]["region"] == mode
         floors[mode] = view["floor"]["physical"]["floor_ns"]
         assert view["ranked"][0]["floor_ratio"] > 1  # every verified median sits above its region's floor
-        # Runner-7's protocol v3 runs (2026-12-01) superseded runner-4's graph-replay runs: ranked by
-        # CUPTI device time, with the graph replay kept in each run as the cross-check.
-        assert {r["method"] for r in view["ranked"]} == {"cupti-device-time"}
+        # Runner-19's protocol v4 runs (2026-12-07) superseded runner-7's v3 device times, which had superseded
+        # runner-4's graph-replay runs: ranked by stream time, v3's figure kept in each run as kernel busy time.
+        assert {r["method"] for r in view["ranked"]} == {"stream-time"}
         assert all(r["method_note"] is None for r in view["ranked"])
     assert floors["forward"] < floors["backward"] < floors["forward+backward"]
     forward = client.get(f"/api/v1/operations/rms-norm?workload={key}&cohort={verified['forward']['key']}").json()

@@ -1,7 +1,7 @@
 """Issue 22 item 5: rows that would read alike because two runners measured the same thing name the
 runner that tells them apart — in compare, search and the operation page's cards and cohort line,
-HTML and JSON twin alike (rope's H200 forward cohorts: kernelindex-h200-runner-7 and the independent
-check)."""
+HTML and JSON twin alike (embedding's H200 forward cohorts: kernelindex-h200-runner-7 and the independent
+check; rope's were both superseded by runner-19's protocol v4 runs, so rope has one runner cohort now)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ RUNNERS = {"kernelindex-h200-runner-7", "independent-check-runner"}
 
 
 def _alike_cohorts(client: TestClient) -> list[dict[str, Any]]:
-    """Rope's two H200 forward runner cohorts of the default workload (they differ by runner)."""
-    page = client.get("/api/v1/operations/rope").json()
+    """Embedding's two H200 forward runner cohorts of the default workload (they differ by runner)."""
+    page = client.get("/api/v1/operations/embedding").json()
     alike = [c for c in page["cohorts"] if c["gpu"].startswith("NVIDIA H200") and c["mode"] == "forward"
              and not c["native"]]
     assert len(alike) == 2 and {c["distinct"] for c in alike} == {f"runner {r}" for r in RUNNERS}
@@ -51,17 +51,15 @@ def test_compare_says_different_runners_measured_them(client: TestClient) -> Non
 
 
 def test_search_headings_name_the_runner_of_look_alike_cohorts(client: TestClient) -> None:
-    answer = client.get("/api/v1/search", params={"q": "rope seq=2048 hidden=8192 h200"}).json()
+    query = "embedding batch=32 seq=512 vocab=1024 hidden=768 h200"
+    answer = client.get("/api/v1/search", params={"q": query}).json()
     forward = [c for c in answer["exact"] if c["mode"] == "forward" and c["rows"]]
     assert {c["runner"] for c in forward} == RUNNERS
     assert all(c["label"].endswith(f"runner {c['runner']}") for c in forward)
     assert all(row["runner"] == c["runner"] for c in answer["exact"] for row in c["rows"])
-    # every listed cohort reads differently (runner-2's, superseded by runner-7's, included)
-    assert len({c["label"] for c in answer["exact"]}) == len(answer["exact"])
-    compatible = [c["label"] for c in answer["compatible"]["shown"]]
-    assert any("runner independent-check-runner" in label for label in compatible)
-    html = client.get("/search", params={"q": "rope seq=2048 hidden=8192 h200"}).text
-    assert all(f"KernelIndex runner · runner {r} · seq 2048" in html for r in RUNNERS)
+    assert len({c["label"] for c in answer["exact"]}) == len(answer["exact"])  # every listed cohort reads differently
+    html = client.get("/search", params={"q": query}).text
+    assert all(f"KernelIndex runner · runner {r}" in html for r in RUNNERS)
 
 
 def test_operation_page_cards_and_cohort_line_name_their_runner(client: TestClient) -> None:
@@ -69,12 +67,12 @@ def test_operation_page_cards_and_cohort_line_name_their_runner(client: TestClie
     CUDA-event time), so no card sets one beside the other (issue 43 item 2): each page's card is its own
     cohort's fastest, its runner named on the card's row, the cohort line and in Current records."""
     for cohort in _alike_cohorts(client):
-        page = client.get(f"/api/v1/operations/rope?cohort={cohort['key']}").json()
+        page = client.get(f"/api/v1/operations/embedding?cohort={cohort['key']}").json()
         runner = cohort["distinct"].removeprefix("runner ")
         assert page["cohort_line"]["runner"] == runner
         assert {row["runner"] for row in page["ranked"]} == {runner}
         (card,) = page["headline"]
         assert card["title"].startswith("Fastest") and card["row"]["runner"] == runner
-        html = client.get(f"/operations/rope?cohort={cohort['key']}").text
+        html = client.get(f"/operations/embedding?cohort={cohort['key']}").text
         assert f"<dt>Runner</dt><dd>{runner}</dd>" in html
         assert all(f'<span class="tag">runner {r}</span>' in html for r in RUNNERS)  # Current records tell them apart

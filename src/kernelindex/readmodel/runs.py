@@ -208,7 +208,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         manifest={"apiVersion": "kernelindex/v1", "kind": "BenchmarkRun", "metadata": {}, "spec": stored},
         operation_url=_operation_url(data, run, cohort),
         samples_url=urls.run_samples(run.run_id) if samples else None,
-        histogram=histogram(samples.get("device_ns", [])) if samples else [],
+        histogram=histogram(samples.get("stream_ns") or samples.get("device_ns", [])) if samples else [],
         secondary=run_secondary(stored["timing"], _checked_before_timing(run, data)),
         protocol_note=registry.protocol_notes().get(run.protocol),
         stream=stream_panel(run),
