@@ -10,6 +10,7 @@ import orjson
 
 from kernelindex import urls
 from kernelindex.domain.manifests import manifest_json
+from kernelindex.domain.sources import RUNNER_SOURCE
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.device_time import timing_statistic
 from kernelindex.policy.eligibility import Eligibility
@@ -45,6 +46,8 @@ def claim_of(data: OperationData, run: Run) -> Claim | None:
     verified = run.evidence in VERIFIED_LEVELS
     if verified and not run.eligible:
         return None  # a superseded or under-sampled verified run is no twin
+    if not verified and run.source == RUNNER_SOURCE:
+        return None  # a runner's run whose bundle this catalog never checked is no source's claim to hear
     impl = data.implementations[run.implementation]
     key, generator = _workload_key(data, run.workload)
     return Claim(run.digest, implementation_slug(impl), impl.spec.version, key, generator,
