@@ -8,10 +8,8 @@ from __future__ import annotations
 from kernelindex import registry
 from kernelindex.domain.manifests import ExecutionEnvironment
 from kernelindex.policy.ceilings import CeilingCheck, CeilingFigure, ceiling_check
-from kernelindex.policy.floor import floor_estimate
-from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.readmodel.operation_data import OperationData, Run
-from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
+from kernelindex.readmodel.physical_floors import PhysicalFloors
 
 
 def ceiling_table(environment: ExecutionEnvironment) -> list[CeilingFigure]:
@@ -24,22 +22,13 @@ def ceiling_table(environment: ExecutionEnvironment) -> list[CeilingFigure]:
     return [CeilingFigure(*row) for row in measured.table] if measured else []
 
 
-def run_ceiling_check(data: OperationData, run: Run) -> CeilingCheck | None:
+def run_ceiling_check(data: OperationData, run: Run, floors: PhysicalFloors) -> CeilingCheck | None:
     """The check where the run's environment has a ceiling table and its floor is bandwidth-bound (a compute-bound
-    call's bytes say nothing of its time; a backward that skips its region's traffic has no floor to check)."""
+    call's bytes say nothing of its time; a backward that skips its region's traffic has no floor to check). The
+    floor is the one eligibility already computed for the run (``floors``)."""
     table = ceiling_table(data.environments[run.environment])
-    gpu = data.gpu_of(run.environment)
-    if not table or gpu is None or run.median_ns is None or run.workload not in data.workloads:
-        return None
-    if skips_floor_traffic(forward_work_note(data, run)):
-        return None
-    region = data.protocols[run.protocol].spec.timed_region
-    try:
-        floor = floor_estimate(*data.specs_json(run.workload), gpu, region=region, operation=data.slug,
-                               distinct_ids=recorded_distinct_ids(run.spec.timing.raw) or None)
-    except (KeyError, ValueError, TypeError):  # a foreign spec the floor model cannot read
-        return None
-    if floor.bound != "bandwidth":
+    floor = floors.estimate(run) if table else None
+    if floor is None or floor.bound != "bandwidth" or run.median_ns is None:
         return None
     read = sum(t.bytes for t in floor.tensors if t.direction == "read")
     write = sum(t.bytes for t in floor.tensors if t.direction == "write")

@@ -64,7 +64,7 @@ def derive_policy(data: OperationData) -> None:
             )
         )
     for run in data.runs:
-        run.ceiling_check = run_ceiling_check(data, run)
+        run.ceiling_check = run_ceiling_check(data, run, floors)
     levels = evidence_levels(facts, set(data.trusted_keys))
     for run in data.runs:
         run.evidence = levels[run.digest]

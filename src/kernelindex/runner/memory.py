@@ -37,6 +37,11 @@ def _storages(values: Iterable[object]) -> dict[int, int]:
     return found
 
 
+def storage_bytes(values: Iterable[object]) -> int:
+    """Bytes of the distinct storages the values hold (tensors, or mappings and sequences of them)."""
+    return sum(_storages(values).values())
+
+
 def result_storage_bytes(result: object, inputs: Iterable[object] = ()) -> int:
     """Bytes of the distinct storages the call's result holds, leaving out its inputs' storages."""
     excluded = _storages(inputs)

@@ -3,11 +3,11 @@ on CUDA), and the facts a run records of it (``timing.stream``, ``timing.kernel_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from kernelindex.runner.memory import result_storage_bytes
+from kernelindex.runner.memory import result_storage_bytes, storage_bytes
 from kernelindex.runner.rotation import Rotation, rotation
 from kernelindex.runner.timing import Call, Sampler
 
@@ -31,19 +31,9 @@ class StreamFacts:
     capture_failure: str | None = None
 
 
-def _storages(values: Iterable[object]) -> dict[int, int]:
-    found: dict[int, int] = {}
-    for value in values:
-        storage = getattr(value, "untyped_storage", None)
-        if storage is not None:
-            s = storage()
-            found[s.data_ptr()] = s.nbytes()
-    return found
-
-
 def footprint_bytes(inputs: dict[str, Any], result: object) -> int:
     """One call's own tensors: its distinct input storages and what its result holds beyond them."""
-    return sum(_storages(inputs.values()).values()) + result_storage_bytes(result, inputs.values())
+    return storage_bytes(inputs.values()) + result_storage_bytes(result, inputs.values())
 
 
 def rotated_sampler(device: StreamDevice, call: Call, inputs: dict[str, Any], result: object,
