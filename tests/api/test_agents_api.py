@@ -79,17 +79,24 @@ def test_use_on_a100_names_the_reported_liger_021_run(api: TestClient) -> None:
     assert "time zone not recorded" in answer["evidence_line"]
 
 
-def test_use_on_h100_says_not_measured_with_nearest_evidence_and_floor(api: TestClient) -> None:
+def test_use_on_h100_answers_with_the_h100_lane(api: TestClient) -> None:
+    """Issue 44: rope is verified on the H100 now; the answer is Liger's H100 stream time, over its floor."""
     data = api.get("/api/v1/use", params={"q": "rope seq=2048 hidden=8192 bf16 h100"}).json()
+    rec = data["recommendation"]
+    assert data["status"] == rec["status"] == "measured"
+    best = rec["answers"][0]
+    assert best["implementation"]["slug"] == "liger-kernel-rope" and 28_000 < best["median_ns"] < 34_000
+    assert rec["floor"]["gpu"] == "h100-sxm" and rec["floor"]["floor_ns"] < best["median_ns"]
+
+
+def test_use_on_h100_says_not_measured_with_nearest_evidence_and_floor(api: TestClient) -> None:
+    data = api.get("/api/v1/use", params={"q": "gemm-n5120-k2048 m=128 h100"}).json()
     rec = data["recommendation"]
     assert data["status"] == rec["status"] == "not_measured_on_gpu" and rec["answers"] == []
     assert "Not measured on H100" in data["message"]
     # Issue 20 item 9: the nearest measured GPU is the same architecture (H200, sm_90) before a nearer bandwidth
-    # Issue 42 item 4: the H200 answer is Liger's one verified figure, its v4 stream time (23.96 µs); the 25.47 µs
-    # run of the independent check's protocol 1 that "Use this" recommended is superseded.
-    assert rec["nearest"]["gpu"] == "h200" and rec["nearest"]["answers"][0]["median_ns"] == 23958
+    assert rec["nearest"]["gpu"] == "h200" and rec["nearest"]["answers"]
     assert rec["floor"]["gpu"] == "h100-sxm" and rec["floor"]["estimate"] is True
-    assert 25_000 < rec["floor"]["floor_ns"] < 26_500
 
 
 def test_use_lists_workloads_when_the_query_names_several(api: TestClient) -> None:

@@ -1,9 +1,10 @@
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from kernelindex import registry
 from kernelindex.policy.eligibility import EligibilityFacts, eligibility
 from kernelindex.policy.evidence import NO_GRAD, EvidenceFacts, evidence_levels, grad_mode, replication_peers
-from kernelindex.policy.floor import floor_estimate
+from kernelindex.policy.floor import Attainable, floor_estimate
 from kernelindex.policy.selection import (
     CohortChoice,
     WorkloadChoice,
@@ -305,3 +306,25 @@ def test_a_random_scalar_backward_never_replicates_an_upstream_one_backward() ->
     assert evidence_levels([old, new], {"k1", "k2"}) == {"old": "verified", "new": "verified"}
     again = backward("again", "k1", 102, upstream_one)
     assert evidence_levels([again, new], {"k1", "k2"}) == {"again": "replicated", "new": "replicated"}
+
+
+def test_the_attainable_floor_divides_by_the_ceiling_of_the_calls_own_mix_at_its_size() -> None:
+    """Issue 42 item 3: with a v4 ceiling table the attainable floor is the call's bytes over the bandwidth measured
+    for its read/write mix at its size — not the best rate any run reached on the GPU."""
+    from kernelindex.policy.mix_ceiling import CeilingFigure, mix_ceiling
+
+    op, wl = _rope_workload()
+    table = tuple(CeilingFigure(kernel, size << 20, rate) for kernel, rate in
+                  (("read", 3.3e12), ("copy", 3.7e12), ("write", 4.2e12)) for size in (64, 1024))
+    best_run = Attainable(4.7e12, "verified run x moved its bytes at this rate", run_id="0123456789abcdef")
+    floor = floor_estimate(op, wl, registry.gpus()["h200"], attainable=replace(best_run, table=table))
+    read = sum(t.bytes for t in floor.tensors if t.direction == "read")
+    write = floor.bytes_total - read
+    assert read > write > 0.45 * (read + write)  # rope reads q, k, cos, sin and writes q, k: near the copy's mix
+    expected = mix_ceiling(table, read, write)
+    assert expected is not None and floor.bandwidth_bytes_per_s == expected
+    assert floor.bandwidth_bytes_per_s < 4.7e12 and floor.bandwidth_run_id == ""  # no run sets it any more
+    share = f"({100 * write / (read + write):.0f}% writes)"
+    assert floor.measured and f"for this call's mix {share}" in floor.bandwidth_source
+    without = floor_estimate(op, wl, registry.gpus()["h200"], attainable=best_run)
+    assert without.bandwidth_bytes_per_s == 4.7e12 and without.bandwidth_run_id == "0123456789abcdef"

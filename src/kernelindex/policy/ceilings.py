@@ -7,25 +7,18 @@ no cache help past the L2) is as much a measurement of the GPU as any other, so 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kernelindex.policy.floor import CEILING_PROBE_BYTES, Attainable, Ceilings
+from kernelindex.policy.mix_ceiling import COPY_WRITE_SHARE, CeilingFigure, kernel_at_size, mix_ceiling
+
+__all__ = ["COPY_WRITE_SHARE", "CeilingFigure", "kernel_at_size", "mix_ceiling"]  # kept importable from here
 
 # The buffer sizes the runner's ceiling kernels stream, each above the L2 of every GPU we measure (H200: 50 MB)
 # so every byte crosses HBM; the 1 GiB of the single-size sweep the shipped environments measured is one of them.
 CEILING_SIZES = (64 << 20, 256 << 20, CEILING_PROBE_BYTES, 4 << 30)
 KERNELS = ("copy", "read", "write")
-
-
-@dataclass(frozen=True)
-class CeilingFigure:
-    """One ceiling kernel at one buffer size: bytes/s (bytes read + written) a runner measured."""
-
-    kernel: str  # copy | read | write
-    bytes: int  # the buffer one call streams
-    bandwidth_bytes_per_s: float
 
 
 def ceilings_over_sizes(figures: Iterable[CeilingFigure]) -> Ceilings | None:
@@ -66,44 +59,6 @@ def best_seen(candidates: Iterable[Attainable]) -> Attainable | None:
 # own size, timed as runs are (runner/stream_ceilings.py). One whose implied bandwidth exceeds that by more than
 # this is flagged: it is not a record until its page explains it.
 CEILING_TOLERANCE = 0.03
-COPY_WRITE_SHARE = 0.5  # the copy kernel's bytes are half reads, half writes
-
-
-def kernel_at_size(figures: Iterable[CeilingFigure], kernel: str, nbytes: int) -> float | None:
-    """One kernel's bandwidth at ``nbytes``: linear in log2(size) between the two sizes measured around it,
-    the nearest measured size's outside them (None: the kernel was not measured)."""
-    points = sorted((f.bytes, f.bandwidth_bytes_per_s) for f in figures if f.kernel == kernel)
-    if not points:
-        return None
-    if nbytes <= points[0][0]:
-        return points[0][1]
-    for (low, low_bw), (high, high_bw) in zip(points, points[1:], strict=False):
-        if nbytes <= high:
-            share = (math.log2(nbytes) - math.log2(low)) / (math.log2(high) - math.log2(low))
-            return low_bw + (high_bw - low_bw) * share
-    return points[-1][1]
-
-
-def mix_ceiling(figures: Iterable[CeilingFigure], read_bytes: int, write_bytes: int) -> float | None:
-    """The bandwidth (bytes read + written per second) measured for this read/write mix at this size: time per
-    byte is linear in the share of writes between read-only (0), copy (½) and write-only (1), each kernel taken
-    at the call's own size. None: a kernel or the bytes are missing."""
-    total = read_bytes + write_bytes
-    if total <= 0:
-        return None
-    listed = list(figures)
-    rates = [kernel_at_size(listed, k, total) for k in ("read", "copy", "write")]
-    if any(r is None or r <= 0 for r in rates):
-        return None
-    read, copy, write = (1.0 / r for r in rates if r)
-    share = write_bytes / total
-    if share <= COPY_WRITE_SHARE:
-        per_byte = read + (copy - read) * share / COPY_WRITE_SHARE
-    else:
-        per_byte = copy + (write - copy) * (share - COPY_WRITE_SHARE) / (1 - COPY_WRITE_SHARE)
-    return 1.0 / per_byte
-
-
 @dataclass(frozen=True)
 class CeilingCheck:
     """A run's implied bandwidth (its compulsory bytes over its time) against the ceiling of its mix and size."""

@@ -25,10 +25,12 @@ backward = the gradient work (none for a loss, above); forward+backward = forwar
 Two floors, named (docs/design.md §5):
 
 - the *physical floor* uses the datasheet's peak bandwidth and compute: no correct run beats it;
-- the *attainable floor* uses the best bandwidth the GPU has been seen to sustain (``Attainable``):
-  the maximum over a runner's ceiling kernels (copy, read-only, write-only, several sizes:
-  ``policy/ceilings.py``) and over every verified
-  run on that GPU, so no verified run is under it.
+- the *attainable floor* uses what a KernelIndex runner measured on the GPU (``Attainable``). Where a runner
+  measured the GPU's v4 ceiling table (read-only, copy and write-only streams at 1 MiB to 4 GiB, timed as runs
+  are), the bandwidth is the one measured for the call's own read/write mix at its own size
+  (``policy/mix_ceiling.py``): a run whose implied bandwidth is over it by more than 3% is flagged by the
+  ceiling check instead of moving every floor of the GPU. Elsewhere it is the best bandwidth the GPU has been
+  seen to sustain — the maximum over a runner's ceiling kernels and over every verified run on it.
 
 Reads and writes share one bus: the memory time is (read + write) ÷ bandwidth, never
 max(read ÷ read bandwidth, write ÷ write bandwidth), which would let HBM read and write at once on
@@ -44,7 +46,9 @@ from math import prod
 from kernelindex.domain.dtypes import dtype_size, peak_class
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
+from kernelindex.domain.units import format_bytes
 from kernelindex.policy.gathers import GATHERS, gathered_rows
+from kernelindex.policy.mix_ceiling import CeilingFigure, mix_ceiling
 from kernelindex.policy.ratios import ratio
 
 POLICY = "floor-v1"
@@ -126,6 +130,9 @@ class Attainable:
     compute_source: str = ""
     run_id: str = ""  # the verified run that set the bandwidth ("": a ceiling kernel did)
     compute_run_id: str = ""  # the verified GEMM run that set the compute rate ("": the ceiling GEMM did)
+    # Runner v4's ceiling table of the GPU (issue 42 item 3): where there is one, the attainable floor divides a
+    # call's bytes by the bandwidth measured for its own read/write mix at its own size, not by the best rate seen.
+    table: tuple[CeilingFigure, ...] = ()
 
 
 SIXTEEN_BIT = {"fp16", "bf16"}
@@ -370,7 +377,10 @@ def floor_estimate(
     elif attainable is None and measured_bandwidth_bytes_per_s:
         attainable = Attainable(measured_bandwidth_bytes_per_s,
                                 f"the copy bandwidth a KernelIndex runner measured on {gpu.short}")
-    if attainable is not None:
+    mix = _mix_bandwidth(tensors, attainable, gpu)
+    if mix is not None:
+        bandwidth, source = mix
+    elif attainable is not None:
         bandwidth = attainable.bandwidth_bytes_per_s
         source = f"{bandwidth / 1e9:,.0f} GB/s, {attainable.source}"
     else:
@@ -395,6 +405,22 @@ def floor_estimate(
         measured=attainable is not None,
         region=region,
         compute_source=seen[1] if seen else "",
-        bandwidth_run_id=attainable.run_id if attainable else "",
+        bandwidth_run_id=attainable.run_id if attainable and mix is None else "",
         compute_run_id=attainable.compute_run_id if attainable and seen else "",
     )
+
+
+def _mix_bandwidth(tensors: list[TensorTraffic], attainable: Attainable | None,
+                   gpu: GpuSpec) -> tuple[float, str] | None:
+    """The bandwidth of the call's own read/write mix at its size from the GPU's v4 ceiling table, in words
+    (None: no table, or no bytes)."""
+    if attainable is None or not attainable.table:
+        return None
+    read = sum(t.bytes for t in tensors if t.direction == "read")
+    write = sum(t.bytes for t in tensors if t.direction == "write")
+    rate = mix_ceiling(attainable.table, read, write)
+    if rate is None:
+        return None
+    share = 100 * write / (read + write)
+    return rate, (f"{rate / 1e9:,.0f} GB/s, the ceiling a KernelIndex runner measured on {gpu.short} for this "
+                  f"call's mix ({share:.0f}% writes) at its size ({format_bytes(read + write)})")

@@ -17,7 +17,7 @@ as before — the same function computes both."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -31,7 +31,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
-from kernelindex.policy.ceilings import best_seen
+from kernelindex.policy.ceilings import CeilingFigure, best_seen
 from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.floor import Attainable, attainable_compute, compulsory_traffic, resolved_axes
 from kernelindex.policy.gathers import recorded_distinct_ids
@@ -101,9 +101,37 @@ def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], Operati
         if gemm_ceilings:
             for gpu, (rate, source, run_id) in rates["gemm"].items():
                 _offer(compute, gpu, Attainable(rate, source, run_id=run_id))
-    return {gpu: replace(a, compute_flops_per_s=compute[gpu].bandwidth_bytes_per_s, compute_source=compute[gpu].source,
-                         compute_run_id=compute[gpu].run_id) if gpu in compute else a for gpu, a in best.items()
+    tables = ceiling_tables(spec for _, spec in environments)
+    return {gpu: replace(_with_compute(a, compute.get(gpu)), table=tables.get(gpu, ())) for gpu, a in best.items()
             if gpus is None or gpu in gpus}
+
+
+def _with_compute(bandwidth: Attainable, compute: Attainable | None) -> Attainable:
+    if compute is None:
+        return bandwidth
+    return replace(bandwidth, compute_flops_per_s=compute.bandwidth_bytes_per_s, compute_source=compute.source,
+                   compute_run_id=compute.run_id)
+
+
+def ceiling_tables(environments: Iterable[dict]) -> dict[str, tuple[CeilingFigure, ...]]:
+    """Per GPU slug, its v4 ceiling table: each kernel at each size, the best any runner environment on that GPU
+    recorded (two probes of one GPU differ by a percent or two; the higher keeps the floor a lower bound); a GPU
+    whose environments carry none takes the table shipped in ``registry/measured_ceilings.yaml``."""
+    best: dict[str, dict[tuple[str, int], float]] = {}
+    for spec in environments:
+        gpu = registry.gpu_for_product(spec["hardware"]["product"])
+        if gpu is None or not spec.get("ceiling_table"):
+            continue
+        cell = best.setdefault(gpu.slug, {})
+        for point in spec["ceiling_table"]:
+            key = (point["kernel"], int(point["bytes"]))
+            cell[key] = max(cell.get(key, 0.0), float(point["bandwidth_bytes_per_s"]))
+    for product, measured in registry.measured_ceilings().items():
+        gpu = registry.gpu_for_product(product)
+        if gpu is not None and gpu.slug not in best:
+            best[gpu.slug] = {(kernel, int(size)): float(rate) for kernel, size, rate in measured.table}
+    return {gpu: tuple(CeilingFigure(kernel, size, rate) for (kernel, size), rate in sorted(cells.items()))
+            for gpu, cells in best.items()}
 
 
 def _stored_rates(catalog: Catalog, wanted: dict[str, int]) -> dict[str, AttainableRates]:

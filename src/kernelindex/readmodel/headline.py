@@ -184,8 +184,8 @@ def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> Fl
             f"floor-v1 ({physical.region}): {REGION_FLOOR_WORDS[physical.region]}; {bound}. "
             f"Lower bounds, not evidence: the physical floor {format_duration(physical.floor_ns)} "
             "(datasheet peaks: no correct run beats it)"
-            + (f", the attainable floor {format_duration(attainable.floor_ns)} (the best bandwidth this GPU has "
-               "been seen to sustain: its runner ceilings and every verified run on it)." if attainable else
+            + (f", the attainable floor {format_duration(attainable.floor_ns)} ({attainable.bandwidth_source})."
+               if attainable else
                "; no attainable floor: no runner measured this GPU and no verified run ran on it.")
         ),
     )
