@@ -198,13 +198,20 @@ def test_a_run_records_the_plans_host_cost_beside_its_figure_and_its_page_shows_
     from kernelindex.runner.campaign import outcome_rows, verify_operation
     from kernelindex.runner.timing import TimingPolicy
 
-    fake = _adapter(DECODE_PS64, "flashinfer-decode", library())
+    device = FakeDevice()
+
+    class Timed(StandInDecode):
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            device.clock.advance(40_000)  # the fake device's clock moves only when a call says so
+            return super().run(*args, **kwargs)
+
+    fake = _adapter(DECODE_PS64, "flashinfer-decode", library(Timed))
     adapter = replace(fake, packages=("torch",), modules=())  # its revision would name FlashInfer's version
     policy = TimingPolicy(warmup_calls=2, warmup_time_ns=10_000, min_samples=100, target_rse=0.01,
                           time_budget_ns=100_000_000, host_calls=5)
     environment = build("ExecutionEnvironment", {"hardware": {"vendor": "NVIDIA", "product": "Fake GPU"}})
     result = verify_operation(registry.load_operation(DECODE_PS64), [case(DECODE_PS64, DECODE_AXES)], None,
-                              device=FakeDevice(), environment=environment, runner={"name": "test", "key_id":
+                              device=device, environment=environment, runner={"name": "test", "key_id":
                                                                                     "sha256:" + "0" * 64},
                               policy=policy, calls_per_sample=10, campaign="test", adapters=[adapter])
     [outcome] = result.cases[0].impls
