@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from kernelindex.policy.library_lines import FLASHINFER_PROJECT, flashinfer_line, flashinfer_title
 from kernelindex.runner.definitions import Adapter, Bound, PlanRecord, Tensors
 
 DIST = "flashinfer-python"
@@ -155,23 +156,20 @@ PLAN_WORDS = ("plan() and the 128 MiB workspace are made when binding, outside t
 
 
 def flashinfer_adapters(slug: str, paged: bool, library: Library = flashinfer) -> list[Adapter]:
-    """The FlashInfer adapters of a GQA definition (module and symbol as a user calls them)."""
+    """The FlashInfer adapters of a GQA definition, on the lines FlashInfer-Bench's own FlashInfer solutions of the
+    definition share (policy/library_lines: one line per wrapper and definition)."""
     version = _version()
 
-    def adapter(key: str, line: str, title: str, symbol: str, binder: Callable[[Adapter, Tensors], Bound],
-                what: str) -> Adapter:
-        return Adapter(key, slug, line, f"FlashInfer {version} {title}", "flashinfer", "cuda", "flashinfer",
-                       symbol, (DIST, "torch"), ("flashinfer",), binder,
+    def adapter(key: str, wrapper: str, binder: Callable[[Adapter, Tensors], Bound], what: str) -> Adapter:
+        return Adapter(key, slug, flashinfer_line(wrapper, slug), flashinfer_title(wrapper, version),
+                       FLASHINFER_PROJECT, "cuda", "flashinfer", wrapper, (DIST, "torch"), ("flashinfer",), binder,
                        description=f"{what}; {PLAN_WORDS}. backend='auto': FlashInfer picks the kernels.")
     if paged:
         return [
-            adapter("flashinfer-decode", "flashinfer-batch-decode-paged", "batch decode, paged KV",
-                    "BatchDecodeWithPagedKVCacheWrapper", decode_binder(library),
+            adapter("flashinfer-decode", "BatchDecodeWithPagedKVCacheWrapper", decode_binder(library),
                     "FlashInfer's batch decode over the definition's page table and NHD cache"),
-            adapter("flashinfer-paged-prefill", "flashinfer-batch-prefill-paged", "batch prefill, paged KV",
-                    "BatchPrefillWithPagedKVCacheWrapper", paged_prefill_binder(library),
+            adapter("flashinfer-paged-prefill", "BatchPrefillWithPagedKVCacheWrapper", paged_prefill_binder(library),
                     "FlashInfer's batch prefill over the definition's page table, one query per request, not causal"),
         ]
-    return [adapter("flashinfer-ragged-prefill", "flashinfer-batch-prefill-ragged", "batch prefill, ragged KV",
-                    "BatchPrefillWithRaggedKVCacheWrapper", ragged_prefill_binder(library),
+    return [adapter("flashinfer-ragged-prefill", "BatchPrefillWithRaggedKVCacheWrapper", ragged_prefill_binder(library),
                     "FlashInfer's batch prefill over the ragged batch (packed tokens, qo_indptr = kv_indptr), causal")]
