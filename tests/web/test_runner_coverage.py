@@ -147,3 +147,15 @@ def test_kernelbench_levels_are_counted_only_where_its_problem_set_is_imported(c
     assert any(c["evidence"] == "verified" for c in square["cohorts"])
     assert client.get("/api/v1/challenges").json()["kernelbench"] == []
     assert "KernelBench problems verified by a KernelIndex runner" not in client.get("/challenges").text
+
+
+def test_challenges_give_the_measured_account_of_an_implementation_the_runner_could_not_build(
+        client: TestClient) -> None:
+    """Issue 45: FlashAttention 3 could not be brought to the GPU machine; /challenges says why, with the sizes
+    measured, from runner_coverage.yaml (the page and its JSON twin alike)."""
+    unbuilt = client.get("/api/v1/challenges").json()["unbuilt"]
+    assert [u["name"] for u in unbuilt] == sorted(registry.unbuilt_implementations())
+    fa3 = next(u for u in unbuilt if u["name"] == "flashattention-3")
+    assert "hopper/" in fa3["reason"] and "8,453,127 bytes" in fa3["reason"] and "92.0 MB" in fa3["reason"]
+    html = client.get("/challenges").text
+    assert "Implementations the runner could not build" in html and "FlashAttention 3 (Hopper)" in html

@@ -56,6 +56,16 @@ class NotVerified(JsonModel):
 
 
 @dataclass
+class Unbuilt(JsonModel):
+    """An implementation the runner could not bring to its GPU machine, with the registry's measured account."""
+
+    name: str
+    title: str
+    operations: str
+    reason: str
+
+
+@dataclass
 class KernelBenchLevel(JsonModel):
     """One KernelBench level of the newest problem set: how many of its problems have a verified run (the H200
     campaign's), and the problems left, with the registry's reason."""
@@ -101,6 +111,7 @@ class ChallengesPage(JsonModel):
     single_entry: list[CohortSummary] = field(default_factory=list)
     stale_records: list[CohortSummary] = field(default_factory=list)
     not_verified: list[NotVerified] = field(default_factory=list)
+    unbuilt: list[Unbuilt] = field(default_factory=list)  # implementations the runner could not build (registry)
     kernelbench: list[KernelBenchLevel] = field(default_factory=list)  # empty without KernelBench's import
     kernelbench_note: str = ""  # how the campaign's runs were measured, every level alike (registry)
     counts: dict[str, int] = field(default_factory=dict)
@@ -116,7 +127,8 @@ def challenges_page(catalog: Catalog, *, page: str | None = None, now: datetime)
     for name, _, _ in SECTIONS[1:]:
         rows += [(name, cohort) for cohort in getattr(whole, name)]
     chunk, paging = page_of(rows, page, PER_PAGE)
-    model = ChallengesPage(whole.priority_gpus, not_verified=whole.not_verified, kernelbench=whole.kernelbench,
+    model = ChallengesPage(whole.priority_gpus, not_verified=whole.not_verified, unbuilt=whole.unbuilt,
+                           kernelbench=whole.kernelbench,
                            kernelbench_note=whole.kernelbench_note, counts=whole.counts, paging=paging)
     for name, row in chunk:
         if name != "unmeasured":
@@ -143,6 +155,8 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
     gpus = registry.gpus()
     priority = [g for g in registry.priority_gpus() if g in gpus]
     page = ChallengesPage([{"slug": g, "name": gpus[g].name, "short": gpus[g].short} for g in priority])
+    page.unbuilt = [Unbuilt(name, u["title"], u["operations"], u["reason"])
+                    for name, u in sorted(registry.unbuilt_implementations().items())]
     curated = registry.operations()
     problems: dict[int, list[tuple[int, OperationFacts]]] = {}
     for data in operation_summaries(catalog, now=clock):

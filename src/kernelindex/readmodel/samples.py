@@ -25,6 +25,8 @@ SECONDARY_NAMES: dict[str, tuple[str, str]] = {
     "compile_ns": ("torch.compile time", "the first call after a clean dynamo state for this case and region; "
                    "excluded from the timed figure"),
     "first_call_ns": ("first call", "wall time of the first call of this region, before any timing; excluded"),
+    "plan_ns": ("plan time (host)", "the implementation's planning step for this batch layout (FlashInfer's plan()), "
+                "made once per layout outside the timed call, as a serving engine plans once per batch; excluded"),
     "peak_memory_bytes": ("peak memory of the call (KernelIndex runner)",
                           "bytes allocated above what was allocated before one call; not a process-wide peak, "
                           "never compared with a source's peak memory"),
@@ -66,6 +68,10 @@ def run_secondary(timing: dict[str, Any], checked_before_timing: bool = False) -
         for figure in figures:
             if figure["key"] == "compile_ns":
                 figure["name"], figure["note"] = WARM_RECOMPILE, WARM_RECOMPILE_NOTE
+    if raw.get("plan_method"):
+        for figure in figures:
+            if figure["key"] == "plan_ns":
+                figure["note"] = f"{raw['plan_method']}; outside the timed call, excluded from the figure"
     if peak == "0" and "call_peak_memory_method" not in raw:
         # Measured before the runner counted results kept from before the call (issue 20 item 8):
         # a 0 there may be a gradient the forward computed and the call returned, so it is no fact.

@@ -31,6 +31,7 @@ from kernelindex.registry.runner_coverage import (
     protocol_notes,
     runner_pending,
     runner_unavailable,
+    unbuilt_implementations,
     why_not_verified,
 )
 from kernelindex.registry.source_policies import (
@@ -52,5 +53,6 @@ __all__ = [
     "operations", "priority_gpus", "project_licenses", "protocol_notes", "project_manifest", "projects",
     "refused_sources",
     "relation_rules", "runner_pending", "runner_unavailable", "source_mapping", "source_policies", "source_policy",
+    "unbuilt_implementations",
     "why_not_verified",
 ]

@@ -48,6 +48,14 @@ def protocol_notes() -> dict[str, str]:
     return {str(k): str(v) for k, v in (load_yaml("runner_coverage.yaml").get("protocol_notes") or {}).items()}
 
 
+@cache
+def unbuilt_implementations() -> dict[str, dict[str, str]]:
+    """Implementations the runner tried to bring to its GPU machine and could not → {"title", "operations" (what
+    they would run on), "reason" (a measured account)}; /challenges lists them (``runner_coverage.yaml``)."""
+    found = load_yaml("runner_coverage.yaml").get("unbuilt_implementations") or {}
+    return {str(k): {f: str(v.get(f, "")) for f in ("title", "operations", "reason")} for k, v in found.items()}
+
+
 def why_not_verified(slug: str) -> str | None:
     """The stated reason an operation has no verified runs, when the registry states one."""
     return runner_unavailable().get(slug) or runner_pending().get(slug)

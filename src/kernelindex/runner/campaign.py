@@ -240,6 +240,7 @@ def outcome_rows(result: OperationResult) -> list[dict[str, Any]]:
                 "host_ns": timing.host_ns if timing else None,
                 "floor_ns": None if case.floors.get(o.region) is None else round(case.floors[o.region] or 0),
                 "compile_ns": timing.secondary.get("compile_ns") if timing else None,
+                "plan_ns": timing.secondary.get("plan_ns") if timing else None,
                 "peak_bytes": int(timing.raw["call_peak_memory_bytes"]) if timing and
                 "call_peak_memory_bytes" in timing.raw else None,
                 "method": timing.method if timing else None,

@@ -26,6 +26,7 @@ Reference = Callable[[Tensors], Tensors]
 
 REGIONS = ("forward", "backward", "forward+backward")
 BIND_COMPILE = "bind-compile"  # Adapter.state: the compile the latest bind did
+BIND_PLAN = "bind-plan"  # Adapter.state: the plan the latest bind's call runs on
 FIRST_COMPILED_CALL = "first-compiled-call-ns"  # Adapter.state: wall time of a torch.compile function's first call
 
 
@@ -33,6 +34,15 @@ FIRST_COMPILED_CALL = "first-compiled-call-ns"  # Adapter.state: wall time of a 
 class CompileRecord:
     """A compile an implementation did ahead of time while binding (XLA's ``lower().compile()``): its wall
     time and what that time covers, in words a run page can show."""
+
+    ns: int
+    method: str
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """Host work an implementation does per batch layout before its calls (FlashInfer's ``plan()``), outside the
+    timed call: its wall time and what that time covers, in words a run page can show."""
 
     ns: int
     method: str
@@ -106,6 +116,7 @@ class Adapter:
     def bind(self, inputs: Tensors) -> Bound:
         """The call on these inputs. Autograd mode is the caller's: the timed regions decide it."""
         self.state.pop(BIND_COMPILE, None)
+        self.state.pop(BIND_PLAN, None)
         return self.binder(self, inputs)
 
     def record_compile(self, ns: int, method: str) -> None:
@@ -117,5 +128,14 @@ class Adapter:
         compile is never reported twice."""
         record = self.state.get(BIND_COMPILE)
         return record if isinstance(record, CompileRecord) else None
+
+    def record_plan(self, record: PlanRecord) -> None:
+        """Called by a binder whose call runs on a plan made outside it: that plan's host cost."""
+        self.state[BIND_PLAN] = record
+
+    def bind_plan(self) -> PlanRecord | None:
+        """The plan the latest ``bind``'s call runs on, or None."""
+        record = self.state.get(BIND_PLAN)
+        return record if isinstance(record, PlanRecord) else None
 
 

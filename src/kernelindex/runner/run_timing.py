@@ -59,6 +59,9 @@ def timing_json(o: Any, blob: bytes, min_samples: int) -> dict[str, Any]:
     if o.do_bench_ns is not None:
         secondary["do_bench_median_ns"] = round(o.do_bench_ns)
     secondary.update(compile_figures(o.adapter.key, o.compile, o.checks_compile_ns, o.first_call_ns, timing["raw"]))
+    if o.plan is not None:  # host work per batch layout, made when binding: beside the figure, never in it
+        secondary["plan_ns"] = o.plan.ns
+        timing["raw"]["plan_method"] = o.plan.method
     if secondary:
         timing["secondary"] = secondary
     if o.peak_bytes is not None:

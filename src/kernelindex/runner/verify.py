@@ -30,7 +30,7 @@ from kernelindex.domain.manifests import (
 from kernelindex.policy.floor import Ceilings, floor_estimate
 from kernelindex.runner import records
 from kernelindex.runner.correctness import CheckResult, check
-from kernelindex.runner.definitions import FIRST_COMPILED_CALL, Adapter, CompileRecord, OperationDef
+from kernelindex.runner.definitions import FIRST_COMPILED_CALL, Adapter, CompileRecord, OperationDef, PlanRecord
 from kernelindex.runner.device_timing import CrossCheckResult
 from kernelindex.runner.inputs import make_inputs
 from kernelindex.runner.regions import needs_gradients, prepare_inputs, region_call
@@ -64,6 +64,7 @@ class ImplOutcome:
     samples_blob: bytes | None = None
     first_call_ns: float | None = None
     compile: CompileRecord | None = None  # an ahead-of-time compile its bind did (XLA), not in first_call_ns
+    plan: PlanRecord | None = None  # the plan its call runs on (FlashInfer), made by its bind, not in first_call_ns
     checks_compile_ns: int | None = None  # torch.compile: the checks' first call (cold for this case's shapes)
     peak_bytes: int | None = None
     cross_check: CrossCheckResult | None = None  # v3: the same call by graph replay or per-call events
@@ -159,8 +160,8 @@ def _setup(ctx: Context, workload: WorkloadCase, o: ImplOutcome) -> tuple[Callab
     ctx.device.synchronize()
     start = ctx.device.wall_ns()
     bound = o.adapter.bind(inputs)
-    o.compile = o.adapter.bind_compile()
-    if o.compile is not None:  # compiled ahead of time and recorded on its own: the first call starts after it
+    o.compile, o.plan = o.adapter.bind_compile(), o.adapter.bind_plan()
+    if o.compile is not None or o.plan is not None:  # recorded on their own: the first call starts after them
         start = ctx.device.wall_ns()
     call = region_call(o.region, bound, inputs, grads)
     result = call()

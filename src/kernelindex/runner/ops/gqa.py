@@ -2,8 +2,8 @@
 ``gqa-paged-decode-*`` (one query per request, paged KV cache), bf16, outputs ``output`` and ``lse`` (base 2).
 
 The operations are the registry's copies of the imported definitions (the same digests). Inputs, the
-drawn index tensors and the float64 reference are in ``_gqa``. Implementations the H200 machine has (no
-FlashInfer there), each named for what its timed call does:
+drawn index tensors and the float64 reference are in ``_gqa``. Implementations, each named for
+what its timed call does:
 
 - ``baseline``: ours, plain PyTorch in float32 (scores, mask, log-sum-exp, softmax, ·V), a sequence at a time;
 - ``flash-varlen``: PyTorch's FlashAttention-2 kernel (``aten._flash_attention_forward``, the kernel of
@@ -19,7 +19,8 @@ for pages of 256 tokens or more), so both **gather the pages into contiguous K/V
 the page table when binding (host work, as FlashInfer's plan step is outside its run).
 
 SDPA's cuDNN backend (``sdpa-cudnn``, one call per sequence) and FlexAttention (``flex``, compiled, a
-document-causal block mask) are in ``_gqa_more``.
+document-causal block mask) are in ``_gqa_more``; FlashInfer's batch decode and prefill wrappers (where FlashInfer
+is installed: bench/flashinfer_gpu.sh brings it to the GPU machine) in ``_flashinfer``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kernelindex import registry
 from kernelindex.domain.manifests import WorkloadCase
 from kernelindex.runner.definitions import Adapter, Bound, OperationDef, Tensors
 from kernelindex.runner.ops._common import our_baseline
+from kernelindex.runner.ops._flashinfer import flashinfer_adapters
 from kernelindex.runner.ops._gqa import (
     LN2,
     decode_attention,
@@ -163,7 +165,7 @@ def _operation(slug: str, paged: bool) -> OperationDef:
                             _bind_ours_decode if paged else _bind_ours_ragged,
                             why="computed in float32, a sequence at a time, from the definition's semantics")
         return [ours, _kernel_adapter(slug, "flash", paged), _kernel_adapter(slug, "efficient", paged),
-                *more_adapters(slug, paged)]
+                *more_adapters(slug, paged), *flashinfer_adapters(slug, paged)]
 
     make: Callable[[WorkloadCase, torch.Generator, torch.device], Tensors] = decode_inputs if paged else ragged_inputs
     return OperationDef(slug, make, decode_reference if paged else ragged_reference, adapters)

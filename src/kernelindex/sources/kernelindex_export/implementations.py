@@ -7,6 +7,7 @@ usability-v1 says "not usable as-is" with that reason; a declared license is nev
 from __future__ import annotations
 
 from kernelindex.domain.manifests import Manifest, ManifestError, build, digest_of
+from kernelindex.policy.library_lines import flashinfer_call_of, flashinfer_line, flashinfer_title
 from kernelindex.sources.kernelindex_export.operations import RowSkipped
 
 LANGUAGES = {"python": "python", "cuda": "cuda", "triton": "triton", "cpp": "cpp", "cute": "cute"}
@@ -43,9 +44,18 @@ def _artifacts(spec: dict, by_digest: dict[str, dict], held_by: str) -> list[dic
     return [{k: v for k, v in artifact.items() if v is not None}]
 
 
+def library_call(row: dict) -> str | None:
+    """The FlashInfer wrapper an implementation row calls, where it is FlashInfer-Bench's solution of FlashInfer's
+    own API (policy/library_lines): it then belongs to the FlashInfer project and line."""
+    meta = (row.get("manifest") or {}).get("metadata") or {}
+    return flashinfer_call_of(row.get("title"), meta.get("description"))
+
+
 def map_implementation(
     row: dict, operation: Manifest, project: Manifest, artifacts: dict[str, dict], source_title: str
 ) -> Manifest:
+    """The implementation; a solution of FlashInfer's own API (``library_call``) on FlashInfer's line for the
+    operation, named as its users know it — its source name kept as a label, its reported data unchanged."""
     manifest = row["manifest"]
     spec, meta = manifest["spec"], manifest.get("metadata", {})
     call = spec.get("callable") or {}
@@ -75,11 +85,16 @@ def map_implementation(
     if exact:
         body["source_url"] = exact
     authors = ", ".join(a["name"] for a in meta.get("authors") or [] if a.get("name"))
+    labels = {"authors": authors} if authors else {}
+    name, title = row["slug"][:120], row.get("title") or meta.get("title") or row["slug"]
+    if (wrapper := library_call(row)) and operation.metadata.name:
+        labels["source_name"] = title
+        name, title = flashinfer_line(wrapper, operation.metadata.name), flashinfer_title(wrapper)
     metadata = {
-        "name": row["slug"][:120],
-        "title": row.get("title") or meta.get("title") or row["slug"],
+        "name": name,
+        "title": title,
         "description": meta.get("description"),
-        "labels": {"authors": authors} if authors else {},
+        "labels": labels,
         "links": {f"source {i + 1}": u for i, u in enumerate(refs)},
     }
     try:

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 from kernelindex import registry
 from kernelindex.domain.manifests import Manifest
+from kernelindex.policy.library_lines import FLASHINFER_PROJECT
 from kernelindex.sources.base import source_manifest
-from kernelindex.sources.kernelindex_export.implementations import map_implementation, map_project
+from kernelindex.sources.kernelindex_export.implementations import library_call, map_implementation, map_project
 from kernelindex.sources.kernelindex_export.operations import RowSkipped, map_operation, map_suite, map_workload
 from kernelindex.sources.kernelindex_export.read import ExportTables
 from kernelindex.sources.kernelindex_export.runs import map_environment, map_protocol, map_run
@@ -174,8 +175,12 @@ class ExportMapper:
         make = map_suite if kind == "WorkloadSuite" else map_workload
         workload = self.memo.get(("wl", run["workloadId"]), lambda: make(workload_row, operation))
         impl_row = self.implementations[run["implementationId"]]
-        project = self.memo.get(("project", impl_row["projectId"]), lambda: map_project(
-            self.projects[impl_row["projectId"]]))
+        project: Manifest
+        if library_call(impl_row):  # FlashInfer's own API: the FlashInfer project, the runner's
+            project = registry.project_manifest(FLASHINFER_PROJECT)
+        else:
+            project = self.memo.get(("project", impl_row["projectId"]), lambda: map_project(
+                self.projects[impl_row["projectId"]]))
         implementation = self.memo.get(("impl", run["implementationId"]), lambda: map_implementation(
             impl_row, operation, project, self.artifacts, title))
         protocol_manifest = run["manifest"].get("protocol")
