@@ -88,7 +88,7 @@ def build() -> dict[str, Any]:
     listed = specs()
     already = [label for label, spec in listed if spec.is_compiled]
     started = time.perf_counter()
-    build_jit_specs([spec for _, spec in listed], verbose=False)
+    build_jit_specs([spec for _, spec in listed], verbose=True)  # ninja's output to build.log: a failure says why
     seconds = time.perf_counter() - started
     return {"modules": [label for label, _ in listed], "already_built": already, "build_s": round(seconds, 1),
             "cpus": os.cpu_count()}
