@@ -1,5 +1,5 @@
 """The KernelBench campaign end to end on the CPU (issue 24 item 5's rehearsal): two tiny problem files
-as the newest problem set, with reported H100 timings; ``bench/kernelbench_campaign.py`` prepares the
+as the newest problem set, with reported H100 timings; ``campaigns/kernelbench.py`` prepares the
 cases, runs each problem in its own process on the CPU test device announcing an H200, and bundles the
 results signed by a throwaway runner key. Published into a real catalog next to the KernelBench import,
 the runs are verified, on the problem's own operation and workload (the reported runs' workload), and
@@ -119,7 +119,7 @@ def _data() -> KernelBenchData:
 
 
 def _campaign(*args: str) -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "kernelbench_campaign.py"), *args],
+    done = subprocess.run([sys.executable, str(ROOT / "src" / "kernelindex" / "campaigns" / "kernelbench.py"), *args],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
@@ -127,7 +127,7 @@ def _campaign(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """prepare → run (CPU rehearsal, H200) → bundle, as bench/kernelbench_h200.sh drives them."""
+    """prepare → run (CPU rehearsal, H200) → bundle, as the campaign engine drives them."""
     tmp = tmp_path_factory.mktemp("kernelbench-campaign")
     (tmp / "kernelbench.jsonl.zst").write_bytes(write_kernelbench(_data()))
     (tmp / "problems.json").write_text(json.dumps(_counted()))

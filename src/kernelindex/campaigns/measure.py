@@ -1,18 +1,12 @@
-"""The H200 verification campaign: every reference case of the given operations × baseline, Liger
-and torch.compile × every region the source measured for the case; one signed bundle per operation.
+"""One campaign step in its own process: every reference case of the given operations × the runner's adapters ×
+every region the case lists; one signed bundle per operation (``python3 -m kernelindex.campaigns.measure run``,
+started by campaigns/drive.py with the step's deadline and time limit).
 
-Prepare here (CPU), from a ``ki export`` of a catalog with the Liger data imported:
-
-    python bench/campaign.py prepare --export EXPORT.jsonl --out out/campaign/cases
-
-which writes ``cases.jsonl`` (the reference WorkloadCases, digests equal to the catalog's) and
-``regions.json`` (workload digest → the regions the source measured). On the GPU machine:
-
-    python bench/campaign.py run --cases out/campaign/cases --key .keys/runner.key --out OUT \\
-        --operations rms-norm,softmax [--smoke] [--order reverse] [--impl torch-compile] [--only-cases FILE]
-
-Several processes (one per GPU, ``CUDA_VISIBLE_DEVICES``) may share the operations. Each writes
-``OUT/summary-<label>.json``: every run's row and each operation's wall time.
+Cases come from ``prepare`` (a ``ki export`` of a catalog), ``prepare-bundles`` (the cases of shipped runner
+bundles: a re-measurement) or ``ki runner campaign plan --out`` (what a GPU must measure): ``cases.jsonl`` (the
+WorkloadCases, digests equal to the catalog's) and ``regions.json`` (workload digest → the regions to time).
+Each step writes ``OUT/summary-<label>.json`` (every run's row and each operation's wall time) and, when cut by its
+limit, ``OUT/cut-<label>.json`` (what is finished, so the next call measures only the rest); it exits 3 then.
 """
 
 from __future__ import annotations
@@ -59,7 +53,7 @@ def prepare_from_bundles(bundles: list[Path], out: Path) -> dict[str, int]:
     regions: dict[str, set[str]] = {}
     for folder in bundles:
         lines = (folder / "manifests.jsonl").read_bytes().splitlines()
-        parsed = [(line, parse_manifest_text(line)) for line in lines if line.strip()]
+        parsed: list[tuple[bytes, Any]] = [(line, parse_manifest_text(line)) for line in lines if line.strip()]
         protocols = {digest_of(m): m.spec.timed_region for _, m in parsed if m.kind == "BenchmarkProtocol"}
         for line, m in parsed:
             if m.kind == "WorkloadCase":
@@ -81,7 +75,7 @@ def load_cases(folder: Path, slug: str) -> tuple[list[Any], dict[str, tuple[str,
     return cases, {digest_of(w): tuple(measured[digest_of(w)]) for w in cases}
 
 
-CUT_EXIT = 3  # the step's limit cut it: not done, the next call resumes it (bench/h200_v6.sh)
+CUT_EXIT = 3  # the step's limit cut it: not done, the next call resumes it (campaigns/drive.py)
 
 
 def cut_record(out: Path, label: str) -> dict[str, Any]:
