@@ -12,7 +12,15 @@ import pytest
 
 from kernelindex.campaigns.drive import Call, run_campaign
 from kernelindex.campaigns.ledger import ShipError, read_call, ship
-from kernelindex.campaigns.selection import SUPERSESSIONS, VERIFIED, plan, read_shipped, resolve_gpu, runner_operations, write_cases
+from kernelindex.campaigns.selection import (
+    SUPERSESSIONS,
+    VERIFIED,
+    plan,
+    read_shipped,
+    resolve_gpu,
+    runner_operations,
+    write_cases,
+)
 from kernelindex.campaigns.steps import StepError, expand, gpu_tag, parse
 from kernelindex.campaigns.supersede import STREAM_REASON
 from kernelindex.trust.bundles import verify_directory
