@@ -118,7 +118,7 @@ def test_the_record_resumes_where_the_cut_stopped(tmp_path: Path) -> None:
     assert campaign.cut_record(tmp_path, "rope") == {} and not (tmp_path / "cut-rope.json").exists()
 
 
-# --- A region is the unit a cut keeps (fused-moe under runner v3, bench/RESULTS.md 2026-12-02) ---------------
+# --- A region is the unit a cut keeps (fused-moe under runner v3, its ledger, 2026-12-02) ---------------
 
 
 def _signal_at_region(case_index: int, region: str):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,14 +22,6 @@ def make_call(budget_s: float, *, work: Path, out: Path, dry_run: bool, rehearse
                 rehearse=rehearse, compare=compare)
 
 
-def _log_clocks(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / "run.log").open("a") as log:
-        subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,"
-                        "temperature.gpu,power.draw", "--format=csv"], stdout=log, stderr=subprocess.STDOUT,
-                       check=False)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m kernelindex.campaigns", description=__doc__)
     parser.add_argument("seconds", type=float, help="the call's budget for all its steps")
@@ -45,8 +36,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     call = make_call(args.seconds, work=args.work, out=args.out, dry_run=args.dry_run, rehearse=args.rehearse,
                      compare=os.environ.get("KI_COMPARE", "").split(), tag=args.tag, key=args.key)
-    if call.gpu:
-        _log_clocks(args.out)
     try:
         left = run_campaign(call, args.steps)
     except StepError as exc:

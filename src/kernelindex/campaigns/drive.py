@@ -82,6 +82,14 @@ def machine_gpu() -> str:
     return found.stdout.strip().splitlines()[0] if found.returncode == 0 and found.stdout.strip() else ""
 
 
+def log_clocks(out: Path) -> None:
+    """The GPU's clocks, temperature and power as the call starts, at the head of its log."""
+    with (out / "run.log").open("a") as log:
+        subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,"
+                        "temperature.gpu,power.draw", "--format=csv"], stdout=log, stderr=subprocess.STDOUT,
+                       check=False)
+
+
 def key_for(tag: str, carried: Path = Path(".")) -> Path:
     """The runner key of the GPU: ``keys-TAG/runner.key`` when the carry holds one, else ``keys/runner.key``."""
     own = carried / f"keys-{tag}" / "runner.key"
@@ -164,6 +172,9 @@ def _kernelbench(call: Call, step: Step, seconds: float) -> int:
     """The step's problems, each in its own process; then one bundle per level, remade from every result."""
     results = call.work / "kb"
     folder = results / "results" / step.impl.replace(",", "+")
+    if not call.kernelbench_cases.is_file():
+        call.say(f"{step.text}: no {call.kernelbench_cases} (ki runner campaign carry writes it)")
+        return 1
     left = _problems_without_result(call, step, folder)
     if call.dry_run:
         call.say(f"plan {step.text}: {len(left)} problems of levels {step.levels} without a result, {step.impl}")
@@ -252,6 +263,8 @@ def run_campaign(call: Call, words: list[str]) -> list[str]:
     (call.work / "c").mkdir(exist_ok=True)
     call.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("KI_PROBE_CACHE", str(call.work / "probe.json"))
+    if call.gpu:
+        log_clocks(call.out)
     done_file = call.work / "done"
     done_file.touch()
     batches = selection_operations(call.gemm_cases)

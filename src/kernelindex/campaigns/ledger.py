@@ -13,6 +13,7 @@ engineer's to add below it; the tables are the record.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tarfile
 import tempfile
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelindex.campaigns.drive import OUTCOMES
 from kernelindex.campaigns.selection import DATA, SUPERSESSIONS, VERIFIED
 from kernelindex.domain.manifests import ExecutionEnvironment
 from kernelindex.trust.bundles import VerifiedBundle, verify_directory
@@ -63,10 +65,24 @@ class Shipment:
 
 
 def read_call(folder: Path) -> list[dict[str, Any]]:
+    """The call's ledger lines; for a call of the shell drivers before the engine (no ``ledger.jsonl``), its
+    steps as ``run.log`` says them (``[S s] STEP rc=N``)."""
     path = folder / "ledger.jsonl"
-    if not path.is_file():
-        raise ShipError(f"{folder}: no ledger.jsonl (not the OUT of a campaign call)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if path.is_file():
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    log = folder / "run.log"
+    if not log.is_file():
+        raise ShipError(f"{folder}: neither ledger.jsonl nor run.log (not the OUT of a campaign call)")
+    return [_from_log(match) for match in _LOG_STEP.finditer(log.read_text())]
+
+
+_LOG_STEP = re.compile(r"^\[(\d+) s\] (\S+) rc=(\d+)", re.MULTILINE)
+
+
+def _from_log(match: re.Match[str]) -> dict[str, Any]:
+    rc = int(match.group(3))
+    return {"gpu": "", "tag": "", "step": match.group(2), "rc": rc, "outcome": OUTCOMES.get(rc, "failed"),
+            "seconds": "", "bundles": [], "left_s": "", "at_s": int(match.group(1))}
 
 
 def _unpack(calls: list[Path], into: Path) -> dict[str, Path]:

@@ -1,7 +1,7 @@
 """A campaign step's time limit ends the case being measured, not the cases already measured.
 
 A device campaign runs each step under ``timeout``, which sends SIGTERM when the step's share of the call
-is spent. Without a handler the process dies and every case it finished is lost with it (bench/RESULTS.md,
+is spent. Without a handler the process dies and every case it finished is lost with it (the ledger of
 campaign v8: 508 of 1,800 s of device time). With :class:`StepLimit` installed, SIGTERM during a case
 abandons the region of that case being measured; between cases it stops before the next one. The operation's
 finished cases, and the regions of the cut case finished before the signal, are then written to their bundle as
