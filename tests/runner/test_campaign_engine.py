@@ -162,3 +162,33 @@ def test_a_call_of_the_shell_drivers_is_read_from_its_log(tmp_path: Path) -> Non
                                                                                   ("softmax", 3, "cut")]
     with pytest.raises(ShipError, match="neither ledger.jsonl nor run.log"):
         read_call(tmp_path / "nothing")
+
+
+def test_a_rehearsed_call_comes_back_and_ships_with_its_ledger(tmp_path: Path) -> None:
+    """plan → run (the CPU test device: real adapters, nominal times) → ship: the engine end to end, its bundle
+    named by the tag, signed by the given key, shipped beside the catalog's with the call's ledger."""
+    from kernelindex.campaigns.measure import prepare_from_bundles
+    from kernelindex.trust.keys import generate
+
+    private, _, key = generate("campaign-rehearsal", tmp_path / "keys")
+    prepare_from_bundles([VERIFIED / "h200-softmax-20261201-v3-a"], tmp_path / "cases")  # the carry's cases
+    call = Call(budget_s=400, work=tmp_path / "work", out=tmp_path / "out", cases=tmp_path / "cases", tag="h200",
+                key=private, rehearse="H200", say_to=lambda line: None)
+    assert run_campaign(call, ["probe", "softmax:0:1::forward:::baseline"]) == []
+    (entry,) = [e for e in read_call(tmp_path / "out") if e["step"] != "probe"]
+    assert entry["outcome"] == "done" and entry["bundles"] == [f"h200-softmax-{_day()}-v4"]
+    verified = tmp_path / "verified"
+    verified.mkdir()
+    supersessions = tmp_path / "supersessions.jsonl"
+    supersessions.write_text("")
+    shipment = ship([tmp_path / "out"], "rehearsal", "2026-12-07T09:00:00Z", verified=verified,
+                    supersessions=supersessions, ledgers=tmp_path / "ledgers")
+    (row,) = shipment.bundles
+    assert (row.runner, row.runs, row.statuses["passed"]) == (key.name, 1, 1)
+    assert "softmax:0:1::forward:::baseline" in (tmp_path / "ledgers" / "rehearsal.md").read_text()
+
+
+def _day() -> str:
+    import time
+
+    return time.strftime("%Y%m%d")

@@ -94,6 +94,9 @@ def run_cmd(
     rehearse: str = typer.Option("", "--rehearse", help="A product name: run on the CPU test device (nominal times)."),
     tag: str = typer.Option("", "--tag", help="The bundles' GPU prefix (default: from the GPU nvidia-smi names; "
                             "h200 in a dry run or rehearsal)."),
+    key: Path | None = typer.Option(Path(os.environ["KI_KEY"]) if os.environ.get("KI_KEY") else None, "--key",
+                                    help="The runner's private key, runner.pub beside it (default: keys-TAG/runner.key "
+                                    "when carried, else keys/runner.key)."),
 ) -> None:
     """Run the steps in order within SECONDS; a step done is skipped on the next call, a cut one resumes."""
     from kernelindex.campaigns.__main__ import make_call
@@ -101,7 +104,7 @@ def run_cmd(
     from kernelindex.campaigns.steps import StepError
 
     call = make_call(seconds, work=work, out=out, dry_run=dry_run, rehearse=rehearse,
-                     compare=os.environ.get("KI_COMPARE", "").split(), tag=tag)
+                     compare=os.environ.get("KI_COMPARE", "").split(), tag=tag, key=key)
     call.say_to = typer.echo
     try:
         left = run_campaign(call, steps)
