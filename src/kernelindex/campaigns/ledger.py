@@ -3,8 +3,9 @@
 Each call's ``OUT`` holds ``ledger.jsonl`` (one line per step: its outcome, seconds, the bundles it wrote) and
 ``bundles.tgz`` (every bundle of the machine so far). Shipping verifies each bundle, copies the newest copy of
 each into ``data/verified`` (a name shipped before with other contents is refused: a fresh machine's re-run of a
-step needs its own name), appends the supersessions its runs make (same workload, region, implementation line and
-GPU under an older protocol; ``campaigns/supersede.py``) and writes the campaign's ledger,
+step needs its own name), appends the supersessions a protocol v4 bundle's runs make (same workload, region,
+implementation line and GPU under an older protocol; ``campaigns/supersede.py``; other kinds of re-measurement
+are ``ki runner campaign supersede``'s) and writes the campaign's ledger,
 ``data/ledgers/NAME.md``, beside the bundles: the calls and their steps, each bundle with its runs, the
 supersessions and their reason, and the steps left for a later campaign. The prose of what was learnt is the
 engineer's to add below it; the tables are the record.
@@ -28,6 +29,7 @@ from kernelindex.domain.manifests import ExecutionEnvironment
 from kernelindex.trust.bundles import VerifiedBundle, verify_directory
 
 LEDGERS = DATA / "ledgers"
+STREAM_VERSION = "4"  # a bundle of this protocol supersedes the older protocols' runs of its calls on its GPU
 
 
 class ShipError(ValueError):
@@ -110,7 +112,7 @@ def _row(name: str, bundle: VerifiedBundle) -> BundleRow:
 def ship(calls: list[Path], name: str, at: str, *, verified: Path = VERIFIED, supersessions: Path = SUPERSESSIONS,
          ledgers: Path = LEDGERS, supersede: bool = True) -> Shipment:
     """Ship the calls' bundles, their supersessions and the ledger ``ledgers/NAME.md`` (see the module)."""
-    from kernelindex.campaigns.supersede import lines
+    from kernelindex.campaigns.supersede import harness_version, lines
 
     shipment = Shipment(name, [(call, read_call(call)) for call in calls])
     with tempfile.TemporaryDirectory() as scratch:
@@ -127,8 +129,9 @@ def ship(calls: list[Path], name: str, at: str, *, verified: Path = VERIFIED, su
             shutil.copytree(path, target)
             fresh.append(target)
             shipment.bundles.append(_row(bundle_name, bundle))
-        if supersede and fresh:
-            found = lines(fresh, at, stream=True, verified=verified, supersessions=supersessions)
+        stream = [path for path in fresh if harness_version(path) == STREAM_VERSION]  # others: `supersede`'s kinds
+        if supersede and stream:
+            found = lines(stream, at, stream=True, verified=verified, supersessions=supersessions)
             shipment.supersessions = [json.loads(line) for line in found]
             with supersessions.open("a") as handle:
                 handle.writelines(line + "\n" for line in found)

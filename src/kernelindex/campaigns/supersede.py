@@ -79,7 +79,7 @@ def _already_superseded(supersessions: Path = SUPERSESSIONS) -> set[str]:
         return {json.loads(line)["old"] for line in handle if line.strip()}
 
 
-def _harness_version(path: Path) -> str | None:
+def harness_version(path: Path) -> str | None:
     bundle = verify_directory(path)
     versions = {m.spec.harness.version for m in bundle.manifests if isinstance(m, BenchmarkProtocol)}
     return versions.pop() if len(versions) == 1 else None
@@ -92,10 +92,10 @@ def _protocol_names(path: Path) -> set[str]:
 def _replaced(folder: Path, upstream_one: bool, no_grad: bool, stream: bool = False) -> bool:
     """Whether ``folder``'s runs are of the kind the new bundles replace."""
     if stream:  # v4 replaces every older protocol's run, an independent check's too: one figure per kernel
-        return _harness_version(folder) in ("1", "2", "3")
+        return harness_version(folder) in ("1", "2", "3")
     if no_grad:
         return _protocol_names(folder) == {OLD_KERNELBENCH_PROTOCOL}
-    return _harness_version(folder) in (("3",) if upstream_one else ("1", "2"))
+    return harness_version(folder) in (("3",) if upstream_one else ("1", "2"))
 
 
 def _ranked(run: Any) -> bool:
