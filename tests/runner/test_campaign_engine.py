@@ -192,3 +192,27 @@ def _day() -> str:
     import time
 
     return time.strftime("%Y%m%d")
+
+
+def test_a_gemm_selection_step_runs_through_the_engine(tmp_path: Path) -> None:
+    """The GEMM & attention campaign's step (``OPS:SELECTION:IMPL[:SUFFIX[:LIMIT]]``) over a selection of a shipped
+    GEMM bundle's cases: the smallest M, cuBLAS's line (torch.matmul), rehearsed on the CPU test device."""
+    from kernelindex.campaigns.measure import load_cases, prepare_from_bundles
+    from kernelindex.domain.manifests import digest_of
+    from kernelindex.runner.verify import case_label
+    from kernelindex.trust.keys import generate
+
+    private, _, _ = generate("campaign-rehearsal", tmp_path / "keys")
+    prepare_from_bundles([VERIFIED / "h200-gemm-n128-k2048-20261202-v3-cublas"], tmp_path / "cases-gemm")
+    cases, _ = load_cases(tmp_path / "cases-gemm", "gemm-n128-k2048")
+    smallest = min(cases, key=lambda w: w.spec.axes["m"])
+    (tmp_path / "cases-gemm" / "gemm.json").write_text(json.dumps([["gemm-n128-k2048", case_label(smallest)]]))
+    call = Call(budget_s=400, work=tmp_path / "work", out=tmp_path / "out", gemm_cases=tmp_path / "cases-gemm",
+                tag="h100", key=private, rehearse="H100", say_to=lambda line: None)
+    assert run_campaign(call, ["gemm-cublas"]) == []  # the batch: one selection step, one operation
+    (entry,) = read_call(tmp_path / "out")
+    assert entry["step"] == "gemm-n128-k2048:gemm:baseline:-cublas:240" and entry["outcome"] == "done"
+    (name,) = entry["bundles"]
+    assert name == f"h100-gemm-n128-k2048-{_day()}-v4-cublas"
+    runs = verify_directory(tmp_path / "work" / "c" / "bundles" / name).runs()
+    assert [(r.spec.workload, r.spec.status) for r in runs] == [(digest_of(smallest), "passed")]
