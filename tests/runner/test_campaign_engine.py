@@ -216,3 +216,26 @@ def test_a_gemm_selection_step_runs_through_the_engine(tmp_path: Path) -> None:
     assert name == f"h100-gemm-n128-k2048-{_day()}-v4-cublas"
     runs = verify_directory(tmp_path / "work" / "c" / "bundles" / name).runs()
     assert [(r.spec.workload, r.spec.status) for r in runs] == [(digest_of(smallest), "passed")]
+
+
+def test_the_carry_holds_the_keys_by_gpu_and_the_plans_cases(shipped, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from kernelindex.campaigns.carry import CarryError, build, parse_keys
+    from kernelindex.campaigns.drive import key_for
+    from kernelindex.trust.keys import generate
+
+    generate("campaign-h200", tmp_path / "k200")
+    generate("campaign-h100", tmp_path / "k100")
+    keys = parse_keys([str(tmp_path / "k200"), f"h100={tmp_path / 'k100'}"])
+    assert keys == {"keys": tmp_path / "k200", "keys-h100": tmp_path / "k100"}
+    with pytest.raises(CarryError, match="no default key"):
+        parse_keys([f"h100={tmp_path / 'k100'}"])
+    with pytest.raises(CarryError, match="no runner.key"):
+        parse_keys([str(tmp_path)])
+    write_cases(plan(shipped, H100, "missing", runnable=["rope"]), shipped, tmp_path / "plan")
+    carried = build(tmp_path / "carry", keys, cases=tmp_path / "plan", download=False, gemm_attention=False,
+                    kernelbench=False)
+    assert carried["cases"] == 7 and carried["keys"] == ["keys", "keys-h100"] and float(carried["mib"]) < 64
+    assert key_for("h100", tmp_path / "carry") == tmp_path / "carry" / "keys-h100" / "runner.key"
+    assert key_for("h200", tmp_path / "carry") == tmp_path / "carry" / "keys" / "runner.key"
+    carried_cases = (tmp_path / "carry" / "cases" / "cases.jsonl").read_bytes()
+    assert carried_cases == (tmp_path / "plan" / "cases.jsonl").read_bytes()
