@@ -239,3 +239,17 @@ def test_the_carry_holds_the_keys_by_gpu_and_the_plans_cases(shipped, tmp_path: 
     assert key_for("h200", tmp_path / "carry") == tmp_path / "carry" / "keys" / "runner.key"
     carried_cases = (tmp_path / "carry" / "cases" / "cases.jsonl").read_bytes()
     assert carried_cases == (tmp_path / "plan" / "cases.jsonl").read_bytes()
+
+
+def test_the_command_runs_the_engine_and_names_a_bad_step(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kernelindex.cli import app
+
+    runner = CliRunner()
+    where = ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "out"), "--dry-run"]
+    bad = runner.invoke(app, ["runner", "campaign", "run", "300", "probe", "rope:x", *where])
+    assert bad.exit_code == 2 and "SKIP 'x' is not a whole number" in bad.output
+    short = runner.invoke(app, ["runner", "campaign", "run", "30", "probe", "rope", *where])
+    assert short.exit_code == 0 and "left for the next call: probe rope" in short.output
+    assert [e["outcome"] for e in read_call(tmp_path / "out")] == ["not started"]

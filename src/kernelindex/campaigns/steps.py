@@ -87,7 +87,8 @@ def parse(step: str) -> Step:
     if len(words) > 1 and words[1] and not words[1].isdigit():  # OPS:SELECTION:IMPL[:SUFFIX[:LIMIT]]
         words += [""] * (5 - len(words))
         if len(words) > 5 or not words[2]:
-            raise StepError(f"step {step!r}: OPS:SELECTION:IMPL[:SUFFIX[:LIMIT]]")
+            raise StepError(f"step {step!r}: not OP:SKIP:… (SKIP {words[1]!r} is not a whole number) nor "
+                            "OPS:SELECTION:IMPL[:SUFFIX[:LIMIT]] (IMPL missing)")
         return Step(step, "selection", operations=tuple(words[0].split(",")), selection=words[1], impl=words[2],
                     suffix=words[3], limit_s=_int(step, words[4], "LIMIT", DEFAULT_LIMIT_S))
     if len(words) > 8 or not words[0] or "," in words[0]:
