@@ -149,9 +149,14 @@ def test_shipping_verifies_supersedes_and_writes_the_ledger(tmp_path: Path) -> N
     assert again.already == ["h200-rope-20261207-v4"] and again.bundles == []
     clash = tmp_path / "clash"
     shutil.copytree(VERIFIED / "h200-rms-norm-20261207-v4", clash / "h200-rope-20261207-v4")
-    with pytest.raises(ShipError, match="shipped before with other contents"):
-        ship([_came_back(tmp_path / "call2", [clash / "h200-rope-20261207-v4"], [entry])], "x", "2026-12-07T09:00:00Z",
-             verified=verified, supersessions=supersessions, ledgers=tmp_path / "ledgers")
+    # another machine's bundle of the same name (a step re-run on a fresh machine) ships beside it, renamed
+    other = ship([_came_back(tmp_path / "call2", [clash / "h200-rope-20261207-v4"], [entry])], "x",
+                 "2026-12-07T09:00:00Z", verified=verified, supersessions=supersessions, ledgers=tmp_path / "ledgers")
+    (renamed,) = other.bundles
+    assert (renamed.name, renamed.came_back_as) == ("h200-rope-20261207-v4-b", "h200-rope-20261207-v4")
+    assert verify_directory(verified / renamed.name).digest == verify_directory(clash / renamed.came_back_as).digest
+    ledger = (tmp_path / "ledgers" / "x.md").read_text()
+    assert "| h200-rope-20261207-v4-b (came back as h200-rope-20261207-v4) |" in ledger
 
 
 def test_a_call_of_the_shell_drivers_is_read_from_its_log(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 
 Each call's ``OUT`` holds ``ledger.jsonl`` (one line per step: its outcome, seconds, the bundles it wrote) and
 ``bundles.tgz`` (every bundle of the machine so far). Shipping verifies each bundle, copies the newest copy of
-each into ``data/verified`` (a name shipped before with other contents is refused: a fresh machine's re-run of a
-step needs its own name), appends the supersessions a protocol v4 bundle's runs make (same workload, region,
+each into ``data/verified`` (under ``NAME-b``, ``NAME-c`` … when another machine's bundle of that name is shipped:
+a step re-run on a fresh machine), appends the supersessions a protocol v4 bundle's runs make (same workload, region,
 implementation line and GPU under an older protocol; ``campaigns/supersede.py``; other kinds of re-measurement
 are ``ki runner campaign supersede``'s) and writes the campaign's ledger,
 ``data/ledgers/NAME.md``, beside the bundles: the calls and their steps, each bundle with its runs, the
@@ -43,6 +43,7 @@ class BundleRow:
     gpu: str
     statuses: Counter[str]
     under_sampled: int
+    came_back_as: str = ""  # the name it came back under, when another bundle already held that name
 
     @property
     def runs(self) -> int:
@@ -102,11 +103,25 @@ def _unpack(calls: list[Path], into: Path) -> dict[str, Path]:
     return found
 
 
-def _row(name: str, bundle: VerifiedBundle) -> BundleRow:
+def _row(name: str, bundle: VerifiedBundle, came_back_as: str) -> BundleRow:
     runs: list[Any] = bundle.runs()
     products = {m.spec.hardware.product for m in bundle.manifests if isinstance(m, ExecutionEnvironment)}
     return BundleRow(name, bundle.runner_name, ", ".join(sorted(products)), Counter(r.spec.status for r in runs),
-                     sum(bool(r.spec.timing.under_sampled) for r in runs if r.spec.timing is not None))
+                     sum(bool(r.spec.timing.under_sampled) for r in runs if r.spec.timing is not None),
+                     came_back_as if came_back_as != name else "")
+
+
+def _place(verified: Path, name: str, digest: str) -> Path | None:
+    """Where a bundle that came back as ``name`` ships: that name, or (another machine's bundle already holds it,
+    e.g. a step re-run on a fresh machine) the first free of ``NAME-b``, ``NAME-c`` …; None when it is shipped
+    already under one of them."""
+    for suffix in ["", *(f"-{letter}" for letter in "bcdefghijklmnopqrstuvwxyz")]:
+        target = verified / f"{name}{suffix}"
+        if not target.exists():
+            return target
+        if verify_directory(target).digest == digest:
+            return None
+    raise ShipError(f"{name}: 26 other bundles of that name are shipped; rename it by hand")
 
 
 def ship(calls: list[Path], name: str, at: str, *, verified: Path = VERIFIED, supersessions: Path = SUPERSESSIONS,
@@ -119,16 +134,13 @@ def ship(calls: list[Path], name: str, at: str, *, verified: Path = VERIFIED, su
         fresh: list[Path] = []
         for bundle_name, path in sorted(_unpack(calls, Path(scratch)).items()):
             bundle = verify_directory(path)
-            target = verified / bundle_name
-            if target.exists():
-                if verify_directory(target).digest != bundle.digest:
-                    raise ShipError(f"{bundle_name}: shipped before with other contents; rename the new copy "
-                                    f"(e.g. {bundle_name}-b) and ship again")
+            target = _place(verified, bundle_name, bundle.digest)
+            if target is None:
                 shipment.already.append(bundle_name)
                 continue
             shutil.copytree(path, target)
             fresh.append(target)
-            shipment.bundles.append(_row(bundle_name, bundle))
+            shipment.bundles.append(_row(target.name, bundle, bundle_name))
         stream = [path for path in fresh if harness_version(path) == STREAM_VERSION]  # others: `supersede`'s kinds
         if supersede and stream:
             found = lines(stream, at, stream=True, verified=verified, supersessions=supersessions)
@@ -155,7 +167,8 @@ def render(shipment: Shipment) -> str:
             "|---|---|---|---|---|---|---|"]
     for b in shipment.bundles:
         other = ", ".join(f"{s} {n}" for s, n in sorted(b.statuses.items()) if s != "passed") or "—"
-        out.append(f"| {b.name} | {b.runner} | {b.gpu} | {b.runs} | {b.statuses.get('passed', 0)} | "
+        renamed = f" (came back as {b.came_back_as})" if b.came_back_as else ""
+        out.append(f"| {b.name}{renamed} | {b.runner} | {b.gpu} | {b.runs} | {b.statuses.get('passed', 0)} | "
                    f"{b.under_sampled} | {other} |")
     if shipment.already:
         out += ["", f"Shipped before, unchanged: {', '.join(shipment.already)}."]
