@@ -1,4 +1,4 @@
-"""Fidelity of the campaign's figures, printed for bench/RESULTS.md.
+"""Fidelity of the campaign's figures, printed for the campaign ledger.
 
     python bench/fidelity.py select --summaries OUT/summary-*.json --every 10 --out OUT/sample.json
         # every 10th reference case (sorted by operation and case): the 10% re-verified elsewhere

@@ -84,9 +84,9 @@ for step in "${steps[@]}"; do
       args=("${common[@]}" --label "fi-${ops%%,*}" --operations "$ops" --impl "$impl" --bundle-suffix=-v4-flashinfer
             --deadline-s $(( step_s - 25 )))
       if [ -n "${KI_DRY_RUN:-}" ]; then
-        python3 bench/campaign.py run "${args[@]}" --plan-only 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}
+        python3 -m kernelindex.campaigns.measure run "${args[@]}" --plan-only 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}
       else
-        timeout --preserve-status -k 15 "$step_s" python3 bench/campaign.py run "${args[@]}" >> "$OUT/campaign.log" 2>&1
+        timeout --preserve-status -k 15 "$step_s" python3 -m kernelindex.campaigns.measure run "${args[@]}" >> "$OUT/campaign.log" 2>&1
         rc=$?
         python3 bench/flashinfer_summary.py "$work/c" 2>&1 | tail -n 40 | tee -a "$log"
       fi;;

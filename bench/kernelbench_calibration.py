@@ -1,5 +1,5 @@
 """Read a KernelBench campaign call's results and say what one GPU shared by K problem processes costs per
-problem (bench/RESULTS.md, "KernelBench campaign for one GPU"): for each problem its wall time, the time it
+problem (its ledger, src/kernelindex/data/ledgers/): for each problem its wall time, the time it
 held the GPU lock (its GPU phases: L, and by phase), the time it waited for it, the rest (its CPU-only phases: U), the
 tripwire (GPU tensors made without the lock), and, where the same problem was also run alone
 (``--solo``), the ratio of its device-time medians shared / alone. Then the per-problem rate of the GPU

@@ -21,7 +21,7 @@ random from the mix by a Lua script) when it is installed, else Python (httpx on
 CPU per request as the server does, so its figures understate the server; ``--driver`` picks one.
 
 Goals (issue 23): at 64 clients with 2 workers on PostgreSQL p99 ≤ 150 ms, and p99 ≤ 1 s while a
-new bundle is published every 10 s. Figures go to bench/RESULTS.md; this prints them, it asserts nothing.
+new bundle is published every 10 s. Figures go to docs/performance.md; this prints them, it asserts nothing.
 """
 
 from __future__ import annotations

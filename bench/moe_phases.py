@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     _instrument()
     device = PhaseDevice("NVIDIA H200")
     environment = environment_manifest(cpu_test_probe("NVIDIA H200"))
-    # The H200 campaign's policy (bench/h200_v6.sh: --time-budget 0.5 --hard-limit 40 --host-calls 20).
+    # The H200 campaign's policy (ki runner campaign run: --time-budget 0.5 --hard-limit 40 --host-calls 20).
     policy = TimingPolicy(min_samples=100, time_budget_ns=500_000_000, host_calls=20, hard_limit_ns=40_000_000_000)
     per_case: list[dict[str, Any]] = []
 

@@ -1,4 +1,4 @@
-"""How far the KernelBench re-measurement under torch.no_grad() moved each figure (bench/RESULTS.md, campaigns
+"""How far the KernelBench re-measurement under torch.no_grad() moved each figure (the ledgers of campaigns
 v14-v17): for every shipped supersession with the no_grad reason whose old run passed, new median ÷ old median, by
 level and implementation — the median, the extremes and how many are outside 5%.
 

@@ -1,6 +1,6 @@
 """Each figure by each method, for the same calls on the same GPU (issue 42 item 6: docs/runner.md's table).
 
-On the GPU machine, from the carried folder (cases prepared by ``bench/campaign.py prepare-bundles``):
+On the GPU machine, from the carried folder (cases prepared by ``ki runner campaign carry``):
 
     python3 bench/stream_compare.py --cases cases --out $OUT/stream-compare.json \\
         rope:liger:forward:seq=2048,hidden=8192 rms-norm:baseline:forward:... ...

@@ -1,4 +1,4 @@
-"""Figures of the runner protocol v3 campaign (issue 19) from campaign summaries (bench/campaign.py run's
+"""Figures of the runner protocol v3 campaign (issue 19) from campaign summaries (kernelindex.campaigns.measure run's
 summary-*.json): the self-check table (device time vs graph replay, every capturable run of at least
 20 µs), the agreement of two summaries of the same cases (replication), and one case's rows.
 

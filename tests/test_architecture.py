@@ -30,8 +30,10 @@ ALLOWED: dict[str, set[str]] = {
     # web verifies API keys (trust/); trust never imports web.
     "web": {"services", "views", "resolve", "readmodel", "trust", "catalog"} | _CORE,
     "runner": {"trust", "readmodel", "catalog"} | _CORE,
+    # GPU campaigns: plan from the shipped runs, prepare cases from the sources, drive the runner, ship bundles
+    "campaigns": {"runner", "sources", "trust", "readmodel", "catalog"} | _CORE,
     "bootstrap": {"sources", "trust", "readmodel", "catalog"} | _CORE,
-    "cli": {"bootstrap", "runner", "trust", "services", "web", "views", "resolve", "readmodel", "sources",
+    "cli": {"bootstrap", "campaigns", "runner", "trust", "services", "web", "views", "resolve", "readmodel", "sources",
             "catalog"} | _CORE,
 }
 

@@ -63,7 +63,7 @@ def test_the_device_script_walks_every_flashinfer_case_without_cuda(tmp_path: Pa
     run.mkdir()
     (run / "src").symlink_to(ROOT / "src")
     (run / "bench").symlink_to(ROOT / "bench")
-    made = subprocess.run([sys.executable, "bench/gemm_attn_cases.py", "--out", "cases-gemm"], cwd=run,
+    made = subprocess.run([sys.executable, "-m", "kernelindex.campaigns.gemm_attn", "--out", "cases-gemm"], cwd=run,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert made.returncode == 0, made.stderr[-2000:]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "KI_DRY_RUN": "1", "KI_WORK": str(tmp_path / "work"),

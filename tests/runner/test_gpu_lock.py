@@ -1,4 +1,4 @@
-"""Several problem processes on one GPU (``bench/kernelbench_campaign.py --workers-per-gpu 2``), on the CPU
+"""Several problem processes on one GPU (``campaigns/kernelbench.py --workers-per-gpu 2``), on the CPU
 test device: every phase that would run work on the GPU holds the exclusive GPU lock, and the recorded holds
 of all the problems never overlap; the workers did contend for it (so without it they would have overlapped);
 a problem stuck inside a locked phase is killed at its own limit and the others, their waits for the lock not
@@ -22,6 +22,7 @@ from kernelindex.runner.gpu_lock import GpuLock, waited_s
 pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
+KERNELBENCH = ROOT / "src" / "kernelindex" / "campaigns" / "kernelbench.py"
 
 
 def _problem(forward: str, tag: str = "") -> str:
@@ -68,7 +69,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (tmp / "cases.json").write_text(json.dumps({"problem_set": "test", "commit": "0" * 40, "cases": cases}))
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "kernelbench_campaign.py"), "run", "--cases", str(tmp / "cases.json"),
+        [sys.executable, str(KERNELBENCH), "run", "--cases", str(tmp / "cases.json"),
          "--out", str(tmp / "out"), "--levels", "1", "--impl", "eager", "--test-device-product", "H200",
          "--min-samples", "20", "--warmup-calls", "1", "--warmup-ms", "0", "--time-limit", str(TIME_LIMIT_S),
          "--gpus", "1", "--workers-per-gpu", "2"], capture_output=True, text=True, timeout=600, cwd=ROOT)
@@ -217,13 +218,9 @@ def test_inductor_device_tensors_made_while_compiling_hold_the_lock() -> None:
 
 
 def _campaign_module() -> Any:
-    import importlib.util
+    from kernelindex.campaigns import kernelbench
 
-    spec = importlib.util.spec_from_file_location("kernelbench_campaign", ROOT / "bench" / "kernelbench_campaign.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return kernelbench
 
 
 def test_a_timing_during_another_process_unlocked_gpu_work_is_not_kept() -> None:

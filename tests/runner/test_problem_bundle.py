@@ -1,5 +1,5 @@
 """Problem-module results → a signed runner bundle (runner.problem_bundle), without torch or a GPU: the
-results are what problem_process and bench/kernelbench_campaign.py write, with CUPTI-shaped timings.
+results are what problem_process and campaigns/kernelbench.py write, with CUPTI-shaped timings.
 Every asked implementation becomes a run (a killed process: ``timeout`` for each); v3's fields come
 through; a median under the problem's physical floor is ``suspected_reward_hack``; the implementations
 carry the KernelBench import's names for the same configurations."""
@@ -7,7 +7,6 @@ carry the KernelBench import's names for the same configurations."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -186,17 +185,15 @@ def test_a_run_made_on_a_shared_gpu_says_so_and_a_compile_after_a_cache_hit_too(
     assert "compile_cache_hits" not in raws[1]["eager"]
 
 
-# bench/supersede_v3.py --no-grad: the KernelBench runs timed with autograd on (protocol "…-problem-module-forward")
-# are superseded by the re-measurement under torch.no_grad() ("…-forward-no-grad"), by workload, region and line.
+# `ki runner campaign supersede --no-grad`: KernelBench runs timed with autograd on ("…-problem-module-forward") are
+# superseded by the re-measurement under torch.no_grad() ("…-forward-no-grad"), by workload, region and line.
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("supersede_v3", ROOT / "bench" / "supersede_v3.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from kernelindex.campaigns import supersede
+
+    return supersede
 
 
 def _old_protocol(policy: dict[str, Any]) -> BenchmarkProtocol:

@@ -105,7 +105,7 @@ def test_runner_3_bundles_ship_every_run_passed_with_distinct_identities() -> No
         assert len({(r.spec.workload, r.spec.protocol, r.spec.implementation) for r in runs}) == len(runs)
 
 
-# The 2026-12-01 campaign with runner key 4 (three device calls; bench/RESULTS.md): bundle → (runs, per region).
+# The 2026-12-01 campaign with runner key 4 (three device calls; its ledger): bundle → (runs, per region).
 RUNNER_4 = {
     "h200-fused-linear-cross-entropy-20261201": (12, {"forward": 6, "forward+backward": 6}),
     "h200-fused-linear-cpo-loss-20261201": (12, {"forward": 6, "forward+backward": 6}),

@@ -1,10 +1,9 @@
 """A step's time limit (SIGTERM from ``timeout``) keeps the cases already measured: the case in progress is
 dropped, the finished ones are the result, and the campaign's record lets the next call measure only the rest
-(runner/step_limit.py, bench/campaign.py)."""
+(runner/step_limit.py, campaigns/measure.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -89,13 +88,9 @@ def test_the_cut_is_not_an_exception_an_implementation_can_swallow() -> None:
 
 
 def _bench_campaign() -> Any:
-    path = Path(__file__).resolve().parents[2] / "bench" / "campaign.py"
-    spec = importlib.util.spec_from_file_location("bench_campaign", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_campaign"] = module
-    spec.loader.exec_module(module)
-    return module
+    from kernelindex.campaigns import measure
+
+    return measure
 
 
 class _Result:
@@ -123,7 +118,7 @@ def test_the_record_resumes_where_the_cut_stopped(tmp_path: Path) -> None:
     assert campaign.cut_record(tmp_path, "rope") == {} and not (tmp_path / "cut-rope.json").exists()
 
 
-# --- A region is the unit a cut keeps (fused-moe under runner v3, bench/RESULTS.md 2026-12-02) ---------------
+# --- A region is the unit a cut keeps (fused-moe under runner v3, its ledger, 2026-12-02) ---------------
 
 
 def _signal_at_region(case_index: int, region: str):
@@ -259,6 +254,7 @@ def test_a_handler_a_native_library_replaced_is_put_back_at_the_next_case(limit:
 
 
 ROOT = Path(__file__).resolve().parents[2]
+MEASURE = ROOT / "src" / "kernelindex" / "campaigns" / "measure.py"
 
 
 def _softmax_step(tmp_path: Path) -> tuple[list[Any], list[str], dict[str, str], Path]:
@@ -272,7 +268,7 @@ def _softmax_step(tmp_path: Path) -> tuple[list[Any], list[str], dict[str, str],
     (folder / "regions.json").write_text(json.dumps({digest_of(c): ["backward", "forward", "forward+backward"]
                                                      for c in cases}))
     keys.generate("t", tmp_path / "keys")
-    command = [sys.executable, str(ROOT / "bench" / "campaign.py"), "run", "--cases", str(folder), "--key",
+    command = [sys.executable, str(MEASURE), "run", "--cases", str(folder), "--key",
                str(tmp_path / "keys" / "runner.key"), "--out", str(out), "--operations", "softmax",
                "--label", "softmax", "--impl", "baseline",
                "--test-device-product", "NVIDIA H200", "--min-samples", "10", "--time-budget", "0.01",
@@ -345,7 +341,7 @@ def test_a_handler_replaced_inside_a_region_is_back_before_the_next_region(limit
 
 # --- A deadline needs no signal (rc 143 twice on the H200: a library had set SIGTERM back to its default) -------
 
-_LOSING_LIBRARY = '''"""``bench/campaign.py run`` with a device library as the H200 saw one: every sample batch
+_LOSING_LIBRARY = '''"""``campaigns/measure.py run`` with a device library as the H200 saw one: every sample batch
 sets SIGTERM back to its default action behind Python's back, and a batch of the second region's sampling outlasts
 the step's deadline (fused-moe's longest batch: ~16 s). The batch outlasts it on the step limit's clock, which the
 batch moves past the deadline (an injected clock: the region reaches its sampling when the machine lets it, and

@@ -235,14 +235,10 @@ def _bundle(rope_case, device, name: str, folder, product: str = "NVIDIA H200"):
 
 
 def test_a_v4_bundle_supersedes_the_v3_runs_of_the_same_case_and_gpu_only(rope_case, tmp_path) -> None:
-    import importlib.util
     import json
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("supersede_v3", root / "bench" / "supersede_v3.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    from kernelindex.campaigns import supersede as script
+
     verified = tmp_path / "verified"
     old = _bundle(rope_case, FakeTraceDevice(check=("cuda_graph_replay", 50_500.0, None), wall_ns=55_000), "v3",
                   verified)

@@ -1,5 +1,5 @@
 """The KernelBench campaign end to end on the CPU (issue 24 item 5's rehearsal): two tiny problem files
-as the newest problem set, with reported H100 timings; ``bench/kernelbench_campaign.py`` prepares the
+as the newest problem set, with reported H100 timings; ``campaigns/kernelbench.py`` prepares the
 cases, runs each problem in its own process on the CPU test device announcing an H200, and bundles the
 results signed by a throwaway runner key. Published into a real catalog next to the KernelBench import,
 the runs are verified, on the problem's own operation and workload (the reported runs' workload), and
@@ -21,6 +21,7 @@ from pagetext import text_of
 from web_helpers import make_app
 
 from kernelindex import registry
+from kernelindex.campaigns.drive import Call, run_campaign
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.publish import publish_manifests
 from kernelindex.readmodel.loading import load_operation
@@ -119,7 +120,7 @@ def _data() -> KernelBenchData:
 
 
 def _campaign(*args: str) -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "kernelbench_campaign.py"), *args],
+    done = subprocess.run([sys.executable, str(ROOT / "src" / "kernelindex" / "campaigns" / "kernelbench.py"), *args],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
@@ -127,19 +128,18 @@ def _campaign(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """prepare → run (CPU rehearsal, H200) → bundle, as bench/kernelbench_h200.sh drives them."""
+    """prepare, then the campaign engine's KernelBench step: run (CPU rehearsal, H200) and bundle."""
     tmp = tmp_path_factory.mktemp("kernelbench-campaign")
     (tmp / "kernelbench.jsonl.zst").write_bytes(write_kernelbench(_data()))
     (tmp / "problems.json").write_text(json.dumps(_counted()))
     _campaign("prepare", "--out", str(tmp / "cases.json"), "--data", str(tmp / "kernelbench.jsonl.zst"),
               "--counted", str(tmp / "problems.json"))
-    _campaign("run", "--cases", str(tmp / "cases.json"), "--out", str(tmp / "out"), "--levels", "1",
-              "--impl", "eager", "--test-device-product", "H200", "--min-samples", "20", "--warmup-calls", "1",
-              "--warmup-ms", "0", "--time-limit", "300", "--gpus", "2")
     key, _, _ = keys.generate("kernelbench-rehearsal", tmp / "key")  # a throwaway key
-    _campaign("bundle", "--cases", str(tmp / "cases.json"), "--results", str(tmp / "out"), "--impl", "eager",
-              "--levels", "1", "--key", str(key), "--bundle", str(tmp / "bundle"))
-    return {"root": tmp, "bundle": tmp / "bundle", "key": key}
+    call = Call(budget_s=560, work=tmp / "work", out=tmp / "out", kernelbench_cases=tmp / "cases.json", key=key,
+                rehearse="H200", say_to=lambda line: None)
+    assert run_campaign(call, ["kernelbench:1:eager"]) == [], (tmp / "out" / "campaign.log").read_text()[-2000:]
+    (bundle,) = (tmp / "work" / "c" / "bundles").glob("h200-kernelbench-level1-eager-*")
+    return {"root": tmp, "bundle": bundle, "key": key}
 
 
 def test_the_bundle_verifies_and_carries_a_run_per_problem(campaign: dict[str, Path]) -> None:

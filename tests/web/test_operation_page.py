@@ -56,8 +56,8 @@ def test_rope_sections_follow_the_design_order(rope: str) -> None:
     text = text_of(rope)
     # Issue 14: the unmeasured priority GPUs are said near the top too, with their floor estimates.
     order = ["eligible runs", "Fastest reported · usable today", "Not measured on B200 for this workload (",
-             "Fastest by language", "Current records", "Not measured on B200 for this workload. Ask", "Source-native comparison",
-             "of compulsory traffic at", "Ranking in this cohort",
+             "Fastest by language", "Current records", "Not measured on B200 for this workload. Ask",
+             "Source-native comparison", "of compulsory traffic at", "Ranking in this cohort",
              "Scaling by seq", "Implementations", "Semantics", "Identity", "Sources", "How records are decided"]
     positions = [text.index(marker) for marker in order]
     assert positions == sorted(positions)

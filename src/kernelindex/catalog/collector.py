@@ -1,7 +1,7 @@
 """Pausing Python's cyclic garbage collector around bulk work: imports, publications, whole-catalog loads and the
 summary pass. They build and hold ~10^5–10^6 containers (manifests, rows, runs) that form no reference cycles, and
 each automatic collection walks all of them again to find no garbage (13% of an import's CPU, a quarter of the
-summary pass's: bench/RESULTS.md). Reference counting frees them as always."""
+summary pass's: docs/performance.md). Reference counting frees them as always."""
 
 from __future__ import annotations
 

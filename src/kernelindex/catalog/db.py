@@ -45,7 +45,7 @@ class Catalog:
     sessions: sessionmaker[Session]
     # Every request reads the version (the read model's cache key). On its own autocommit engine that
     # read is one round trip; through ``engine`` it is BEGIN + SELECT + ROLLBACK, 1.3 ms vs 0.2 ms on
-    # PostgreSQL over loopback (bench/RESULTS.md, "Load under concurrency").
+    # PostgreSQL over loopback (docs/performance.md, load).
     version_engine: Engine | None = None
     # How long one version read answers again (0: every call reads). The served app sets VERSION_FRESH_S
     # so a request does not wait on a database round trip (docs/caching.md); this process's own writes

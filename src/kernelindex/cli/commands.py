@@ -38,7 +38,8 @@ COMMANDS: dict[str, CommandEntry] = {
     "supersede": CommandEntry(("catalog_cmds",), "Record that NEW supersedes OLD.", True),
     "verify": CommandEntry(("runner_cmds",), "Measure implementations on the local GPU.", True),
     "publish": CommandEntry(("runner_cmds",), "Check a bundle's signature and digests, then publish it.", True),
-    "runner": CommandEntry(("runner_cmds", "work_cmd"), "Runner keys and the measurement-request worker.", True),
+    "runner": CommandEntry(("runner_cmds", "work_cmd", "campaign_cmd"),
+                           "Runner keys, the measurement-request worker and GPU campaigns.", True),
     "keys": CommandEntry(("fleet_cmds",), "API keys for the write path.", True),
     "audit": CommandEntry(("fleet_cmds",), "The append-only audit log of every write.", True),
 }

@@ -1,5 +1,5 @@
 """Each GPU's bandwidth ceilings as its runner measured them under protocol v4 (``measured_ceilings.yaml``, written
-by ``bench/measured_ceilings.py`` from the shipped bundles' environments): every ceiling kernel at every size, and
+by ``ki runner campaign ceilings`` from the shipped bundles' environments): every ceiling kernel at every size, and
 the shortest call's stream time. A run whose own environment carries no table (older protocols) is checked against
 its GPU's (``readmodel/ceiling_checks``)."""
 

@@ -2,7 +2,7 @@
 
 Each sample batch runs ``trace_calls`` calls under the PyTorch profiler (``cupti.CuptiSampler``); every
 call is preceded by an L2 flush that *reads* a 256 MiB buffer (a reduction into a few KiB): flushing by
-zeroing it left dirty lines that the next kernel paid to write back (bench/RESULTS.md, probe of
+zeroing it left dirty lines that the next kernel paid to write back (the campaign ledgers, probe of
 2026-12-01), so v3 flushes by reading. Graph replay (``GraphSampler``: the v2 figure) and per-call CUDA
 events (``EventSampler``) remain, as the cross-check recorded beside the device time.
 """
@@ -262,7 +262,7 @@ def copy_bandwidth(device: CudaDevice, nbytes: int = CEILING_PROBE_BYTES, sample
     """Device-to-device copy bandwidth in bytes/s (bytes read + bytes written): the ceiling of the
     measured floor. Timed with per-call events, not graph replay: captured in a CUDA graph, a
     device-to-device ``copy_`` becomes a memcpy node, which ran at about 65% of the eager copy's
-    bandwidth on an H200 (bench/RESULTS.md)."""
+    bandwidth on an H200 (the campaign ledgers)."""
     median = _copy_median_ns(device, nbytes, samples)
     torch.cuda.empty_cache()
     return 2 * nbytes / (median * 1e-9)

@@ -5,7 +5,7 @@ Why the PyTorch profiler rather than ``cupti-python``: it is in every torch the 
 extra package to pin), it gives kernels, memcpys and memsets with start/end timestamps and the
 correlation id of the runtime call that launched each, and host ranges (``record_function``) that
 say which timed call launched what. On an H200 a profiled batch of 50 calls cost about 13 ms and its
-parse 1 ms (bench/RESULTS.md), so taking the protocol's minimum samples is cheap.
+parse 1 ms (the campaign ledgers), so taking the protocol's minimum samples is cheap.
 """
 
 from __future__ import annotations

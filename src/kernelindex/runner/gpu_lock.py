@@ -1,6 +1,6 @@
 """An exclusive lock on one GPU, shared by the problem processes a campaign runs on it at once.
 
-Several problem processes may share one GPU (``bench/kernelbench_campaign.py --workers-per-gpu K``):
+Several problem processes may share one GPU (``kernelindex.campaigns.kernelbench run --workers-per-gpu K``):
 their CPU-only parts (process start, ``import torch``, building the model on the CPU, Inductor's code
 generation and Triton compilation, a float64 reference on the CPU) overlap, while every phase that runs
 work on the GPU — moving the model and inputs there, drawing inputs, a float64 reference on the GPU, the
@@ -16,7 +16,7 @@ released, in ``time.time()`` seconds) and travels with the result, so overlaps c
 Without a path the holds are still recorded and nothing is locked (one process per GPU). ``allocations``
 (CUDA's allocation count) is a tripwire: GPU tensors made between a release and the next acquire are recorded
 (``unlocked``: the window and how many), and the campaign reruns alone every problem whose timing ran in such
-a window of another process (``bench/kernelbench_campaign.py``).
+a window of another process (``kernelindex.campaigns.kernelbench``).
 
 ``waits``: a file where the process says how long it has waited for the lock (``TOTAL SINCE``: seconds
 waited so far, and the ``time.time()`` its current wait began, 0 when it holds or runs unlocked), so the

@@ -1,5 +1,5 @@
 """One verification session on the local GPU: probe the environment once, verify each operation,
-write one signed bundle per operation. Used by ``ki verify`` and by ``bench/campaign.py``."""
+write one signed bundle per operation. Used by ``ki verify`` and by ``kernelindex.campaigns.measure``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """A campaign step's time limit ends the case being measured, not the cases already measured.
 
 A device campaign runs each step under ``timeout``, which sends SIGTERM when the step's share of the call
-is spent. Without a handler the process dies and every case it finished is lost with it (bench/RESULTS.md,
+is spent. Without a handler the process dies and every case it finished is lost with it (the ledger of
 campaign v8: 508 of 1,800 s of device time). With :class:`StepLimit` installed, SIGTERM during a case
 abandons the region of that case being measured; between cases it stops before the next one. The operation's
 finished cases, and the regions of the cut case finished before the signal, are then written to their bundle as
-usual and the campaign records which cases and regions remain (bench/campaign.py). A signal is handled only
+usual and the campaign records which cases and regions remain (campaigns/measure.py). A signal is handled only
 when the main thread runs Python again, and the step is killed outright 15 s after it: so a campaign also
 rewrites the bundle after every finished region (runner/session.py), and a kill loses only the region in progress.
 

@@ -5,7 +5,7 @@ floor). ``policy/ceilings.mix_ceiling`` reads the table for a run's read/write m
 
 The kernels: read = a row sum of a float32 buffer into 4 bytes per 64 KiB row; write = a fill with 1.0; copy =
 an elementwise negation from one buffer into another (a kernel: a captured ``copy_`` becomes a memcpy node,
-which ran at about 65% of a kernel's bandwidth on the H200, bench/RESULTS.md).
+which ran at about 65% of a kernel's bandwidth on the H200, the campaign ledgers, src/kernelindex/data/ledgers/).
 """
 
 from __future__ import annotations

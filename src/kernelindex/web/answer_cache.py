@@ -5,7 +5,7 @@ table mounts, unless the view says otherwise, and the few indexes beside them) i
 catalog, the day and the URL alone. Their finished answers (status 200, headers, body) are kept per
 (day, path, query) with the version they were computed at, so a repeated read costs one version query
 and a copy, not routing, parameter checks, a thread hop, template rendering or JSON encoding
-(bench/RESULTS.md).
+(docs/performance.md).
 
 Which version an answer is checked against (``answer_scope``): an answer that depends on one
 operation alone (its page, its runs' and implementations' pages, their twins) against that

@@ -27,7 +27,7 @@ from statistics import median
 UNDER_FLOOR_SHARE = 0.10
 # GPU figures that are not a datasheet's for that exact part (registry/gpus.yaml says how each was derived),
 # with the plausible range of each: (lowest, highest) TFLOP/s or GB/s. Policy: their runs are kept, not
-# refused or labelled, because against the raw timings (bench/RESULTS.md, "The derived GPU figures") the
+# refused or labelled, because against the raw timings (docs/performance.md, History: "The derived GPU figures") the
 # fastest entry on each GPU stays under the lowest value, and the pairing check's verdicts are the same at
 # both ends of every range (tests/sources/test_kernelbench_gpu_figures.py); the floors shown for these GPUs
 # carry the derivation in the GPU's source line. A figure whose range changes a verdict must not be used so.

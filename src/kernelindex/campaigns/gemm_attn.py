@@ -2,10 +2,10 @@
 dense GEMM definitions and 18 GQA attention definitions, each WorkloadCase as the export importer maps it (the
 same digests as the catalog's), plus the case selections the campaign's steps measure.
 
-    python bench/gemm_attn_cases.py --out .devcarry/cases [--export FILE.jsonl.zst]
+    python3 -m kernelindex.campaigns.gemm_attn --out .devcarry/cases-gemm [--export FILE.jsonl.zst]
 
 writes ``cases.jsonl`` and ``regions.json`` (every case: forward, the region FlashInfer-Bench timed) for
-``bench/campaign.py run --cases``, and the ``--only-cases`` selections ([operation, case label] pairs):
+``kernelindex.campaigns.measure run --cases``, and the ``--only-cases`` selections ([operation, case label] pairs):
 
 - ``gemm.json``: per GEMM the traced M values nearest (in log scale) to 1, 4, 16, 64, 128, 256, 1024, 4096
   and the largest (8 or 9 each; 1, 16, 128 and the largest always, as the issue asks);
@@ -22,7 +22,9 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kernelindex import registry
 from kernelindex.domain.canonical import canonical_bytes
@@ -40,7 +42,10 @@ ATTENTION_CASES = 4  # the issue asks for at least 4 traced workloads per defini
 def mapped_cases(export: Path) -> dict[str, list]:
     """slug → its WorkloadCases (distinct digests), mapped as the importer maps them."""
     tables = read_export(export.read_bytes(), export)
-    title = registry.source_policy("flashinfer-bench").title
+    policy = registry.source_policy("flashinfer-bench")
+    if policy is None:
+        sys.exit("the registry has no source policy for flashinfer-bench")
+    title = policy.title
     operations = {row["id"]: row for row in tables.rows["operations"] if MEASURED.match(row["slug"])}
     specs = {op_id: map_operation(row, [], title) for op_id, row in operations.items()}
     for op_id, spec in specs.items():
@@ -67,12 +72,16 @@ def nearest(values: list[int], targets: tuple[int, ...]) -> list[int]:
     return sorted(picked | {max(values)})
 
 
-def spread(cases: list, size: object, count: int) -> list:
+def spread(cases: list, size: Callable[[Any], float], count: int) -> list:
     """Up to ``count`` cases evenly spaced in the order of ``size`` (smallest and largest included)."""
-    ordered = sorted(cases, key=size)  # type: ignore[arg-type]
+    ordered = sorted(cases, key=size)
     if len(ordered) <= count:
         return ordered
     return [ordered[round(i * (len(ordered) - 1) / (count - 1))] for i in range(count)]
+
+
+def _axis(name: str) -> Callable[[Any], float]:
+    return lambda case: float(case.spec.axes[name])
 
 
 def runnable(slug: str, case: object) -> bool:
@@ -92,8 +101,7 @@ def selections(cases: dict[str, list]) -> dict[str, list[list[str]]]:
             continue
         key = "total_q" if slug.startswith("gqa-ragged") else "num_kv_indices"
         usable = [c for c in found if runnable(slug, c)]
-        chosen["attention"] += [[slug, case_label(c)]
-                                for c in spread(usable, lambda c, k=key: c.spec.axes[k], ATTENTION_CASES)]
+        chosen["attention"] += [[slug, case_label(c)] for c in spread(usable, _axis(key), ATTENTION_CASES)]
     return chosen
 
 

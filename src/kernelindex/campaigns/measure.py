@@ -1,18 +1,12 @@
-"""The H200 verification campaign: every reference case of the given operations × baseline, Liger
-and torch.compile × every region the source measured for the case; one signed bundle per operation.
+"""One campaign step in its own process: every reference case of the given operations × the runner's adapters ×
+every region the case lists; one signed bundle per operation (``python3 -m kernelindex.campaigns.measure run``,
+started by campaigns/drive.py with the step's deadline and time limit).
 
-Prepare here (CPU), from a ``ki export`` of a catalog with the Liger data imported:
-
-    python bench/campaign.py prepare --export EXPORT.jsonl --out out/campaign/cases
-
-which writes ``cases.jsonl`` (the reference WorkloadCases, digests equal to the catalog's) and
-``regions.json`` (workload digest → the regions the source measured). On the GPU machine:
-
-    python bench/campaign.py run --cases out/campaign/cases --key .keys/runner.key --out OUT \\
-        --operations rms-norm,softmax [--smoke] [--order reverse] [--impl torch-compile] [--only-cases FILE]
-
-Several processes (one per GPU, ``CUDA_VISIBLE_DEVICES``) may share the operations. Each writes
-``OUT/summary-<label>.json``: every run's row and each operation's wall time.
+Cases come from ``prepare`` (a ``ki export`` of a catalog), ``prepare-bundles`` (the cases of shipped runner
+bundles: a re-measurement) or ``ki runner campaign plan --out`` (what a GPU must measure): ``cases.jsonl`` (the
+WorkloadCases, digests equal to the catalog's) and ``regions.json`` (workload digest → the regions to time).
+Each step writes ``OUT/summary-<label>.json`` (every run's row and each operation's wall time) and, when cut by its
+limit, ``OUT/cut-<label>.json`` (what is finished, so the next call measures only the rest); it exits 3 then.
 """
 
 from __future__ import annotations
@@ -59,7 +53,7 @@ def prepare_from_bundles(bundles: list[Path], out: Path) -> dict[str, int]:
     regions: dict[str, set[str]] = {}
     for folder in bundles:
         lines = (folder / "manifests.jsonl").read_bytes().splitlines()
-        parsed = [(line, parse_manifest_text(line)) for line in lines if line.strip()]
+        parsed: list[tuple[bytes, Any]] = [(line, parse_manifest_text(line)) for line in lines if line.strip()]
         protocols = {digest_of(m): m.spec.timed_region for _, m in parsed if m.kind == "BenchmarkProtocol"}
         for line, m in parsed:
             if m.kind == "WorkloadCase":
@@ -81,7 +75,7 @@ def load_cases(folder: Path, slug: str) -> tuple[list[Any], dict[str, tuple[str,
     return cases, {digest_of(w): tuple(measured[digest_of(w)]) for w in cases}
 
 
-CUT_EXIT = 3  # the step's limit cut it: not done, the next call resumes it (bench/h200_v6.sh)
+CUT_EXIT = 3  # the step's limit cut it: not done, the next call resumes it (campaigns/drive.py)
 
 
 def cut_record(out: Path, label: str) -> dict[str, Any]:
@@ -207,6 +201,20 @@ def plan_only(args: argparse.Namespace) -> int:
     return 1 if missing or any(not sum(len(r[digest_of(w)]) for w in c) for _, c, _, r in plan) else 0
 
 
+def _resumed_summary(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
+    """The summary a cut step left (its rows so far), or a new one."""
+    path = args.out / f"summary-{args.label}.json"
+    summary: dict[str, Any] = json.loads(path.read_text()) if record and path.exists() \
+        else {"operations": {}, "order": args.order}
+    summary.pop("cut", None)  # the earlier call's cut: this call is cut only if it is cut itself (its exit code)
+    return summary
+
+
+def _write_summary(args: argparse.Namespace, summary: dict[str, Any]) -> None:
+    text = json.dumps(summary, indent=1, sort_keys=True, default=str)
+    write_atomically(args.out / f"summary-{args.label}.json", text)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from rich.console import Console
 
@@ -220,10 +228,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     runner = keys.load_public_key(args.key.with_name(keys.PUBLIC_KEY_FILE))
     plan, outs = _plan(args)
     record = cut_record(args.out, args.label)
-    summary_path = args.out / f"summary-{args.label}.json"
-    summary: dict[str, Any] = json.loads(summary_path.read_text()) if record and summary_path.exists() \
-        else {"operations": {}, "order": args.order}
-    summary.pop("cut", None)  # the earlier call's cut: this call is cut only if it is cut itself (its exit code)
+    summary = _resumed_summary(args, record)
     console = Console(stderr=True, force_terminal=False, width=150) if args.progress else None
     for entry, out in zip(plan, outs, strict=True):
         op_started = time.perf_counter()
@@ -238,8 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "runs": (earlier["runs"] if earlier else []) + outcome_rows(result),
                 "skipped": result.skipped, "bundle": bundle.digest if bundle is not None else None,
             }
-            write_atomically(args.out / f"summary-{args.label}.json",  # a cut-off campaign keeps what it did
-                             json.dumps(summary, indent=1, sort_keys=True, default=str))
+            _write_summary(args, summary)  # a cut-off campaign keeps what it did
 
         def checkpoint(result: Any, bundle: Any, *, slug: str = slug, start: dict[str, Any] = record) -> None:
             """After every finished region: its bundle is written (run_session); the record and the summary say
@@ -260,25 +264,31 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         write_cut_record(args.out, args.label, record)
         summary["environment"] = session.environment.model_dump(mode="json")["spec"]
         print(f"{slug}: {len(result.runs())} runs in {summary['operations'][slug]['seconds']} s", flush=True)
-        summary_text = json.dumps(summary, indent=1, sort_keys=True, default=str)
-        write_atomically(args.out / f"summary-{args.label}.json", summary_text)
-        for row in summary["operations"][slug]["runs"]:
-            _print_self_check(slug, row)
-            if row["status"] != "passed":
-                print(f"  {row['case']} {row['region']} {row['implementation']}: {row['status']} {row['detail'][:300]}")
+        _write_summary(args, summary)
+        _print_runs(slug, summary["operations"][slug]["runs"])
         if result.cut:
-            part = result.partial
-            regions = ", ".join(dict.fromkeys(o.region for o in part.impls)) if part is not None else ""
-            kept = f" and {len(part.impls)} run(s) of the cut case ({regions})" if part is not None else ""
-            print(f"{slug}: cut by the step's time limit after {len(result.cases)} more case(s){kept}; "
-                  f"{len(record[slug]['finished'])} finished in all, the rest resume on the next call", flush=True)
+            _print_cut(slug, result, record)
             summary["cut"] = True
             break
     summary["total_s"] = round(time.perf_counter() - started, 1)
-    write_atomically(args.out / f"summary-{args.label}.json",
-                     json.dumps(summary, indent=1, sort_keys=True, default=str))
+    _write_summary(args, summary)
     print(f"total {summary['total_s']} s")
     return summary
+
+
+def _print_runs(slug: str, rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        _print_self_check(slug, row)
+        if row["status"] != "passed":
+            print(f"  {row['case']} {row['region']} {row['implementation']}: {row['status']} {row['detail'][:300]}")
+
+
+def _print_cut(slug: str, result: Any, record: dict[str, Any]) -> None:
+    part = result.partial
+    regions = ", ".join(dict.fromkeys(o.region for o in part.impls)) if part is not None else ""
+    kept = f" and {len(part.impls)} run(s) of the cut case ({regions})" if part is not None else ""
+    print(f"{slug}: cut by the step's time limit after {len(result.cases)} more case(s){kept}; "
+          f"{len(record[slug]['finished'])} finished in all, the rest resume on the next call", flush=True)
 
 
 def _event_printer(slug: str, started: float, limit: Any = None) -> Any:
@@ -323,29 +333,6 @@ def _print_self_check(slug: str, row: dict[str, Any]) -> None:
           f"{' UNDER-SAMPLED' if row['under_sampled'] else ''}", flush=True)
 
 
-def ceilings(out: Path, plan_only: bool = False) -> dict[str, Any]:
-    """The ceiling kernels (copy, read-only, write-only) at every size of ``policy/ceilings.CEILING_SIZES``
-    on this GPU, and the best per kernel the environment records (issue 20 item 1); written to ``out``."""
-    from kernelindex.policy.ceilings import CEILING_SIZES, ceilings_over_sizes
-
-    if plan_only:
-        plan = {"sizes": list(CEILING_SIZES), "kernels": ["copy", "read", "write"]}
-        print(f"plan ceilings: copy, read-only, write-only at {', '.join(f'{s >> 20} MiB' for s in CEILING_SIZES)}")
-        return plan
-    import torch
-
-    from kernelindex.runner.cuda import CudaDevice, ceiling_sweep
-
-    figures = ceiling_sweep(CudaDevice())
-    best = ceilings_over_sizes(figures)
-    found = {"device": torch.cuda.get_device_name(), "figures": [f.__dict__ for f in figures],
-             "best": best.__dict__ if best else None}
-    out.write_text(json.dumps(found, indent=1))
-    for f in figures:
-        print(f"{f.kernel:5} {f.bytes >> 20:5} MiB {f.bandwidth_bytes_per_s / 1e9:8.0f} GB/s", flush=True)
-    return found
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="KernelIndex runner campaign")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -355,9 +342,6 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("prepare-bundles", help="the cases of shipped runner bundles (a re-measurement)")
     b.add_argument("bundles", type=Path, nargs="+")
     b.add_argument("--out", type=Path, required=True)
-    c = sub.add_parser("ceilings", help="the ceiling kernels at every size (the attainable floor's candidates)")
-    c.add_argument("--out", type=Path, required=True)
-    c.add_argument("--plan-only", action="store_true")
     r = sub.add_parser("run")
     r.add_argument("--cases", type=Path, required=True)
     r.add_argument("--key", type=Path, required=True)
@@ -394,9 +378,6 @@ def main(argv: list[str] | None = None) -> int:
                      "(a script passes its timeout less a margin: give the step more time than the margin)")
     if args.command == "prepare-bundles":
         print(prepare_from_bundles(args.bundles, args.out))
-        return 0
-    if args.command == "ceilings":
-        ceilings(args.out, args.plan_only)
         return 0
     if args.command == "prepare":
         print(prepare(args.export, args.out))

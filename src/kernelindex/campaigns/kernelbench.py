@@ -7,11 +7,11 @@ every other runner bundle. docs/sources-kernelbench.md, "The H200 campaign", say
 Prepare here (CPU), from the shipped data and the catalog's own mapping: each case carries the
 problem file and the operation and workload manifests the import made of it (byte for byte):
 
-    .venv/bin/python bench/kernelbench_campaign.py prepare --out bench/kernelbench-cases.json
+    ki runner campaign carry … (writes kernelbench-cases.json into the carry)
 
 On the GPU machine (resumable: a problem with a result file is skipped):
 
-    python bench/kernelbench_campaign.py run --cases bench/kernelbench-cases.json --out OUT \\
+    python3 -m kernelindex.campaigns.kernelbench run --cases kernelbench-cases.json --out OUT \\
         --levels 1 --impl eager,torch-compile [--skip N] [--max N] [--budget SECONDS] \\
         [--workers-per-gpu K]          # K problem processes share each GPU under the GPU lock
         [--test-device-product H200]   # a CPU rehearsal: real problems, nominal times
@@ -19,7 +19,7 @@ On the GPU machine (resumable: a problem with a result file is skipped):
 writes OUT/environments/<digest>.json (the probe, once per call, with PyTorch's backend flags) and
 OUT/results/<impl-set>/<level>-<number>.json per problem. Then, on either machine:
 
-    python bench/kernelbench_campaign.py bundle --cases bench/kernelbench-cases.json --results OUT \\
+    python3 -m kernelindex.campaigns.kernelbench bundle --cases kernelbench-cases.json --results OUT \\
         --impl eager,torch-compile --levels 1 --key keys/runner.key --bundle OUT/bundles/NAME
 """
 
@@ -53,7 +53,8 @@ def prepare(out: Path, data_path: Path | None = None, counted_path: Path | None 
     counted = json.loads(counted_path.read_text())["problems"] if counted_path else None
     newest = max(data.timings, key=lambda t: t.commit_date).problems
     mapped = map_kernelbench(data, counted)
-    by_digest = {digest_of(m): m for m in mapped.manifests if m.kind in ("WorkloadCase", "OperationSpec")}
+    by_digest: dict[str, Any] = {digest_of(m): m for m in mapped.manifests
+                                 if m.kind in ("WorkloadCase", "OperationSpec")}
     workloads = {m.metadata.labels.get("kernelbench_file_digest"): m for m in by_digest.values()
                  if m.kind == "WorkloadCase"}
     cases = []
@@ -317,7 +318,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
-    p.add_argument("--out", type=Path, default=Path("bench/kernelbench-cases.json"))
+    p.add_argument("--out", type=Path, default=Path("kernelbench-cases.json"))
     p.add_argument("--data", type=Path, help="a kernelbench.jsonl.zst (default: the shipped one)")
     p.add_argument("--counted", type=Path, help="the problems' tensors (default: registry problems.json)")
     r = sub.add_parser("run")

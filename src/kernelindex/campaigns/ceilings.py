@@ -2,7 +2,7 @@
 table and shortest call of the newest protocol v4 environment measured on it (runner/stream_ceilings.py). Runs of
 older protocols, whose environments carry no table, are checked against their GPU's (readmodel/ceiling_checks).
 
-    python bench/measured_ceilings.py [--check]     # --check: exit 1 if the shipped file is not what it would write
+    ki runner campaign ceilings [--check]     # --check: exit 1 if the shipped file is not what it would write
 """
 
 from __future__ import annotations
@@ -10,17 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from kernelindex.domain.manifests import digest_of, parse_manifest_text
 
 ROOT = Path(__file__).resolve().parents[1]
-VERIFIED = ROOT / "src" / "kernelindex" / "data" / "verified"
-TARGET = ROOT / "src" / "kernelindex" / "registry" / "measured_ceilings.yaml"
-HEADER = """# Written by bench/measured_ceilings.py from the shipped runner bundles (src/kernelindex/data/verified):
+VERIFIED = ROOT / "data" / "verified"
+TARGET = ROOT / "registry" / "measured_ceilings.yaml"
+HEADER = """# Written by ki runner campaign ceilings from the shipped runner bundles (src/kernelindex/data/verified):
 # per GPU product, the ceiling table and shortest call of the newest protocol v4 environment measured on it.
-# Do not edit by hand: re-run the script after shipping a v4 campaign's bundles.
+# Do not edit by hand: re-run it after shipping a v4 campaign's bundles.
 """
 
 
@@ -28,7 +29,8 @@ def newest_tables(verified: Path = VERIFIED) -> dict[str, dict]:
     """GPU product → the newest v4 environment's table (newest: its bundle's latest run), with where it came from."""
     found: dict[str, tuple[str, dict]] = {}
     for folder in sorted(p for p in verified.iterdir() if (p / "manifests.jsonl").exists()):
-        manifests = [parse_manifest_text(line) for line in (folder / "manifests.jsonl").read_bytes().splitlines()
+        text = (folder / "manifests.jsonl").read_bytes()
+        manifests: list[Any] = [parse_manifest_text(line) for line in text.splitlines()
                      if line.strip()]
         newest = max((m.spec.observed_at for m in manifests if m.kind == "BenchmarkRun"), default="")
         for env in (m for m in manifests if m.kind == "ExecutionEnvironment" and m.spec.ceiling_table):

@@ -1,13 +1,15 @@
-"""Shipped supersessions of runner protocol v2 runs by the v3 re-measurement (issue 19).
+"""Shipped supersessions: a campaign's new runs replace older runs of the same call (``ki runner campaign
+supersede``; the kinds below, each with its reason). By default, runner protocol v2 runs by the v3
+re-measurement (issue 19).
 
 For each v3 bundle given, every v2 run of the shipped bundles with the same workload digest, timed
 region and implementation line is superseded by the v3 run — only where the v3 run passed and has the
 protocol's minimum samples (an under-sampled v3 run never replaces a ranked run). Prints the lines for
 src/kernelindex/data/supersessions.jsonl (applied at start-up as the package; docs/reliability.md):
 
-    python bench/supersede_v3.py --at 2026-12-01T16:30:00Z NEW_BUNDLE... >> src/kernelindex/data/supersessions.jsonl
-    python bench/supersede_v3.py --upstream-one --at … UP1_BUNDLE... >> …   # v3 random-scalar runs instead
-    python bench/supersede_v3.py --no-grad --at … KB_BUNDLE... >> …           # KernelBench runs with autograd on
+    ki runner campaign supersede --at 2026-12-01T16:30:00Z NEW_BUNDLE... >> src/kernelindex/data/supersessions.jsonl
+    ki runner campaign supersede --upstream-one --at … UP1_BUNDLE... >> …   # v3 random-scalar runs instead
+    ki runner campaign supersede --no-grad --at … KB_BUNDLE... >> …           # KernelBench runs with autograd on
 
 ``--no-grad``: the KernelBench runs of runner keys 10–13 timed the forward with autograd recording (protocol
 ``…-problem-module-forward``); the re-measurement under ``torch.no_grad()`` (``…-forward-no-grad``, as KernelBench
@@ -22,7 +24,7 @@ per kernel; the older runs stay visible as history.
 protocol's minimum samples), superseded by the new bundles' runs of the same workload, region and line that are —
 a re-run after a fix of the runner itself, or of a case the campaign had under-sampled (say which in TEXT):
 
-    python bench/supersede_v3.py --rerun-of …/h200-…-r17 --reason "…" --at … …/h200-…-r17b >> …
+    ki runner campaign supersede --rerun-of …/h200-…-r17 --reason "…" --at … …/h200-…-r17b >> …
 """
 
 from __future__ import annotations
@@ -33,12 +35,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelindex.domain.manifests import digest_of
+from kernelindex.campaigns.selection import SUPERSESSIONS, VERIFIED
+from kernelindex.domain.manifests import BenchmarkProtocol, digest_of
 from kernelindex.trust.bundles import verify_directory
 
-DATA = Path(__file__).resolve().parents[1] / "src" / "kernelindex" / "data"
-VERIFIED = DATA / "verified"
-SUPERSESSIONS = DATA / "supersessions.jsonl"
 OUR_RUNNERS = "kernelindex-h200-runner-"
 UPSTREAM_REASON = ("re-measured from upstream gradient 1.0 (what loss.backward() sends; issue 19): same workload, "
                    "region and implementation line; the superseded v3 run's backward started from a random scalar")
@@ -53,13 +53,14 @@ REASON = ("re-measured under runner protocol v3 (CUPTI device time; issue 19): s
           "implementation line; the v2 figure was graph-replay or per-call-event time")
 
 
-def _runs(path: Path) -> dict[tuple[str, str, str, str], tuple[str, object]]:
+def _runs(path: Path) -> dict[tuple[str, str, str, str], tuple[str, Any]]:
     """The bundle's runs by (workload, region, implementation line, GPU product): a re-measurement on one GPU
     never replaces a run on another."""
     bundle = verify_directory(path)
-    by_digest = {digest_of(m): m for m in bundle.manifests}
-    out = {}
-    for run in bundle.runs():
+    by_digest: dict[str, Any] = {digest_of(m): m for m in bundle.manifests}
+    out: dict[tuple[str, str, str, str], tuple[str, Any]] = {}
+    runs: list[Any] = bundle.runs()
+    for run in runs:
         line = by_digest[run.spec.implementation].metadata.name or run.spec.implementation
         region = by_digest[run.spec.protocol].spec.timed_region
         product = by_digest[run.spec.environment].spec.hardware.product
@@ -78,9 +79,9 @@ def _already_superseded(supersessions: Path = SUPERSESSIONS) -> set[str]:
         return {json.loads(line)["old"] for line in handle if line.strip()}
 
 
-def _harness_version(path: Path) -> str | None:
+def harness_version(path: Path) -> str | None:
     bundle = verify_directory(path)
-    versions = {m.spec.harness.version for m in bundle.manifests if m.kind == "BenchmarkProtocol"}
+    versions = {m.spec.harness.version for m in bundle.manifests if isinstance(m, BenchmarkProtocol)}
     return versions.pop() if len(versions) == 1 else None
 
 
@@ -91,10 +92,10 @@ def _protocol_names(path: Path) -> set[str]:
 def _replaced(folder: Path, upstream_one: bool, no_grad: bool, stream: bool = False) -> bool:
     """Whether ``folder``'s runs are of the kind the new bundles replace."""
     if stream:  # v4 replaces every older protocol's run, an independent check's too: one figure per kernel
-        return _harness_version(folder) in ("1", "2", "3")
+        return harness_version(folder) in ("1", "2", "3")
     if no_grad:
         return _protocol_names(folder) == {OLD_KERNELBENCH_PROTOCOL}
-    return _harness_version(folder) in (("3",) if upstream_one else ("1", "2"))
+    return harness_version(folder) in (("3",) if upstream_one else ("1", "2"))
 
 
 def _ranked(run: Any) -> bool:
@@ -123,7 +124,7 @@ def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False, no_gr
             for key, (digest, run) in _runs(folder).items():
                 if digest not in done and not (rerun_of and _ranked(run)):
                     old.setdefault(key, []).append((digest, run))
-    out = []
+    out: list[str] = []
     if rerun_of and not reason:
         raise SystemExit("--rerun-of needs --reason: what was fixed between the two runs")
     why = (reason if rerun_of else STREAM_REASON if stream else NO_GRAD_REASON if no_grad else UPSTREAM_REASON
