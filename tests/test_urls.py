@@ -27,10 +27,37 @@ def _builder_names() -> set[str]:
             and isinstance(node.value.value, str) and re.match(r"^/[\w.]", node.value.value)}
 
 
-# the builder's own (plus the pages named since the builder began, kept should one move behind a helper)
-SITE_NAMES = "|".join(sorted(map(re.escape, _builder_names() | {
-    "operations", "implementations", "runs", "records", "gpus", "challenges", "compare", "search", "requests",
-    "feed.atom", "docs", "api", "home", "use"})))
+def mounted_paths() -> set[str]:
+    """Every path the app actually mounts (routes of included routers, mounts and plain routes alike)."""
+    from starlette.routing import BaseRoute
+
+    from kernelindex.web.api.openapi import _NoCatalog
+    from kernelindex.web.app import create_app
+
+    def walk(routes: list[BaseRoute]) -> set[str]:
+        found: set[str] = set()
+        for route in routes:
+            if (included := getattr(route, "original_router", None)) is not None:
+                found |= walk(included.routes)
+            elif isinstance(path := getattr(route, "path", None), str):
+                found.add(path)
+        return found
+
+    return walk(create_app(_NoCatalog()).router.routes)
+
+
+def declared_paths() -> set[str]:
+    """The paths and patterns the URL builder declares, each also under the API's prefix."""
+    values = [v for v in vars(urls).values() if isinstance(v, str | tuple)]
+    declared = {p for v in values for p in (v if isinstance(v, tuple) else (v,))
+                if isinstance(p, str) and p.startswith("/")}
+    return declared | {urls.api(p) for p in declared}
+
+
+MOUNTED = mounted_paths()
+# the first segment of every mounted path and of every path the builder declares; static assets are not pages
+SITE_NAMES = "|".join(sorted(map(re.escape, (_builder_names() | {p.split("/")[1] for p in MOUNTED if p != "/"})
+                                 - {urls.STATIC.strip("/")})))
 SITE_PATH = re.compile(rf"^/({SITE_NAMES})(?=$|[/?#])")
 
 
@@ -86,6 +113,12 @@ def test_the_check_sees_links_routes_and_f_strings() -> None:
     assert site_paths_written('@router.get("/workloads")\ndef f(): pass') == ["/workloads"]
     assert site_paths_written('router.post("/resolve/batch", summary="x")') == ["/resolve/batch"]
     assert site_paths_written('"""/challenges: the page."""\nx = "/static/site.css"\ny = "/opera"') == []
+
+
+def test_every_mounted_route_is_a_path_the_url_builder_declares() -> None:
+    """The app mounts no path the builder does not declare, so every link to it can be built there."""
+    assert sorted(MOUNTED - declared_paths()) == []
+    assert {urls.OPERATION, urls.api(urls.OPERATION), urls.api(urls.CLAIMS), urls.MCP} <= MOUNTED
 
 
 def test_links_are_built_as_the_pages_read_them() -> None:

@@ -28,23 +28,18 @@ from kernelindex.catalog.publish import publish_manifests
 from kernelindex.domain.canonical import ManifestSyntaxError, strict_json_loads
 from kernelindex.domain.manifests import ManifestError, Supersession, build, digest_of
 from kernelindex.readmodel.summaries import ensure_summaries
-from kernelindex.sources.aiter import import_aiter
-from kernelindex.sources.aiter.normalize import SOURCE as AITER_SOURCE
-from kernelindex.sources.base import FileTransport
-from kernelindex.sources.kernelbench import import_kernelbench
-from kernelindex.sources.kernelbench.runs import SOURCE as KERNELBENCH
-from kernelindex.sources.kernelindex_export import bundled_export_path, import_export
-from kernelindex.sources.liger import import_liger_files
-from kernelindex.sources.liger.normalize import SOURCE
+from kernelindex.sources.declaration import SourceDeclaration
+from kernelindex.sources.registry import declarations
 from kernelindex.trust.bundles import INDEX_FILE, BundleError, bundled_bundles, publish_bundle
 from kernelindex.trust.keys import bundled_runner_keys
 
 log = logging.getLogger("kernelindex.bootstrap")
 BOOTSTRAP_ACTOR = "kernelindex-bootstrap"
-EXPORT_SOURCES = ("flashinfer-bench", "gpumode-kernelbot")
+VERIFIED = "verified"  # the signed runner bundles, the trusted runner keys and the shipped supersessions
 
 
-ALL_PARTS = ("liger", "export", "aiter", "kernelbench", "verified")
+# The registered sources (sources/registry.py), in their import order, then the verified bundles.
+ALL_PARTS = (*(source.part for source in declarations()), VERIFIED)
 # What a fresh install imports: every bundled source (83,904 runs). The site-wide pages read each
 # operation's stored summary (readmodel/summaries.py), so a worker no longer loads every run for them.
 BUNDLED_PARTS = ALL_PARTS
@@ -72,18 +67,10 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
     say = say or log.info
     parts = configured_parts() if parts is None else parts
     done: list[str] = []
-    if "liger" in parts and not has_runs(catalog, SOURCE):
-        say("Importing Liger-Kernel's benchmark files…")
-        for report in import_liger_files(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR):
-            done.append(f"{SOURCE} {report.locator.rsplit('/', 1)[-1]}: {report.new.get('BenchmarkRun', 0)} runs")
-            say(f"  {done[-1]}")
-    if "export" in parts:
-        done.extend(_bundled_export(catalog, say))
-    if "aiter" in parts:
-        done.extend(_bundled_aiter(catalog, say))
-    if "kernelbench" in parts:
-        done.extend(_bundled_kernelbench(catalog, say))
-    if "verified" in parts:
+    for source in declarations():
+        if source.part in parts:
+            done.extend(_import_once(catalog, say, source))
+    if VERIFIED in parts:
         done.extend(_bundled_verified(catalog))
         done.extend(apply_shipped_supersessions(catalog))
     # After an import, or an upgrade whose code summarises differently: computed here, once, rather than
@@ -93,53 +80,15 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
     return done
 
 
-def _import_once(catalog: Catalog, say: Callable[[str], None], sources: Collection[str], announce: str,
-                 run: Callable[[], str]) -> list[str]:
-    """Import a shipped source unless the catalog holds runs of it already; ``run`` imports and says what
-    it added, in one line."""
-    if any(has_runs(catalog, source) for source in sources):
+def _import_once(catalog: Catalog, say: Callable[[str], None], source: SourceDeclaration) -> list[str]:
+    """Import a registered source's shipped copy unless the catalog holds runs of it already."""
+    if any(has_runs(catalog, name) for name in source.names):
         return []
-    say(announce)
-    line = run()
-    say(f"  {line}")
-    return [line]
-
-
-def _bundled_export(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
-    shown: set[int] = set()
-
-    def progress(done: int, total: int) -> None:
-        quarter = 4 * done // max(total, 1)
-        if quarter not in shown:
-            shown.add(quarter)
-            say(f"  mapped {done:,} of {total:,} runs")
-
-    def run() -> str:
-        report = import_export(catalog, FileTransport(bundled_export_path()), dry_run=False, actor=BOOTSTRAP_ACTOR,
-                               progress=progress)
-        return f"kernelindex-export: {report.new.get('BenchmarkRun', 0)} runs"
-
-    return _import_once(catalog, say, EXPORT_SOURCES, "Importing FlashInfer-Bench and GPU MODE KernelBot runs (the "
-                        "KernelIndex catalog export)…", run)
-
-
-def _bundled_aiter(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
-    def run() -> str:
-        report = import_aiter(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
-        return f"{AITER_SOURCE}: {report.new.get('BenchmarkRun', 0)} runs"
-
-    return _import_once(catalog, say, (AITER_SOURCE,), "Importing AMD aiter's tuned kernel tables (GEMM, fused MoE, "
-                        "Gated DeltaNet)…", run)
-
-
-def _bundled_kernelbench(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
-    def run() -> str:
-        report = import_kernelbench(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR)
-        refused = sum(report.mapped.refused.values())
-        return (f"{KERNELBENCH}: {report.new.get('BenchmarkRun', 0)} runs ({report.mapped.timed} timed, "
-                f"{report.mapped.failed} failed; {refused} entries refused with their reasons)")
-
-    return _import_once(catalog, say, (KERNELBENCH,), "Importing KernelBench's problems and baseline timings…", run)
+    say(source.announce)
+    lines = source.bundled(catalog, BOOTSTRAP_ACTOR, say)
+    for line in lines:
+        say(f"  {line}")
+    return lines
 
 
 def bundle_digest(path: Path) -> str | None:

@@ -52,6 +52,15 @@ API_ROOT_ALIASES = ("/api",)  # answer like API itself: where the reference and 
 OPENAPI_GUESSES = ("/openapi", "/openapi.json", "/docs/api")  # where people look for the schema: to API_DOCS
 REQUEST = ASKS + "/{request_id}"  # under API: one measurement request
 REPLICA = REQUEST + "/replicas/{replica}"  # under API: a runner's lease of one replica (…/heartbeat, …/complete)
+HEARTBEAT = REPLICA + "/heartbeat"  # under API: a runner renews its lease
+COMPLETE = REPLICA + "/complete"  # under API: a runner marks its replica done or failed
+CLAIMS = "/claims"  # under API: a runner claims one replica of an open request
+AUDIT = "/audit"  # under API: the audit log of every write
+CHANGES = "/changes"  # under API: what changed, for followers
+API_FALLBACK = API + "/{path:path}"  # every API path left over: a problem naming the API's documents
+MCP = "/mcp"  # the MCP server over streamable HTTP
+STATIC = "/static"  # the static assets (content-addressed: web/render.static_url)
+SWAGGER_ASSETS = STATIC + "/swagger-ui"  # the API reference's own assets
 
 _PLAIN = re.compile(r"[A-Za-z0-9._~-]*")
 Param = tuple[str, "str | int | None"]

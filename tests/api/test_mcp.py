@@ -42,6 +42,7 @@ async def _session(target: Any) -> dict[str, Any]:
         out["unknown_run"] = await client.call_tool("get_run_evidence", {"run_id": "abcdef0123"})
         out["no_gpu"] = await client.call_tool("recommend_kernel", {"query": "rope seq=2048 hidden=8192"})
         out["gpus"] = await client.call_tool("list_gpus", {})
+        out["operation_h100"] = await client.call_tool("get_operation", {"slug": "rope", "gpu": "h100"})
         first = await client.call_tool("list_changes", {"limit": 3})
         out["changes"] = [first, await client.call_tool("list_changes", {
             "since": first.structured_content["next_cursor"], "limit": 500})]
@@ -95,6 +96,28 @@ def test_every_tool_is_listed_with_a_schema_and_a_description(session: dict[str,
     for tool in session["tools"].values():
         assert tool.input_schema["type"] == "object" and len(tool.description or "") > 120
     assert session["tools"]["recommend_kernel"].input_schema["required"] == ["query"]
+
+
+def test_page_tools_take_their_views_parameters(session: dict[str, Any], api: TestClient) -> None:
+    """Issue 48 item 3: a page's tool is generated from the view's declaration, so its arguments are the page's
+    (get_operation has the page's ?gpu=, which the hand-written tool lacked) with the same patterns."""
+    from kernelindex.views.table import VIEW
+    from kernelindex.web.mcp_server.page_tools import PAGE_TOOLS
+
+    for tool, name in PAGE_TOOLS.items():
+        view = VIEW[name]
+        declared = [*([view.subject] if view.subject else []), *view.query]
+        schema = session["tools"][tool].input_schema
+        assert list(schema["properties"]) == [p.name for p in declared], tool
+        assert schema.get("required", []) == ([view.subject.name] if view.subject else []), tool
+        for param in declared:
+            text = str(schema["properties"][param.name])
+            assert (param.pattern in text) or all(choice in text for choice in param.choices), (tool, param.name)
+    answer = session["operation_h100"]
+    assert not answer.is_error
+    rest = api.get("/api/v1/operations/rope", params={"gpu": "h100"}).json()
+    mine = {k: v for k, v in answer.structured_content.items() if k != "generated_for"}  # each door's own clock
+    assert mine == {k: v for k, v in rest.items() if k != "generated_for"} and mine["asked_gpu"] == rest["asked_gpu"]
 
 
 @pytest.mark.parametrize("query", ACCEPTANCE)

@@ -9,8 +9,8 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.policy.floor import floor_estimate
 from kernelindex.readmodel.loading import load_operation
+from kernelindex.readmodel.operation_model import operation_model
 from kernelindex.readmodel.operations import build_operation_page
-from kernelindex.readmodel.recommend import build_recommendation
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
@@ -32,7 +32,7 @@ def test_backward_and_full_pages_show_their_own_region_floor(catalog: Catalog) -
             own = floor_estimate(*specs, gpus[gap.gpu], region=region, operation="embedding").floor_ns
             forward = floor_estimate(*specs, gpus[gap.gpu], operation="embedding").floor_ns
             assert gap.region == region and gap.floor_ns == own and own != forward, (region, gap.gpu)
-        answer = build_recommendation(data, digest, gpus["b200"], region, NOW)
+        answer = operation_model(data, NOW).recommendation(digest, gpus["b200"], region)
         assert answer.mode == region and answer.floor is not None
         b200 = floor_estimate(*specs, gpus["b200"], region=region, operation="embedding")
         assert answer.floor["floor_ns"] == b200.floor_ns

@@ -9,11 +9,10 @@ from datetime import UTC, datetime
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cohorts import cohorts_of
-from kernelindex.readmodel.headline import headline_slots
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label
 from kernelindex.readmodel.loading import load_all_operations
+from kernelindex.readmodel.operation_model import operation_model
 from kernelindex.readmodel.pages_common import cohort_summaries
-from kernelindex.readmodel.rows import ranked_rows
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
@@ -22,14 +21,15 @@ def test_fastest_verified_cards_share_the_timed_region_and_every_card_names_gpu_
         catalog: Catalog) -> None:
     checked = 0
     for data in load_all_operations(catalog).values():
-        cohorts = cohorts_of(data)
+        model = operation_model(data, NOW)
+        cohorts = model.cohorts
         verified_workloads = {c.workload for c in cohorts.values()
                               if c.leader is not None and c.leader.evidence in ("verified", "replicated")}
         for cohort in cohorts.values():
             if cohort.workload not in verified_workloads or not cohort.ranked:
                 continue
             region = data.protocols[cohort.protocol].spec.timed_region
-            for slot in headline_slots(data, cohort, ranked_rows(data, cohort, NOW), cohorts, NOW):
+            for slot in model.headline(cohort):
                 shown = next(c for c in cohorts.values() if cohort_key_short(c.key) == slot.cohort)
                 assert data.protocols[shown.protocol].spec.timed_region == region, (data.slug, slot.title)
                 assert gpu_label(data.environments[shown.environment]) in slot.title and region in slot.title

@@ -122,27 +122,27 @@ def test_a_backward_that_only_scales_is_shown_aside_never_ranked_headlined_or_a_
     below its verified backward cohort's ranking, labelled and unranked ("—"), with no floor ratio; it is never
     the cohort's #1, a headline card (the "Fastest verified" card seen from Liger's own benchmark cohort), a
     record holder or a margin; the floor panel's record is the fastest ranked row."""
-    from kernelindex.readmodel.cohorts import cohort_record_events, cohorts_of
-    from kernelindex.readmodel.headline import floor_view, headline_slots
-    from kernelindex.readmodel.rows import ASIDE_SENTENCE, ranked_rows
+    from kernelindex.readmodel.operation_model import operation_model
+    from kernelindex.readmodel.rows import ASIDE_SENTENCE
 
     _publish(liger_catalog, "h200-fused-linear-grpo-loss-token-20261201")
     data = load_operation(liger_catalog, "fused-linear-grpo-loss-token")
-    cohorts = cohorts_of(data)
+    model = operation_model(data, FIXED_NOW)
+    cohorts = model.cohorts
     backward = [c for c in cohorts.values()
                 if c.eligible and data.protocols[c.protocol].spec.timed_region == "backward"]
     verified = next(c for c in backward if c.aside and c.leader and c.leader.evidence == "verified")
     liger = {a.id for a in verified.aside}
     assert all(implementation_slug(data.implementations[verified.run(d).implementation]).startswith("liger-kernel-")
                for d in liger)
-    rows = ranked_rows(data, verified, FIXED_NOW)
+    rows = model.rows(verified)
     aside = [r for r in rows if r.digest in liger]
     assert aside and all(r.rank == 0 and r.rank_label == "—" and r.floor_ratio is None for r in aside)
     assert all(r.region_note == BACKWARD_WORK_NOTE and r.rationale[0] == ASIDE_SENTENCE for r in aside)
     assert rows[0].digest not in liger and rows[0].rank == 1 and verified.leader.digest not in liger
-    assert not any(e.holder in liger for e in cohort_record_events(verified))
-    panel = floor_view(data, verified, rows)
+    assert not any(e.holder in liger for e in model.records(verified))
+    panel = model.floor_view(verified)
     assert panel is not None and panel.record_ratio == rows[0].floor_ratio and panel.record_ratio > 1
     native = next(c for c in backward if c.workload == verified.workload and c.key != verified.key)
-    cards = headline_slots(data, native, ranked_rows(data, native, FIXED_NOW), cohorts, FIXED_NOW)
+    cards = model.headline(native)
     assert not any(card.row.digest in liger for card in cards)

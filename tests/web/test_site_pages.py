@@ -157,3 +157,11 @@ def test_the_api_stays_strict_and_names_the_parameter(client: TestClient, rope_k
                                                       path: str) -> None:
     answer = client.get(path.format(**rope_keys) + "?utm_source=x")
     assert answer.status_code == 400 and "utm_source" in answer.text
+
+
+@pytest.mark.parametrize(("run", "words"), [("not-hex", "is not a run id"), ("abcdef0123", "abcdef0123")])
+def test_samples_of_no_run_are_the_not_found_page(client: TestClient, run: str, words: str) -> None:
+    """The samples download reads through services.reads.samples; its Problem is the 404 page naming the id."""
+    answer = client.get(f"/runs/{run}/samples.json")
+    assert answer.status_code == 404 and words in answer.text
+

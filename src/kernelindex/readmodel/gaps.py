@@ -12,9 +12,9 @@ from datetime import datetime
 
 from kernelindex import registry, urls
 from kernelindex.policy.evidence import LEVEL_ORDER
-from kernelindex.policy.floor import floor_estimate
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.errors import BadParameter
+from kernelindex.readmodel.floors import gpu_floor
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData
@@ -90,7 +90,7 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
         if slug in covered or slug not in known:
             continue
         spec = known[slug]
-        floor = floor_estimate(*data.specs_json(selected.workload), spec, region=region, operation=data.slug)
+        floor = gpu_floor(data, selected.workload, spec, region)
         peak = floor.peak_flops_per_s if floor.bound == "compute" else None
         out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
                                _nearest(data, spec, measured, facts), floor.bound, peak / 1e12 if peak else None))

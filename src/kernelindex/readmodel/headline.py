@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Mapping
 
 from kernelindex import registry
 from kernelindex.domain.units import format_duration
@@ -10,6 +10,7 @@ from kernelindex.policy.evidence import LEVEL_ORDER, VERIFIED_LEVELS
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.floors import cohort_floors, run_floors
 from kernelindex.readmodel.labels import (
     Shown,
     cohort_key_short,
@@ -23,7 +24,7 @@ from kernelindex.readmodel.operation_select import pick_default
 from kernelindex.readmodel.operation_views import FloorView, HeadlineSlot, LanguageLeader, RankedRow
 from kernelindex.readmodel.ranking_notes import ranked_statistic_short
 from kernelindex.readmodel.region_work import skips_floor_traffic
-from kernelindex.readmodel.rows import cohort_floors, ranked_only, ranked_rows, run_floors
+from kernelindex.readmodel.rows import RowsOf, ranked_only
 
 REGION_FLOOR_WORDS = {
     "forward": "every input read once and every output written once (gathers count only the rows that can be touched)",
@@ -36,13 +37,13 @@ REGION_FLOOR_WORDS = {
 
 
 def headline_slots(
-    data: OperationData, cohort: Cohort, rows: list[RankedRow], all_cohorts: dict[str, Cohort], now: datetime
+    data: OperationData, cohort: Cohort, all_cohorts: Mapping[str, Cohort], rows_of: RowsOf
 ) -> list[HeadlineSlot]:
     """Every card names its GPU and timed region in its title, and compares like with like: a card titled
     "Fastest …" holds the fastest eligible run of its evidence (or stronger) for the workload among the
     cohorts of the same region, statistic and GPU (issue 43 item 2), else the selected cohort's first row is
     called its leader. Rows that do another region's work are never a card (item 5)."""
-    rows = ranked_only(rows)
+    rows = ranked_only(rows_of(cohort))
     if not rows:
         return []
     label = cohort_label(data.environments[cohort.environment], data.protocols[cohort.protocol])
@@ -61,7 +62,7 @@ def headline_slots(
         title = f"{first} {leader.evidence} · {leader.implementation.availability} · {where}"
         slots.append(_slot("fastest_not_usable", title, leader, None, cohort, label))
     shown = [cohort] * len(slots)
-    verified = _fastest_verified(data, cohort, all_cohorts, now)
+    verified = _fastest_verified(data, cohort, all_cohorts, rows_of)
     if verified and verified[0].row.digest != leader.digest:
         slots.append(verified[0])
         shown.append(verified[1])
@@ -108,7 +109,7 @@ def comparable(data: OperationData, a: Cohort, b: Cohort) -> bool:
             and ranked_statistic_short(data, a) == ranked_statistic_short(data, b))
 
 
-def _is_fastest(data: OperationData, cohort: Cohort, leader: RankedRow, all_cohorts: dict[str, Cohort]) -> bool:
+def _is_fastest(data: OperationData, cohort: Cohort, leader: RankedRow, all_cohorts: Mapping[str, Cohort]) -> bool:
     """No comparable cohort ranks a faster row of the leader's evidence or stronger."""
     level = LEVEL_ORDER[leader.evidence]
     return not any(e.item.median_ns < leader.median_ns and LEVEL_ORDER[e.item.evidence] <= level
@@ -121,7 +122,7 @@ def _fastest_verified_row(cohort: Cohort) -> int | None:
 
 
 def _fastest_verified(
-    data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort], now: datetime
+    data: OperationData, selected: Cohort, all_cohorts: Mapping[str, Cohort], rows_of: RowsOf
 ) -> tuple[HeadlineSlot, Cohort] | None:
     """The fastest verified row of the workload and region: on the selected cohort's GPU when a comparable
     cohort has one, else on the GPU the default rule leads with among the verified cohorts."""
@@ -135,7 +136,7 @@ def _fastest_verified(
     if not group:
         return None
     best = min(group, key=lambda c: (_fastest_verified_row(c) or 0, c.key))
-    rows = ranked_only(ranked_rows(data, best, now))
+    rows = ranked_only(rows_of(best))
     row = min((r for r in rows if r.evidence in VERIFIED_LEVELS), key=lambda r: r.median_ns)
     label = cohort_label(data.environments[best.environment], data.protocols[best.protocol])
     slot = _slot("fastest_verified", f"Fastest verified · {_where(data, best)}", row, None, best, label)

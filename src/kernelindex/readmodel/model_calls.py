@@ -23,7 +23,8 @@ from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import workload_key, workload_label
 from kernelindex.readmodel.loading import OperationData, load_operation
-from kernelindex.readmodel.recommend import UseAnswer, build_recommendation
+from kernelindex.readmodel.operation_model import operation_model
+from kernelindex.readmodel.recommend import UseAnswer
 from kernelindex.registry import GpuSpec
 
 NEAR = 2.0  # a nearest workload within this factor on every axis enters the step's estimate
@@ -138,7 +139,7 @@ def _answer(data: OperationData, candidate: Candidate, base: CallAnswer, step: S
 
 def _figure(data: OperationData, base: CallAnswer, digest: str, candidate: Candidate, gpu: GpuSpec,
             step: Step, now: datetime) -> None:
-    rec = build_recommendation(data, digest, gpu, step.region, now)
+    rec = operation_model(data, now).recommendation(digest, gpu, step.region)
     base.workload = _workload(data, digest)
     base.differs = _differs(data, digest, candidate)
     if not rec.answers:

@@ -17,10 +17,10 @@ from kernelindex.policy.selection import (
 )
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.errors import BadSelection
+from kernelindex.readmodel.floors import floor_bytes
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.readmodel.operation_views import OtherGpu
-from kernelindex.readmodel.rows import floor_bytes
 
 
 def cohort_choice(data: OperationData, c: Cohort) -> CohortChoice:

@@ -1,5 +1,6 @@
 """Operation answers: the index of operations and the operation page (also its JSON twin and the
-CLI's view). Everything is computed from loaded catalog data with the policy functions."""
+CLI's view). The page is a projection of the operation's model (``readmodel.operation_model``): it lays
+out what the model derived and enters no policy rule itself (tests/test_architecture.py)."""
 
 from __future__ import annotations
 
@@ -10,42 +11,31 @@ from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.manifests import stored_json
-from kernelindex.policy.ratios import ratio
-from kernelindex.readmodel.cohorts import Cohort, cohorts_of
-from kernelindex.readmodel.gaps import asked_gpu, not_measured, on_gpu
-from kernelindex.readmodel.headline import fastest_by_language, floor_view, headline_slots
+from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.labels import (
     Shown,
     axis_order,
     cohort_key_short,
     cohort_label,
     gpu_label,
-    implementation_slug,
     implementation_title,
     protocol_label,
     tell_apart,
     workload_key,
     workload_label,
 )
-from kernelindex.readmodel.leaderboard import leaderboards
 from kernelindex.readmodel.loading import OperationData, Run, load_operation
-from kernelindex.readmodel.memory import memory_panel
-from kernelindex.readmodel.operation_select import other_gpus, select
+from kernelindex.readmodel.operation_model import OperationModel, operation_model
 from kernelindex.readmodel.operation_views import (
     CohortOption,
-    ImplementationSummary,
     OperationPage,
     OperationSummary,
-    RankedRow,
     SourceSummary,
     WorkloadSummary,
 )
 from kernelindex.readmodel.other_dtype import other_dtype_sections
-from kernelindex.readmodel.ranking_notes import ranked_statistic, ranking_notes
+from kernelindex.readmodel.ranking_notes import ranked_statistic
 from kernelindex.readmodel.requests import ask_url
-from kernelindex.readmodel.rows import implementation_ref, ranked_only, ranked_rows
-from kernelindex.readmodel.scaling import scaling_chart
-from kernelindex.readmodel.shapes import shape_table
 from kernelindex.readmodel.source_notices import source_notice
 from kernelindex.readmodel.summaries import operation_summaries
 
@@ -75,56 +65,45 @@ def operation_page(
 def build_operation_page(
     data: OperationData, *, workload: str | None, cohort: str | None, now: datetime, gpu: str | None = None,
 ) -> OperationPage:
-    all_cohorts = cohorts_of(data)
-    eligible = [r for r in data.runs if r.eligible]
-    eligible_by_workload: dict[str, int] = defaultdict(int)
-    for r in eligible:
-        eligible_by_workload[r.workload] += 1
-    asked = asked_gpu(gpu)
-    selected_workload, workload_cohorts, selected = select(
-        data, all_cohorts, eligible_by_workload, workload, cohort, asked)
-    asked_gap = not_measured(data, selected, all_cohorts, [asked.slug])[0] \
-        if asked and selected and not on_gpu(data, workload_cohorts, asked.slug) else None
-    if asked_gap and asked_gap.nearest and not cohort:  # show the nearest measured GPU's cohort below
-        selected = next((c for c in workload_cohorts if cohort_key_short(c.key) == asked_gap.nearest.cohort), selected)
-    rows = ranked_rows(data, selected, now) if selected else []
-    page = OperationPage(
+    """The page as a projection of the operation's model (``readmodel.operation_model``)."""
+    model = operation_model(data, now)
+    chosen = model.select(workload, cohort, gpu)
+    selected, workload_cohorts, gap = chosen.cohort, chosen.cohorts, chosen.asked_gap
+    rows = model.rows(selected) if selected else []
+    return OperationPage(
         slug=data.slug,
         title=data.title,
         description=data.operation.metadata.description or "",
         digest=data.digest,
         digest_short=short_digest(data.digest),
         family=data.operation.spec.family,
-        eligible_runs=len(eligible),
+        eligible_runs=model.eligible_runs,
         semantics=_semantics(data),
-        workloads=_workload_summaries(data, eligible_by_workload, selected_workload, selected, all_cohorts),
-        selected_workload=workload_key(selected_workload) if selected_workload else None,
-        cohorts=_distinguished([(c, _cohort_summary(data, c, selected)) for c in _ordered(data, workload_cohorts)]),
+        workloads=_workload_summaries(model, chosen.workload, selected),
+        selected_workload=workload_key(chosen.workload) if chosen.workload else None,
+        cohorts=_distinguished([(c, _cohort_summary(data, c, selected)) for c in model.ordered(workload_cohorts)]),
         selected_cohort=cohort_key_short(selected.key) if selected else None,
         cohort_line=_cohort_line(data, selected) if selected else None,
-        headline=headline_slots(data, selected, rows, all_cohorts, now) if selected else [],
-        fastest_by_language=fastest_by_language(ranked_only(rows)),
-        coverage_gaps=_coverage_gaps(data, workload_cohorts),
-        coverage_asks=_coverage_asks(data, workload_cohorts, selected_workload),
-        floor=floor_view(data, selected, rows) if selected else None,
+        headline=model.headline(selected) if selected else [],
+        fastest_by_language=model.language_leaders(selected) if selected else [],
+        coverage_gaps=[registry.gpus()[g].short for g in model.missing_gpus(workload_cohorts)],
+        coverage_asks=_coverage_asks(model, workload_cohorts, chosen.workload),
+        floor=model.floor_view(selected) if selected else None,
         ranked=rows,
         not_ranked=_not_ranked(data, selected) if selected else [],
-        scaling=scaling_chart(data, selected, all_cohorts) if selected else None,
-        implementations=_implementation_summaries(data, selected, rows),
+        scaling=model.scaling(selected) if selected else None,
+        implementations=model.implementation_lines(selected),
         sources=_sources(data),
-        shapes=shape_table(data, selected, all_cohorts) if selected else None,
-        not_measured=[g for g in not_measured(data, selected, all_cohorts) if not asked_gap or g.gpu != asked_gap.gpu]
-        if selected else [],
-        asked_gpu=asked_gap,
-        json_url=_json_url(data.slug, selected_workload, selected, asked_gap.gpu if asked_gap else None),
-        memory=memory_panel(data, selected_workload, selected.environment if selected else None,
-                            [r.implementation.slug for r in rows]),
-        leaderboards=leaderboards(data),
-        ranking_notes=ranking_notes(data, selected, rows, workload_cohorts),
-        other_gpus=other_gpus(data, workload_cohorts, selected, workload),
+        shapes=model.shapes(selected) if selected else None,
+        not_measured=[g for g in model.gaps(selected) if not gap or g.gpu != gap.gpu] if selected else [],
+        asked_gpu=gap,
+        json_url=_json_url(data.slug, chosen.workload, selected, gap.gpu if gap else None),
+        memory=model.memory(chosen.workload, selected),
+        leaderboards=model.leaderboards(),
+        ranking_notes=model.ranking_notes(selected, workload_cohorts),
+        other_gpus=model.other_gpus(chosen, workload),
         generated_for=now,
     )
-    return page
 
 
 def _json_url(slug: str, workload: str | None, cohort: Cohort | None, gpu: str | None = None) -> str:
@@ -166,13 +145,12 @@ def _provenance(data: OperationData) -> dict:
     return out
 
 
-def _workload_summaries(
-    data: OperationData, eligible_by_workload: dict[str, int], selected: str | None,
-    selected_cohort: Cohort | None = None, all_cohorts: dict[str, Cohort] | None = None,
-) -> list[WorkloadSummary]:
+def _workload_summaries(model: OperationModel, selected: str | None,
+                        selected_cohort: Cohort | None) -> list[WorkloadSummary]:
     """Workloads in numeric axis order; each links to the selected cohort's GPU and protocol when measured there."""
+    data, eligible_by_workload = model.data, model.eligible_by_workload
     same_setup = {
-        c.workload: cohort_key_short(c.key) for c in (all_cohorts or {}).values()
+        c.workload: cohort_key_short(c.key) for c in model.cohorts.values()
         if selected_cohort and c.eligible and c.environment == selected_cohort.environment
         and c.protocol == selected_cohort.protocol
     }
@@ -194,19 +172,6 @@ def _workload_summaries(
         )
         for d in ordered
     ]
-
-
-def _ordered(data: OperationData, cohorts: list[Cohort]) -> list[Cohort]:
-    from kernelindex.policy.selection import MODE_ORDER
-
-    def key(c: Cohort) -> tuple:
-        return (
-            MODE_ORDER.get(data.protocols[c.protocol].spec.timed_region, 9),
-            gpu_label(data.environments[c.environment]),
-            c.key,
-        )
-
-    return sorted(cohorts, key=key)
 
 
 def _cohort_summary(data: OperationData, cohort: Cohort, selected: Cohort | None) -> CohortOption:
@@ -254,23 +219,12 @@ def _cohort_line(data: OperationData, cohort: Cohort) -> dict:
     }
 
 
-def _missing_gpus(data: OperationData, cohorts: list[Cohort]) -> list[str]:
-    covered = {gpu.slug for c in cohorts if (gpu := data.gpu_of(c.environment)) is not None}
-    return [g for g in registry.priority_gpus() if g not in covered]
-
-
-def _coverage_gaps(data: OperationData, cohorts: list[Cohort]) -> list[str]:
-    return [registry.gpus()[g].short for g in _missing_gpus(data, cohorts)]
-
-
-def _coverage_asks(data: OperationData, cohorts: list[Cohort], workload: str | None) -> list[dict[str, str]]:
+def _coverage_asks(model: OperationModel, cohorts: list[Cohort], workload: str | None) -> list[dict[str, str]]:
     """"Ask for this measurement" on each priority GPU the selected workload lacks."""
     if workload is None:
         return []
-    return [{"gpu": g, "label": registry.gpus()[g].short, "url": ask_url(data.slug, workload_key(workload), g)}
-            for g in _missing_gpus(data, cohorts)]
-
-
+    return [{"gpu": g, "label": registry.gpus()[g].short, "url": ask_url(model.data.slug, workload_key(workload), g)}
+            for g in model.missing_gpus(cohorts)]
 
 
 def _not_ranked(data: OperationData, cohort: Cohort) -> list[dict]:
@@ -285,35 +239,6 @@ def _not_ranked(data: OperationData, cohort: Cohort) -> list[dict]:
         for r in cohort.runs
         if not r.eligible
     ]
-
-
-def _implementation_summaries(
-    data: OperationData, cohort: Cohort | None, rows: list[RankedRow]
-) -> list[ImplementationSummary]:
-    lines: dict[str, list[Run]] = defaultdict(list)
-    for run in data.runs:
-        if run.eligible:
-            lines[implementation_slug(data.implementations[run.implementation])].append(run)
-    leader = next((r.median_ns for r in rows if r.rank), None)
-    summaries = []
-    for slug, runs in sorted(lines.items()):
-        in_cohort = [r for r in rows if r.implementation.slug == slug]
-        best = in_cohort[0] if in_cohort else None
-        newest = max(runs, key=lambda r: r.observed_at)
-        # Availability follows the revision measured in the selected cohort, else the newest one.
-        summaries.append(
-            ImplementationSummary(
-                implementation=best.implementation if best else implementation_ref(data, newest.implementation),
-                workloads_measured=len({r.workload for r in runs}),
-                best_ns_in_cohort=best.median_ns if best else None,
-                vs_leader=ratio(best.median_ns, leader) if best else None,
-                best_run_id=best.run_id if best else None,
-                evidence=best.evidence if best else None,
-            )
-        )
-    return sorted(
-        summaries, key=lambda s: (s.best_ns_in_cohort is None, s.best_ns_in_cohort or 0, s.implementation.slug)
-    )
 
 
 def _sources(data: OperationData) -> list[SourceSummary]:

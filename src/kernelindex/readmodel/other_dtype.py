@@ -14,9 +14,7 @@ from functools import lru_cache
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.policy.other_dtype import RelationRule, counterparts, dtype_words, same_shape_other_dtype
-from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.errors import NotFound
-from kernelindex.readmodel.headline import floor_view
 from kernelindex.readmodel.labels import (
     cohort_key_short,
     gpu_label,
@@ -26,9 +24,9 @@ from kernelindex.readmodel.labels import (
     workload_label,
 )
 from kernelindex.readmodel.loading import OperationData, load_operation
+from kernelindex.readmodel.operation_model import operation_model
 from kernelindex.readmodel.operation_views import OtherDtypeCohort, OtherDtypeSection
 from kernelindex.readmodel.ranking_notes import ranked_statistic
-from kernelindex.readmodel.rows import ranked_rows
 
 
 def rules() -> list[RelationRule]:
@@ -68,10 +66,10 @@ def _fill(section: OtherDtypeSection, other: OperationData, axes: dict[str, int]
     section.workload, section.workload_label = workload_key(match), workload_label(other.operation,
                                                                                     other.workloads[match])
     section.workload_url = urls.operation(other.slug, ("workload", section.workload))
-    for cohort in (c for c in cohorts_of(other).values() if c.workload == match and c.eligible):
-        rows = ranked_rows(other, cohort, now)
+    model = operation_model(other, now)
+    for cohort in (c for c in model.cohorts.values() if c.workload == match and c.eligible):
         leader = cohort.leader
-        floor = floor_view(other, cohort, rows)
+        floor = model.floor_view(cohort)
         section.cohorts.append(OtherDtypeCohort(
             gpu=gpu_label(other.environments[cohort.environment]),
             mode=other.protocols[cohort.protocol].spec.timed_region,

@@ -12,25 +12,23 @@ why) and the asked GPU's floor estimate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from kernelindex import registry, urls
+from kernelindex import urls
 from kernelindex.domain.manifests import manifest_json
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
 from kernelindex.policy.evidence import VERIFIED_LEVELS
-from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort, cohorts_of
-from kernelindex.readmodel.errors import NotFound
+from kernelindex.readmodel.floors import gpu_floor, run_floors
 from kernelindex.readmodel.gaps import measured_gpus, nearest_gpu
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, workload_key, workload_label
-from kernelindex.readmodel.loading import OperationData, Run, load_operation
+from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.operation_select import pick_default
 from kernelindex.readmodel.operation_views import ImplementationRef, RankedRow
-from kernelindex.readmodel.rows import ranked_only, ranked_rows, run_floors
+from kernelindex.readmodel.rows import RowsOf, ranked_only
 from kernelindex.readmodel.snippets import python_snippet
 from kernelindex.registry import GpuSpec
 
@@ -89,41 +87,14 @@ class Recommendation(JsonModel):
     note: str = "Never compared across cohorts: each answer is the fastest usable run inside its own cohort."
 
 
-def recommend(catalog: Any, slug: str, workload: str, gpu_slug: str, *, mode: str | None = None,
-              now: datetime) -> Recommendation:
-    """``workload`` is a workload digest (or its 12-digit key) of operation ``slug``."""
-    data = load_operation(catalog, slug)
-    digest = next((d for d in data.workloads if workload in (d, workload_key(d))), None)
-    if digest is None:
-        raise NotFound(f"workload {workload!r} is not a workload of {slug}")
-    gpu = registry.gpus().get(gpu_slug)
-    if gpu is None:
-        raise NotFound(f"no GPU {gpu_slug!r} in the datasheet table; list them at /api/v1/gpus")
-    return build_recommendation(data, digest, gpu, mode, now)
-
-
-def recommend_for_cohort(catalog: Any, slug: str, cohort: str, *, now: datetime
-                         ) -> Recommendation | None:
-    """The operation page's "Use this" box: the recommendation for the selected cohort's workload, GPU
-    and timed region (None when the cohort's GPU is not in the datasheet table)."""
-    data = load_operation(catalog, slug)
-    chosen = next((c for c in cohorts_of(data).values() if cohort in (c.key, cohort_key_short(c.key))), None)
-    if chosen is None:
-        raise NotFound(f"cohort {cohort!r} is not a cohort of {slug}")
-    gpu = data.gpu_of(chosen.environment)
-    if gpu is None:
-        return None
-    return build_recommendation(data, chosen.workload, gpu, _mode(data, chosen), now)
-
-
 def build_recommendation(data: OperationData, digest: str, gpu: GpuSpec, mode: str | None,
-                         now: datetime) -> Recommendation:
+                         rows_of: RowsOf) -> Recommendation:
     measured = [c for c in cohorts_of(data).values() if c.workload == digest and c.eligible]
     region = mode or _default_region(data, measured)
     in_region = [c for c in measured if _mode(data, c) == region]
-    answers = _answers_on(data, in_region, gpu.slug, now)
-    nearest = None if answers else _nearest(data, in_region, gpu, now)
-    floor = floor_estimate(*data.specs_json(digest), gpu, region=region, operation=data.slug)
+    answers = _answers_on(data, in_region, gpu.slug, rows_of)
+    nearest = None if answers else _nearest(data, in_region, gpu, rows_of)
+    floor = gpu_floor(data, digest, gpu, region)
     what = f"{data.slug} · {workload_label(data.operation, data.workloads[digest])} · {region}"
     if answers:
         status, message = "measured", f"Measured on {gpu.short} for {what}."
@@ -163,7 +134,7 @@ def _default_region(data: OperationData, cohorts: list[Cohort]) -> str:
     return max(sorted(set(regions)), key=regions.count)
 
 
-def _answers_on(data: OperationData, cohorts: list[Cohort], gpu: str, now: datetime) -> list[UseAnswer]:
+def _answers_on(data: OperationData, cohorts: list[Cohort], gpu: str, rows_of: RowsOf) -> list[UseAnswer]:
     on_gpu = [c for c in cohorts if _gpu_slug(data, c) == gpu]
     if not on_gpu:
         return []
@@ -175,11 +146,11 @@ def _answers_on(data: OperationData, cohorts: list[Cohort], gpu: str, now: datet
     if picks[0][1] == picks[1][1]:
         picks = [("verified+default", picks[0][1])]
     by_key = {c.key: c for c in on_gpu}
-    return [_answer(data, by_key[key], kind, now) for kind, key in picks if key]
+    return [_answer(data, by_key[key], kind, rows_of) for kind, key in picks if key]
 
 
-def _answer(data: OperationData, cohort: Cohort, kind: str, now: datetime) -> UseAnswer:
-    rows = ranked_only(ranked_rows(data, cohort, now)) or ranked_rows(data, cohort, now)
+def _answer(data: OperationData, cohort: Cohort, kind: str, rows_of: RowsOf) -> UseAnswer:
+    rows = ranked_only(rows_of(cohort)) or rows_of(cohort)
     usable = next((r for r in rows if r.implementation.usable), None)
     row = usable or rows[0]
     run = cohort.run(row.digest)
@@ -214,12 +185,12 @@ def _evidence_line(data: OperationData, run: Run, row: RankedRow) -> str:
     return f"{row.evidence.capitalize()} · {source} · observed {observed}{zone} · {EVIDENCE_SENTENCES[row.evidence]}"
 
 
-def _nearest(data: OperationData, cohorts: list[Cohort], asked: GpuSpec, now: datetime) -> NearestGpu | None:
+def _nearest(data: OperationData, cohorts: list[Cohort], asked: GpuSpec, rows_of: RowsOf) -> NearestGpu | None:
     nearest = nearest_gpu(asked, measured_gpus(data, cohorts))
     if nearest is None:
         return None
     best, why = nearest
-    return NearestGpu(best.slug, best.short, best.bandwidth_gbps, why, _answers_on(data, cohorts, best.slug, now))
+    return NearestGpu(best.slug, best.short, best.bandwidth_gbps, why, _answers_on(data, cohorts, best.slug, rows_of))
 
 
 def _rounded(value: float | None) -> float | None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from datetime import datetime
 
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.capture import capture_failure_sentence
 from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
-from kernelindex.policy.floor import FloorEstimate, compulsory_traffic, floor_estimate
-from kernelindex.policy.gathers import recorded_distinct_ids
 from kernelindex.policy.ranking import Ranked
 from kernelindex.policy.selection import (
     baseline_multiple,
@@ -18,6 +16,9 @@ from kernelindex.policy.staleness import is_stale
 from kernelindex.policy.statistics import statistic_word
 from kernelindex.readmodel.cohorts import ASIDE_WORDS, Cohort
 from kernelindex.readmodel.court import reproduction_json
+from kernelindex.readmodel.floors import cohort_floors, own_floors
+from kernelindex.readmodel.floors import floor_for as floor_for  # re-exported: run and compare pages read them here
+from kernelindex.readmodel.floors import run_floors as run_floors
 from kernelindex.readmodel.labels import (
     implementation_slug,
     implementation_title,
@@ -51,48 +52,6 @@ def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
     )
 
 
-def floor_for(
-    data: OperationData, workload: str, environment: str, protocol: str | None = None, *,
-    distinct_ids: Mapping[str, int] | None = None,
-) -> tuple[FloorEstimate, FloorEstimate | None] | None:
-    """(physical floor, attainable floor) of the protocol's timed region (forward without one); the
-    attainable floor is None where the GPU was never measured by a runner nor ran a verified run.
-    ``distinct_ids``: a run's recorded distinct ids (``run_floors``), so a gather counts the rows it read."""
-    gpu = data.gpu_of(environment)
-    if gpu is None:
-        return None
-    op_spec, wl_spec = data.specs_json(workload)
-    if not op_spec["inputs"] and not op_spec["outputs"]:
-        return None  # an operation that declares no tensors (their shapes not known): no floor to estimate
-    region = data.protocols[protocol].spec.timed_region if protocol else "forward"
-    physical = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug, distinct_ids=distinct_ids)
-    seen = data.attainable.get(gpu.slug)
-    attainable = floor_estimate(op_spec, wl_spec, gpu, region=region, operation=data.slug,
-                                attainable=seen, distinct_ids=distinct_ids) if seen else None
-    return physical, attainable
-
-
-def run_floors(data: OperationData, run: Run) -> tuple[FloorEstimate, FloorEstimate | None] | None:
-    """The floors of one run: its workload's, counting the gathered rows the run recorded reading (issue 20
-    item 2); a run that recorded no count has its workload's floors (the expectation, labelled)."""
-    return floor_for(data, run.workload, run.environment, run.protocol,
-                     distinct_ids=recorded_distinct_ids(run.spec.timing.raw) or None)
-
-
-def cohort_floors(data: OperationData, cohort: Cohort) -> tuple[FloorEstimate, FloorEstimate | None] | None:
-    """The floors a cohort's panel shows: where every eligible run recorded its distinct ids, the fewest
-    any of them read (so the floor bounds each row); otherwise the workload's (the expectation)."""
-    counts = [recorded_distinct_ids(r.spec.timing.raw) for r in cohort.eligible]
-    names = set.intersection(*(set(c) for c in counts)) if counts else set()
-    fewest = {name: min(c[name] for c in counts) for name in names}
-    return floor_for(data, cohort.workload, cohort.environment, cohort.protocol, distinct_ids=fewest or None)
-
-
-def floor_bytes(data: OperationData, workload: str) -> int:
-    traffic = compulsory_traffic(*data.specs_json(workload))
-    return sum(t.bytes for t in traffic)
-
-
 def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[RankedRow]:
     baselines = [  # each baseline's row figure (its replicates summarised), never one fast replicate
         e.item.median_ns for e in cohort.ranked
@@ -115,8 +74,7 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
     if floors:  # latency cohorts; a memory metric would have no floor ratio or throughput
         for row in (r for r in rows if not skips_floor_traffic(r.region_note)):
             run = cohort.run(row.digest)
-            own = run_floors(data, run) if recorded_distinct_ids(run.spec.timing.raw) else None
-            physical = (own or floors)[0]
+            physical = (own_floors(data, run) or floors)[0]
             row.floor_ratio = physical.ratio(row.median_ns)
             rate = physical.throughput(row.median_ns)
             row.throughput, row.throughput_unit = rate if rate else (None, None)
@@ -125,6 +83,8 @@ def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[Rank
 
 
 ASIDE_SENTENCE = ASIDE_WORDS
+
+RowsOf = Callable[[Cohort], list[RankedRow]]  # a cohort's ranked rows, as the operation model keeps them
 
 
 def ranked_only(rows: list[RankedRow]) -> list[RankedRow]:

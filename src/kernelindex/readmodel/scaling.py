@@ -7,9 +7,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelindex.domain.specs import WorkloadCaseBody
-from kernelindex.policy.floor import floor_estimate
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.floors import gpu_floor
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import (
     axis_order,
@@ -133,6 +133,6 @@ def _floor_points(data: OperationData, group: list[str], axis: str, environment:
         return []
     points = []
     for w in group:
-        estimate = floor_estimate(*data.specs_json(w), gpu, region=region, operation=data.slug)
+        estimate = gpu_floor(data, w, gpu, region)
         points.append({"x": data.workloads[w].spec.axes[axis], "floor_ns": estimate.floor_ns})
     return sorted(points, key=lambda p: p["x"])

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from kernelindex.catalog.db import Catalog
-from kernelindex.readmodel.recommend import recommend
+from kernelindex.readmodel.operation_model import recommend
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS, parse_query
 from kernelindex.resolve.interpret import canonical_query
 from kernelindex.resolve.request import ResolveRequest

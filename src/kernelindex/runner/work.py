@@ -61,7 +61,7 @@ class Server:
     def claim(self, gpu: str, runner: RunnerIdentity) -> dict[str, Any] | None:
         """Claim work, proving with a claim signed by the runner's private key that this is the runner."""
         body = signed_claim(load_private_key(runner.key_path), gpu)
-        response = self._post("/claims", json=body)
+        response = self._post(urls.CLAIMS, json=body)
         if response.status_code == 204:
             return None
         return _ok(response, "claiming a request")

@@ -15,17 +15,19 @@ from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import KINDS, MANIFEST_MODELS, ManifestError, digest_of, parse_manifest
 from kernelindex.readmodel.cache import kept
-from kernelindex.readmodel.changes import BadCursor, list_changes
+from kernelindex.readmodel.changes import FEED_SIZE, BadCursor, Change, latest_changes, list_changes
 from kernelindex.readmodel.listings import implementations_list, workloads_list
 from kernelindex.readmodel.operations import operations_index
 from kernelindex.readmodel.pages_gpus import gpus_index
 from kernelindex.readmodel.requests import requests_listing
+from kernelindex.readmodel.runs import run_samples
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.service import Refusal, resolve_structured, search
 from kernelindex.resolve.source import CatalogCohortSource
 from kernelindex.resolve.use import use_text
 from kernelindex.services.problems import READ_ERRORS, Answer, Problem, field_errors, read_refusal
+from kernelindex.views.params import RUN_ID, check_subject
 from kernelindex.views.table import VIEW
 
 MAX_BATCH = 50
@@ -71,6 +73,19 @@ def workloads(catalog: Catalog, operation: str | None) -> list[Answer] | Problem
         return Problem("not_found", f"no operation {operation!r} in the catalog; list them at "
                                     f"{urls.api(urls.OPERATIONS)}")
     return _index(catalog, ("workloads", operation), lambda: workloads_list(catalog, operation))
+
+
+def samples(catalog: Catalog, run_id: str) -> Answer | Problem:
+    """A run's raw timing samples, as its signed bundle carries them (``/runs/{id}/samples.json``)."""
+    try:
+        return run_samples(catalog, check_subject(RUN_ID, run_id))
+    except READ_ERRORS as exc:
+        return read_refusal(exc)
+
+
+def feed(catalog: Catalog, now: datetime) -> list[Change]:
+    """The latest changes the Atom feed lists (``/feed.atom``), newest first."""
+    return latest_changes(catalog, FEED_SIZE, now=now)
 
 
 def changes(catalog: Catalog, now: datetime, since: str | None, limit: int) -> Answer | Problem:

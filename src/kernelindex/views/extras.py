@@ -11,7 +11,8 @@ from typing import Any
 from kernelindex import urls
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.model_challenges import ModelCallChallenge, model_call_challenges
-from kernelindex.readmodel.recommend import Recommendation, recommend_for_cohort
+from kernelindex.readmodel.operation_model import recommend_for_cohort
+from kernelindex.readmodel.recommend import Recommendation
 from kernelindex.resolve.interpret import canonical_query
 from kernelindex.resolve.request import ResolveRequest
 

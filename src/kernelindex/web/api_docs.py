@@ -20,7 +20,7 @@ from kernelindex.web.pages import canonical_link
 from kernelindex.web.render import render
 
 ASSETS_PACKAGE = "fastapi_offline"  # its ``static/`` folder: swagger-ui-bundle.js, swagger-ui.css
-ASSETS_PATH = "/static/swagger-ui"
+ASSETS_PATH = urls.SWAGGER_ASSETS
 
 router = APIRouter(include_in_schema=False)
 

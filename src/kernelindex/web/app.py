@@ -168,7 +168,7 @@ def create_app(catalog: Any | None = None, *, clock: Callable[[], datetime] | No
 
     mount_mcp(app)  # /mcp: the MCP server over streamable HTTP (docs/agents.md)
     api_docs.mount_assets(app)  # /static/swagger-ui, before /static
-    app.mount("/static", StaticFiles(packages=[("kernelindex.web", "static")]), name="static")
+    app.mount(urls.STATIC, StaticFiles(packages=[("kernelindex.web", "static")]), name="static")
     return app
 
 

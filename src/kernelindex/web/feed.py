@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from kernelindex import urls
-from kernelindex.readmodel.changes import FEED_SIZE, latest_changes
+from kernelindex.services import reads
 from kernelindex.web.render import environment
 
 router = APIRouter(include_in_schema=False)
@@ -18,7 +18,7 @@ FEED_TAG = "tag:kernelindex,2026:feed"
 
 @router.get(urls.FEED)
 def feed(request: Request) -> Response:
-    changes = latest_changes(request.app.state.catalog, FEED_SIZE, now=request.app.state.clock())
+    changes = reads.feed(request.app.state.catalog, request.app.state.clock())
     updated = max((c.at for c in changes), default=datetime(2024, 1, 1, tzinfo=UTC)).isoformat()
     base = configured_base_url(request)  # never the Host header: the answer is cached and shared
     body = environment().get_template("feed.atom.xml").render(changes=changes, updated=updated, base=base,

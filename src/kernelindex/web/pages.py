@@ -12,7 +12,7 @@ from datetime import datetime
 from difflib import get_close_matches
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, Response
 
 from kernelindex import registry, urls
 from kernelindex.services import reads
-from kernelindex.services.problems import READ_ERRORS, read_refusal
+from kernelindex.services.problems import READ_ERRORS, Problem, read_refusal
 from kernelindex.views.table import VIEW, View
 from kernelindex.web.answer_cache import keeps_answers
 from kernelindex.web.charts import ChartError, render_scaling_svg
@@ -77,11 +77,15 @@ def page_errors(request: Request) -> Iterator[None]:
     try:
         yield
     except READ_ERRORS as exc:
-        problem = read_refusal(exc)
-        title = "Not found" if problem.status == 404 else "Bad request"
-        problems = [{"parameter": e["field"], "message": e["message"]} for e in problem.errors]
-        suggestions = suggestions_for_path(request) if problem.status == 404 else []
-        raise PageError(ErrorPage(problem.status, title, problem.detail, problems, suggestions)) from None
+        problem_page(request, read_refusal(exc))
+
+
+def problem_page(request: Request, problem: Problem) -> NoReturn:
+    """A service's Problem as the helpful error page."""
+    title = "Not found" if problem.status == 404 else "Bad request"
+    problems = [{"parameter": e["field"], "message": e["message"]} for e in problem.errors]
+    suggestions = suggestions_for_path(request) if problem.status == 404 else []
+    raise PageError(ErrorPage(problem.status, title, problem.detail, problems, suggestions)) from None
 
 
 def html_with_etag(request: Request, build: Callable[[], HTMLResponse],

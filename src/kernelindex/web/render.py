@@ -28,7 +28,7 @@ def static_digest(name: str) -> str:
 
 def static_url(name: str) -> str:
     """Content-addressed URL, so static assets can be cached as immutable."""
-    return f"/static/{name}?v={static_digest(name)}"
+    return f"{urls.STATIC}/{name}?v={static_digest(name)}"
 
 
 def digest_label(digest: str | None, digits: int = 12) -> str:

@@ -6,10 +6,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from kernelindex import urls
-from kernelindex.readmodel.runs import run_samples
-from kernelindex.views.params import RUN_ID, check_subject, read_query
+from kernelindex.services import reads
+from kernelindex.services.problems import Problem
+from kernelindex.views.params import read_query
 from kernelindex.web.answer_cache import keeps_answers
-from kernelindex.web.pages import catalog_of, page_errors, query_of
+from kernelindex.web.pages import catalog_of, page_errors, problem_page, query_of
 
 router = APIRouter(include_in_schema=False)
 
@@ -19,5 +20,7 @@ router = APIRouter(include_in_schema=False)
 def samples_route(request: Request, run_id: str) -> JSONResponse:
     with page_errors(request):  # a data download, strict like the API: it takes no parameters
         read_query((), None, query_of(request))
-        data = run_samples(catalog_of(request), check_subject(RUN_ID, run_id))
+    data = reads.samples(catalog_of(request), run_id)
+    if isinstance(data, Problem):
+        problem_page(request, data)
     return JSONResponse(data, headers={"Content-Disposition": f'inline; filename="{run_id}-samples.json"'})

@@ -13,6 +13,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from kernelindex import urls
+
 CSP = (
     "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -47,7 +49,7 @@ def cache_control_for(method: str, path: str, status: int) -> bytes:
     """The Cache-Control value for one response."""
     if method not in ("GET", "HEAD") or status >= 400 or (300 <= status < 400 and status != 304):
         return CACHE_NONE  # errors and redirects are never stored by shared caches
-    if path.startswith("/static/"):
+    if path.startswith(urls.STATIC + "/"):
         return CACHE_STATIC
     return CACHE_PUBLIC_READ
 

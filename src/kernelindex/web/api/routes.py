@@ -179,4 +179,4 @@ class _Fallback:
 for _kept in (list_operations, list_operation_workloads, list_workloads, list_implementations, list_gpus):
     keeps_answers(_kept)
 register_agent_routes(router)  # before the fallback, which takes every path left over
-router.routes.append(Route(urls.API + "/{path:path}", _Fallback(), include_in_schema=False))
+router.routes.append(Route(urls.API_FALLBACK, _Fallback(), include_in_schema=False))

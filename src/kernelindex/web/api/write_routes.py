@@ -140,7 +140,7 @@ def get_request(request: Request, request_id: RequestId) -> JSONResponse:
     return JSONResponse(answered(reads.measurement_request(_catalog(request), request.app.state.clock(), request_id)))
 
 
-@router.post("/claims", summary="Claim one replica of an open request (runners)",
+@router.post(urls.CLAIMS, summary="Claim one replica of an open request (runners)",
              dependencies=BEARER_DEPENDENCY,
              description="The oldest claimable replica for this GPU that this runner key has not served, leased "
                          "for `lease_seconds` (renew with heartbeats). 204 when there is none. The claim is signed "
@@ -168,7 +168,7 @@ def post_claim(request: Request, writer: Annotated[Writer, WRITER],
                          "lease_seconds": _lease(request)})
 
 
-@router.post(urls.REPLICA + "/heartbeat", summary="Renew a lease (runners)",
+@router.post(urls.HEARTBEAT, summary="Renew a lease (runners)",
              dependencies=BEARER_DEPENDENCY,
              responses=_answers("The new lease", LeaseOut, 401, 403, 409, 413, 415, 422))
 @scoped("bundles:write", "request.heartbeat")
@@ -181,7 +181,7 @@ def post_heartbeat(request: Request, request_id: RequestId, replica: ReplicaNo,
     return JSONResponse({"lease_until": until.isoformat(), "lease_seconds": _lease(request)})
 
 
-@router.post(urls.REPLICA + "/complete", summary="Mark a replica done or failed (runners)",
+@router.post(urls.COMPLETE, summary="Mark a replica done or failed (runners)",
              dependencies=BEARER_DEPENDENCY,
              description="Done: `bundle` names the uploaded bundle, which must carry runs signed by the claiming "
                          "runner, each of the request's workload on its GPU product, observed and first published "
@@ -215,7 +215,7 @@ def post_complete(request: Request, writer: Annotated[Writer, WRITER],
 # ---- audit and changes --------------------------------------------------------------------------
 
 
-@router.get("/audit", summary="The audit log (admins)", dependencies=BEARER_DEPENDENCY,
+@router.get(urls.AUDIT, summary="The audit log (admins)", dependencies=BEARER_DEPENDENCY,
             description="Every write, oldest first: who, scope, action, object digest, time, client address, "
                         "outcome. Page with `after` (the last id seen). Needs scope admin.",
             responses=_answers("Audit entries", AuditOut, 400, 401, 403))
@@ -226,7 +226,7 @@ def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62), STR
     return JSONResponse({"items": items, "next_after": items[-1]["id"] if items else after})
 
 
-@router.get("/changes", summary="What changed: publications, record events, retractions, request completions",
+@router.get(urls.CHANGES, summary="What changed: publications, record events, retractions, request completions",
             description="Oldest first. Pass `next_cursor` back as `since` to get only what is new; `since` also "
                         "takes an RFC 3339 instant. A malformed cursor is a 400.",
             responses=_answers("Changes and the cursor to continue from", ChangesPage, 400))

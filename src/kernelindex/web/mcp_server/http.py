@@ -22,11 +22,12 @@ from typing import Any
 
 import anyio
 
+from kernelindex import urls
 from kernelindex.services.problems import Problem
 from kernelindex.web.api.problems import BodyRule, problem_response
 from kernelindex.web.mcp_server.server import build_server
 
-MCP_PATH = "/mcp"
+MCP_PATH = urls.MCP
 MCP_MAX_BODY_BYTES = 1024 * 1024  # a resolve_kernels call of 50 queries of 16 KiB fits
 IDLE_SECONDS_ENV, MAX_STREAMS_ENV = "KERNELINDEX_MCP_STREAM_IDLE_SECONDS", "KERNELINDEX_MCP_MAX_STREAMS"
 

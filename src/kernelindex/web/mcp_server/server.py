@@ -21,6 +21,7 @@ from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.services.problems import Answer, Problem
 from kernelindex.services.reads import MAX_BATCH
 from kernelindex.views.params import GPU_NAME_PATTERN, PHASE_PATTERN, RUN_ID_PATTERN, SLUG_PATTERN
+from kernelindex.web.mcp_server.page_tools import PAGE_TOOLS, page_tool
 from kernelindex.web.mcp_server.resources import policy_text
 from kernelindex.web.mcp_server.summaries import summary
 from kernelindex.web.mcp_server.tools import CatalogTools, utc_now
@@ -147,33 +148,17 @@ def _register_catalog_tools(server: MCPServer, tools: CatalogTools) -> None:
     def tool(description: str) -> Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]:
         return server.tool(description=description, annotations=READ_ONLY)
 
-    @tool(DESCRIPTIONS["get_operation"])
-    def get_operation(slug: Slug, workload: Key = None, cohort: Key = None) -> CallToolResult:
-        return _result(lambda: tools.get_operation(slug, workload, cohort), "get_operation")
+    for name in PAGE_TOOLS:  # their arguments are their view's parameters (page_tools.py)
+        def show(view: str, subject: str | None, query: dict[str, Any], name: str = name) -> CallToolResult:
+            return _result(lambda: tools.page(view, subject, **query), name)
 
-    @tool(DESCRIPTIONS["get_implementation"])
-    def get_implementation(slug: Slug) -> CallToolResult:
-        return _result(lambda: tools.get_implementation(slug), "get_implementation")
-
-    @tool(DESCRIPTIONS["get_run_evidence"])
-    def get_run_evidence(run_id: RunId) -> CallToolResult:
-        return _result(lambda: tools.get_run_evidence(run_id), "get_run_evidence")
-
-    @tool(DESCRIPTIONS["get_reproduction"])
-    def get_reproduction(source: Slug) -> CallToolResult:
-        return _result(lambda: tools.get_reproduction(source), "get_reproduction")
+        tool(DESCRIPTIONS[name])(page_tool(name, show))
 
     @tool(DESCRIPTIONS["compare_runs"])
     def compare_runs(run_ids: Annotated[list[Annotated[str, Field(pattern=RUN_ID_PATTERN)]],
                                         Field(min_length=2, max_length=8, description="2–8 run ids.")]
                      ) -> CallToolResult:
         return _result(lambda: tools.compare_runs(run_ids), "compare_runs")
-
-    @tool(DESCRIPTIONS["list_records"])
-    def list_records(operation: Filter = None, gpu: GpuFilter = None, evidence: Filter = None,
-                     view: Annotated[str | None, Field(pattern=r"^(current|recently-broken|history)$")] = None,
-                     cohort: Key = None) -> CallToolResult:
-        return _result(lambda: tools.list_records(operation, gpu, evidence, view, cohort), "list_records")
 
     @tool(DESCRIPTIONS["list_changes"])
     def list_changes(

@@ -22,11 +22,12 @@ class CatalogTools:
         self.catalog = catalog
         self.clock = clock
 
-    def _page(self, name: str, subject: str | None = None, **query: Any) -> Answer | Problem:
+    def page(self, name: str, subject: str | None = None, **query: Any) -> Answer | Problem:
+        """The view ``name``'s JSON, as its twin answers it (the page tools of ``page_tools.py``)."""
         return reads.page(self.catalog, self.clock(), name, subject, **query)
 
     def search_catalog(self, query: str) -> Answer | Problem:  # GET /api/v1/search?q=
-        return self._page("search", q=query)
+        return self.page("search", q=query)
 
     def resolve_kernel(self, query: str | None, request: dict[str, Any] | None) -> Answer | Problem:
         """GET /api/v1/search (text) or POST /api/v1/resolve (structured)."""
@@ -40,28 +41,12 @@ class CatalogTools:
     def resolve_kernels(self, queries: list[str | dict[str, Any]]) -> Answer | Problem:  # POST /resolve/batch
         return reads.batch(self.catalog, self.clock(), list(queries))
 
-    def get_operation(self, slug: str, workload: str | None, cohort: str | None) -> Answer | Problem:
-        return self._page("operation", slug, workload=workload, cohort=cohort)
-
     def get_model_step(self, model: str, gpu: str | None, phase: str | None, batch: int | None, seq: int | None,
                        tp: int | None) -> Answer | Problem:  # GET /api/v1/models/{slug}
-        return self._page("model", model, gpu=gpu, phase=phase, batch=batch, seq=seq, tp=tp)
-
-    def get_implementation(self, slug: str) -> Answer | Problem:
-        return self._page("implementation", slug)
-
-    def get_run_evidence(self, run_id: str) -> Answer | Problem:
-        return self._page("run", run_id)
-
-    def get_reproduction(self, source: str) -> Answer | Problem:  # GET /api/v1/reproduction/{source}
-        return self._page("reproduction", source)
+        return self.page("model", model, gpu=gpu, phase=phase, batch=batch, seq=seq, tp=tp)
 
     def compare_runs(self, run_ids: list[str]) -> Answer | Problem:
-        return self._page("compare", run=list(run_ids))
-
-    def list_records(self, operation: str | None, gpu: str | None, evidence: str | None, view: str | None,
-                     cohort: str | None) -> Answer | Problem:
-        return self._page("records", operation=operation, gpu=gpu, evidence=evidence, view=view, cohort=cohort)
+        return self.page("compare", run=list(run_ids))
 
     def list_changes(self, since: str | None, limit: int) -> Answer | Problem:  # GET /api/v1/changes
         return reads.changes(self.catalog, self.clock(), since, limit)
