@@ -15,7 +15,7 @@ CK kernel: a 1.4 MB page, its JSON 2.8 MB): its page carries a numbered page of 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any
 
 from kernelindex.readmodel.errors import BadParameter
 from kernelindex.readmodel.operation_views import OperationPage, WorkloadSummary
@@ -24,7 +24,6 @@ from kernelindex.readmodel.scaling import ScalingChart
 
 WORKLOADS_PER_PAGE = 100
 IMPLEMENTATION_ROWS_PER_PAGE = 100  # records held, and runs, per page of an implementation
-T = TypeVar("T")
 MAX_CHART_SIZES = 96  # distinct sizes along the scaling chart's axis; a 720 px chart shows no more
 
 
@@ -63,7 +62,7 @@ def thin_chart(chart: ScalingChart, most: int) -> ScalingChart:
     return chart
 
 
-def page_of_lists(number: str | int | None, *lists: list[T]) -> list[tuple[list[T], Paging]]:
+def page_of_lists(number: str | int | None, *lists: list[Any]) -> list[tuple[list[Any], Paging]]:
     """Page ``number`` of each of ``lists`` (IMPLEMENTATION_ROWS_PER_PAGE rows a page), one number for all: a
     list shorter than another may have nothing on that page; a number past every list's last page is refused
     with the last page."""
@@ -76,5 +75,5 @@ def page_of_lists(number: str | int | None, *lists: list[T]) -> list[tuple[list[
             for items in lists]
 
 
-def _pages(items: list[T]) -> int:
+def _pages(items: list[Any]) -> int:
     return max(1, -(-len(items) // IMPLEMENTATION_ROWS_PER_PAGE))
