@@ -17,7 +17,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Collection
+import re
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -74,9 +78,10 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
     done: list[str] = []
     if "liger" in parts and not has_runs(catalog, SOURCE):
         say("Importing Liger-Kernel's benchmark files…")
-        for report in import_liger_files(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR):
-            done.append(f"{SOURCE} {report.locator.rsplit('/', 1)[-1]}: {report.new.get('BenchmarkRun', 0)} runs")
-            say(f"  {done[-1]}")
+        with heartbeat(say, "importing Liger-Kernel's files"):
+            for report in import_liger_files(catalog, dry_run=False, actor=BOOTSTRAP_ACTOR):
+                done.append(f"{SOURCE} {report.locator.rsplit('/', 1)[-1]}: {report.new.get('BenchmarkRun', 0)} runs")
+                say(f"  {done[-1]}")
     if "export" in parts:
         done.extend(_bundled_export(catalog, say))
     if "aiter" in parts:
@@ -84,13 +89,48 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
     if "kernelbench" in parts:
         done.extend(_bundled_kernelbench(catalog, say))
     if "verified" in parts:
-        done.extend(_bundled_verified(catalog))
-        done.extend(apply_shipped_supersessions(catalog))
+        with heartbeat(say, "publishing the verified runner bundles"):
+            done.extend(_bundled_verified(catalog, say))
+            done.extend(apply_shipped_supersessions(catalog))
     # After an import, or an upgrade whose code summarises differently: computed here, once, rather than
     # by every worker's first home page.
-    if summarised := ensure_summaries(catalog):
+    with heartbeat(say, "summarising the operations for the home, records and GPU pages"):
+        summarised = ensure_summaries(catalog)
+    if summarised:
         say(f"Summarised {summarised} operations for the home, records and GPU pages")
     return done
+
+
+PROGRESS_S = 5.0  # the longest a first start stays silent (issue 46 item 5)
+
+
+@contextmanager
+def heartbeat(say: Callable[[str], None], doing: str, every_s: float = PROGRESS_S) -> Iterator[None]:
+    """Say ``  … still {doing} (N s)`` every ``every_s`` seconds until the block ends, so a long step of a
+    first start is never silent; a step shorter than that says nothing more."""
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def tick() -> None:
+        while not stop.wait(every_s):
+            say(f"  … still {doing} ({time.monotonic() - started:.0f} s)")
+
+    thread = threading.Thread(target=tick, daemon=True, name="kernelindex-progress")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def summary_lines(done: list[str]) -> list[str]:
+    """What an import did, in a few lines: each source's line, and the verified bundles counted in one
+    (a bundle's own line is said as it is published; a refused bundle keeps its line, with why)."""
+    bundles = [line for line in done if line.startswith(VERIFIED_PREFIX) and " refused: " not in line]
+    runs = sum(int(m.group(1)) for line in bundles if (m := re.search(r": (\d+) new runs", line)))
+    rest = [line for line in done if line not in bundles]
+    return rest + ([f"verified bundles: {len(bundles)} published, {runs:,} new runs"] if bundles else [])
 
 
 def _import_once(catalog: Catalog, say: Callable[[str], None], sources: Collection[str], announce: str,
@@ -100,7 +140,8 @@ def _import_once(catalog: Catalog, say: Callable[[str], None], sources: Collecti
     if any(has_runs(catalog, source) for source in sources):
         return []
     say(announce)
-    line = run()
+    with heartbeat(say, announce.rstrip("…").lower()):
+        line = run()
     say(f"  {line}")
     return [line]
 
@@ -151,11 +192,15 @@ def bundle_digest(path: Path) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
-def _bundled_verified(catalog: Catalog) -> list[str]:
+VERIFIED_PREFIX = "verified bundle "
+
+
+def _bundled_verified(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
     attested = attested_bundles(catalog)
     missing = [p for p in bundled_bundles() if bundle_digest(p) not in attested]
     if not missing:
         return []
+    say(f"Publishing {len(missing)} verified runner bundles…")
     bundled_runner_keys(catalog, actor=BOOTSTRAP_ACTOR)
     done: list[str] = []
     for path in missing:
@@ -163,9 +208,9 @@ def _bundled_verified(catalog: Catalog) -> list[str]:
             report = publish_bundle(catalog, path, actor=BOOTSTRAP_ACTOR)
         except BundleError as exc:  # a damaged install must not keep the site down; say which bundle
             log.error("shipped bundle %s was not published: %s", path.name, exc)
-            done.append(f"verified bundle {path.name} refused: {exc}")
+            done.append(f"{VERIFIED_PREFIX}{path.name} refused: {exc}")
             continue
-        done.append(f"verified bundle {path.name}: {report.new.get('BenchmarkRun', 0)} new runs")
+        done.append(f"{VERIFIED_PREFIX}{path.name}: {report.new.get('BenchmarkRun', 0)} new runs")
     return done
 
 
