@@ -17,7 +17,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Collection
+import re
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -71,21 +75,58 @@ def ensure_bundled_data(catalog: Catalog, say: Callable[[str], None] | None = No
         if source.part in parts:
             done.extend(_import_once(catalog, say, source))
     if VERIFIED in parts:
-        done.extend(_bundled_verified(catalog))
-        done.extend(apply_shipped_supersessions(catalog))
+        with heartbeat(say, "publishing the verified runner bundles"):
+            done.extend(_bundled_verified(catalog, say))
+            done.extend(apply_shipped_supersessions(catalog))
     # After an import, or an upgrade whose code summarises differently: computed here, once, rather than
     # by every worker's first home page.
-    if summarised := ensure_summaries(catalog):
+    with heartbeat(say, "summarising the operations for the home, records and GPU pages"):
+        summarised = ensure_summaries(catalog)
+    if summarised:
         say(f"Summarised {summarised} operations for the home, records and GPU pages")
     return done
 
 
+PROGRESS_S = 5.0  # the longest a first start stays silent (issue 46 item 5)
+
+
+@contextmanager
+def heartbeat(say: Callable[[str], None], doing: str, every_s: float = PROGRESS_S) -> Iterator[None]:
+    """Say ``  … still {doing} (N s)`` every ``every_s`` seconds until the block ends, so a long step of a
+    first start is never silent; a step shorter than that says nothing more."""
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def tick() -> None:
+        while not stop.wait(every_s):
+            say(f"  … still {doing} ({time.monotonic() - started:.0f} s)")
+
+    thread = threading.Thread(target=tick, daemon=True, name="kernelindex-progress")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def summary_lines(done: list[str]) -> list[str]:
+    """What an import did, in a few lines: each source's line, and the verified bundles counted in one
+    (a bundle's own line is said as it is published; a refused bundle keeps its line, with why)."""
+    bundles = [line for line in done if line.startswith(VERIFIED_PREFIX) and " refused: " not in line]
+    runs = sum(int(m.group(1)) for line in bundles if (m := re.search(r": (\d+) new runs", line)))
+    rest = [line for line in done if line not in bundles]
+    return rest + ([f"verified bundles: {len(bundles)} published, {runs:,} new runs"] if bundles else [])
+
+
 def _import_once(catalog: Catalog, say: Callable[[str], None], source: SourceDeclaration) -> list[str]:
-    """Import a registered source's shipped copy unless the catalog holds runs of it already."""
+    """Import a registered source's shipped copy unless the catalog holds runs of it already, never silent for
+    longer than ``PROGRESS_S``."""
     if any(has_runs(catalog, name) for name in source.names):
         return []
     say(source.announce)
-    lines = source.bundled(catalog, BOOTSTRAP_ACTOR, say)
+    with heartbeat(say, source.announce.rstrip("…").lower()):
+        lines = source.bundled(catalog, BOOTSTRAP_ACTOR, say)
     for line in lines:
         say(f"  {line}")
     return lines
@@ -100,11 +141,15 @@ def bundle_digest(path: Path) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
-def _bundled_verified(catalog: Catalog) -> list[str]:
+VERIFIED_PREFIX = "verified bundle "
+
+
+def _bundled_verified(catalog: Catalog, say: Callable[[str], None]) -> list[str]:
     attested = attested_bundles(catalog)
     missing = [p for p in bundled_bundles() if bundle_digest(p) not in attested]
     if not missing:
         return []
+    say(f"Publishing {len(missing)} verified runner bundles…")
     bundled_runner_keys(catalog, actor=BOOTSTRAP_ACTOR)
     done: list[str] = []
     for path in missing:
@@ -112,9 +157,9 @@ def _bundled_verified(catalog: Catalog) -> list[str]:
             report = publish_bundle(catalog, path, actor=BOOTSTRAP_ACTOR)
         except BundleError as exc:  # a damaged install must not keep the site down; say which bundle
             log.error("shipped bundle %s was not published: %s", path.name, exc)
-            done.append(f"verified bundle {path.name} refused: {exc}")
+            done.append(f"{VERIFIED_PREFIX}{path.name} refused: {exc}")
             continue
-        done.append(f"verified bundle {path.name}: {report.new.get('BenchmarkRun', 0)} new runs")
+        done.append(f"{VERIFIED_PREFIX}{path.name}: {report.new.get('BenchmarkRun', 0)} new runs")
     return done
 
 

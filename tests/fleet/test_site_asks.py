@@ -114,6 +114,23 @@ def test_changes_follow_a_cursor_and_the_atom_feed_lists_them(client: TestClient
     assert any(t.startswith(f"Run {run} retracted") for t in titles[:3])  # newest first
 
 
+def test_the_atom_feed_is_rendered_once_per_catalog_version(client: TestClient, rope_catalog: Catalog,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import kernelindex.web.feed as feed_module
+
+    reads: list[int] = []
+    real = feed_module.latest_changes
+    monkeypatch.setattr(feed_module, "latest_changes", lambda *a, **kw: reads.append(1) or real(*a, **kw))
+    first, again = client.get("/feed.atom"), client.get("/feed.atom")
+    assert first.status_code == again.status_code == 200 and first.content == again.content and len(reads) == 1
+    assert client.get("/feed.atom", headers={"if-none-match": again.headers["etag"]}).status_code == 304
+    run = client.get("/api/v1/operations/rope").json()["ranked"][0]["run_id"]
+    retract(rope_catalog, run, reason="wrong clocks", actor="pytest")
+    entries = ET.fromstring(client.get("/feed.atom").content).findall(f"{ATOM}entry")
+    titles = [e.find(f"{ATOM}title").text for e in entries]
+    assert any(t.startswith(f"Run {run} retracted") for t in titles[:3]) and len(reads) == 2
+
+
 def test_challenges_page_is_rendered_once_and_shows_a_new_request_at_once(
         client: TestClient, rope_catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
     import kernelindex.web.challenges_page as challenges_page

@@ -32,7 +32,11 @@ def test_home_has_search_counts_sources_and_latest_records(client: TestClient) -
     for label in ("operations measured", "implementations", "verified runs", "cohorts with a record"):
         assert label in text
     assert "Liger-Kernel benchmarks" in text and "BSD-2-Clause" in text
-    assert "Latest records" in text and "/records" in links_of(html)
+    assert "Latest verified records" in text and "/records" in links_of(html)
+    # Issue 46 item 3: one search box, the families with their counts, no chip per operation
+    assert html.count('name="q"') == 1 and 'id="site-search"' in html
+    assert re.search(r"positional-embedding · \d+ operations?", text) and "/search#family-positional-embedding" in html
+    assert "/operations/rope" not in links_of(section(html, 'id="families"', 'id="latest"'))
     # Issue 22 item 7: every count has its thousands separator (the home page wrote "3676")
     stats = re.findall(r'<span class="n">([^<]*)</span><span class="l">([^<]*)', html)
     assert len(stats) >= 6 and all(re.fullmatch(r"\d{1,3}(,\d{3})*", n) for n, _ in stats), stats

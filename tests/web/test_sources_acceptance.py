@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
+from kernelindex.domain.units import format_duration
 from kernelindex.readmodel.loading import load_operation
 from kernelindex.resolve.service import search
 
@@ -75,6 +76,9 @@ def test_conv2d_scores_are_suite_scoped_and_never_mixed_with_latencies(client: T
         assert scores == sorted(scores) and board["rows"][0]["rank_label"] == "1"
     html = client.get("/operations/gpumode-conv2d-v2").text
     assert "Leaderboard (source-native score)" in html
+    # Issue 46 item 7: a score in seconds reads in µs/ms like every latency, its exact seconds on hover
+    first = api["leaderboards"][0]["rows"][0]
+    assert f'title="{first["score_s"]:.6g} s">{format_duration(first["score_s"] * 1e9, 2)}</a>' in html
     data = load_operation(catalog, "gpumode-conv2d-v2")
     assert not {r.cohort_key for r in data.runs} & {r.cohort_key for r in data.score_runs}
 

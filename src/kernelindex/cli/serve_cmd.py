@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from kernelindex.catalog.db import Catalog
 
 APP_FACTORY = "kernelindex.web.app:create_app_from_environment"
+SERVING_ON = "KERNELINDEX_SERVING_ON"  # where ``ki serve`` serves, said by a worker once it has started
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -45,7 +46,7 @@ def _prepare_catalog(database_url: str | None) -> str:
 
 def _open_and_import(database_url: str | None) -> Catalog:
     """Open (and migrate) the catalog and import the bundled data it lacks, saying what it does."""
-    from kernelindex.bootstrap import ensure_bundled_data, has_runs
+    from kernelindex.bootstrap import ensure_bundled_data, has_runs, summary_lines
     from kernelindex.catalog.db import open_catalog
 
     typer.echo("Opening the catalog (migrating its schema if needed)…")
@@ -55,7 +56,10 @@ def _open_and_import(database_url: str | None) -> Catalog:
         typer.echo("Empty catalog: importing the bundled data (Liger-Kernel CSVs, the KernelIndex export's "
                    "FlashInfer-Bench and GPU MODE rows, AMD aiter's tuned tables, KernelBench, verified bundles)…")
     imported = ensure_bundled_data(catalog, say=typer.echo)
-    typer.echo("Imported: " + "; ".join(imported) if imported else "Bundled data already imported.")
+    if not imported:
+        typer.echo("Bundled data already imported.")
+    for line in summary_lines(imported):
+        typer.echo(f"Imported {line}")
     return catalog
 
 
@@ -103,7 +107,8 @@ def serve(
     url = _prepare_catalog(database_url)
     if workers > 1 and url.startswith("sqlite"):
         typer.echo("Note: several workers on SQLite serialise writes; PostgreSQL is recommended in production.")
-    typer.echo(f"Serving on http://{host}:{port}/ with {workers} worker(s)")
+    # said by each worker once its app has started (web/app.py), not before: a page answers from then on
+    os.environ[SERVING_ON] = f"http://{host}:{port}/ with {workers} worker(s)"
     if base_url:
         os.environ["KERNELINDEX_BASE_URL"] = base_url  # read by every worker
     from kernelindex.web.slow_clients import http_protocol

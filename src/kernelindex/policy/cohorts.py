@@ -67,3 +67,19 @@ def cohort_key(workload: str, protocol: str, environment_key: str, metric: str =
     """Runs compete only with runs of the same workload, protocol, environment and metric: the key
     is the digest of those four."""
     return sha256_digest({"workload": workload, "protocol": protocol, "environment": environment_key, "metric": metric})
+
+
+def former_cohort_keys(workload: str, protocol: str, environment_spec: dict, environment_digest: str,
+                       metric: str = LATENCY_METRIC) -> frozenset[str]:
+    """The keys this cohort was shared under by earlier rules, so links that carry one keep working (a key
+    is a digest: it cannot say what it meant). Each rule is frozen here as it was:
+
+    - until 2026-11-29 the environment part was the environment manifest's own digest, so what a runner
+      measured there (bandwidths, clocks) split cohorts;
+    - until 2026-12-03 it was the hardware and every software entry, the implementation packages included
+      (migration 0010 re-keyed the stored runs).
+    """
+    every_package = sha256_digest({"hardware": environment_spec["hardware"],
+                                   "software": environment_spec.get("software", {})})
+    keys = {cohort_key(workload, protocol, part, metric) for part in (environment_digest, every_package)}
+    return frozenset(keys - {cohort_key(workload, protocol, environment_key(environment_spec), metric)})

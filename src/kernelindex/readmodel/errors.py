@@ -17,6 +17,17 @@ class BadSelection(ValueError):
     """A ?workload= or ?cohort= value that names nothing on this page (a 400, not a 404)."""
 
 
+class CohortMoved(BadSelection):
+    """A ?cohort= key an earlier keying rule gave this cohort (policy.cohorts.former_cohort_keys): the web
+    answers a permanent redirect to ``key``, the cohort's key now; any other door reads it as the
+    BadSelection it is."""
+
+    def __init__(self, former: str, key: str) -> None:
+        super().__init__(f"cohort {former!r} is now {key!r}")
+        self.former = former
+        self.key = key
+
+
 class BadParameter(ValueError):
     """A query parameter with a value the page cannot use; names the parameter and what is allowed."""
 

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NoReturn
 
 from kernelindex import registry, urls
+from kernelindex.domain.manifests import stored_json
+from kernelindex.policy.cohorts import former_cohort_keys
 from kernelindex.policy.evidence import LEVEL_ORDER, LEVELS, VERIFIED_LEVELS
 from kernelindex.policy.selection import (
     CohortChoice,
@@ -16,7 +19,7 @@ from kernelindex.policy.selection import (
     leading,
 )
 from kernelindex.readmodel.cohorts import Cohort
-from kernelindex.readmodel.errors import BadSelection
+from kernelindex.readmodel.errors import BadSelection, CohortMoved
 from kernelindex.readmodel.floors import floor_bytes
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.loading import OperationData
@@ -81,6 +84,24 @@ def _pick_cohort(data: OperationData, requested: str | None, cohorts: list[Cohor
     return pick_default(data, cohorts, asked_gpu)
 
 
+def moved_cohort(data: OperationData, all_cohorts: dict[str, Cohort], requested: str) -> Cohort | None:
+    """The cohort that an earlier keying rule keyed ``requested`` (its full or short key), if any."""
+    for c in all_cohorts.values():
+        for environment, metric in {(r.environment, r.metric) for r in c.runs}:
+            spec = stored_json(data.environments[environment])["spec"]
+            former = former_cohort_keys(c.workload, c.protocol, spec, environment, metric)
+            if requested in former or requested in {cohort_key_short(k) for k in former}:
+                return c
+    return None
+
+
+def _refuse_cohort(data: OperationData, all_cohorts: dict[str, Cohort], requested: str, message: str) -> NoReturn:
+    """A ?cohort= that names no cohort: moved, when an earlier rule keyed a cohort so, else refused."""
+    if (moved := moved_cohort(data, all_cohorts, requested)) is not None:
+        raise CohortMoved(requested, cohort_key_short(moved.key))
+    raise BadSelection(message)
+
+
 def select(
     data: OperationData, all_cohorts: dict[str, Cohort], eligible_by_workload: dict[str, int],
     workload: str | None, cohort: str | None, asked: registry.GpuSpec | None,
@@ -91,12 +112,13 @@ def select(
         match = next((c for c in all_cohorts.values() if cohort in (c.key, cohort_key_short(c.key))), None)
         workload = match.workload if match else None
         if match is None:
-            raise BadSelection(f"cohort {cohort!r} is not a cohort of {data.slug}")
+            _refuse_cohort(data, all_cohorts, cohort, f"cohort {cohort!r} is not a cohort of {data.slug}")
     asked_gpu = asked.slug if asked else None
     selected_workload = _pick_workload(data, workload, eligible_by_workload, all_cohorts, asked_gpu)
     workload_cohorts = [c for c in all_cohorts.values() if c.workload == selected_workload and c.eligible]
     if cohort and not any(cohort in (c.key, cohort_key_short(c.key)) for c in workload_cohorts):
-        raise BadSelection(f"cohort {cohort!r} is not a cohort of the selected workload; pick one from Current records")
+        _refuse_cohort(data, all_cohorts, cohort,
+                       f"cohort {cohort!r} is not a cohort of the selected workload; pick one from Current records")
     return selected_workload, workload_cohorts, _pick_cohort(data, cohort, workload_cohorts, asked_gpu)
 
 

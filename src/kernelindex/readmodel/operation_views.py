@@ -10,6 +10,7 @@ from kernelindex.readmodel.gaps import NotMeasured
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.leaderboard import Leaderboard
 from kernelindex.readmodel.memory import MemoryPanel
+from kernelindex.readmodel.paging import Paging
 from kernelindex.readmodel.scaling import ScalingChart
 from kernelindex.readmodel.shapes import ShapeTable
 
@@ -253,6 +254,8 @@ class OperationPage(JsonModel):
     # The workload's other measured GPUs, linked from the headline (the reference pages' A100 view: ?gpu=a100)
     other_gpus: list[OtherGpu] = field(default_factory=list)
     generated_for: datetime = field(kw_only=True)  # the clock's "now" the page was built for (no default)
+    # Where ``workloads`` lies in the whole list: a page of it (?page=) when it is long (readmodel.folding)
+    workloads_paging: Paging | None = None
 
 
 @dataclass

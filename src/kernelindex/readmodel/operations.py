@@ -12,6 +12,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.manifests import stored_json
 from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.folding import fold_long_lists
 from kernelindex.readmodel.labels import (
     Shown,
     axis_order,
@@ -51,15 +52,16 @@ def operations_index(catalog: Catalog, *, now: datetime | None = None) -> list[O
 
 def operation_page(
     catalog: Catalog, slug: str, *, workload: str | None = None, cohort: str | None = None, gpu: str | None = None,
-    now: datetime,
+    page: str | None = None, now: datetime,
 ) -> OperationPage:
     """The operation page; ``gpu`` (any alias: ``h100``) selects that GPU's cohort of the workload, or
-    says near the top that it is not measured there, with its floor estimate and the nearest measured GPU."""
+    says near the top that it is not measured there, with its floor estimate and the nearest measured GPU.
+    ``page``: which page of a long workload list it carries (readmodel.folding)."""
     data = load_operation(catalog, slug)
-    page = build_operation_page(data, workload=workload, cohort=cohort, gpu=gpu, now=now)
-    selected = next((w.digest for w in page.workloads if w.selected), None)
-    page.other_dtype = other_dtype_sections(catalog, data, selected, now)
-    return page
+    built = build_operation_page(data, workload=workload, cohort=cohort, gpu=gpu, now=now)
+    selected = next((w.digest for w in built.workloads if w.selected), None)
+    built.other_dtype = other_dtype_sections(catalog, data, selected, now)
+    return fold_long_lists(built, page)
 
 
 def build_operation_page(

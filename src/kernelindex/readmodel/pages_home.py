@@ -1,24 +1,30 @@
-"""The home page (/): corpus counts, sources with freshness, latest records."""
+"""The home page (/): for people first (issue 46 item 3) — one search box, the operation families with their
+counts, the latest verified records, the sources whose figures were re-measured (their reproduction
+court), and links to every operation; then corpus counts and sources with freshness. It reads the stored
+summaries only, never an operation's runs."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from sqlalchemy import func, select
 
 from kernelindex import urls
 from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.export import export_size
 from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
 from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import Source
+from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.pages_common import CohortSummary
 from kernelindex.readmodel.pages_records import LedgerEvent
 from kernelindex.readmodel.source_notices import source_notice
-from kernelindex.readmodel.summaries import LATEST_RECORDS, newest_events, operation_summaries
+from kernelindex.readmodel.summaries import LATEST_RECORDS, OperationFacts, newest_events, operation_summaries
 
 
 @dataclass
@@ -37,12 +43,13 @@ class SourceFreshness(JsonModel):
 
 
 @dataclass
-class OperationLink(JsonModel):
-    slug: str
-    title: str
+class FamilyCount(JsonModel):
     family: str
+    operations: int
+    operations_measured: int  # with an eligible run
+    operations_verified: int  # with an eligible verified run
     eligible_runs: int
-    url: str
+    url: str  # its section of the operations index
 
 
 @dataclass
@@ -50,8 +57,10 @@ class HomePage(JsonModel):
     tagline: str
     counts: dict[str, int]
     sources: list[SourceFreshness] = field(default_factory=list)
-    latest_records: list[LedgerEvent] = field(default_factory=list)
-    operations: list[OperationLink] = field(default_factory=list)
+    latest_records: list[LedgerEvent] = field(default_factory=list)  # of any evidence
+    latest_verified: list[LedgerEvent] = field(default_factory=list)  # held by a verified run
+    families: list[FamilyCount] = field(default_factory=list)  # most measured operations first
+    export_bytes: int = 0  # about how large the whole catalog's download is (JSON Lines)
 
 
 TAGLINE = ("The fastest known GPU kernel for an exact workload — operation, shapes, dtype, GPU — "
@@ -70,17 +79,33 @@ def home_page(catalog: Catalog, *, now: datetime) -> HomePage:
         "operations_verified_backward": sum(1 for s in summaries if set(s.verified_regions) - {"forward"}),
         "cohorts": sum(s.leading_cohorts for s in summaries),
     }
-    operations = sorted(
-        (OperationLink(s.slug, s.title, s.family, s.eligible_runs, urls.operation(s.slug)) for s in summaries),
-        key=lambda o: (-o.eligible_runs, o.slug),
-    )
+    verified = [c for s in summaries if s.verified_runs for c in s.cohorts_with_leader()]
     return HomePage(TAGLINE, counts, _cached_sources(catalog), _latest([c for s in summaries for c in s.newest]),
-                    operations)
+                    _latest(verified, verified_only=True), _families(summaries),
+                    kept(catalog, "export-size", (), lambda: export_size(catalog)))
 
 
-def _latest(cohorts: list[CohortSummary]) -> list[LedgerEvent]:
+def _latest(cohorts: list[CohortSummary], *, verified_only: bool = False) -> list[LedgerEvent]:
+    if verified_only:  # the cohorts' events whose new holder is a verified run
+        cohorts = [replace(c, events=[e for e in c.events if e.holder and e.holder.evidence in VERIFIED_LEVELS])
+                   for c in cohorts]
     return [LedgerEvent(s.operation, s.operation_title, s.key, s.label, s.workload_label, e, s.url)
             for s, e in newest_events(cohorts, LATEST_RECORDS)]
+
+
+def _families(summaries: list[OperationFacts]) -> list[FamilyCount]:
+    grouped: dict[str, list[OperationFacts]] = defaultdict(list)
+    for s in summaries:
+        grouped[s.family].append(s)
+    families = [FamilyCount(family, len(ops), sum(1 for s in ops if s.eligible_runs),
+                            sum(1 for s in ops if s.verified_regions), sum(s.eligible_runs for s in ops),
+                            f"{urls.SEARCH}#{family_anchor(family)}") for family, ops in grouped.items()]
+    return sorted(families, key=lambda f: (-f.operations_measured, f.family))
+
+
+def family_anchor(family: str) -> str:
+    """The id of a family's section on the operations index (``/search#family-gemm``)."""
+    return "family-" + "".join(c if c.isalnum() else "-" for c in family.lower())
 
 
 def _cached_sources(catalog: Catalog) -> list[SourceFreshness]:

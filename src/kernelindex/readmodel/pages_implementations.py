@@ -16,9 +16,11 @@ from kernelindex.domain.manifests import stored_json
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.errors import NotFound
+from kernelindex.readmodel.folding import page_of_lists
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, load_operation, operation_slug_of
 from kernelindex.readmodel.pages_common import CohortSummary, cohort_summaries
+from kernelindex.readmodel.paging import Paging
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
 
 
@@ -73,6 +75,9 @@ class ImplementationPage(JsonModel):
     gpus: list[str] = field(default_factory=list)
     description: str | None = None  # who wrote it, where the title cannot say (KernelIndex's own baselines)
     sources: list[SourceNotice] = field(default_factory=list)  # license and attribution of the data shown
+    # Where ``records_held`` and ``runs`` lie in their whole lists (one ?page= for both: readmodel.folding)
+    records_paging: Paging | None = None
+    runs_paging: Paging | None = None
 
 
 def _operation_slug_for(catalog: Catalog, slug: str) -> str:
@@ -101,7 +106,8 @@ def _could_mean(slug: str, names: list[str]) -> str:
     return f"; did you mean {', '.join(hits[:8])}{more}?"
 
 
-def implementation_page(catalog: Catalog, slug: str, *, now: datetime) -> ImplementationPage:
+def implementation_page(catalog: Catalog, slug: str, *, page: str | None = None, now: datetime) -> ImplementationPage:
+    """One implementation line's page; ``page``: which page of its records held and its runs (readmodel.folding)."""
     data = load_operation(catalog, _operation_slug_for(catalog, slug))
     digests = [d for d, impl in data.implementations.items() if labels.implementation_slug(impl) == slug]
     if not digests:
@@ -110,7 +116,7 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime) -> Implem
     spec = first.spec
     project = data.projects.get(spec.project)
     call = spec.callable
-    page = ImplementationPage(
+    model = ImplementationPage(
         slug=slug,
         title=labels.implementation_title(first),
         project={"title": labels.project_title(project) if project else None,
@@ -124,16 +130,18 @@ def implementation_page(catalog: Catalog, slug: str, *, now: datetime) -> Implem
         revisions=[_revision(data, d) for d in digests],
         description=first.metadata.description,
     )
-    page.revisions.sort(key=lambda r: (r.version or "", r.digest), reverse=True)
+    model.revisions.sort(key=lambda r: (r.version or "", r.digest), reverse=True)
     clock = now
-    page.records_held = [s for s in cohort_summaries(data, clock)
-                         if s.leader and s.leader.implementation_slug == slug]
-    page.runs = _runs(data, set(digests))
+    model.records_held = [s for s in cohort_summaries(data, clock)
+                          if s.leader and s.leader.implementation_slug == slug]
+    model.runs = _runs(data, set(digests))
     shown = {r.source for r in [*data.runs, *data.score_runs] if r.implementation in set(digests)}
-    page.sources = [source_notice(name, data.sources.get(name)) for name in sorted(shown)]
-    page.gpus = sorted({s.gpu_name for s in cohort_summaries(data, clock)
-                        if any(r.cohort == s.key for r in page.runs)})
-    return page
+    model.sources = [source_notice(name, data.sources.get(name)) for name in sorted(shown)]
+    model.gpus = sorted({s.gpu_name for s in cohort_summaries(data, clock)
+                         if any(r.cohort == s.key for r in model.runs)})
+    (model.records_held, model.records_paging), (model.runs, model.runs_paging) = page_of_lists(
+        page, model.records_held, model.runs)
+    return model
 
 
 def _revision(data: OperationData, digest: str) -> Revision:

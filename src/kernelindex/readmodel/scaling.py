@@ -48,6 +48,7 @@ class ScalingChart(JsonModel):
     log_y: bool
     series: list[ScalingSeries]
     floor: list[dict]
+    sizes_total: int | None = None  # when the chart was thinned to fewer sizes (readmodel.folding)
 
 
 def _group_key(spec: WorkloadCaseBody, axis: str) -> tuple:

@@ -44,6 +44,7 @@ class ShapeTable(JsonModel):
     setup: str  # GPU · timed region · harness, held constant down the table
     implementations: list[str]
     rows: list[ShapeRow] = field(default_factory=list)
+    total_rows: int | None = None  # when ``rows`` holds only the workloads of one page (readmodel.folding)
 
 
 def shape_table(data: OperationData, selected: Cohort, all_cohorts: dict[str, Cohort]) -> ShapeTable | None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from kernelindex.readmodel.errors import BadParameter, BadSelection, NotFound
+from kernelindex.readmodel.errors import BadParameter, BadSelection, CohortMoved, NotFound
 
 PROBLEM_BASE = "https://kernelindex.dev/problems/"
 
@@ -27,6 +27,7 @@ TITLES = {
     "invalid_json": "Body is not valid JSON",
     "invalid_request": "Request does not validate",
     "bad_selection": "Bad selection",
+    "cohort_moved": "Cohort key changed",
     "method_not_allowed": "Method not allowed",
     "unauthorized": "API key missing or not valid",
     "insufficient_scope": "API key lacks the scope",
@@ -48,7 +49,8 @@ TITLES = {
 }
 STATUS = {
     "bad_request": 400, "bad_cursor": 400, "unknown_parameter": 400, "query_too_long": 400, "invalid_json": 400,
-    "bad_selection": 400, "unauthorized": 401, "insufficient_scope": 403, "claim_not_proven": 403, "not_found": 404,
+    "bad_selection": 400, "cohort_moved": 400,
+    "unauthorized": 401, "insufficient_scope": 403, "claim_not_proven": 403, "not_found": 404,
     "method_not_allowed": 405, "lease_lost": 409, "payload_too_large": 413, "unsupported_media_type": 415,
     "invalid_request": 422, "archive_invalid": 422, "bundle_invalid": 422, "untrusted_runner": 422,
     "not_a_measurement": 422, "unpublishable": 422, "not_fulfilled": 422, "rate_limited": 429,
@@ -121,6 +123,11 @@ def read_refusal(exc: NotFound | BadSelection | BadParameter) -> Problem:
     """What a read refuses (the read model's and the page table's three exceptions), as a Problem."""
     if isinstance(exc, NotFound):
         return Problem("not_found", _sentence(str(exc)), malformed=exc.malformed)
+    if isinstance(exc, CohortMoved):  # the web redirects (301); other doors say the key to use
+        return Problem("cohort_moved", f"Cohort {exc.former!r} is keyed {exc.key!r} now (cohort keys changed "
+                       f"when environments stopped counting measured values and implementation packages); ask "
+                       f"for cohort {exc.key!r}.", ({"field": "cohort", "in": "query", "message": str(exc),
+                                                     "suggestion": exc.key},))
     if isinstance(exc, BadSelection):
         return Problem("bad_selection", str(exc), ({"field": "workload/cohort", "in": "query", "message": str(exc)},))
     return Problem("bad_request", f"The value of {exc.parameter!r} cannot be used: {exc.message}.",

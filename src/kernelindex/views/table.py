@@ -150,11 +150,11 @@ VIEWS: tuple[View, ...] = (
     View("home", urls.HOME, home_page, "home.html", twin=urls.API_HOME,
          api=ApiDoc("The home page's model", "Headline records, sources and their freshness")),
     View("operation", urls.OPERATION, operation_page, "operation.html",
-         subject=p.SLUG, query=(p.WORKLOAD, p.COHORT, p.GPU), extras=(USE_BOX,), csv=OPERATION_CSV,
+         subject=p.SLUG, query=(p.WORKLOAD, p.COHORT, p.GPU, p.PAGE), extras=(USE_BOX,), csv=OPERATION_CSV,
          api=ApiDoc("Operation detail (the operation page's model)", "The operation page: workloads, cohorts, "
                     "headline slots, ranked rows, floor, and the use box of the selected cohort", errors=(404,))),
     View("implementation", urls.IMPLEMENTATION, implementation_page, "implementation.html", subject=p.SLUG,
-         csv=IMPLEMENTATION_CSV,
+         query=(p.PAGE,), csv=IMPLEMENTATION_CSV,
          api=ApiDoc("One implementation line (the implementation page's model)",
                     "Revisions, install, license, runs per workload and GPU", errors=(404,))),
     View("run", urls.RUN, run_dossier, "run.html", subject=p.RUN_ID,

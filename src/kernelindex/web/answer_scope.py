@@ -3,7 +3,8 @@ run pages or implementation pages, and their JSON twins. Such an answer is kept 
 own version, so it is computed again exactly when a publication changes that operation. Every other
 cached answer (home, records, search, GPUs, indexes, compare) reads many operations: it is kept by
 the catalog version. ``/challenges`` also shows the measurement requests, which are not catalog data:
-its answer is kept, besides the catalog version, by what it shows of them (``live_scope``)."""
+its answer is kept, besides the catalog version, by what it shows of them (``live_scope``); so is the Atom
+feed's, which lists their completions."""
 
 from __future__ import annotations
 
@@ -37,7 +38,10 @@ def live_scope(catalog: Catalog, path: str, now: datetime) -> Hashable:
     """What the answer at ``path`` shows besides the catalog, as it shows it: for /challenges, the
     measurement requests (the listing's generation, so a new, merged, claimed or finished request or a
     lapsed lease shows on the next request) and their ages as the page writes them ('40 s', '12 min'),
-    so the page is rendered again when one of those moves and kept otherwise. Nothing for other paths."""
+    so the page is rendered again when one of those moves and kept otherwise. For /feed.atom, the listing's
+    generation (a finished replica is an entry). Nothing for other paths."""
+    if path == urls.FEED:
+        return held_requests(catalog).generation
     if path != urls.CHALLENGES:
         return ()
     held = held_requests(catalog)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -114,6 +116,8 @@ def _lifespan(warm: bool) -> Callable[[FastAPI], Any]:
             threading.Thread(target=keep_warm, args=args, daemon=True, name="kernelindex-warm").start()
         try:
             async with mcp_running(app):
+                if where := os.environ.get("KERNELINDEX_SERVING_ON"):  # set by ki serve (cli/serve_cmd.py)
+                    print(f"Serving on {where}", file=sys.stderr, flush=True)
                 yield
         finally:
             stop.set()

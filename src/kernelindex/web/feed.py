@@ -1,4 +1,8 @@
-"""``/feed.atom``: the latest changes (publications, record events, retractions, request completions)."""
+"""``/feed.atom``: the latest changes (publications, record events, retractions, request completions).
+
+The feed reads every operation's record events (2–3 s of CPU with every bundled source), so its answer
+is kept like a page's: per catalog version and day, and per generation of the measurement requests,
+whose completions it lists and which move without a catalog version (``web/answer_scope.live_scope``)."""
 
 from __future__ import annotations
 
@@ -10,12 +14,14 @@ from starlette.responses import Response
 
 from kernelindex import urls
 from kernelindex.services import reads
+from kernelindex.web.answer_cache import keeps_answers
 from kernelindex.web.render import environment
 
 router = APIRouter(include_in_schema=False)
 FEED_TAG = "tag:kernelindex,2026:feed"
 
 
+@keeps_answers
 @router.get(urls.FEED)
 def feed(request: Request) -> Response:
     changes = reads.feed(request.app.state.catalog, request.app.state.clock())

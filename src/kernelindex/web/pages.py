@@ -23,6 +23,7 @@ from mdit_py_plugins.anchors.index import slugify
 from starlette.responses import HTMLResponse, Response
 
 from kernelindex import registry, urls
+from kernelindex.readmodel.errors import CohortMoved
 from kernelindex.services import reads
 from kernelindex.services.problems import READ_ERRORS, Problem, read_refusal
 from kernelindex.views.table import VIEW, View
@@ -76,6 +77,8 @@ def page_errors(request: Request) -> Iterator[None]:
     """What a read refuses becomes the helpful error page (services.problems is the one translation)."""
     try:
         yield
+    except CohortMoved:
+        raise  # the route answers a redirect (moved_cohort)
     except READ_ERRORS as exc:
         problem_page(request, read_refusal(exc))
 
@@ -114,6 +117,13 @@ def alias_redirect(request: Request, canonical: str, kept: Mapping[str, Sequence
     path = request.url.path.rsplit("/", 1)[0] + "/" + quote(canonical, safe="")
     pairs = [(name, value) for name, values in kept.items() for value in values]
     return Response(status_code=308, headers={"location": path + (f"?{urlencode(pairs)}" if pairs else "")})
+
+
+def moved_cohort(request: Request, key: str) -> Response:
+    """A link with a cohort key an earlier rule gave the cohort moves, permanently, to the same URL with its
+    key now (relative, the other parameters kept): shared links keep working (issue 46 item 7)."""
+    pairs = [(name, key if name == "cohort" else value) for name, value in request.query_params.multi_items()]
+    return Response(status_code=301, headers={"location": f"{request.url.path}?{urlencode(pairs)}"})
 
 
 SITE_WIDE = ("home", "records", "challenges")  # the pages that read every operation's summary

@@ -102,10 +102,11 @@ def environment() -> Environment:
         timing_method=lambda method: METHOD_WORDS.get(method, method),  # never the raw field value
     )
     from kernelindex.policy.floor import FLOOR_NAMES
+    from kernelindex.readmodel.pages_home import family_anchor
     from kernelindex.web.charts import implementation_colour
 
     env.globals.update(static_url=static_url, query_url=query_url, urls=urls, data_sources=_published_sources(),
-                       floor_names=FLOOR_NAMES,
+                       floor_names=FLOOR_NAMES, family_anchor=family_anchor,
                        implementation_colour=implementation_colour)
     env.globals["m"] = env.get_template("partials/macros.html").module  # the shared macros, in every template
     return env

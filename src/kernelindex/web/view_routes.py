@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse, Response
 
+from kernelindex.readmodel.errors import CohortMoved
 from kernelindex.views.table import VIEW, VIEWS, View
 from kernelindex.web import challenges_page, pages, search_page
 from kernelindex.web.answer_cache import keeps_answers
@@ -18,6 +19,7 @@ from kernelindex.web.pages import (
     canonical_link,
     catalog_of,
     html_with_etag,
+    moved_cohort,
     now_of,
     page_errors,
     query_of,
@@ -72,7 +74,10 @@ def page_endpoint(view: View, render: Renderer) -> Callable[[Request], Response]
                 data = view.data(catalog_of(request), now_of(request), args)
             return render(request, args, data)
 
-        return html_with_etag(request, build, canonical_link(request, kept))
+        try:
+            return html_with_etag(request, build, canonical_link(request, kept))
+        except CohortMoved as moved:
+            return moved_cohort(request, moved.key)
 
     return endpoint
 

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from kernelindex.services import reads
+from kernelindex.services.problems import Problem
 from kernelindex.views import params
 from kernelindex.views.params import Param, Repeated
 from kernelindex.views.table import View
@@ -22,6 +23,7 @@ from kernelindex.web.api.csv_views import CSV_CONTENT, csv_response
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
 from kernelindex.web.api.problems import answered, problem_responses
 from kernelindex.web.api.schemas import ResolutionOut
+from kernelindex.web.pages import moved_cohort
 
 _LIMIT_TEXT = (f"Page size, 1–{MAX_LIMIT}. There is no 'all' (0 is refused): follow next_cursor to the end, "
                "as `ki records --limit 0` does.")
@@ -113,7 +115,10 @@ def mount_twin(router: APIRouter, view: View) -> None:
         limit, cursor, format = given.pop("limit", None), given.pop("cursor", None), given.pop("format", "json")
         subject = given.pop(view.subject.name) if view.subject is not None else None
         catalog, now = request.app.state.catalog, request.app.state.clock()
-        data = answered(reads.page(catalog, now, view.name, subject, **given))
+        outcome = reads.page(catalog, now, view.name, subject, **given)
+        if isinstance(outcome, Problem) and outcome.code == "cohort_moved":
+            return moved_cohort(request, outcome.errors[0]["suggestion"])
+        data = answered(outcome)
         if format == "csv" and view.csv is not None:
             name = view.csv.filename.format(slug=view.canonical_subject(subject or ""))
             return csv_response(catalog, view.csv.columns, view.csv.rows(data), name)
