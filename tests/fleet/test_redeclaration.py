@@ -134,3 +134,24 @@ def test_a_bundle_that_references_the_catalogued_implementation_publishes(
                          headers={**bearer(tokens["bundles:write"]), "content-type": "application/gzip"})
     assert answer.status_code == 201, answer.text
     assert CATALOGUED in _install_lines(client)
+
+
+def test_a_line_with_no_recipe_takes_a_pip_revision_of_its_curated_projects_packages_only() -> None:
+    """FlashInfer-Bench's rows of FlashInfer's wrappers record no install recipe; the runner's revision of the same
+    line installs flashinfer-python, a package the curated FlashInfer project declares, and publishes. A package the
+    project does not declare, or another method, is still a redeclaration."""
+    from kernelindex.catalog.curation import RedeclarationError, _check_revision
+
+    line, project = "flashinfer-batch-decode-paged-gqa-paged-decode-h32-kv8-d128-ps64", "sha256:flashinfer"
+    mirrored = {"operation": "sha256:op", "project": project, "version": None, "commit": None,
+                "install": {"method": "none", "why_missing": "the source records no install recipe"}}
+    runner = {**mirrored, "version": "0.7.4",
+              "install": {"method": "pip", "packages": [{"name": "flashinfer-python", "version": "0.7.4"}]}}
+    curated = {project: {"flashinfer-python"}}
+    _check_revision(line, "sha256:new", runner, [mirrored], curated)  # publishes
+    typosquat = {**runner, "install": {"method": "pip", "packages": [{"name": "flashinfer-pyth0n", "version": "1"}]}}
+    with pytest.raises(RedeclarationError, match="installs by pip"):
+        _check_revision(line, "sha256:evil", typosquat, [mirrored], curated)
+    by_git = {**runner, "install": {"method": "git", "git_url": "https://evil.example/fi.git", "git_commit": "0" * 40}}
+    with pytest.raises(RedeclarationError, match="installs by git"):
+        _check_revision(line, "sha256:evil", by_git, [mirrored], curated)

@@ -113,6 +113,14 @@ def _packages(spec: dict[str, Any]) -> set[str]:
     return {p["name"] for p in spec["install"].get("packages") or ()}
 
 
+def _first_recipe(install: dict[str, Any], ways: set[tuple[str, str | None]], curated: set[str]) -> bool:
+    """A line whose catalogued revisions record no install recipe (a source that mirrors a file, e.g.
+    FlashInfer-Bench's rows of FlashInfer's wrappers) takes a pip revision whose every package is one its
+    curated project declares: the package names come from the registry, never from the bundle."""
+    names = {p["name"] for p in install.get("packages") or ()}
+    return ways == {("none", None)} and install["method"] == "pip" and bool(names) and names <= curated
+
+
 def _check_revision(line: str, digest: str, spec: dict[str, Any], stored: list[dict[str, Any]],
                     project_packages: dict[str, set[str]]) -> None:
     said = f"ImplementationRevision {line!r} ({digest})"
@@ -129,7 +137,8 @@ def _check_revision(line: str, digest: str, spec: dict[str, Any], stored: list[d
                 "reference the catalogued revision unchanged")
     install = spec["install"]
     ways = {(s["install"]["method"], s["install"].get("git_url")) for s in stored}
-    if (install["method"], install.get("git_url")) not in ways:
+    if (install["method"], install.get("git_url")) not in ways and not _first_recipe(
+            install, ways, project_packages.get(spec["project"], set())):
         raise RedeclarationError(f"{said} installs by {install['method']} {install.get('git_url') or ''}".rstrip()
                                  + f"; the catalogued line {line!r} installs by "
                                  + ", ".join(f"{m} {u or ''}".rstrip() for m, u in sorted(ways, key=str)))

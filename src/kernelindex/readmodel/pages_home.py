@@ -18,13 +18,18 @@ from kernelindex.catalog.export import export_size
 from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
 from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import Source
-from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.pages_common import CohortSummary
 from kernelindex.readmodel.pages_records import LedgerEvent
 from kernelindex.readmodel.source_notices import source_notice
-from kernelindex.readmodel.summaries import LATEST_RECORDS, OperationFacts, newest_events, operation_summaries
+from kernelindex.readmodel.summaries import (
+    LATEST_RECORDS,
+    OperationFacts,
+    newest_events,
+    operation_summaries,
+    verified_events,
+)
 
 
 @dataclass
@@ -87,8 +92,7 @@ def home_page(catalog: Catalog, *, now: datetime) -> HomePage:
 
 def _latest(cohorts: list[CohortSummary], *, verified_only: bool = False) -> list[LedgerEvent]:
     if verified_only:  # the cohorts' events whose new holder is a verified run
-        cohorts = [replace(c, events=[e for e in c.events if e.holder and e.holder.evidence in VERIFIED_LEVELS])
-                   for c in cohorts]
+        cohorts = [replace(c, events=verified_events(c.events)) for c in cohorts]
     return [LedgerEvent(s.operation, s.operation_title, s.key, s.label, s.workload_label, e, s.url)
             for s, e in newest_events(cohorts, LATEST_RECORDS)]
 

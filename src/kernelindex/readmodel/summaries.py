@@ -355,3 +355,8 @@ def _ref(body: dict[str, Any] | None, now: datetime, refs: dict[tuple[str, int |
 
 def _instant(text: str | None) -> Any:
     return datetime.fromisoformat(text) if text is not None else None
+
+
+def verified_events(events: list[EventView]) -> list[EventView]:
+    """The record events whose new holder is a verified run (the evidence rule stays in ``policy/evidence``)."""
+    return [e for e in events if e.holder and e.holder.evidence in VERIFIED_LEVELS]
