@@ -146,7 +146,8 @@ def test_a_line_with_no_recipe_takes_a_pip_revision_of_its_curated_projects_pack
     mirrored = {"operation": "sha256:op", "project": project, "version": None, "commit": None,
                 "install": {"method": "none", "why_missing": "the source records no install recipe"}}
     runner = {**mirrored, "version": "0.7.4",
-              "install": {"method": "pip", "packages": [{"name": "flashinfer-python", "version": "0.7.4"}]}}
+              "install": {"method": "pip", "packages": [{"name": "flashinfer-python", "version": "0.7.4"},
+                                                    {"name": "torch", "version": "2.11.0"}]}}
     curated = {project: {"flashinfer-python"}}
     _check_revision(line, "sha256:new", runner, [mirrored], curated)  # publishes
     typosquat = {**runner, "install": {"method": "pip", "packages": [{"name": "flashinfer-pyth0n", "version": "1"}]}}

@@ -116,9 +116,11 @@ def _packages(spec: dict[str, Any]) -> set[str]:
 def _first_recipe(install: dict[str, Any], ways: set[tuple[str, str | None]], curated: set[str]) -> bool:
     """A line whose catalogued revisions record no install recipe (a source that mirrors a file, e.g.
     FlashInfer-Bench's rows of FlashInfer's wrappers) takes a pip revision whose every package is one its
-    curated project declares: the package names come from the registry, never from the bundle."""
+    curated project declares (beside the runtime every run names, torch): the package names come from the registry,
+    never from the bundle."""
     names = {p["name"] for p in install.get("packages") or ()}
-    return ways == {("none", None)} and install["method"] == "pip" and bool(names) and names <= curated
+    return (ways == {("none", None)} and install["method"] == "pip" and bool(names & curated)
+            and names <= curated | RUNTIME_PACKAGES)
 
 
 def _check_revision(line: str, digest: str, spec: dict[str, Any], stored: list[dict[str, Any]],
