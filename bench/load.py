@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import shutil
@@ -46,6 +47,7 @@ import httpx
 
 SEARCHES = ["rope bf16 h100", "embedding", "rms norm a100", "fastest swiglu", "cross entropy bf16", "layer norm"]
 KI = [sys.executable, "-m", "kernelindex.cli"]
+WARM_TIMEOUT_S = 900  # a cold worker computes the records ledger of every cohort once (minutes on a busy machine)
 BENCH = Path(__file__).resolve().parent
 
 
@@ -64,7 +66,7 @@ def free_port() -> int:
 
 def targets(base: str) -> list[str]:
     """The traffic mix: pages, their JSON twins, search, run dossiers (ids read from the API)."""
-    with httpx.Client(base_url=base, timeout=60) as client:
+    with httpx.Client(base_url=base, timeout=WARM_TIMEOUT_S) as client:
         slugs = [item["slug"] for item in client.get("/api/v1/operations").json()["items"]][:12]
         runs = [row["run_id"] for row in client.get("/api/v1/operations/rope").json()["ranked"][:6]]
     pages = ["/", "/records", "/challenges", "/gpus"] + [f"/operations/{s}" for s in slugs]
@@ -218,19 +220,20 @@ def measure(args: argparse.Namespace, base: str) -> None:
     bundles = None
     if any(args.publish_every):  # trusting the bench key changes every operation: before the warm-up
         publishing = sum(int(args.duration / every) + 2 for every in args.publish_every if every)
-        bundles = prepare_bundles(args.database, len(args.clients) * publishing)
+        bundles = prepare_bundles(args.database, len(args.clients) * publishing * args.repeat)
     paths = targets(base)
     for path in sorted(set(paths)):  # compute every answer once (on whichever worker takes it)
-        httpx.get(base + path, timeout=120)
+        httpx.get(base + path, timeout=WARM_TIMEOUT_S)
     # Then an untimed round of the mix, so every worker has its own copy: the figures are steady state.
     if args.driver == "wrk":
         run_wrk(base, paths, 16, 5)
     else:
         asyncio.run(run_load(base, paths, 16, 5))
     print(HEADER)
-    for every in args.publish_every:
-        for clients in args.clients:
-            load_once(args, base, paths, clients, every, bundles)
+    for _ in range(args.repeat):
+        for every in args.publish_every:
+            for clients in args.clients:
+                load_once(args, base, paths, clients, every, bundles)
     if bundles:
         shutil.rmtree(bundles, ignore_errors=True)
 
@@ -245,11 +248,23 @@ def load_once(args: argparse.Namespace, base: str, paths: list[str], clients: in
     else:
         sample, elapsed = asyncio.run(run_load(base, paths, clients, args.duration))
         row = report(label, clients, sample, elapsed)
-    print(f"{label:<44} {clients:>4} {row}", flush=True)
+    print(f"{label:<44} {clients:>4} {row}  load {os.getloadavg()[0]:.1f}", flush=True)
     if pub:
-        print(f"{'':<44} {pub.communicate(timeout=600)[0].strip()}", flush=True)
+        print(f"{'':<44} {visibility(pub.communicate(timeout=600)[0].strip())}", flush=True)
     if args.driver == "httpx" and set(sample.statuses) - {200}:
         print(f"{'':<44} statuses: {dict(sorted(sample.statuses.items()))}")
+
+
+def visibility(published: str) -> str:
+    """The publisher's line, with the median and largest time from a 201 to its runs on the operation's page."""
+    try:
+        shown = json.loads(published.rsplit("visible_s", 1)[1])
+    except (IndexError, ValueError):
+        return published
+    seen = [s for s in shown if s is not None]
+    summary = (f"visible after 201: median {statistics.median(seen):.2f} s, max {max(seen):.2f} s"
+               if seen else "visible after 201: none shown")
+    return f"{published}\n{'':<44} {summary}, not shown within 30 s: {len(shown) - len(seen)}"
 
 
 def main() -> None:
@@ -263,6 +278,7 @@ def main() -> None:
                         help="upload a new bundle every 10 s meanwhile (needs --database); same as --publish-every 10")
     parser.add_argument("--publish-every", type=float, nargs="+", default=None,
                         help="seconds between uploads, one set of rows per value (0: no uploads), e.g. 0 10 2")
+    parser.add_argument("--repeat", type=int, default=1, help="measure every row this many times (medians: by hand)")
     parser.add_argument("--label", default="", help="the configuration's name in the output")
     parser.add_argument("--driver", choices=["wrk", "httpx"], default="wrk" if shutil.which("wrk") else "httpx",
                         help="the load generator (default: wrk when installed)")
