@@ -153,14 +153,15 @@ HEADER = f"{'configuration':<44} {'cli':>4} {'requests':>7} {'req/s':>8} {'p50 m
          f"{'p99 ms':>8} {'max ms':>8} {'errors':>6}"
 
 
-def start_server(database: str, workers: int) -> tuple[subprocess.Popen, str]:
+def start_server(database: str, workers: int, log: Path | None = None) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "KERNELINDEX_DATABASE_URL": database}
+    out = log.open("w") if log else subprocess.DEVNULL
     proc = subprocess.Popen([*KI, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
-                             "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                             "--log-level", "warning"], env=env, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + WARM_TIMEOUT_S  # after an upgrade the summaries are computed again first
     while True:
         try:
             if httpx.get(f"{base}/operations/rope", timeout=30).status_code == 200:
@@ -168,6 +169,7 @@ def start_server(database: str, workers: int) -> tuple[subprocess.Popen, str]:
         except httpx.TransportError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
+            stop(proc)  # a server left running would hold the catalog and the CPU
             raise SystemExit("ki serve did not come up")
         time.sleep(0.5)
 
@@ -279,6 +281,7 @@ def main() -> None:
     parser.add_argument("--publish-every", type=float, nargs="+", default=None,
                         help="seconds between uploads, one set of rows per value (0: no uploads), e.g. 0 10 2")
     parser.add_argument("--repeat", type=int, default=1, help="measure every row this many times (medians: by hand)")
+    parser.add_argument("--server-log", type=Path, help="write the server's output here (default: discarded)")
     parser.add_argument("--label", default="", help="the configuration's name in the output")
     parser.add_argument("--driver", choices=["wrk", "httpx"], default="wrk" if shutil.which("wrk") else "httpx",
                         help="the load generator (default: wrk when installed)")
@@ -293,7 +296,7 @@ def main() -> None:
     if not args.database:
         raise SystemExit("give --database (a server is started on it) or --url")
     args.label = args.label or f"{urlsplit(args.database).scheme.split('+')[0]}, {args.workers} workers"
-    proc, base = start_server(args.database, args.workers)
+    proc, base = start_server(args.database, args.workers, args.server_log)
     try:
         print(f"catalog: {run_count(args.database):,} runs · server {base} · {args.workers} workers · "
               f"clients: {args.driver}")

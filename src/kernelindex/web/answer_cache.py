@@ -7,16 +7,17 @@ catalog, the day and the URL alone. Their finished answers (status 200, headers,
 and a copy, not routing, parameter checks, a thread hop, template rendering or JSON encoding
 (bench/RESULTS.md).
 
-Which version an answer is checked against (``answer_scope``): an answer that depends on one
-operation alone (its page, its runs' and implementations' pages, their twins) against that
-operation's own version and the attainable bandwidths of its GPUs, which move only when a
-publication changes that operation or a verified run raises (or a correction lowers) one of those
-figures — so a publication or retraction shows there on the very next request (made through another
-worker: within ``VERSION_FRESH_S``, the served catalog's version read), and publications of
-other operations leave it kept. Every other answer (home, records, search, GPUs, indexes, compare) against
-the catalog version: when that moved, the previous answer is still served for at most
-``STALE_FOR_S`` seconds after this worker first saw the newer version, while one background task
-computes the new one (stale-while-revalidate); past that it is computed on the request.
+What an answer is checked against is the scope its route declares (``answer_scope.keeps_answers``; a
+view's is ``View.cache``): an operation's answer (its page, its runs' and implementations' pages, their
+twins) against that operation's own version and the attainable bandwidths of its GPUs, which move only
+when a publication changes that operation or a verified run raises (or a correction lowers) one of those
+figures, so publications of other operations leave it kept; a site-wide answer (home, records, search,
+GPUs, indexes, compare) against the catalog version; the models index against the day alone.
+
+When that moved, the previous answer is served at once, marked with the version it shows
+(``KeptAnswer.updating``), while one background task per worker computes the new one
+(stale-while-revalidate): no reader waits for a publication's rebuild. An answer served out of date for
+more than ``STALE_FOR_S`` (its computation failed or is stuck) is computed on the request instead.
 
 ``/challenges`` also shows the measurement requests, which change without a catalog version: its
 stamp adds what it shows of them (``answer_scope.live_scope``), and a stale answer is served only while
@@ -29,13 +30,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any
 
 from anyio import to_thread
 
@@ -45,41 +45,11 @@ from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.loading import OperationData, load_operation, loaded_operation
 from kernelindex.readmodel.other_dtype import answer_operations
 from kernelindex.readmodel.versions import VERSIONS, Versions
-from kernelindex.web.answer_scope import live_scope, operation_scope
+from kernelindex.views.table import CacheScope
+from kernelindex.web.answer_scope import DAY, AnswerPaths, kept_route, live_scope, operation_scope
 from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("kernelindex.web")
-
-_KEEPS = "keeps_answers"  # the mark ``keeps_answers`` leaves on an endpoint
-Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
-
-
-def keeps_answers(endpoint: Endpoint) -> Endpoint:
-    """Declare that a route's answers are a function of the catalog, the day and the URL alone, so this
-    cache may keep them (the route says so where it is mounted: there is no list to keep in step)."""
-    setattr(endpoint, _KEEPS, True)
-    return endpoint
-
-
-def kept_route(route: Any) -> bool:
-    """Whether ``route`` (a mounted route, or None) was declared with ``keeps_answers``."""
-    return getattr(getattr(route, "endpoint", None), _KEEPS, False) is True
-
-
-def kept_paths(routes: Iterable[Any], prefix: str = "") -> frozenset[str]:
-    """The path patterns of the app's routes whose answers may be kept (included routers walked)."""
-    found: set[str] = set()
-    for route in routes:
-        if (included := getattr(route, "original_router", None)) is not None:  # FastAPI ≥ 0.120 nests them
-            found |= kept_paths(included.routes, prefix + getattr(route.include_context, "prefix", ""))
-        elif kept_route(route):
-            found.add(prefix + route.path)
-    return frozenset(found)
-
-
-def _path_pattern(routes: Iterable[Any]) -> re.Pattern[str]:
-    return re.compile("|".join(re.sub(r"\{\w+\}", "[^/]+", path) for path in sorted(kept_paths(routes))))
-
 
 MAX_KEPT_BYTES = 8 * 1024 * 1024  # one answer; bigger ones (none today) are answered but not kept
 # The longest one answer is served as it was after this worker found it out of date, while one background
@@ -139,13 +109,14 @@ class AnswerCache:
         # queued behind a site-wide listing
         self._slots = {True: asyncio.Semaphore(1), False: asyncio.Semaphore(1)}
         self._stale_since: dict[tuple[str, Any], float] = {}  # when an answer was first served out of date
-        self._kept_path: re.Pattern[str] | None = None  # read from the app's routes on the first request
+        self._paths: AnswerPaths | None = None  # read from the app's routes on the first request
         self._computing: dict[tuple[str, Any, Stamp], asyncio.Future[KeptAnswer | None]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._kept_path is None and scope["type"] == "http":
-            self._kept_path = _path_pattern(scope["app"].routes)
-        if scope["type"] != "http" or scope.get("method") != "GET" or not self._may_keep(scope["path"]):
+        if self._paths is None and scope["type"] == "http":
+            self._paths = AnswerPaths(scope["app"].routes)
+        declared = self._declared(scope)
+        if declared is None:
             await self.app(scope, receive, send)
             return
         state = scope["app"].state
@@ -154,19 +125,19 @@ class AnswerCache:
         catalog = state.catalog
         key = ("answer", state.clock().date().isoformat(), scope["path"], scope.get("query_string", b""))
         versions = VERSIONS.current(catalog)
-        stamp = _stamp_now(catalog, versions, scope["path"], state.clock())  # None: not known without a load
+        stamp = _stamp_now(catalog, versions, scope["path"], state.clock(), declared)  # None: not known unloaded
         kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
         if isinstance(kept, KeptAnswer):
             if kept.stamp == stamp:
                 await _send_kept(kept, scope, send)
                 return
-            if self._may_serve_stale(state, key, kept, stamp, versions):
+            if self._may_serve_stale(state, key, kept, stamp):
                 await _send_kept(kept if stamp is None and _same_version(kept, versions) else kept.updating,
                                  scope, send)
                 self._refresh_later(scope, key)
                 return
         if stamp is None:
-            stamp = await _stamp(catalog, versions, scope["path"], state.clock())
+            stamp = await _stamp(catalog, versions, scope["path"], state.clock(), declared)
             if isinstance(kept, KeptAnswer) and kept.stamp == stamp:
                 await _send_kept(kept, scope, send)
                 return
@@ -202,11 +173,13 @@ class AnswerCache:
             if not waiting.done():
                 waiting.set_result(None)  # no answer to keep: the waiters compute it themselves
 
-    def _may_keep(self, path: str) -> bool:
-        return self._kept_path is not None and self._kept_path.fullmatch(path) is not None
+    def _declared(self, scope: Scope) -> CacheScope | None:
+        """The cache scope of a GET of a kept route (None: not one)."""
+        if scope["type"] != "http" or scope.get("method") != "GET" or self._paths is None:
+            return None
+        return self._paths.scope(scope["path"])
 
-    def _may_serve_stale(self, state: Any, key: Any, kept: KeptAnswer, stamp: Stamp | None,
-                         versions: Versions) -> bool:
+    def _may_serve_stale(self, state: Any, key: Any, kept: KeptAnswer, stamp: Stamp | None) -> bool:
         """An answer of the same scope (for /challenges: showing the live requests as they are now) that this
         worker first served out of date less than ``stale_for_s`` ago."""
         if state.stale_for_s <= 0 or (stamp is not None and (kept.stamp[0] != stamp[0] or
@@ -228,9 +201,11 @@ class AnswerCache:
 
     async def _refresh(self, scope: Scope, key: Any, marker: tuple[str, Any]) -> None:
         try:
-            async with self._slots[operation_scope(scope["app"].state.catalog, scope["path"]) is None]:
+            declared = self._declared(scope)
+            async with self._slots[declared != "operation"]:
                 catalog = scope["app"].state.catalog
-                stamp = await _stamp(catalog, VERSIONS.current(catalog), scope["path"], scope["app"].state.clock())
+                stamp = await _stamp(catalog, VERSIONS.current(catalog), scope["path"], scope["app"].state.clock(),
+                                     declared)
                 kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
                 if isinstance(kept, KeptAnswer) and kept.stamp == stamp:  # what it depends on did not move
                     self._stale_since.pop(marker, None)
@@ -242,11 +217,14 @@ class AnswerCache:
             self._refreshing.discard(marker)
 
 
-def _stamp_now(catalog: Catalog, versions: Versions, path: str, now: datetime) -> Stamp | None:
+def _stamp_now(catalog: Catalog, versions: Versions, path: str, now: datetime,
+               declared: CacheScope | None) -> Stamp | None:
     """What a kept answer must have been computed at to be served, when it is known without loading
     anything: None for an operation's answer whose operation this worker does not hold at these versions
     (its GPUs' attainable figures are read from it)."""
-    operation = operation_scope(catalog, path)
+    if declared == "day":
+        return DAY, 0, ()
+    operation = operation_scope(catalog, path) if declared == "operation" else None
     if operation is None:
         return SITE, versions.catalog, live_scope(catalog, path, now)
     data = loaded_operation(catalog, operation, versions)
@@ -266,9 +244,10 @@ def _same_version(kept: KeptAnswer, versions: Versions) -> bool:
     return kept.stamp[0] != SITE and kept.stamp[1] == _operation_version(kept.stamp[0], versions)
 
 
-async def _stamp(catalog: Catalog, versions: Versions, path: str, now: datetime) -> Stamp:
+async def _stamp(catalog: Catalog, versions: Versions, path: str, now: datetime,
+                 declared: CacheScope | None) -> Stamp:
     """The stamp, loading the operation (in one thread for every request that asks meanwhile) when needed."""
-    if (known := _stamp_now(catalog, versions, path, now)) is not None:
+    if (known := _stamp_now(catalog, versions, path, now, declared)) is not None:
         return known
     operation = operation_scope(catalog, path)
     assert operation is not None

@@ -8,13 +8,13 @@ from fastapi.responses import JSONResponse
 from kernelindex import urls
 from kernelindex.readmodel.runs import run_samples
 from kernelindex.views.params import RUN_ID, check_subject, read_query
-from kernelindex.web.answer_cache import keeps_answers
+from kernelindex.web.answer_scope import keeps_answers
 from kernelindex.web.pages import catalog_of, page_errors, query_of
 
 router = APIRouter(include_in_schema=False)
 
 
-@keeps_answers
+@keeps_answers(scope="operation")
 @router.get(urls.RUN_SAMPLES)
 def samples_route(request: Request, run_id: str) -> JSONResponse:
     with page_errors(request):  # a data download, strict like the API: it takes no parameters
