@@ -234,9 +234,9 @@ def measure(args: argparse.Namespace, base: str) -> None:
         httpx.get(base + path, timeout=WARM_TIMEOUT_S)
     # Then an untimed round of the mix, so every worker has its own copy: the figures are steady state.
     if args.driver == "wrk":
-        run_wrk(base, paths, 16, 5)
+        run_wrk(base, paths, 16, args.warmup)
     else:
-        asyncio.run(run_load(base, paths, 16, 5))
+        asyncio.run(run_load(base, paths, 16, args.warmup))
     print(HEADER)
     for _ in range(args.repeat):
         for every in args.publish_every:
@@ -286,6 +286,9 @@ def main() -> None:
                         help="upload a new bundle every 10 s meanwhile (needs --database); same as --publish-every 10")
     parser.add_argument("--publish-every", type=float, nargs="+", default=None,
                         help="seconds between uploads, one set of rows per value (0: no uploads), e.g. 0 10 2")
+    parser.add_argument("--warmup", type=float, default=5.0,
+                        help="seconds of untimed load first, so every worker has computed its answers (a busy "
+                             "machine needs minutes: each worker computes the records ledger once)")
     parser.add_argument("--repeat", type=int, default=1, help="measure every row this many times (medians: by hand)")
     parser.add_argument("--server-log", type=Path, help="write the server's output here (default: discarded)")
     parser.add_argument("--label", default="", help="the configuration's name in the output")
