@@ -16,7 +16,7 @@ from sqlalchemy import update
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import MeasurementRequestRow
 from kernelindex.trust.bundles import publish_bundle
-from kernelindex.web.answer_cache import kept_paths
+from kernelindex.web.answer_scope import kept_paths
 
 ASK = {"operation": "rope", "axes": {"seq": 2048, "hidden": 8192, "q_heads": 32, "kv_heads": 8},
        "dtypes": {"T": "bf16"}, "gpu": "h200"}

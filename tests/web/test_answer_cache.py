@@ -15,7 +15,8 @@ from web_helpers import FIXED_NOW, make_app, rope_keys_of
 from kernelindex.catalog.db import Catalog, open_catalog
 from kernelindex.catalog.lifecycle import retract
 from kernelindex.readmodel.cache import VersionedCache
-from kernelindex.web.answer_cache import KeptAnswer, _Recorder, kept_paths
+from kernelindex.web.answer_cache import KeptAnswer, _Recorder
+from kernelindex.web.answer_scope import kept_paths
 from kernelindex.web.app import create_app
 
 

@@ -1,11 +1,12 @@
 """A publication invalidates only what it changes (issue 23, item 6): per-operation data and answers
 are kept by that operation's own version, so retracting a rope run reloads rope alone and shows on
-rope's pages on the very next request; site-wide answers are served from the previous version for at
-most ``stale_for_s`` while the new one is computed in the background."""
+rope's pages once computed again: every answer is served from the previous version, marked as updating,
+for at most ``stale_for_s`` while the new one is computed in the background (issue 50)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
@@ -50,7 +51,7 @@ def test_a_write_that_records_nothing_reloads_everything(liger_catalog: Catalog)
     assert all(after[slug] is not before[slug] for slug in before)
 
 
-def test_a_retraction_shows_on_its_operation_pages_on_the_next_request(liger_catalog: Catalog) -> None:
+def test_a_retraction_shows_on_its_operation_pages_once_recomputed(liger_catalog: Catalog) -> None:
     leader = _rope_leader(liger_catalog)
     app = create_app(liger_catalog, clock=lambda: FIXED_NOW, stale_for_s=60.0)
     with TestClient(app) as client:
@@ -59,18 +60,28 @@ def test_a_retraction_shows_on_its_operation_pages_on_the_next_request(liger_cat
         assert client.get(f"/api/v1/runs/{leader}").json()["retraction"] is None
         assert leader in {row["run_id"] for row in rope_page["ranked"]}
         retract(liger_catalog, leader, reason="bench rig misconfigured", actor="pytest")
-        # its own operation's pages: the next request (no window)
-        assert client.get(f"/api/v1/runs/{leader}").json()["retraction"] is not None
-        assert leader not in {row["run_id"] for row in client.get("/api/v1/operations/rope").json()["ranked"]}
-        assert f"/runs/{leader}" not in client.get("/operations/rope").text.split("not ranked")[0]
-        # a site-wide answer: the previous one at once, the new one once computed in the background
-        assert client.get("/api/v1/operations").json() == index
-        deadline = time.monotonic() + 30
-        while client.get("/api/v1/operations").json() == index:
-            assert time.monotonic() < deadline, "the site-wide answer was not refreshed in the background"
-            time.sleep(0.05)
+        # the previous answers at once, marked with the version they show; the new ones once computed
+        shown = client.get(f"/api/v1/runs/{leader}")
+        assert shown.json()["retraction"] is None and shown.headers["x-kernelindex-updating"] == "1"
+        assert shown.json()["updating"] == {"shows_version": int(shown.headers["x-kernelindex-version"])}
+        stale_index = client.get("/api/v1/operations").json()
+        assert stale_index.pop("updating") and stale_index == index
+        _eventually(lambda: client.get(f"/api/v1/runs/{leader}").json()["retraction"] is not None)
+        _eventually(lambda: leader not in {row["run_id"] for row in
+                                           client.get("/api/v1/operations/rope").json()["ranked"]})
+        _eventually(lambda: f"/runs/{leader}" not in client.get("/operations/rope").text.split("not ranked")[0])
+        _eventually(lambda: client.get("/api/v1/operations").json()["items"] != index["items"])
+        assert "updating" not in client.get("/api/v1/operations/rope").json()
     rope = lambda items: next(op for op in items if op["slug"] == "rope")["eligible_runs"]  # noqa: E731
     assert rope(client.get("/api/v1/operations").json()["items"]) == rope(index["items"]) - 1
+
+
+def _eventually(holds: Callable[[], bool]) -> None:
+    """Ask until ``holds()``: the answer is computed again in the background."""
+    deadline = time.monotonic() + 30
+    while not holds():
+        assert time.monotonic() < deadline, "the answer was not computed again in the background"
+        time.sleep(0.05)
 
 
 def test_no_site_wide_answer_is_served_past_its_window(liger_catalog: Catalog) -> None:

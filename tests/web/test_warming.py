@@ -14,8 +14,8 @@ from web_helpers import FIXED_NOW, rope_keys_of
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lifecycle import retract
+from kernelindex.readmodel import summaries
 from kernelindex.readmodel.cache import READ_CACHE
-from kernelindex.views.table import VIEW
 from kernelindex.web import pages, warming
 from kernelindex.web.app import create_app
 
@@ -68,38 +68,40 @@ def test_a_failing_warm_or_version_read_does_not_stop_the_loop() -> None:
     assert calls == [1, 2]
 
 
+def _summaries_key() -> tuple[str, str]:
+    return ("operation-summaries", FIXED_NOW.date().isoformat())
+
+
 def test_a_publication_is_warmed_in_the_background(liger_catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(warming, "POLL_S", 0.05)
-    home_key = VIEW["home"].cache_key(FIXED_NOW, {})
     READ_CACHE.clear()
     app = create_app(liger_catalog, clock=lambda: FIXED_NOW, warm=True)
     with TestClient(app):
-        assert _eventually(lambda: READ_CACHE.peek(liger_catalog, home_key, liger_catalog.version()) is not None)
+        first = liger_catalog.version()
+        assert _eventually(lambda: READ_CACHE.peek(liger_catalog, _summaries_key(), first) is not None)
         retract(liger_catalog, rope_keys_of(liger_catalog)["leader"], reason="timer bug", actor="tests",
                 at=datetime(2026, 1, 2, tzinfo=UTC))
         version = liger_catalog.version()
-        assert _eventually(lambda: READ_CACHE.peek(liger_catalog, home_key, version) is not None)
+        assert _eventually(lambda: READ_CACHE.peek(liger_catalog, _summaries_key(), version) is not None)
 
 
-def test_warming_keeps_every_site_wide_page_under_its_routes_key(liger_catalog: Catalog) -> None:
+def test_warming_computes_what_every_site_wide_page_reads(liger_catalog: Catalog,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """/records and /challenges read every operation's summary too (seconds cold with every source): warming
-    computes them under the key their routes ask for, so the request after it is a cache hit."""
+    computes the summaries and the challenges' table, so the request after it only projects them."""
     READ_CACHE.clear()
     app = create_app(liger_catalog, clock=lambda: FIXED_NOW)
     pages.warm(app)
     version = liger_catalog.version()
-    for name in ("home", "records", "challenges"):
-        key = VIEW[name].cache_key(FIXED_NOW, VIEW[name].arguments(None, {}))
-        assert READ_CACHE.peek(liger_catalog, key, version) is not None, name
-    built = []
+    assert READ_CACHE.peek(liger_catalog, _summaries_key(), version) is not None
+    assert READ_CACHE.peek(liger_catalog, ("service", "challenges", FIXED_NOW.date().isoformat()), version) is not None
+    gathered: list[int] = []
+    original = summaries._gather
+    monkeypatch.setattr(summaries, "_gather", lambda *a, **k: gathered.append(1) or original(*a, **k))
     with TestClient(app) as client:
-        original = VIEW["records"].build
-        try:
-            object.__setattr__(VIEW["records"], "build", lambda *a, **k: built.append(1) or original(*a, **k))
-            assert client.get("/records").status_code == 200 and client.get("/api/v1/records").status_code == 200
-        finally:
-            object.__setattr__(VIEW["records"], "build", original)
-    assert built == []
+        for path in ("/", "/records", "/api/v1/records", "/challenges"):
+            assert client.get(path).status_code == 200, path
+    assert gathered == []
 
 
 def _eventually(check: Callable[[], bool], seconds: float = 30.0) -> bool:

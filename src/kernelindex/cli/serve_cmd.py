@@ -81,6 +81,7 @@ def _run_count(catalog: Catalog) -> str:
     return f"{runs:,} runs from {sources} source(s)"
 
 
+WORKER_HEALTHCHECK_S = 60
 MAX_CONNECTIONS = 1024  # per worker: connections and tasks together, uvicorn's limit_concurrency
 
 
@@ -115,8 +116,11 @@ def serve(
 
     # Connections: at most MAX_CONNECTIONS open per worker (uvicorn answers 503 past it), and a connection
     # that does not finish its request's headers within 10 s is closed (docs/reliability.md).
+    # A worker computing a cold answer on a busy machine can leave uvicorn's health ping (5 s by default)
+    # unanswered, and a killed worker drops every connection it holds: give it a minute.
     uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, workers=workers, log_level=log_level,
                 log_config=log_config(log_level), access_log=False, http=http_protocol(),
+                timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
                 limit_concurrency=int(os.environ.get("KERNELINDEX_MAX_CONNECTIONS") or MAX_CONNECTIONS),
                 **proxy_settings(trusted_proxies))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from kernelindex import registry, urls
@@ -163,7 +164,7 @@ def _all_challenges(catalog: Catalog, now: datetime) -> ChallengesPage:
         if found := KERNELBENCH_SLUG.fullmatch(data.slug):
             problems.setdefault(int(found[1]), []).append((int(found[2]), data))
         summaries = data.cohorts_with_leader()
-        gaps = _gaps(data, priority)
+        gaps = data.derived(("challenge-gaps", *priority), partial(_gaps, data, priority))
         if gaps.cells:
             page.unmeasured.append(gaps)
         page.unbeaten_baselines += [s for s in summaries if s.leader and s.leader.baseline]

@@ -4,20 +4,21 @@ Cohorts are never ranked against each other: the ledger is ordered by operation 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
+from typing import Any
 
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.policy.evidence import LEVELS
-from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.jsonable import JsonModel, to_jsonable
 from kernelindex.readmodel.pages_common import (
     CohortSummary,
     EventView,
     NotFound,
     check_choice,
 )
-from kernelindex.readmodel.summaries import operation_summaries
+from kernelindex.readmodel.summaries import OperationFacts, operation_summaries
 
 VIEWS = ["current", "recently-broken", "history"]
 HISTORY_LIMIT = 300
@@ -46,12 +47,24 @@ class RecordsPage(JsonModel):
     total_cohorts: int = 0
     gpu_reading: str | None = None  # how a GPU name that more than one product answers was read
 
+    _plain = False  # it writes its own JSON: each cohort's is kept with its operation's summary
+
+    def to_json(self) -> dict[str, Any]:
+        written: dict[int, dict[str, Any]] = self.__dict__.get("_written", {})
+        data = {name: to_jsonable(getattr(self, name)) for name in _FIELDS if name != "cohorts"}
+        data["cohorts"] = [written.get(id(c)) or to_jsonable(c) for c in self.cohorts]
+        return {name: data[name] for name in _FIELDS}
+
+
+_FIELDS = tuple(f.name for f in fields(RecordsPage))
+
 
 def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | None = None,
                  evidence: str | None = None, view: str | None = None, cohort: str | None = None,
                  now: datetime) -> RecordsPage:
     clock = now
-    summaries = [s for facts in operation_summaries(catalog, now=now) for s in facts.cohorts_with_leader()]
+    every = operation_summaries(catalog, now=now)
+    summaries = [s for facts in every for s in facts.cohorts_with_leader()]
     options = _options(summaries)
     reading = registry.gpu_reading(gpu) if gpu else None
     gpu = registry.gpu_slug(gpu) or gpu if gpu else gpu
@@ -67,6 +80,7 @@ def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | N
             raise NotFound(f"no cohort {cohort!r} holds a record; cohort keys are the 12 hex digits in ?cohort=")
         return page
     chosen = [s for s in summaries if _matches(s, operation, gpu, evidence)]
+    page.__dict__["_written"] = {k: v for facts in every for k, v in _written(facts).items()}
     if view == "current":
         page.cohorts = chosen
     elif view == "recently-broken":
@@ -75,6 +89,12 @@ def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | N
     else:
         page.events, page.events_truncated = _history(chosen)
     return page
+
+
+def _written(facts: OperationFacts) -> dict[int, dict[str, Any]]:
+    """The JSON of the operation's cohorts with a leader, by object: written once per version of the
+    operation (and day), so the ledger of ~60,000 cohorts writes only the changed operations' again."""
+    return facts.derived("records-json", lambda: {id(c): c.to_json() for c in facts.cohorts_with_leader()})
 
 
 def _matches(s: CohortSummary, operation: str | None, gpu: str | None, evidence: str | None) -> bool:

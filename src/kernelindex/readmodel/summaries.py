@@ -15,11 +15,11 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import cached_property, partial
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import delete, insert, select
@@ -42,6 +42,7 @@ from kernelindex.readmodel.summary_form import stored_column, summary_form
 from kernelindex.readmodel.versions import VERSIONS, Versions
 
 log = logging.getLogger("kernelindex.readmodel")
+T = TypeVar("T")
 # Any instant serves to compute a summary: the one field that depends on the clock (a run's ``stale``)
 # is decided again when the summary is read.
 _COMPUTED_AT = datetime(2000, 1, 1, tzinfo=UTC)
@@ -101,7 +102,17 @@ class OperationFacts(JsonModel):
         return self.workload_source()
 
     def cohorts_with_leader(self) -> list[CohortSummary]:
-        return [c for c in self.cohorts if c.leader]
+        return self.derived("cohorts-with-leader", lambda: [c for c in self.cohorts if c.leader])
+
+    def derived(self, name: Hashable, compute: Callable[[], T]) -> T:
+        """What a site-wide listing derives from this operation alone (its records' JSON, its coverage gaps),
+        kept with the summary, which is kept per version of the operation and day: after a publication a
+        listing recomputes its part of the operations the publication changed and reuses every other part."""
+        memo: dict[Hashable, Any] = self.__dict__.setdefault("_derived", {})  # not a field: never stored
+        if name not in memo:
+            memo[name] = compute()
+        value: T = memo[name]
+        return value
 
 
 def newest_events(cohorts: list[CohortSummary], count: int = LATEST_RECORDS) -> list[tuple[CohortSummary, EventView]]:

@@ -13,10 +13,8 @@ of its own GPUs, so they move only when one of those figures does (``readmodel/l
 
 from __future__ import annotations
 
-import bisect
 import logging
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -26,7 +24,6 @@ from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE, changes_between
 from kernelindex.catalog.db import Catalog
 
 log = logging.getLogger("kernelindex.readmodel")
-_SEEN_KEPT = 256  # catalog versions whose first sighting a worker remembers (older ones: long superseded)
 
 
 @dataclass(frozen=True)
@@ -48,11 +45,10 @@ class Versions:
 
 
 class VersionTracker:
-    """Per process: the latest ``Versions`` of each catalog, and when each catalog version was first seen."""
+    """Per process: the latest ``Versions`` of each catalog."""
 
     def __init__(self) -> None:
         self._known: dict[str, Versions] = {}
-        self._seen: dict[str, tuple[list[int], list[float]]] = {}  # versions ascending, first seen (monotonic)
         self._lock = threading.Lock()
 
     def current(self, catalog: Catalog) -> Versions:
@@ -66,28 +62,7 @@ class VersionTracker:
             known = self._known.get(catalog.url)
             if known is None or known.catalog != version:
                 known = self._known[catalog.url] = _advanced(catalog, known, version)
-                self._note_seen(catalog.url, version)
             return known
-
-    def superseded_for(self, catalog: Catalog, version: int) -> float | None:
-        """Seconds since this worker first saw a catalog version newer than ``version``: None when it has
-        not, infinity when ``version`` is older than every version it remembers."""
-        versions, seen = self._seen.get(catalog.url, ([], []))
-        if not versions or version >= versions[-1]:
-            return None
-        if version < versions[0]:
-            return float("inf")
-        return time.monotonic() - seen[bisect.bisect_right(versions, version)]
-
-    def _note_seen(self, url: str, version: int) -> None:
-        versions, seen = self._seen.setdefault(url, ([], []))
-        if versions and version < versions[-1]:  # the catalog was recreated: start over
-            versions.clear()
-            seen.clear()
-        if not versions or version > versions[-1]:
-            versions.append(version)
-            seen.append(time.monotonic())
-        del versions[:-_SEEN_KEPT], seen[:-_SEEN_KEPT]
 
 
 def _advanced(catalog: Catalog, known: Versions | None, version: int) -> Versions:

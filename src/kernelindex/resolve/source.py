@@ -1,10 +1,10 @@
 """The resolver's view of the catalog, built from the read model so that cohorts, eligibility,
 evidence, usability and ranks are exactly the ones the operation pages show.
 
-Every table it derives (the operations' manifests, the vocabulary, an operation's ranked cohorts) is
-kept per catalog version (every write bumps it) under the table's name and its arguments
-(``readmodel.cache.kept``): the first query after a publication loads an operation once; later queries
-only filter in memory.
+Every table it derives is kept under the table's name and its arguments: the operations' manifests and
+the vocabulary per catalog version (``readmodel.cache.kept``), an operation's ranked cohorts per version
+of that operation (``readmodel/versions.py``), so a publication makes a query rank again only the
+operations it changed; later queries only filter in memory.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import OperationSpec
 from kernelindex.policy.reasons import Reason
-from kernelindex.readmodel.cache import kept
+from kernelindex.readmodel.cache import READ_CACHE, kept
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
@@ -30,6 +30,7 @@ from kernelindex.readmodel.ranking_notes import host_bound_label, ranked_statist
 from kernelindex.readmodel.region_work import forward_work_note
 from kernelindex.readmodel.rows import implementation_ref
 from kernelindex.readmodel.summaries import OperationCounts, counts_of
+from kernelindex.readmodel.versions import VERSIONS
 from kernelindex.resolve.cohorts import LeaderboardScores, OperationEvidence, RankedCohort, order_key
 from kernelindex.resolve.run_facts import ImplementationFacts, RunFacts
 from kernelindex.resolve.vocabulary import Vocabulary, build_vocabulary, operation_entry, registry_vocabulary
@@ -147,7 +148,9 @@ class CatalogCohortSource:
             data = load_operation_runs(self.catalog, operation)
             return cohorts_from(data), scores_from(data)
 
-        return self._cached("ranked-cohorts", (operation,), load, long_lived=True)
+        # Kept by the operation's own version: a publication of another operation leaves it as it is
+        return READ_CACHE.get(self.catalog, ("service", "ranked-cohorts", operation), load, long_lived=True,
+                              version=VERSIONS.current(self.catalog).of(operation), scope=operation)
 
     def cohorts(self, operation: str) -> Sequence[RankedCohort]:
         if operation not in self._operation_manifests():

@@ -8,11 +8,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
-from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operations import operation_page
 from kernelindex.readmodel.pages_challenges import challenges_page
 from kernelindex.readmodel.pages_compare import compare_page
@@ -42,6 +41,9 @@ from kernelindex.views.tables import (
     CsvTable,
 )
 
+# What a view's finished answer is kept by (web/answer_cache.py): the version of the one operation it shows,
+# the catalog version, the day alone (it reads nothing of the catalog), or nothing (docs/caching.md).
+CacheScope = Literal["operation", "catalog", "day", "none"]
 Builder = Callable[..., Any]  # builder(catalog, [subject,] now=..., **query) -> a read model with to_json()
 
 
@@ -76,6 +78,9 @@ class View:
     csv: CsvTable | None = None
     pages: Callable[[Mapping[str, Any]], str] | None = None  # the paginated list of the JSON twin
     blank: Callable[[Mapping[str, Any]], bool] | None = None  # arguments that ask for the empty form only
+    # What its finished answer is kept by (web/answer_cache.py): the version of the one operation it shows,
+    # the catalog version, the day alone (it reads nothing of the catalog), or nothing (docs/caching.md)
+    cache: CacheScope = "catalog"
 
     @property
     def api_path(self) -> str:
@@ -104,16 +109,9 @@ class View:
         names = {p.name for p in self.query} | ({self.repeated.param.name} if self.repeated else set())
         return {name: values for name, values in query.items() if name in names}
 
-    def cache_key(self, now: datetime, args: Mapping[str, Any]) -> tuple[Any, ...]:
-        """Pages depend on the day (staleness moves by days) and on their arguments."""
-        values = tuple(tuple(v) if isinstance(v, list) else v for _, v in sorted(args.items()))
-        return ("view", self.name, now.date().isoformat(), *values)
-
     def data(self, catalog: Catalog, now: datetime, args: Mapping[str, Any]) -> dict[str, Any]:
-        """The page's JSON (what the API serves, the HTML renders and the CLI prints), cached."""
-        return READ_CACHE.get(catalog, self.cache_key(now, args), lambda: self._build(catalog, now, args))
-
-    def _build(self, catalog: Catalog, now: datetime, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The page's JSON (what the API serves, the HTML renders and the CLI prints), projected from the
+        read model's kept parts; the finished answer is kept once, by the web's answer cache."""
         named = dict(args)
         positional = [named.pop(self.subject.name)] if self.subject is not None else []
         if self.repeated is not None:
@@ -151,13 +149,14 @@ VIEWS: tuple[View, ...] = (
          api=ApiDoc("The home page's model", "Headline records, sources and their freshness")),
     View("operation", urls.OPERATION, operation_page, "operation.html",
          subject=p.SLUG, query=(p.WORKLOAD, p.COHORT, p.GPU, p.PAGE), extras=(USE_BOX,), csv=OPERATION_CSV,
+         cache="operation",
          api=ApiDoc("Operation detail (the operation page's model)", "The operation page: workloads, cohorts, "
                     "headline slots, ranked rows, floor, and the use box of the selected cohort", errors=(404,))),
     View("implementation", urls.IMPLEMENTATION, implementation_page, "implementation.html", subject=p.SLUG,
-         query=(p.PAGE,), csv=IMPLEMENTATION_CSV,
+         query=(p.PAGE,), csv=IMPLEMENTATION_CSV, cache="operation",
          api=ApiDoc("One implementation line (the implementation page's model)",
                     "Revisions, install, license, runs per workload and GPU", errors=(404,))),
-    View("run", urls.RUN, run_dossier, "run.html", subject=p.RUN_ID,
+    View("run", urls.RUN, run_dossier, "run.html", subject=p.RUN_ID, cache="operation",
          api=ApiDoc("Evidence dossier of one run", "Status, timing, rank or the reason it is not ranked, workload, "
                     "protocol, environment", errors=(404,))),
     View("records", urls.RECORDS, records_page, "records.html",
@@ -179,7 +178,7 @@ VIEWS: tuple[View, ...] = (
     View("compare", urls.COMPARE, compare_page, "compare.html", repeated=COMPARE_RUNS, csv=COMPARE_CSV,
          api=ApiDoc("Compare 2–8 runs", "Runs side by side; a winner only within one cohort, else the first "
                     "material difference", errors=(404,))),
-    View("models", urls.MODELS, models_index, "models.html", csv=MODELS_CSV,
+    View("models", urls.MODELS, models_index, "models.html", csv=MODELS_CSV, cache="day",
          api=ApiDoc("The models", "Every shipped model definition with its source, license and configuration")),
     View("model", urls.MODEL, model_page, "model.html", subject=p.SLUG, query=(p.GPU, p.PHASE, p.BATCH, p.SEQ, p.TP),
          csv=MODEL_CSV,

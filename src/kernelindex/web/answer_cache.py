@@ -7,16 +7,17 @@ catalog, the day and the URL alone. Their finished answers (status 200, headers,
 and a copy, not routing, parameter checks, a thread hop, template rendering or JSON encoding
 (docs/performance.md).
 
-Which version an answer is checked against (``answer_scope``): an answer that depends on one
-operation alone (its page, its runs' and implementations' pages, their twins) against that
-operation's own version and the attainable bandwidths of its GPUs, which move only when a
-publication changes that operation or a verified run raises (or a correction lowers) one of those
-figures — so a publication or retraction shows there on the very next request (made through another
-worker: within ``VERSION_FRESH_S``, the served catalog's version read), and publications of
-other operations leave it kept. Every other answer (home, records, search, GPUs, indexes, compare) against
-the catalog version: when that moved, the previous answer is still served for at most
-``STALE_FOR_S`` seconds after this worker first saw the newer version, while one background task
-computes the new one (stale-while-revalidate); past that it is computed on the request.
+What an answer is checked against is the scope its route declares (``answer_scope.keeps_answers``; a
+view's is ``View.cache``): an operation's answer (its page, its runs' and implementations' pages, their
+twins) against that operation's own version and the attainable bandwidths of its GPUs, which move only
+when a publication changes that operation or a verified run raises (or a correction lowers) one of those
+figures, so publications of other operations leave it kept; a site-wide answer (home, records, search,
+GPUs, indexes, compare) against the catalog version; the models index against the day alone.
+
+When that moved, the previous answer is served at once, marked with the version it shows
+(``KeptAnswer.updating``), while one background task per worker computes the new one
+(stale-while-revalidate): no reader waits for a publication's rebuild. An answer served out of date for
+more than ``STALE_FOR_S`` (its computation failed or is stuck) is computed on the request instead.
 
 ``/challenges`` also shows the measurement requests, which change without a catalog version: its
 stamp adds what it shows of them (``answer_scope.live_scope``), and a stale answer is served only while
@@ -29,11 +30,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
+import time
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from functools import cached_property
+from typing import Any
 
 from anyio import to_thread
 
@@ -43,48 +45,23 @@ from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.loading import OperationData, load_operation, loaded_operation
 from kernelindex.readmodel.other_dtype import answer_operations
 from kernelindex.readmodel.versions import VERSIONS, Versions
-from kernelindex.web.answer_scope import live_scope, operation_scope
+from kernelindex.views.table import CacheScope
+from kernelindex.web.answer_scope import DAY, AnswerPaths, kept_route, live_scope, operation_scope
 from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("kernelindex.web")
 
-_KEEPS = "keeps_answers"  # the mark ``keeps_answers`` leaves on an endpoint
-Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
-
-
-def keeps_answers(endpoint: Endpoint) -> Endpoint:
-    """Declare that a route's answers are a function of the catalog, the day and the URL alone, so this
-    cache may keep them (the route says so where it is mounted: there is no list to keep in step)."""
-    setattr(endpoint, _KEEPS, True)
-    return endpoint
-
-
-def kept_route(route: Any) -> bool:
-    """Whether ``route`` (a mounted route, or None) was declared with ``keeps_answers``."""
-    return getattr(getattr(route, "endpoint", None), _KEEPS, False) is True
-
-
-def kept_paths(routes: Iterable[Any], prefix: str = "") -> frozenset[str]:
-    """The path patterns of the app's routes whose answers may be kept (included routers walked)."""
-    found: set[str] = set()
-    for route in routes:
-        if (included := getattr(route, "original_router", None)) is not None:  # FastAPI ≥ 0.120 nests them
-            found |= kept_paths(included.routes, prefix + getattr(route.include_context, "prefix", ""))
-        elif kept_route(route):
-            found.add(prefix + route.path)
-    return frozenset(found)
-
-
-def _path_pattern(routes: Iterable[Any]) -> re.Pattern[str]:
-    return re.compile("|".join(re.sub(r"\{\w+\}", "[^/]+", path) for path in sorted(kept_paths(routes))))
-
-
 MAX_KEPT_BYTES = 8 * 1024 * 1024  # one answer; bigger ones (none today) are answered but not kept
-STALE_FOR_S = 10.0  # the longest a site-wide answer is served after a newer catalog version was seen
+# The longest one answer is served as it was after this worker found it out of date, while one background
+# task computes it again; past that (the computation failed, or is stuck) it is computed on the request.
+STALE_FOR_S = 30.0
 VERSION_FRESH_S = 0.2  # how long the served catalog answers a version read from memory (catalog/db.py)
 ANSWERS = "answers"  # their scope in the read model's cache: one entry per key, replaced when recomputed
-# (operation slug, its version, its GPUs' attainable bandwidths) or (SITE, catalog version, ())
+# (operation slug, its version, its GPUs' attainable bandwidths) or (SITE, catalog version, what it shows live)
 Stamp = tuple[str, int, Hashable]
+VERSION_HEADER = b"x-kernelindex-version"  # the version an answer shows: its operation's, or the catalog's
+UPDATING_HEADER = b"x-kernelindex-updating"  # on an out-of-date answer: the version being computed
+_MAIN = b'<main id="content" tabindex="-1">'
 
 
 @dataclass(frozen=True)
@@ -100,23 +77,46 @@ class KeptAnswer:
         """What the cache counts against its byte budget."""
         return len(self.body)
 
+    @cached_property
+    def updating(self) -> KeptAnswer:
+        """This answer as served while a newer one is computed: marked with the version it shows (the JSON
+        gains ``"updating": {"shows_version": N}``, the page a line saying it is being updated) and its
+        own ETag, so a client does not keep it as the newer answer."""
+        body = self.body
+        shown = self.stamp[1]
+        if body.startswith(b"{") and _header(self.headers, b"content-type").startswith(b"application/json"):
+            body = b'{"updating":{"shows_version":%d},' % shown + body[1:] if body != b"{}" else body
+        elif _MAIN in body:
+            note = (b'<p class="updating" role="status">Updating: this page shows the catalog as of version %d; '
+                    b'a newer version is being computed. Reload in a few seconds.</p>' % shown)
+            body = body.replace(_MAIN, _MAIN + note, 1)
+        etag = self.etag[:-1] + b'-updating"'
+        headers = tuple((k, str(len(body)).encode() if k == b"content-length" else etag if k == b"etag" else v)
+                        for k, v in self.headers)
+        return replace(self, headers=(*headers, (UPDATING_HEADER, b"1")), body=body, etag=etag)
+
 
 class AnswerCache:
     """ASGI middleware: answer a GET of a cached route from the read model's cache, or run the app and
-    keep its answer."""
+    keep its answer. An answer found out of date is served as it was (marked as updating) while one
+    background task per worker computes it again: readers never wait on a publication's rebuild."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self._refreshing: set[tuple[str, Any]] = set()
         self._tasks: set[asyncio.Task] = set()
-        self._slots = asyncio.Semaphore(1)  # one background computation at a time per worker
-        self._kept_path: re.Pattern[str] | None = None  # read from the app's routes on the first request
+        # One background computation at a time per worker for each kind, so an operation's page is not
+        # queued behind a site-wide listing
+        self._slots = {True: asyncio.Semaphore(1), False: asyncio.Semaphore(1)}
+        self._stale_since: dict[tuple[str, Any], float] = {}  # when an answer was first served out of date
+        self._paths: AnswerPaths | None = None  # read from the app's routes on the first request
         self._computing: dict[tuple[str, Any, Stamp], asyncio.Future[KeptAnswer | None]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._kept_path is None and scope["type"] == "http":
-            self._kept_path = _path_pattern(scope["app"].routes)
-        if scope["type"] != "http" or scope.get("method") != "GET" or not self._may_keep(scope["path"]):
+        if self._paths is None and scope["type"] == "http":
+            self._paths = AnswerPaths(scope["app"].routes)
+        declared = self._declared(scope)
+        if declared is None:
             await self.app(scope, receive, send)
             return
         state = scope["app"].state
@@ -124,16 +124,26 @@ class AnswerCache:
         # for VERSION_FRESH_S after a database read (catalog/db.py), so most requests make no round trip.
         catalog = state.catalog
         key = ("answer", state.clock().date().isoformat(), scope["path"], scope.get("query_string", b""))
-        stamp = await _stamp(catalog, VERSIONS.current(catalog), scope["path"], state.clock())
+        versions = VERSIONS.current(catalog)
+        stamp = _stamp_now(catalog, versions, scope["path"], state.clock(), declared)  # None: not known unloaded
         kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
-        if isinstance(kept, KeptAnswer) and (kept.stamp == stamp or self._may_serve_stale(state, kept, stamp)):
-            await _send_kept(kept, scope, send)
-            if kept.stamp != stamp:
+        if isinstance(kept, KeptAnswer):
+            if kept.stamp == stamp:
+                await _send_kept(kept, scope, send)
+                return
+            if self._may_serve_stale(state, key, kept, stamp):
+                await _send_kept(kept if stamp is None and _same_version(kept, versions) else kept.updating,
+                                 scope, send)
                 self._refresh_later(scope, key)
-            return
+                return
+        if stamp is None:
+            stamp = await _stamp(catalog, versions, scope["path"], state.clock(), declared)
+            if isinstance(kept, KeptAnswer) and kept.stamp == stamp:
+                await _send_kept(kept, scope, send)
+                return
         if (computing := self._computing.get((catalog.url, key, stamp))) is not None:
             # Another request computes this very answer: wait for it rather than compute it again
-            # (after a publication, every client asking for a changed page would otherwise compute it).
+            # (the first request for an answer this worker never kept has no previous one to be given).
             answer = await asyncio.shield(computing)
             if answer is not None:
                 await _send_kept(answer, scope, send)
@@ -151,28 +161,32 @@ class AnswerCache:
             answer = recorder.answer(stamp) if kept_route(scope.get("route")) else None
             if answer is not None:
                 READ_CACHE.put(catalog, key, answer, version=0, scope=ANSWERS)
+                self._stale_since.pop((catalog.url, key), None)
             if not waiting.done():  # the waiters need not wait for this client to read it
                 waiting.set_result(answer)
 
         try:
-            await self.app(scope, receive, _Recorder(send, complete).send)
+            await self.app(scope, receive, _Recorder(send, complete, stamp).send)
         finally:
             if self._computing.get(marker) is waiting:
                 del self._computing[marker]
             if not waiting.done():
                 waiting.set_result(None)  # no answer to keep: the waiters compute it themselves
 
-    def _may_keep(self, path: str) -> bool:
-        return self._kept_path is not None and self._kept_path.fullmatch(path) is not None
+    def _declared(self, scope: Scope) -> CacheScope | None:
+        """The cache scope of a GET of a kept route (None: not one)."""
+        if scope["type"] != "http" or scope.get("method") != "GET" or self._paths is None:
+            return None
+        return self._paths.scope(scope["path"])
 
-    @staticmethod
-    def _may_serve_stale(state: Any, kept: KeptAnswer, stamp: Stamp) -> bool:
-        """A site-wide answer of an older catalog version, superseded less than STALE_FOR_S ago, that shows
-        the live requests (if any) as they are now."""
-        if kept.stamp[0] != SITE or kept.stamp[2] != stamp[2]:
+    def _may_serve_stale(self, state: Any, key: Any, kept: KeptAnswer, stamp: Stamp | None) -> bool:
+        """An answer of the same scope (for /challenges: showing the live requests as they are now) that this
+        worker first served out of date less than ``stale_for_s`` ago."""
+        if state.stale_for_s <= 0 or (stamp is not None and (kept.stamp[0] != stamp[0] or
+                                                             (stamp[0] == SITE and kept.stamp[2] != stamp[2]))):
             return False
-        superseded = VERSIONS.superseded_for(state.catalog, kept.stamp[1])
-        return superseded is not None and superseded <= state.stale_for_s
+        since = self._stale_since.setdefault((state.catalog.url, key), time.monotonic())
+        return time.monotonic() - since <= state.stale_for_s
 
     def _refresh_later(self, scope: Scope, key: Any) -> None:
         """Compute the answer for the current version in the background (once per key at a time)."""
@@ -187,9 +201,15 @@ class AnswerCache:
 
     async def _refresh(self, scope: Scope, key: Any, marker: tuple[str, Any]) -> None:
         try:
-            async with self._slots:
+            declared = self._declared(scope)
+            async with self._slots[declared != "operation"]:
                 catalog = scope["app"].state.catalog
-                stamp = await _stamp(catalog, VERSIONS.current(catalog), scope["path"], scope["app"].state.clock())
+                stamp = await _stamp(catalog, VERSIONS.current(catalog), scope["path"], scope["app"].state.clock(),
+                                     declared)
+                kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
+                if isinstance(kept, KeptAnswer) and kept.stamp == stamp:  # what it depends on did not move
+                    self._stale_since.pop(marker, None)
+                    return
                 await self._answer_and_keep(scope, _no_body(), _discard, key, stamp)
         except Exception:  # the next request computes it instead
             log.warning("computing %s in the background failed", scope["path"], exc_info=True)
@@ -197,21 +217,45 @@ class AnswerCache:
             self._refreshing.discard(marker)
 
 
-async def _stamp(catalog: Catalog, versions: Versions, path: str, now: datetime) -> Stamp:
-    """What a kept answer must have been computed at to be served. The operation's attainable figures are
-    known inline when this worker holds the operation; else loading it is left to a thread."""
-    operation = operation_scope(catalog, path)
+def _stamp_now(catalog: Catalog, versions: Versions, path: str, now: datetime,
+               declared: CacheScope | None) -> Stamp | None:
+    """What a kept answer must have been computed at to be served, when it is known without loading
+    anything: None for an operation's answer whose operation this worker does not hold at these versions
+    (its GPUs' attainable figures are read from it)."""
+    if declared == "day":
+        return DAY, 0, ()
+    operation = operation_scope(catalog, path) if declared == "operation" else None
     if operation is None:
         return SITE, versions.catalog, live_scope(catalog, path, now)
-    # An operation page also shows its reviewed "same shape, other dtype" counterparts' evidence.
-    version = max(versions.of(slug) for slug in answer_operations(operation))
     data = loaded_operation(catalog, operation, versions)
     if data is None:
-        try:
-            data = await _load_once(catalog, operation, versions)
-        except NotFound:  # a page that answers 404: kept by the operation's version alone
-            return operation, version, ()
-    return operation, version, tuple(sorted(data.attainable.items()))
+        return None
+    return operation, _operation_version(operation, versions), tuple(sorted(data.attainable.items()))
+
+
+def _operation_version(operation: str, versions: Versions) -> int:
+    # An operation page also shows its reviewed "same shape, other dtype" counterparts' evidence.
+    return max(versions.of(slug) for slug in answer_operations(operation))
+
+
+def _same_version(kept: KeptAnswer, versions: Versions) -> bool:
+    """Whether an operation's kept answer shows the operation's current version (only its GPUs' attainable
+    figures are not known yet: they seldom move, and it is not marked as updating)."""
+    return kept.stamp[0] != SITE and kept.stamp[1] == _operation_version(kept.stamp[0], versions)
+
+
+async def _stamp(catalog: Catalog, versions: Versions, path: str, now: datetime,
+                 declared: CacheScope | None) -> Stamp:
+    """The stamp, loading the operation (in one thread for every request that asks meanwhile) when needed."""
+    if (known := _stamp_now(catalog, versions, path, now, declared)) is not None:
+        return known
+    operation = operation_scope(catalog, path)
+    assert operation is not None
+    try:
+        data = await _load_once(catalog, operation, versions)
+    except NotFound:  # a page that answers 404: kept by the operation's version alone
+        return operation, _operation_version(operation, versions), ()
+    return operation, _operation_version(operation, versions), tuple(sorted(data.attainable.items()))
 
 
 _LOADING: dict[tuple[str, str, int, int], asyncio.Future[OperationData]] = {}
@@ -249,8 +293,10 @@ async def _discard(message: Message) -> None:
 class _Recorder:
     """Passes an answer through while keeping a copy, if it is one that may be kept."""
 
-    def __init__(self, send: Send, complete: Callable[[_Recorder], None] | None = None) -> None:
+    def __init__(self, send: Send, complete: Callable[[_Recorder], None] | None = None,
+                 stamp: Stamp | None = None) -> None:
         self._send = send
+        self._stamp = stamp  # the version the answer shows goes in its headers
         self._complete = complete  # called once the last body part is in, before it is sent on
         self._start: Message | None = None
         self._body: list[bytes] = []
@@ -259,6 +305,9 @@ class _Recorder:
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
+            if self._stamp is not None and message["status"] == 200:
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (VERSION_HEADER, str(self._stamp[1]).encode())]}
             self._start = message
             self._keepable = message["status"] == 200 and not _forbids_keeping(message.get("headers", []))
         elif message["type"] == "http.response.body" and self._keepable:
@@ -279,6 +328,10 @@ class _Recorder:
             etag = b'W/"' + hashlib.sha256(body).hexdigest()[:20].encode() + b'"'
             headers.append((b"etag", etag))
         return KeptAnswer(200, tuple(headers), body, etag, stamp)
+
+
+def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> bytes:
+    return next((v for k, v in headers if k == name), b"")
 
 
 def _forbids_keeping(headers: Any) -> bool:

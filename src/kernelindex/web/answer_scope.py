@@ -4,18 +4,21 @@ own version, so it is computed again exactly when a publication changes that ope
 cached answer (home, records, search, GPUs, indexes, compare) reads many operations: it is kept by
 the catalog version. ``/challenges`` also shows the measurement requests, which are not catalog data:
 its answer is kept, besides the catalog version, by what it shows of them (``live_scope``); so is the Atom
-feed's, which lists their completions."""
+feed's, which lists their completions. Which routes keep answers, and by what, each route declares where it is
+mounted (``keeps_answers``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from datetime import datetime
+from typing import Any, TypeVar
 
 from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.operation_of import operation_of
 from kernelindex.readmodel.requests import held_requests
+from kernelindex.views.table import CacheScope
 from kernelindex.web.render import age
 
 _OPERATION = re.compile(r"(?:/api/v1)?/operations/([^/]+?)(?:/workloads)?")
@@ -46,3 +49,60 @@ def live_scope(catalog: Catalog, path: str, now: datetime) -> Hashable:
         return ()
     held = held_requests(catalog)
     return held.generation, tuple(age(request.age_seconds(now)) for request in held.requests)
+
+
+_KEEPS = "keeps_answers"  # the mark ``keeps_answers`` leaves on an endpoint: its cache scope
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+DAY = "@day"  # the stamp's scope of an answer kept by the day alone
+
+
+def keeps_answers(endpoint: Endpoint | None = None, *, scope: CacheScope = "catalog") -> Any:
+    """Declare that a route's answers are a function of the catalog, the day and the URL alone, kept by
+    ``scope`` (the route says so where it is mounted: there is no list to keep in step). Used bare as a
+    decorator, or called with a scope (a view passes the one it declares); "none" keeps nothing."""
+    def mark(marked: Endpoint) -> Endpoint:
+        setattr(marked, _KEEPS, scope)
+        return marked
+
+    return mark if endpoint is None else mark(endpoint)
+
+
+def kept_route(route: Any) -> bool:
+    """Whether ``route`` (a mounted route, or None) was declared with ``keeps_answers`` and a scope that keeps."""
+    return _scope(route) is not None
+
+
+def _scope(route: Any) -> CacheScope | None:
+    scope = getattr(getattr(route, "endpoint", None), _KEEPS, None)
+    return scope if scope in ("operation", "catalog", "day") else None
+
+
+def kept_scopes(routes: Iterable[Any], prefix: str = "") -> dict[str, CacheScope]:
+    """The path patterns of the app's routes whose answers may be kept, with their scopes (included routers
+    walked)."""
+    found: dict[str, CacheScope] = {}
+    for route in routes:
+        if (included := getattr(route, "original_router", None)) is not None:  # FastAPI ≥ 0.120 nests them
+            found |= kept_scopes(included.routes, prefix + getattr(route.include_context, "prefix", ""))
+        elif (scope := _scope(route)) is not None:
+            found[prefix + route.path] = scope
+    return found
+
+
+def kept_paths(routes: Iterable[Any]) -> frozenset[str]:
+    """The path patterns of the app's routes whose answers may be kept."""
+    return frozenset(kept_scopes(routes))
+
+
+class AnswerPaths:
+    """Which kept route a path is, and its scope: one regular expression, a named group per route."""
+
+    def __init__(self, routes: Iterable[Any]) -> None:
+        scopes = sorted(kept_scopes(routes).items())
+        self._scopes = [scope for _, scope in scopes]
+        self._pattern = re.compile("|".join(f"(?P<r{i}>{re.sub(r'{[^}]+}', '[^/]+', path)})"
+                                            for i, (path, _) in enumerate(scopes)))
+
+    def scope(self, path: str) -> CacheScope | None:
+        found = self._pattern.fullmatch(path) if self._scopes else None
+        return self._scopes[int(found.lastgroup[1:])] if found and found.lastgroup else None

@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from kernelindex import urls
 from kernelindex.services import reads
-from kernelindex.web.answer_cache import keeps_answers
+from kernelindex.web.answer_scope import keeps_answers
 from kernelindex.web.render import environment
 
 router = APIRouter(include_in_schema=False)

@@ -27,7 +27,7 @@ from kernelindex.readmodel.errors import CohortMoved
 from kernelindex.services import reads
 from kernelindex.services.problems import READ_ERRORS, Problem, read_refusal
 from kernelindex.views.table import VIEW, View
-from kernelindex.web.answer_cache import keeps_answers
+from kernelindex.web.answer_scope import keeps_answers
 from kernelindex.web.charts import ChartError, render_scaling_svg
 from kernelindex.web.render import ErrorPage, PageError, render
 
@@ -130,9 +130,10 @@ SITE_WIDE = ("home", "records", "challenges")  # the pages that read every opera
 
 
 def warm(app: Any) -> None:
-    """Compute the site-wide pages' models (their default arguments) into the read model's cache, under the
-    routes' keys, so the first visitor does not wait for them: with every bundled source, /records takes
-    ~8 s of CPU cold (70,000 cohorts) and /challenges ~3.5 s, against milliseconds once kept."""
+    """Compute what the site-wide pages read (their default arguments), so the first visitor does not wait
+    for it: with every bundled source every operation's summary, each operation's part of the records
+    ledger and of the challenges (minutes of CPU cold, 70,000 cohorts), against a projection of them once
+    kept. The finished answers themselves are kept by the web's answer cache on their first request."""
     catalog, now = app.state.catalog, app.state.clock()
     for name in SITE_WIDE:
         VIEW[name].data(catalog, now, VIEW[name].arguments(None, {}))

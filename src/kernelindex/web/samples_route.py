@@ -9,13 +9,13 @@ from kernelindex import urls
 from kernelindex.services import reads
 from kernelindex.services.problems import Problem
 from kernelindex.views.params import read_query
-from kernelindex.web.answer_cache import keeps_answers
+from kernelindex.web.answer_scope import keeps_answers
 from kernelindex.web.pages import catalog_of, page_errors, problem_page, query_of
 
 router = APIRouter(include_in_schema=False)
 
 
-@keeps_answers
+@keeps_answers(scope="operation")
 @router.get(urls.RUN_SAMPLES)
 def samples_route(request: Request, run_id: str) -> JSONResponse:
     with page_errors(request):  # a data download, strict like the API: it takes no parameters

@@ -13,7 +13,7 @@ from starlette.responses import HTMLResponse, Response
 from kernelindex.readmodel.errors import CohortMoved
 from kernelindex.views.table import VIEW, VIEWS, View
 from kernelindex.web import challenges_page, pages, search_page
-from kernelindex.web.answer_cache import keeps_answers
+from kernelindex.web.answer_scope import keeps_answers
 from kernelindex.web.pages import (
     alias_redirect,
     canonical_link,
@@ -86,7 +86,7 @@ def mount_page(view: View) -> None:
     """Mount ``view``'s HTML page at its path."""
     endpoint = ENDPOINTS.get(view.name, page_endpoint)(view, rendered(view))
     endpoint.__name__ = f"{view.name}_page"
-    keeps_answers(endpoint)
+    keeps_answers(endpoint, scope=view.cache)
     router.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
 
 

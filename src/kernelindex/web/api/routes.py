@@ -18,7 +18,7 @@ from kernelindex.services import reads
 from kernelindex.services.problems import Problem
 from kernelindex.views import params
 from kernelindex.views.table import VIEWS
-from kernelindex.web.answer_cache import keeps_answers
+from kernelindex.web.answer_scope import keeps_answers
 from kernelindex.web.api.agent_routes import register as register_agent_routes
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, paginate
 from kernelindex.web.api.problems import ProblemRoute, answered, problem_response, problem_responses
@@ -176,7 +176,8 @@ class _Fallback:
         await _fallback(Request(scope, receive))(scope, receive, send)
 
 
-for _kept in (list_operations, list_operation_workloads, list_workloads, list_implementations, list_gpus):
+for _kept in (list_operations, list_workloads, list_implementations, list_gpus):
     keeps_answers(_kept)
+keeps_answers(list_operation_workloads, scope="operation")
 register_agent_routes(router)  # before the fallback, which takes every path left over
 router.routes.append(Route(urls.API_FALLBACK, _Fallback(), include_in_schema=False))

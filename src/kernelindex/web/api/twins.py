@@ -18,7 +18,7 @@ from kernelindex.services.problems import Problem
 from kernelindex.views import params
 from kernelindex.views.params import Param, Repeated
 from kernelindex.views.table import View
-from kernelindex.web.answer_cache import keeps_answers
+from kernelindex.web.answer_scope import keeps_answers
 from kernelindex.web.api.csv_views import CSV_CONTENT, csv_response
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
 from kernelindex.web.api.problems import answered, problem_responses
@@ -132,6 +132,6 @@ def mount_twin(router: APIRouter, view: View) -> None:
 
     endpoint.__name__ = endpoint.__qualname__ = f"get_{view.name}"
     endpoint.__signature__ = _signature(view)  # type: ignore[attr-defined]
-    keeps_answers(endpoint)
+    keeps_answers(endpoint, scope=view.cache)
     router.add_api_route(view.twin or view.path, endpoint, methods=["GET"], summary=doc.summary,
                          description=doc.description, responses=_responses(view, doc))

@@ -1,0 +1,52 @@
+"""An answer lives in two places (issue 48 item 2, docs/caching.md): the read model (each operation's loaded
+data and summary per version of the operation, and the tables derived from them) and the finished answer
+(web/answer_cache.py). Every call that keeps something in the read model's cache is found in the source
+and placed by the layer of its module; a view keeps nothing of its own, and no other web module keeps an
+answer."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import kernelindex
+
+PACKAGE = Path(kernelindex.__file__).parent
+MODEL_LAYERS = ("readmodel", "resolve", "services")  # the read model and the questions it answers
+RENDERED = "web/answer_cache.py"
+
+
+def _keeping_calls(tree: ast.AST) -> list[int]:
+    """Lines of the calls that keep a value: ``READ_CACHE.get``/``put`` and ``kept(...)``."""
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and _keeps(node.func)]
+
+
+def _keeps(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id == "kept"
+    return isinstance(func, ast.Attribute) and func.attr in ("get", "put") and isinstance(func.value, ast.Name) \
+        and func.value.id == "READ_CACHE"
+
+
+def _places() -> dict[str, list[str]]:
+    places: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        for line in _keeping_calls(ast.parse(path.read_text(), module)):
+            place = "the read model" if module.split("/")[0] in MODEL_LAYERS else \
+                "the rendered answer" if module == RENDERED else f"elsewhere: {module}"
+            places.setdefault(place, []).append(f"{module}:{line}")
+    return places
+
+
+def test_an_answer_is_kept_in_at_most_two_places() -> None:
+    places = _places()
+    assert set(places) <= {"the read model", "the rendered answer"}, places
+    assert len(places) <= 2
+    assert places["the rendered answer"] and places["the read model"]  # the scan finds what there is
+
+
+def test_a_view_keeps_nothing_of_its_own() -> None:
+    views = PACKAGE / "views"
+    assert all(not _keeping_calls(ast.parse(path.read_text())) and "READ_CACHE" not in path.read_text()
+               for path in views.rglob("*.py"))
