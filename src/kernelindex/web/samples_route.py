@@ -18,6 +18,6 @@ router = APIRouter(include_in_schema=False)
 @router.get(urls.RUN_SAMPLES)
 def samples_route(request: Request, run_id: str) -> JSONResponse:
     with page_errors(request):  # a data download, strict like the API: it takes no parameters
-        read_query((), None, query_of(request))
+        read_query((), (), query_of(request))
         data = run_samples(catalog_of(request), check_subject(RUN_ID, run_id))
     return JSONResponse(data, headers={"Content-Disposition": f'inline; filename="{run_id}-samples.json"'})

@@ -59,6 +59,10 @@ class CatalogTools:
     def compare_runs(self, run_ids: list[str]) -> Answer | Problem:
         return self._page("compare", run=list(run_ids))
 
+    def compare_implementations(self, operation: str, implementations: list[str], gpus: list[str],
+                                region: str | None) -> Answer | Problem:  # GET /api/v1/compare?operation=&impl=
+        return self._page("compare", operation=operation, impl=list(implementations), gpu=list(gpus), region=region)
+
     def list_records(self, operation: str | None, gpu: str | None, evidence: str | None, view: str | None,
                      cohort: str | None) -> Answer | Problem:
         return self._page("records", operation=operation, gpu=gpu, evidence=evidence, view=view, cohort=cohort)
