@@ -14,11 +14,19 @@ from sqlalchemy import Connection, insert, select, update
 
 from kernelindex.catalog.changes import record_changes, touched_operations
 from kernelindex.catalog.collector import collector_paused
-from kernelindex.catalog.curation import RedeclarationError, check_no_redeclaration
+from kernelindex.catalog.curation import (
+    APPROVED,
+    HELD,
+    RedeclarationError,
+    check_no_redeclaration,
+    hold_install_lines,
+    latest_acts,
+)
 from kernelindex.catalog.db import SQLITE_BUSY_TIMEOUT_MS, Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
     CatalogStateRow,
+    InstallReviewRow,
     ObjectRow,
     PublicationRow,
     RetractionRow,
@@ -41,6 +49,10 @@ class PublishError(ValueError):
 
 class ImplementationRedeclared(PublishError):
     """A measurement redeclares a catalogued project or implementation (catalog/curation.py)."""
+
+
+class DuplicateExternalId(PublishError):
+    """A bundle's run reuses the external id of a stored run of the same source (issue 51)."""
 
 
 def run_id_of(digest: str) -> str:
@@ -187,6 +199,27 @@ def _check_source_policy(runs: list[_Item], refused: Mapping[str, str]) -> None:
             raise PublishError(f"BenchmarkRun {run.data['spec']['source']['external_id']}: {refusal}")
 
 
+def _check_external_ids(conn: Connection, runs: list[_Item]) -> None:
+    """A bundle's run may not take the external id a stored run of its source holds: an external id names one
+    run (a runner's names its campaign, so a re-measurement has its own). Runs of one bundle are checked against
+    each other before publication (``trust/uploads.check_uploaded_runs``)."""
+    wanted: dict[tuple[str, str], str] = {(i.data["spec"]["source"]["name"], i.data["spec"]["source"]["external_id"]):
+                                          i.digest for i in runs}
+    ids = sorted({external for _, external in wanted})
+    for start in range(0, len(ids), CHUNK):
+        held = conn.execute(select(RunRow.source, RunRow.external_id, RunRow.digest, AttestationRow.bundle_digest)
+                            .outerjoin(AttestationRow, AttestationRow.run == RunRow.digest)
+                            .where(RunRow.external_id.in_(ids[start:start + CHUNK]))).all()
+        for source, external, digest, bundle in held:
+            mine = wanted.get((source, external))
+            if mine is not None and mine != digest:
+                where = f"bundle {bundle}" if bundle else "an import (no bundle)"
+                raise DuplicateExternalId(
+                    f"run {run_id_of(mine)}: external id {external!r} of source {source!r} is already held by run "
+                    f"{run_id_of(digest)}, published from {where}; each run needs its own external id (a "
+                    "re-measurement is a new run: give it the new campaign's id)")
+
+
 # Lifecycle facts: their table, and the spec fields stored as its columns (with the digest and ``at``).
 _FACT_TABLES: dict[str, tuple[type, tuple[str, ...]]] = {
     "Retraction": (RetractionRow, ("run", "reason", "actor")),
@@ -240,6 +273,7 @@ def publish_manifests(
     refused_sources: Mapping[str, str] | None = None,
     kinds: Collection[str] | None = None,
     redeclare: bool = True,
+    hold_new_lines: bool = False,
 ) -> PublishReport:
     """Insert what is new, in one transaction. Re-publishing the same manifests inserts nothing
     and leaves the catalog version alone. Publications are serialised (see ``_publishing``):
@@ -247,7 +281,9 @@ def publish_manifests(
     ``dry_run`` runs every check and count inside the transaction, then rolls it back. ``kinds``, when
     given, are the only manifest kinds this publication may carry (a bundle: a measurement's kinds).
     ``redeclare=False`` (a bundle) refuses any new object that redeclares a catalogued project or
-    implementation line (``catalog/curation.py``): ImplementationRedeclared, nothing written."""
+    implementation line (``catalog/curation.py``): ImplementationRedeclared, nothing written; and with
+    ``hold_new_lines`` (a runner's uploaded bundle) the install recipe of each implementation line it introduces
+    is held for a curator."""
     items = _items(manifests)
     if kinds is not None and (foreign := sorted({i.kind for i in items} - set(kinds))):
         raise PublishError(f"this publication may carry only {', '.join(kinds)}; it carries {', '.join(foreign)}")
@@ -258,11 +294,15 @@ def publish_manifests(
         fresh = _fresh_items(conn, items, report)
         if not redeclare:
             try:
-                check_no_redeclaration(conn, [(i.kind, i.digest, i.data) for i in fresh])
+                new_lines = check_no_redeclaration(conn, [(i.kind, i.digest, i.data) for i in fresh])
             except RedeclarationError as exc:
                 raise ImplementationRedeclared(str(exc)) from None
+            if hold_new_lines:
+                hold_install_lines(conn, new_lines, snapshot_digest, now)
         fresh_runs = [i for i in fresh if i.kind == "BenchmarkRun"]
         fresh_facts = [i for i in fresh if i.kind != "BenchmarkRun"]
+        if not redeclare:
+            _check_external_ids(conn, fresh_runs)
         refs = {
             i.data["spec"][f] for i in fresh_runs for f in ("implementation", "workload", "protocol", "environment")
         }
@@ -283,6 +323,26 @@ def publish_manifests(
         if dry_run:
             conn.rollback()
     return report
+
+
+def approve_install(catalog: Catalog, line: str, *, reason: str, actor: str) -> str:
+    """A curator approves the install recipe of a held implementation line (``ki approve``): from the next
+    catalog version its install line is shown. Returns the line's operation digest; ValueError names a line that
+    is not held."""
+    now = datetime.now(UTC)
+    with _publishing(catalog) as conn:
+        acts = latest_acts(conn)
+        act, operation = acts.get(line, (None, ""))
+        if act != HELD:
+            waiting = sorted(name for name, (a, _) in acts.items() if a == HELD)
+            said = "was approved already" if act == APPROVED else "is not awaiting review"
+            raise ValueError(f"implementation line {line!r} {said}; awaiting review: {', '.join(waiting) or 'none'}")
+        conn.execute(insert(InstallReviewRow).values(line=line, operation=operation, act=APPROVED, actor=actor,
+                                                     reason=reason, at=now))
+        conn.execute(update(CatalogStateRow).where(CatalogStateRow.id == 1)
+                     .values(version=CatalogStateRow.version + 1))
+        record_changes(conn, {operation})
+    return operation
 
 
 def _fresh_items(conn: Connection, items: list[_Item], report: PublishReport) -> list[_Item]:
