@@ -14,19 +14,11 @@ from sqlalchemy import Connection, insert, select, update
 
 from kernelindex.catalog.changes import record_changes, touched_operations
 from kernelindex.catalog.collector import collector_paused
-from kernelindex.catalog.curation import (
-    APPROVED,
-    HELD,
-    RedeclarationError,
-    check_no_redeclaration,
-    hold_install_lines,
-    latest_acts,
-)
+from kernelindex.catalog.curation import RedeclarationError, check_no_redeclaration, hold_install_lines
 from kernelindex.catalog.db import SQLITE_BUSY_TIMEOUT_MS, Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
     CatalogStateRow,
-    InstallReviewRow,
     ObjectRow,
     PublicationRow,
     RetractionRow,
@@ -200,9 +192,7 @@ def _check_source_policy(runs: list[_Item], refused: Mapping[str, str]) -> None:
 
 
 def _check_external_ids(conn: Connection, runs: list[_Item]) -> None:
-    """A bundle's run may not take the external id a stored run of its source holds: an external id names one
-    run (a runner's names its campaign, so a re-measurement has its own). Runs of one bundle are checked against
-    each other before publication (``trust/uploads.check_uploaded_runs``)."""
+    """A bundle's run may not take the external id a stored run of its source holds (one id, one run)."""
     wanted: dict[tuple[str, str], str] = {(i.data["spec"]["source"]["name"], i.data["spec"]["source"]["external_id"]):
                                           i.digest for i in runs}
     ids = sorted({external for _, external in wanted})
@@ -293,16 +283,9 @@ def publish_manifests(
     with _publishing(catalog) as conn:
         fresh = _fresh_items(conn, items, report)
         if not redeclare:
-            try:
-                new_lines = check_no_redeclaration(conn, [(i.kind, i.digest, i.data) for i in fresh])
-            except RedeclarationError as exc:
-                raise ImplementationRedeclared(str(exc)) from None
-            if hold_new_lines:
-                hold_install_lines(conn, new_lines, snapshot_digest, now)
+            _check_measurement(conn, fresh, snapshot_digest if hold_new_lines else None, now)
         fresh_runs = [i for i in fresh if i.kind == "BenchmarkRun"]
         fresh_facts = [i for i in fresh if i.kind != "BenchmarkRun"]
-        if not redeclare:
-            _check_external_ids(conn, fresh_runs)
         refs = {
             i.data["spec"][f] for i in fresh_runs for f in ("implementation", "workload", "protocol", "environment")
         }
@@ -325,24 +308,16 @@ def publish_manifests(
     return report
 
 
-def approve_install(catalog: Catalog, line: str, *, reason: str, actor: str) -> str:
-    """A curator approves the install recipe of a held implementation line (``ki approve``): from the next
-    catalog version its install line is shown. Returns the line's operation digest; ValueError names a line that
-    is not held."""
-    now = datetime.now(UTC)
-    with _publishing(catalog) as conn:
-        acts = latest_acts(conn)
-        act, operation = acts.get(line, (None, ""))
-        if act != HELD:
-            waiting = sorted(name for name, (a, _) in acts.items() if a == HELD)
-            said = "was approved already" if act == APPROVED else "is not awaiting review"
-            raise ValueError(f"implementation line {line!r} {said}; awaiting review: {', '.join(waiting) or 'none'}")
-        conn.execute(insert(InstallReviewRow).values(line=line, operation=operation, act=APPROVED, actor=actor,
-                                                     reason=reason, at=now))
-        conn.execute(update(CatalogStateRow).where(CatalogStateRow.id == 1)
-                     .values(version=CatalogStateRow.version + 1))
-        record_changes(conn, {operation})
-    return operation
+def _check_measurement(conn: Connection, fresh: list[_Item], holding: str | None, now: datetime) -> None:
+    """A bundle's new objects: no redeclared implementation, no reused external id; the install lines of the new
+    implementation lines it proposes held for a curator when ``holding`` (an uploaded bundle's digest)."""
+    try:
+        new_lines = check_no_redeclaration(conn, [(i.kind, i.digest, i.data) for i in fresh])
+    except RedeclarationError as exc:
+        raise ImplementationRedeclared(str(exc)) from None
+    _check_external_ids(conn, [i for i in fresh if i.kind == "BenchmarkRun"])
+    if holding:
+        hold_install_lines(conn, new_lines, holding, now)
 
 
 def _fresh_items(conn: Connection, items: list[_Item], report: PublishReport) -> list[_Item]:

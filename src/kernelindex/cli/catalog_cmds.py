@@ -13,8 +13,8 @@ from rich.table import Table
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import JsonlError, import_jsonl, write_export
-from kernelindex.catalog.lifecycle import UnknownRunError, retract, supersede
-from kernelindex.catalog.publish import PublishError, approve_install
+from kernelindex.catalog.lifecycle import UnknownRunError, approve_install, retract, supersede
+from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
 from kernelindex.cli.import_flow import dry_run_mode, print_new_and_existing, progress_bar
 from kernelindex.domain.manifests import ManifestError, digest_of, load_manifest_file
