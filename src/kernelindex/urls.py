@@ -130,6 +130,12 @@ def compare(run_ids: Iterable[str]) -> str:
     return with_query(COMPARE, [("run", r) for r in run_ids])
 
 
+def compare_sweep(operation: str, implementations: Iterable[str], gpus: Iterable[str], region: str | None) -> str:
+    """Implementations compared across an operation's workloads (``impl``: a slug, or ``slug@version``)."""
+    return with_query(COMPARE, [("operation", operation), *(("impl", i) for i in implementations),
+                                *(("gpu", g) for g in gpus), ("region", region)])
+
+
 def model(slug: str, *params: Param) -> str:
     """A model's page; ``params``: gpu, phase, batch, seq, tp."""
     return with_query(MODEL.format(slug=slug), params)

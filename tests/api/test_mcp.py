@@ -20,13 +20,14 @@ from mcp import Client, StdioServerParameters
 from kernelindex.catalog.db import Catalog
 
 TOOLS = {"search_catalog", "resolve_kernel", "resolve_kernels", "get_operation", "get_implementation",
-         "get_reproduction", "get_run_evidence", "compare_runs", "list_records", "list_gpus", "validate_manifest",
-         "get_manifest_schema", "recommend_kernel", "list_changes", "get_model_step"}
+         "get_reproduction", "get_run_evidence", "compare_runs", "compare_implementations", "list_records",
+         "list_gpus", "validate_manifest", "get_manifest_schema", "recommend_kernel", "list_changes", "get_model_step"}
 ACCEPTANCE = ["rope seq=2048 hidden=8192 gpu:a100", "embedding vocab=1024", "rope seq=3000 hidden=8192 a100",
               "rope gpuu:a100"]
 USE = ["rope seq=2048 hidden=8192 bf16 h200", "rope seq=2048 hidden=8192 bf16 a100",
        "rope seq=2048 hidden=8192 bf16 h100"]
 BAD_STRUCTURED = {"operation": "rope", "gpu": "a1000"}
+COMPARE = {"operation": "rope", "implementations": ["liger", "torch-compile"], "gpus": ["h200"]}
 
 
 async def _session(target: Any) -> dict[str, Any]:
@@ -43,6 +44,7 @@ async def _session(target: Any) -> dict[str, Any]:
         out["no_gpu"] = await client.call_tool("recommend_kernel", {"query": "rope seq=2048 hidden=8192"})
         out["gpus"] = await client.call_tool("list_gpus", {})
         out["operation_h100"] = await client.call_tool("get_operation", {"slug": "rope", "gpu": "h100"})
+        out["compare"] = await client.call_tool("compare_implementations", COMPARE)
         first = await client.call_tool("list_changes", {"limit": 3})
         out["changes"] = [first, await client.call_tool("list_changes", {
             "since": first.structured_content["next_cursor"], "limit": 500})]
@@ -189,3 +191,13 @@ def test_list_changes_errors_are_the_api_problems(session: dict[str, Any], api: 
     limit = session["bad_limit"]
     assert limit.is_error and limit.structured_content["code"] == "bad_request"
     assert limit.structured_content["errors"][0]["field"] == "limit"
+
+
+def test_compare_implementations_equals_the_rest_answer(session: dict[str, Any], api: TestClient) -> None:
+    """Issue 43 item 8: the sweep through MCP is the API's answer, field for field."""
+    result = session["compare"]
+    assert not result.is_error
+    rest = api.get("/api/v1/compare", params={"operation": "rope", "impl": ["liger", "torch-compile"],
+                                               "gpu": "h200"}).json()
+    assert result.structured_content == rest and rest["mode"] == "sweep"
+    assert result.content[0].text.startswith("rope · forward: Of 7 workloads")

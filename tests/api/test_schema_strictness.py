@@ -22,9 +22,11 @@ NAMES_NOTHING = {"bad_cursor", "bad_selection"}  # well-formed, but not issued f
 # Values checked against what the catalog holds, which no schema can list: a /records filter naming an
 # operation or GPU with no record; an operation page's ?gpu=, which must name a GPU of the datasheet table
 # (aliases are free text: "a100", "NVIDIA A100-SXM4-80GB"); /use's text, which must name one operation; a
-# numbered page past the last of a page's list (how many pages there are depends on the catalog).
+# numbered page past the last of a page's list (how many pages there are depends on the catalog); compare's two
+# forms (run=… twice or more, or operation= with impl=…), which a schema of independent parameters cannot state.
 CATALOG_FILTERS = {"/api/v1/records": {"operation", "gpu"}, "/api/v1/operations/{slug}": {"gpu"},
-                   "/api/v1/challenges": {"page"}, "/api/v1/gpus/{slug}": {"page"}}
+                   "/api/v1/challenges": {"page"}, "/api/v1/gpus/{slug}": {"page"},
+                   "/api/v1/compare": {"run", "impl", "gpu", "operation", "region"}}
 CATALOG_TEXT = {"/api/v1/use"}
 
 
@@ -76,8 +78,11 @@ def test_lenient_integers_in_the_query_are_refused(api: TestClient, query: str) 
 
 
 def test_compare_declares_what_each_run_is(api: TestClient, api_app: Any) -> None:
-    run = api_app.openapi()["paths"]["/api/v1/compare"]["get"]["parameters"][0]["schema"]
-    assert run["items"]["pattern"] == "^[0-9a-f]{6,64}$" and run["minItems"] == 2
+    declared = {p["name"]: p["schema"] for p in api_app.openapi()["paths"]["/api/v1/compare"]["get"]["parameters"]}
+    run, impl = declared["run"], declared["impl"]  # none is required: runs, or an operation's implementations
+    assert run["items"]["pattern"] == "^[0-9a-f]{6,64}$" and run["maxItems"] == 8
+    assert impl["items"]["pattern"].startswith("^[a-z0-9]") and impl["maxItems"] == 2
+    assert declared["gpu"]["maxItems"] == 2
     assert api.get("/api/v1/compare?run=&run=").status_code == 400  # invalid by the schema too, now
 
 

@@ -121,3 +121,20 @@ def test_records_over_the_api_follow_the_cursors(catalog: Catalog, remote: str) 
     over_http = runner.invoke(ki, ["records", "--json", "--api", remote])
     assert over_http.exit_code == 0, over_http.output
     assert json.loads(over_http.stdout) == local and len(local["cohorts"]) > 50
+
+
+def test_compare_implementations_across_the_sweep(catalog: Catalog) -> None:
+    """Issue 43 item 8's CLI form: ki compare liger torch-compile --op rope --gpu h200."""
+    result = _ki(catalog, "compare", "liger", "torch-compile", "--op", "rope", "--gpu", "h200")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Compare · Rotary position embedding · forward" in out and "Liger · H200" in out
+    assert "Timer: stream time (same for all)" in out
+    assert "Protocol version: kernelindex-runner v4 (same for all)" in out
+    assert "Liger · H200 is fastest in 5, torch.compile · H200 is fastest in 0; 2 tied." in out
+    sweep = _json(_ki(catalog, "compare", "liger", "torch-compile", "--op", "rope", "--gpu", "h200", "--json"))["sweep"]
+    assert len(sweep["rows"]) == 7 and all(row["workload_label"] in out for row in sweep["rows"])
+    two = _ki(catalog, "compare", "liger", "--op", "rope", "--gpu", "a100", "--gpu", "h200").stdout
+    assert "Timer: Liger · A100: triton.testing.do_bench · Liger · H200: stream time" in two
+    assert _ki(catalog, "compare", "liger", "torch-compile", "--gpu", "h200").exit_code == 2
+    assert _ki(catalog, "compare", "ligr", "torch-compile", "--op", "rope").exit_code == 1

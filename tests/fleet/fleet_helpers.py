@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -69,11 +70,17 @@ def resigned(source: Path, out: Path, key_path: Path, name: str, variant: int, *
                 continue
             when = observed_at.strftime("%Y-%m-%dT%H:%M:%SZ") if observed_at else data["spec"]["observed_at"]
             data = {**data, "spec": {**data["spec"], "runner": {"name": name, "key_id": key_id},
-                                     "observed_at": _shifted(when, variant)}}
+                                     "observed_at": _shifted(when, variant),
+                                     "source": _renamed(data["spec"]["source"], name, variant)}}
         manifests.append(parse_manifest(data, "test"))
     samples = [p.read_bytes() for p in sorted((source / SAMPLES_DIR).iterdir())]
     write_bundle(out, manifests, samples, key=key, runner_name=name)
     return out
+
+
+def _renamed(source: dict[str, Any], runner: str, variant: int) -> dict[str, Any]:
+    """Each re-signed run is a run of its own: its own external id (a stored run's id is never reused)."""
+    return {**source, "external_id": f"{source['external_id']}/{runner}/{variant}"}
 
 
 def _shifted(instant: str, seconds: int) -> str:

@@ -84,7 +84,9 @@ def _rebundled(tmp: Path, key_path: Path, name: str, change: Change) -> Path:
             spec = data["spec"]
             data = {**data, "spec": {**spec, "implementation": renamed.get(spec["implementation"],
                                                                            spec["implementation"]),
-                                     "runner": {"name": name, "key_id": key_id}}}
+                                     "runner": {"name": name, "key_id": key_id},
+                                     "source": {**spec["source"],  # a run of its own: its own external id
+                                                "external_id": f"{spec['source']['external_id']}/{name}"}}}
         manifests.append(parse_manifest(data, "test"))
     out = tmp / f"bundle-{len(list(tmp.iterdir()))}"
     samples = [p.read_bytes() for p in sorted((source / SAMPLES_DIR).iterdir())]

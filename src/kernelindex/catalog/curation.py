@@ -19,18 +19,23 @@ transaction, against what the catalog holds (registry imports, curated writes, e
     measured call pins (``RUNTIME_PACKAGES``): a new version of Liger may pin ``torch`` and ``triton``
     beside ``liger-kernel``; it may not swap ``liger-kernel`` for another package.
 
-A revision of a line the catalog has never seen is a new proposal and publishes (docs/reliability.md
-says what that leaves open)."""
+A revision of a line the catalog has never seen is a new proposal. It publishes, and the runs are shown, but
+when it arrived in a runner's uploaded bundle its line is *held*: no page, answer or download shows its install
+line ("install line awaiting review") until a curator approves the line (``ki approve LINE``;
+``catalog/lifecycle.approve_install``). A bundle directory published by the catalog's own operator (``ki publish``,
+the shipped bundles at start-up) is curated by that act. The acts are rows of ``install_reviews``; a line's latest
+act decides (docs/reliability.md)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, insert, select
 
-from kernelindex.catalog.models import ObjectRow
+from kernelindex.catalog.models import InstallReviewRow, ObjectRow
 
 # The packages a measured Python call runs on, whichever implementation it measures: the runner pins
 # them with the implementation's own package, so that the install line reproduces the measurement.
@@ -47,15 +52,39 @@ class RedeclarationError(ValueError):
 Item = tuple[str, str, dict[str, Any]]  # kind, digest, manifest data
 
 
-def check_no_redeclaration(conn: Connection, fresh: Sequence[Item]) -> None:
+HELD, APPROVED = "held", "approved"
+NewLine = tuple[str, str]  # a line the catalog has never seen: its name and its operation's digest
+
+
+def check_no_redeclaration(conn: Connection, fresh: Sequence[Item]) -> list[NewLine]:
     """Raise RedeclarationError naming the first object of ``fresh`` (objects the catalog lacks) that
-    redeclares a catalogued project or implementation line."""
+    redeclares a catalogued project or implementation line; else the new lines ``fresh`` proposes."""
     projects = [(d, data) for kind, d, data in fresh if kind == "SoftwareProject"]
     revisions = [(d, data) for kind, d, data in fresh if kind == "ImplementationRevision"]
     if projects:
         _check_projects(conn, projects)
-    if revisions:
-        _check_revisions(conn, revisions)
+    return _check_revisions(conn, revisions) if revisions else []
+
+
+def hold_install_lines(conn: Connection, lines: Sequence[NewLine], bundle: str | None, now: datetime) -> None:
+    """Record that these new lines' install recipes await a curator (a runner's bundle proposed them)."""
+    if lines:
+        conn.execute(insert(InstallReviewRow), [
+            {"line": line, "operation": operation, "act": HELD, "actor": "runner bundle", "at": now,
+             "reason": f"proposed by bundle {bundle}" if bundle else "proposed by a runner's bundle"}
+            for line, operation in sorted(set(lines))])
+
+
+def latest_acts(conn: Connection) -> dict[str, tuple[str, str]]:
+    """Each reviewed line's latest act and its operation's digest."""
+    rows = conn.execute(select(InstallReviewRow.line, InstallReviewRow.act, InstallReviewRow.operation)
+                        .order_by(InstallReviewRow.id))
+    return {line: (act, operation) for line, act, operation in rows}
+
+
+def held_lines(conn: Connection) -> frozenset[str]:
+    """The lines whose install recipe awaits a curator."""
+    return frozenset(line for line, (act, _) in latest_acts(conn).items() if act == HELD)
 
 
 def _stored(conn: Connection, kind: str, names: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
@@ -83,16 +112,20 @@ def _check_projects(conn: Connection, projects: list[tuple[str, dict[str, Any]]]
                 "manifest unchanged")
 
 
-def _check_revisions(conn: Connection, revisions: list[tuple[str, dict[str, Any]]]) -> None:
+def _check_revisions(conn: Connection, revisions: list[tuple[str, dict[str, Any]]]) -> list[NewLine]:
     lines: dict[str, list[dict[str, Any]]] = {}
     named = [(d, data) for d, data in revisions if data.get("metadata", {}).get("name")]
     for _, data in _stored(conn, "ImplementationRevision", (data["metadata"]["name"] for _, data in named)):
         lines.setdefault(data["metadata"]["name"], []).append(data["spec"])
     project_packages = _project_packages(conn, {s["project"] for specs in lines.values() for s in specs})
+    new: list[NewLine] = []
     for digest, data in named:
         line = data["metadata"]["name"]
         if line in lines:
             _check_revision(line, digest, data["spec"], lines[line], project_packages)
+        else:
+            new.append((line, data["spec"]["operation"]))
+    return new
 
 
 def _project_packages(conn: Connection, digests: set[str]) -> dict[str, set[str]]:

@@ -1,14 +1,17 @@
-"""Corrections are appended facts, never edits: retractions and supersessions."""
+"""Corrections are appended facts, never edits: retractions and supersessions; and a curator's approval of an
+install line a runner's bundle proposed."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import or_, select
+from sqlalchemy import insert, or_, select, update
 
+from kernelindex.catalog.changes import record_changes
+from kernelindex.catalog.curation import APPROVED, HELD, latest_acts
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import RunRow
-from kernelindex.catalog.publish import publish_manifests
+from kernelindex.catalog.models import CatalogStateRow, InstallReviewRow, RunRow
+from kernelindex.catalog.publish import _publishing, publish_manifests
 from kernelindex.domain.manifests import build, digest_of
 
 
@@ -58,3 +61,23 @@ def supersede(
     )
     publish_manifests(catalog, [fact], actor=actor, source="correction")
     return digest_of(fact)
+
+
+def approve_install(catalog: Catalog, line: str, *, reason: str, actor: str) -> str:
+    """A curator approves the install recipe of a held implementation line (``ki approve``): from the next
+    catalog version its install line is shown. Returns the line's operation digest; ValueError names a line that
+    is not held."""
+    now = datetime.now(UTC)
+    with _publishing(catalog) as conn:
+        acts = latest_acts(conn)
+        act, operation = acts.get(line, (None, ""))
+        if act != HELD:
+            waiting = sorted(name for name, (a, _) in acts.items() if a == HELD)
+            said = "was approved already" if act == APPROVED else "is not awaiting review"
+            raise ValueError(f"implementation line {line!r} {said}; awaiting review: {', '.join(waiting) or 'none'}")
+        conn.execute(insert(InstallReviewRow).values(line=line, operation=operation, act=APPROVED, actor=actor,
+                                                     reason=reason, at=now))
+        conn.execute(update(CatalogStateRow).where(CatalogStateRow.id == 1)
+                     .values(version=CatalogStateRow.version + 1))
+        record_changes(conn, {operation})
+    return operation

@@ -60,6 +60,20 @@ class AttestationRow(Base):
     checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class InstallReviewRow(Base):
+    """The install recipe of an implementation line a runner's uploaded bundle proposed: ``held`` when it arrived,
+    ``approved`` when a curator approved it (``ki approve``). A line's latest act decides (catalog/curation.py)."""
+
+    __tablename__ = "install_reviews"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    line: Mapped[str] = mapped_column(String(200), index=True)
+    operation: Mapped[str] = mapped_column(DIGEST)
+    act: Mapped[str] = mapped_column(String(20))  # held | approved
+    actor: Mapped[str] = mapped_column(String(200))
+    reason: Mapped[str] = mapped_column(Text)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class AdministrativeAct:
     """What every administrative act on runs records (a retraction, a supersession): why, who, when."""
 
@@ -123,6 +137,7 @@ class CatalogChangeRow(Base):
 
 
 Index("ix_runs_operation_cohort", RunRow.operation, RunRow.cohort_key)
+Index("ix_runs_external_id", RunRow.external_id)  # a bundle's run may not reuse a stored run's external id
 
 
 class OperationSummaryRow(Base):

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, insert, select, update
 
 from kernelindex.catalog.changes import record_changes, touched_operations
 from kernelindex.catalog.collector import collector_paused
-from kernelindex.catalog.curation import RedeclarationError, check_no_redeclaration
+from kernelindex.catalog.curation import RedeclarationError, check_no_redeclaration, hold_install_lines
 from kernelindex.catalog.db import SQLITE_BUSY_TIMEOUT_MS, Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
@@ -41,6 +41,10 @@ class PublishError(ValueError):
 
 class ImplementationRedeclared(PublishError):
     """A measurement redeclares a catalogued project or implementation (catalog/curation.py)."""
+
+
+class DuplicateExternalId(PublishError):
+    """A bundle's run reuses the external id of a stored run of the same source (issue 51)."""
 
 
 def run_id_of(digest: str) -> str:
@@ -187,6 +191,25 @@ def _check_source_policy(runs: list[_Item], refused: Mapping[str, str]) -> None:
             raise PublishError(f"BenchmarkRun {run.data['spec']['source']['external_id']}: {refusal}")
 
 
+def _check_external_ids(conn: Connection, runs: list[_Item]) -> None:
+    """A bundle's run may not take the external id a stored run of its source holds (one id, one run)."""
+    wanted: dict[tuple[str, str], str] = {(i.data["spec"]["source"]["name"], i.data["spec"]["source"]["external_id"]):
+                                          i.digest for i in runs}
+    ids = sorted({external for _, external in wanted})
+    for start in range(0, len(ids), CHUNK):
+        held = conn.execute(select(RunRow.source, RunRow.external_id, RunRow.digest, AttestationRow.bundle_digest)
+                            .outerjoin(AttestationRow, AttestationRow.run == RunRow.digest)
+                            .where(RunRow.external_id.in_(ids[start:start + CHUNK]))).all()
+        for source, external, digest, bundle in held:
+            mine = wanted.get((source, external))
+            if mine is not None and mine != digest:
+                where = f"bundle {bundle}" if bundle else "an import (no bundle)"
+                raise DuplicateExternalId(
+                    f"run {run_id_of(mine)}: external id {external!r} of source {source!r} is already held by run "
+                    f"{run_id_of(digest)}, published from {where}; each run needs its own external id (a "
+                    "re-measurement is a new run: give it the new campaign's id)")
+
+
 # Lifecycle facts: their table, and the spec fields stored as its columns (with the digest and ``at``).
 _FACT_TABLES: dict[str, tuple[type, tuple[str, ...]]] = {
     "Retraction": (RetractionRow, ("run", "reason", "actor")),
@@ -240,6 +263,7 @@ def publish_manifests(
     refused_sources: Mapping[str, str] | None = None,
     kinds: Collection[str] | None = None,
     redeclare: bool = True,
+    hold_new_lines: bool = False,
 ) -> PublishReport:
     """Insert what is new, in one transaction. Re-publishing the same manifests inserts nothing
     and leaves the catalog version alone. Publications are serialised (see ``_publishing``):
@@ -247,7 +271,9 @@ def publish_manifests(
     ``dry_run`` runs every check and count inside the transaction, then rolls it back. ``kinds``, when
     given, are the only manifest kinds this publication may carry (a bundle: a measurement's kinds).
     ``redeclare=False`` (a bundle) refuses any new object that redeclares a catalogued project or
-    implementation line (``catalog/curation.py``): ImplementationRedeclared, nothing written."""
+    implementation line (``catalog/curation.py``): ImplementationRedeclared, nothing written; and with
+    ``hold_new_lines`` (a runner's uploaded bundle) the install recipe of each implementation line it introduces
+    is held for a curator."""
     items = _items(manifests)
     if kinds is not None and (foreign := sorted({i.kind for i in items} - set(kinds))):
         raise PublishError(f"this publication may carry only {', '.join(kinds)}; it carries {', '.join(foreign)}")
@@ -257,10 +283,7 @@ def publish_manifests(
     with _publishing(catalog) as conn:
         fresh = _fresh_items(conn, items, report)
         if not redeclare:
-            try:
-                check_no_redeclaration(conn, [(i.kind, i.digest, i.data) for i in fresh])
-            except RedeclarationError as exc:
-                raise ImplementationRedeclared(str(exc)) from None
+            _check_measurement(conn, fresh, snapshot_digest if hold_new_lines else None, now)
         fresh_runs = [i for i in fresh if i.kind == "BenchmarkRun"]
         fresh_facts = [i for i in fresh if i.kind != "BenchmarkRun"]
         refs = {
@@ -283,6 +306,18 @@ def publish_manifests(
         if dry_run:
             conn.rollback()
     return report
+
+
+def _check_measurement(conn: Connection, fresh: list[_Item], holding: str | None, now: datetime) -> None:
+    """A bundle's new objects: no redeclared implementation, no reused external id; the install lines of the new
+    implementation lines it proposes held for a curator when ``holding`` (an uploaded bundle's digest)."""
+    try:
+        new_lines = check_no_redeclaration(conn, [(i.kind, i.digest, i.data) for i in fresh])
+    except RedeclarationError as exc:
+        raise ImplementationRedeclared(str(exc)) from None
+    _check_external_ids(conn, [i for i in fresh if i.kind == "BenchmarkRun"])
+    if holding:
+        hold_install_lines(conn, new_lines, holding, now)
 
 
 def _fresh_items(conn: Connection, items: list[_Item], report: PublishReport) -> list[_Item]:

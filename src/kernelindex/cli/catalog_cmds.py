@@ -13,7 +13,7 @@ from rich.table import Table
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import JsonlError, import_jsonl, write_export
-from kernelindex.catalog.lifecycle import UnknownRunError, retract, supersede
+from kernelindex.catalog.lifecycle import UnknownRunError, approve_install, retract, supersede
 from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
 from kernelindex.cli.import_flow import dry_run_mode, print_new_and_existing, progress_bar
@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
     app.command("export")(export_cmd)
     app.command("retract")(retract_cmd)
     app.command("supersede")(supersede_cmd)
+    app.command("approve")(approve_cmd)
 
 
 @import_app.command("liger")
@@ -200,6 +201,17 @@ def supersede_cmd(
     fact = _record_act(database, reason, "why NEW replaces OLD",
                        lambda catalog, who: supersede(catalog, new, old, reason=reason, actor=who))
     console.print(f"{escape(new)} supersedes {escape(old)} ({fact})")
+
+
+def approve_cmd(
+    line: str = typer.Argument(..., help="The implementation line (its slug, e.g. liger-kernel-rope)."),
+    reason: str = typer.Option(..., "--reason", help="What was checked: the package, its index, the pins."),
+    database: str = DatabaseOption,
+) -> None:
+    """Approve the install line a runner's bundle proposed for a new implementation line (held until then)."""
+    _record_act(database, reason, "what was checked of the install recipe",
+                lambda catalog, who: approve_install(catalog, line, reason=reason, actor=who))
+    console.print(f"approved the install line of {escape(line)}")
 
 
 def _record_act(database: str, reason: str, reason_says: str, act: Callable[[Catalog, str], object]) -> object:

@@ -36,6 +36,7 @@ COMMANDS: dict[str, CommandEntry] = {
     "manifest": CommandEntry(("catalog_cmds",), "Validate manifests and compute their identity.", True),
     "retract": CommandEntry(("catalog_cmds",), "Retract a run.", True),
     "supersede": CommandEntry(("catalog_cmds",), "Record that NEW supersedes OLD.", True),
+    "approve": CommandEntry(("catalog_cmds",), "Approve a held implementation line's install line.", True),
     "verify": CommandEntry(("runner_cmds",), "Measure implementations on the local GPU.", True),
     "publish": CommandEntry(("runner_cmds",), "Check a bundle's signature and digests, then publish it.", True),
     "runner": CommandEntry(("runner_cmds", "work_cmd", "campaign_cmd"),

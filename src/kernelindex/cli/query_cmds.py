@@ -136,11 +136,26 @@ def records_cmd(
 
 
 def compare_cmd(
-    runs: list[str] = typer.Argument(..., help="2–8 run ids"),
+    names: list[str] = typer.Argument(..., metavar="RUN_OR_IMPL...",
+                                      help="2–8 run ids; or, with --op, 1–2 implementations (slug, a shorter name "
+                                           "such as liger, or slug@version)"),
+    operation: str | None = typer.Option(None, "--op", "--operation",
+                                         help="Compare implementations across this operation's workloads."),
+    gpu: list[str] = typer.Option([], "--gpu", help="With --op: a GPU (give it once or twice; default: the GPU the "
+                                                    "default rule leads with)."),
+    region: str | None = typer.Option(None, help="With --op: forward, backward or forward+backward."),
     as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
 ) -> None:
-    """Compare runs side by side; a winner only when they share a cohort."""
-    run_command(lambda: emit(backend_for(api, database).get(urls.COMPARE, {"run": runs}), as_json, render_compare))
+    """Compare runs side by side (a winner only when they share a cohort), or implementations across a workload
+    sweep: ki compare liger torch-compile --op rope --gpu h200."""
+    if operation is None:
+        query: dict[str, Any] = {"run": names}
+        if gpu or region:
+            print_error("--gpu and --region go with --op (implementations across an operation's workloads)")
+            raise typer.Exit(2)
+    else:
+        query = {"operation": operation, "impl": names, "gpu": gpu, "region": region}
+    run_command(lambda: emit(backend_for(api, database).get(urls.COMPARE, query), as_json, render_compare))
 
 
 def register(app: typer.Typer) -> None:

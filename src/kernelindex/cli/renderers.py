@@ -314,7 +314,43 @@ def render_records(d: dict[str, Any], limit: int = RECORDS_LIMIT) -> None:
                       f"{limit * 4} (--limit 0 for all)[/]", highlight=False)
 
 
+def render_sweep(sweep: dict[str, Any]) -> None:
+    """Implementations across a workload sweep: one line per workload, one column per series, then what timed
+    them (the same for all, or per series)."""
+    series = sweep["series"]
+    table = Table(title=f"Compare · {sweep['operation_title']} · {sweep['region']}", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("Workload")
+    for s in series:
+        table.add_column(s["label"], justify="right")
+    table.add_column("Note")
+    for row in sweep["rows"]:
+        cells = []
+        for c in row["cells"]:
+            if not c["time_ns"]:
+                cells.append("—")
+                continue
+            multiple = f" {format_ratio(c['multiple'])}" if c["multiple"] else ""
+            mark = " *" if row["fastest"] == c["series"] else multiple
+            cells.append(f"{format_duration(c['time_ns'], 2)}{mark}")
+        table.add_row(row["workload_label"], *cells, row["note"] or "")
+    console.print(table)
+    for fact in sweep["facts"]:
+        if fact["same"]:
+            said = f"{fact['value']} (same for all)"
+        else:
+            said = " · ".join(f"{s['label']}: {', '.join(v) or 'not measured'}"
+                              for s, v in zip(series, fact["by_series"], strict=True))
+        console.print(f"{fact['label']}: {said}", highlight=False)
+    console.print(sweep["summary"], highlight=False)
+    console.print("* fastest in its row; a multiple is given only where every cell was timed alike.", style="dim",
+                  highlight=False)
+
+
 def render_compare(d: dict[str, Any]) -> None:
+    if d.get("sweep"):
+        render_sweep(d["sweep"])
+        return
     table = Table(title="Compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("Run", no_wrap=True, min_width=16)
     for name in ("Implementation", "Median", "×", "Cohort", "Rank"):

@@ -83,3 +83,15 @@ def usability(implementation_spec: dict, project_spec: dict) -> Usability:
         license_from=license_.get("concluded_from"),
         source_url=source_url,
     )
+
+
+AWAITING_REVIEW = "install line awaiting review"
+
+
+def held_for_review(decided: Usability, line: str) -> Usability:
+    """An implementation line a runner's bundle proposed, before a curator approved it: its runs are shown, its
+    install line is not (a bundle never defines what users install), and it is not usable until approved."""
+    reason = Reason("INSTALL_AWAITING_REVIEW", f"Install line awaiting review: a runner's bundle proposed {line}, and "
+                    f"a curator has not approved its install recipe yet (ki approve {line}).")
+    return Usability(usable=False, install_command=None, reasons=(*decided.reasons, reason), license=decided.license,
+                     license_from=decided.license_from, source_url=decided.source_url, availability=AWAITING_REVIEW)

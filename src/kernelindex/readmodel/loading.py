@@ -13,6 +13,7 @@ import orjson
 from sqlalchemy import Connection, select
 
 from kernelindex.catalog.collector import collector_paused
+from kernelindex.catalog.curation import held_lines
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import (
     AttestationRow,
@@ -38,7 +39,7 @@ from kernelindex.domain.manifests import (
 from kernelindex.policy.cohorts import PEAK_MEMORY_METRIC, is_latency
 from kernelindex.policy.eligibility import stored_latency_problems
 from kernelindex.policy.floor import Attainable
-from kernelindex.policy.usability import usability
+from kernelindex.policy.usability import held_for_review, usability
 from kernelindex.readmodel.attainable import attainable_bandwidths
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.derive import derive_policy
@@ -164,6 +165,7 @@ class _Facts:
     attested: set[str]
     trusted: dict[str, str]
     sources: dict[str, Source]
+    held: frozenset[str] = frozenset()  # implementation lines whose install line awaits a curator
     # Manifests validated in this load, by digest: an environment, protocol or project that many
     # operations name is validated and held once.
     typed: dict[str, Manifest] = field(default_factory=dict)
@@ -216,6 +218,7 @@ def _facts_of_runs(conn: Connection, run_digests: list[str] | None) -> _Facts:
         set(_facts(conn, AttestationRow, AttestationRow.run, run_digests)),
         trusted_keys(conn),
         _sources(conn),
+        held_lines(conn),
     )
 
 
@@ -277,6 +280,9 @@ def _assemble(version: int, slug: str, operation: OperationSpec, digest: str, ro
         d: usability(b["spec"], projects.get(b["spec"]["project"], {}).get("spec", {}))
         for d, b in by_kind["ImplementationRevision"].items()
     }
+    for d, b in by_kind["ImplementationRevision"].items():
+        if (line := b.get("metadata", {}).get("name")) in facts.held:
+            usable[d] = held_for_review(usable[d], line)
     data = OperationData(
         slug,
         operation,

@@ -1,6 +1,9 @@
 """Compare (/compare?run=…&run=…): 2–8 runs side by side. A winner only when all share one
 cohort; otherwise the first material difference (operation, workload, protocol, environment) is
-named and no winner is declared (docs/design.md §1: only like is ranked with like)."""
+named and no winner is declared (docs/design.md §1: only like is ranked with like).
+
+Or implementations across a workload sweep (/compare?operation=…&impl=…&impl=…&gpu=…): ``mode`` is
+"sweep" and ``sweep`` holds it (``readmodel.compare_sweep``)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from kernelindex.domain.units import format_duration
 from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.cohorts import cohorts_of
+from kernelindex.readmodel.compare_sweep import Sweep, compare_sweep
 from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of
@@ -78,6 +82,8 @@ class ComparePage(JsonModel):
     difference: Difference | None = None
     multiples: dict[str, float] = field(default_factory=dict)  # run id → median / fastest median
     identical: list[str] = field(default_factory=list)  # fields every run shares (shown once)
+    mode: str = "runs"  # runs: the runs named side by side; sweep: implementations across the workloads
+    sweep: Sweep | None = None
 
 
 def _locate(catalog: Catalog, run_id: str) -> tuple[OperationData, Run]:
@@ -209,9 +215,27 @@ def _verdict(runs: list[ComparedRun]) -> tuple[str | None, str]:
                              f"shared cohort{noise}.")
 
 
-def compare_page(catalog: Catalog, run_ids: list[str], *, now: datetime) -> ComparePage:
+def compare_page(catalog: Catalog, *, now: datetime, run: list[str] | None = None, impl: list[str] | None = None,
+                 gpu: list[str] | None = None, operation: str | None = None, region: str | None = None) -> ComparePage:
+    """Runs side by side (``run``), or implementations across a workload sweep (``impl``, with ``operation``,
+    ``gpu`` and ``region``); not both."""
+    if impl:
+        if run:
+            raise BadParameter("run", "give runs (run=…) or implementations (impl=…), not both")
+        sweep = compare_sweep(catalog, operation, impl, gpu or [], region, now)
+        return ComparePage(runs=[], same_cohort=False, winner=None, verdict=sweep.summary, mode="sweep", sweep=sweep)
+    for name, value in (("operation", operation), ("region", region), ("gpu", gpu)):
+        if value:
+            raise BadParameter(name, f"{name} goes with impl=… (implementations across a workload sweep); runs "
+                                     "compared by id need nothing else")
+    return compare_runs(catalog, run or [], now=now)
+
+
+def compare_runs(catalog: Catalog, run_ids: list[str], *, now: datetime) -> ComparePage:
     if not MIN_RUNS <= len(run_ids) <= MAX_RUNS:
-        raise BadParameter("run", f"give between {MIN_RUNS} and {MAX_RUNS} runs (got {len(run_ids)})")
+        raise BadParameter("run", f"give between {MIN_RUNS} and {MAX_RUNS} runs (got {len(run_ids)}), or an operation "
+                                  "and the implementations to compare across its workloads "
+                                  "(operation=rope&impl=…&impl=…)")
     if len(set(run_ids)) != len(run_ids):
         raise BadParameter("run", "the same run is listed twice")
     clock = now

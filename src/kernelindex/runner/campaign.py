@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import shutil
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -59,7 +60,9 @@ class OperationResult:
 
 
 def campaign_id(now: datetime | None = None) -> str:
-    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    """When the campaign started, and a random part: a run's external id starts with it, and no two runs may share
+    one (catalog/publish.py), even when two runners measure one case within the same second."""
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
 def operation_def(slug: str) -> OperationDef:

@@ -46,6 +46,7 @@ TITLES = {
     "uploads_busy": "Every upload slot is in use",
     "request_timeout": "Request body stalled",
     "implementation_redeclared": "Bundle redeclares a catalogued implementation",
+    "duplicate_external_id": "A run of the bundle reuses a stored run's external id",
 }
 STATUS = {
     "bad_request": 400, "bad_cursor": 400, "unknown_parameter": 400, "query_too_long": 400, "invalid_json": 400,
@@ -55,7 +56,7 @@ STATUS = {
     "invalid_request": 422, "archive_invalid": 422, "bundle_invalid": 422, "untrusted_runner": 422,
     "not_a_measurement": 422, "unpublishable": 422, "not_fulfilled": 422, "rate_limited": 429,
     "internal_error": 500, "unavailable": 503, "export_busy": 503, "implementation_redeclared": 422,
-    "uploads_busy": 503, "request_timeout": 408,
+    "uploads_busy": 503, "request_timeout": 408, "duplicate_external_id": 409,
 }
 # An HTTP status the framework raises on its own, as the problem it is.
 CODE_OF_STATUS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",

@@ -11,7 +11,7 @@ from typing import IO, Any
 from kernelindex import registry
 from kernelindex.catalog import requests as stored
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.publish import ImplementationRedeclared, PublishError
+from kernelindex.catalog.publish import DuplicateExternalId, ImplementationRedeclared, PublishError
 from kernelindex.domain.manifests import build, digest_of, manifest_json
 from kernelindex.policy.measurement_requests import (
     InvalidRequest,
@@ -83,5 +83,7 @@ def upload(catalog: Catalog, archive: bytes | IO[bytes], *, actor: str) -> Uploa
         return Problem("bundle_invalid", str(exc))
     except ImplementationRedeclared as exc:
         return Problem("implementation_redeclared", str(exc))
+    except DuplicateExternalId as exc:
+        return Problem("duplicate_external_id", str(exc))
     except PublishError as exc:
         return Problem("unpublishable", str(exc))

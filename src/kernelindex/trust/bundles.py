@@ -364,14 +364,16 @@ def bundled_bundles() -> list[Path]:
 
 
 def publish_verified(catalog: Any, bundle: VerifiedBundle, *, allow_untrusted: bool = False,
-                     actor: str = "local operator", locator: str) -> PublishReport:
+                     actor: str = "local operator", locator: str, curated: bool = True) -> PublishReport:
     """Publish a verified bundle's manifests in one transaction, with an attestation per run (bundle
     digest, key id, signature) recording that signature and digests were checked.
 
     A bundle signed by a key that is not a trusted runner in the catalog is refused (UntrustedRunnerError)
     unless ``allow_untrusted`` (``--as-reported``): then its runs are stored without attestations, so
     evidence policy never derives ``verified`` for them. Publications are serialised by the catalog's
-    publication lock: a concurrent one waits, then finds the objects they share present."""
+    publication lock: a concurrent one waits, then finds the objects they share present. ``curated=False``
+    (an upload over the write path): an implementation line the bundle introduces has its install line held
+    for a curator (``catalog/curation.py``); the catalog's operator publishing a bundle directory curates it."""
     runners = trusted_runner_keys(catalog)
     trusted = bundle.key_id in runners
     if not trusted and not allow_untrusted:
@@ -385,7 +387,7 @@ def publish_verified(catalog: Any, bundle: VerifiedBundle, *, allow_untrusted: b
                         for run in bundle.runs()}
     return publish_manifests(catalog, bundle.manifests, actor=actor, source=RUNNER_SOURCE,
                              snapshot_digest=bundle.digest, locator=locator, attestations=attestations,
-                             kinds=MEASUREMENT_KINDS, redeclare=False)
+                             kinds=MEASUREMENT_KINDS, redeclare=False, hold_new_lines=not curated)
 
 
 def publish_bundle(catalog: Any, path: Path, *, allow_untrusted: bool = False,

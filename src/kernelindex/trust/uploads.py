@@ -96,7 +96,7 @@ def receive_bundle(catalog: Catalog, data: bytes | IO[bytes], *, actor: str) -> 
     if bundle_attested(catalog, bundle.digest):
         return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, True, {})
     check_uploaded_runs(catalog, bundle)
-    report = publish_verified(catalog, bundle, actor=actor, locator=f"upload {bundle.digest}")
+    report = publish_verified(catalog, bundle, actor=actor, locator=f"upload {bundle.digest}", curated=False)
     # a concurrent upload of the same bundle may have published it while this one waited for the lock
     return UploadResult(bundle.digest, bundle.runner_name, bundle.key_id, runs, not report.wrote, dict(report.new))
 
@@ -108,8 +108,8 @@ def check_uploaded_runs(catalog: Catalog, bundle: VerifiedBundle) -> None:
     """What an uploaded run must also be (BundleError naming the run otherwise): observed no later than
     the server's clock allows (a run dated 2100 was accepted), and the only run of the bundle with its
     external id (two runs shared one). Shipped bundles predate this rule: one of them repeats nine
-    external ids, so start-up and ``ki publish`` do not apply it. A re-measurement may reuse the external
-    id of an earlier bundle's run (the runner names a case, not a measurement): not refused yet."""
+    external ids, so start-up and ``ki publish`` do not apply it. A stored run's external id is never reused by
+    any bundle's run (``catalog/publish.py``, inside the publication transaction)."""
     latest = datetime.now(UTC) + MAX_CLOCK_SKEW
     seen: dict[str, str] = {}
     for run in bundle.runs():

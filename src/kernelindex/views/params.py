@@ -66,17 +66,17 @@ def check_subject(param: Param, value: str) -> str:
     return value
 
 
-def read_query(params: Sequence[Param], repeated: Repeated | None,
+def read_query(params: Sequence[Param], repeated: Sequence[Repeated],
                query: Mapping[str, Sequence[str]]) -> dict[str, str | None | list[str]]:
     """The page's query parameters from a multi-valued mapping; unknown, repeated or malformed
     values are a BadParameter naming the parameter and what it takes."""
-    allowed = {p.name for p in params} | ({repeated.param.name} if repeated else set())
+    allowed = {p.name for p in params} | {r.param.name for r in repeated}
     if unknown := sorted(set(query) - allowed):
         takes = ", ".join(sorted(allowed)) or "no parameters"
         raise BadParameter(unknown[0], f"this page does not take {unknown[0]!r} (it takes {takes})")
     values: dict[str, str | None | list[str]] = {p.name: _single(p, query.get(p.name, ())) for p in params}
-    if repeated is not None:
-        values[repeated.param.name] = _repeated(repeated, query.get(repeated.param.name, ()))
+    for each in repeated:
+        values[each.param.name] = _repeated(each, query.get(each.param.name, ()))
     return values
 
 
@@ -92,7 +92,7 @@ def _single(param: Param, given: Sequence[str]) -> str | None:
 
 
 def _repeated(repeated: Repeated, given: Sequence[str]) -> list[str]:
-    values = [v.lower() for v in given if v.strip()]  # run ids are hex: either case names the same run
+    values = [v.lower() for v in given if v.strip()]  # run ids are hex, slugs lowercase: either case names one
     for value in values:
         if not repeated.param.matches(value):
             raise BadParameter(repeated.param.name, f"{value[:40]!r} is not {repeated.param.what}")
@@ -113,6 +113,19 @@ GPU_SUBJECT = Param("slug", GPU_NAME_PATTERN, GPU.description, GPU.what, 120)
 EVIDENCE = Param("evidence", SLUG_PATTERN, "Evidence level.", "an evidence level", 120, LEVELS)
 VIEW = Param("view", SLUG_PATTERN, "current, recently-broken or history.", "a view name", 120, tuple(RECORD_VIEWS))
 RUN = Param("run", RUN_ID_PATTERN, "Run ids (repeat the parameter).", "a run id (hex digits)", 64)
+# compare by implementation (/compare?operation=rope&impl=liger&impl=torch-compile&gpu=h200): a line's slug, a
+# shorter name of it within the operation, or one version of it after '@' (liger-kernel-rope@0.8.5)
+IMPL_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,119}(@[a-z0-9][a-z0-9.+_-]{0,63})?$"
+IMPL = Param("impl", IMPL_PATTERN, "Implementations to compare across the workload sweep (repeat the parameter): an "
+             "implementation slug or a shorter name of it within the operation (liger, torch-compile), optionally "
+             "one version after '@' (liger-kernel-rope@0.8.5).", "an implementation name (slug[@version])", 184)
+COMPARED_GPU = Param("gpu", GPU_NAME_PATTERN, "GPUs to compare on (repeat the parameter; one or two): a slug or a "
+                     "name. None: the GPU the default rule leads with.", GPU.what, 120)
+REGION_PATTERN = r"^(forward|backward|forward\+backward|forward-no-grad)$"
+REGION = Param("region", REGION_PATTERN,
+               "Timed region of the sweep (forward, backward, forward+backward). None: the first region every "
+               "implementation was measured in, forward first.", "a timed region", 20,
+               ("forward", "backward", "forward+backward", "forward-no-grad"))
 PAGE = Param("page", PAGE_PATTERN, "Page number of the page's long list (1 = first).", "a page number (1, 2, …)", 4)
 
 # a model's step (/models/{slug}): issue 49

@@ -70,7 +70,7 @@ class View:
     template: str
     subject: Param | None = None
     query: tuple[Param, ...] = ()
-    repeated: Repeated | None = None
+    repeated: tuple[Repeated, ...] = ()  # parameters given several times (compare's run, impl and gpu)
     twin: str | None = None
     canonical: Callable[[str], str] | None = None  # a subject's canonical spelling (a GPU name → its slug)
     api: ApiDoc | None = None
@@ -87,10 +87,8 @@ class View:
         return urls.api(self.twin or self.path)
 
     def is_blank(self, args: Mapping[str, Any]) -> bool:
-        """Whether ``args`` only ask for the page's empty form (compare with fewer than two runs, search
-        without a query): there is nothing to compute."""
-        if self.repeated is not None and len(args[self.repeated.param.name]) < self.repeated.least:
-            return True
+        """Whether ``args`` only ask for the page's empty form (compare with neither two runs nor an
+        implementation, search without a query): there is nothing to compute."""
         return self.blank is not None and self.blank(args)
 
     def arguments(self, subject: str | None, query: Mapping[str, Sequence[str]]) -> dict[str, Any]:
@@ -106,7 +104,7 @@ class View:
     def known(self, query: Mapping[str, Sequence[str]]) -> dict[str, Sequence[str]]:
         """The parameters this page takes, the rest dropped: a page reached through a shared link
         (``?utm_source=…``, ``?fbclid=…``) answers as its canonical URL; the API stays strict."""
-        names = {p.name for p in self.query} | ({self.repeated.param.name} if self.repeated else set())
+        names = {p.name for p in self.query} | {r.param.name for r in self.repeated}
         return {name: values for name, values in query.items() if name in names}
 
     def data(self, catalog: Catalog, now: datetime, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,8 +112,6 @@ class View:
         read model's kept parts; the finished answer is kept once, by the web's answer cache."""
         named = dict(args)
         positional = [named.pop(self.subject.name)] if self.subject is not None else []
-        if self.repeated is not None:
-            positional.append(named.pop(self.repeated.param.name))
         data = self.build(catalog, *positional, now=now, **named).to_json()
         for extra in self.extras:
             data[extra.name] = extra.compute(catalog, data, now)
@@ -131,7 +127,7 @@ def _gpu_slug(name: str) -> str:
     return registry.gpu_slug(name) or name
 
 
-COMPARE_RUNS = Repeated(p.RUN, 2, 8)
+COMPARE_REPEATED = (Repeated(p.RUN, 0, 8), Repeated(p.IMPL, 0, 2), Repeated(p.COMPARED_GPU, 0, 2))
 QUERY = Param("q", p.QUERY_PATTERN, "The query text; empty lists operations.", "a query", MAX_QUERY_CHARS)
 _CHALLENGES = ("The challenges page's model. Its four lists (`unmeasured`, `unbeaten_baselines`, `single_entry`, "
                "`stale_records`) are one ordered list that comes a numbered page at a time, as on the page: `paging` "
@@ -142,6 +138,11 @@ _MODEL = ("One step of a model on one GPU: every kernel call with its shapes (af
           "no_operation), the best usable run on the GPU with its evidence and statistic, the floor of the call's "
           "own shapes, and the step's sum (`summary`: the estimate, its exact/nearest and verified/reported parts, "
           "the floor) with the biggest gaps first (`gaps`). An estimate, not evidence.")
+_COMPARE = ("Two forms. `run=` (2–8 times): those runs side by side (`runs`). `operation=` with `impl=` (1–2 "
+            "times: a slug, a shorter name within the operation, or `slug@version`) and `gpu=` (0–2 times): `sweep`, "
+            "one row per workload of the timed region (`region=`), one cell per implementation and GPU with its "
+            "row figure in the cohort the default rule picks; `sweep.facts` says whether the timer, protocol "
+            "version and statistic are the same for all cells, and each cell names its own. `mode` says which.")
 _SEARCH = ("Free words plus key:value filters and axis bindings, e.g. `rope seq=2048 hidden=8192 gpu:a100`. Problems "
            "in the text come back beside their token in `query.issues`; the rest still resolves.")
 VIEWS: tuple[View, ...] = (
@@ -175,9 +176,12 @@ VIEWS: tuple[View, ...] = (
          csv=CHALLENGES_CSV,
          api=ApiDoc("Open challenges", "Unmeasured cells, unbeaten baselines, single-entry cohorts, stale records",
                     _CHALLENGES)),
-    View("compare", urls.COMPARE, compare_page, "compare.html", repeated=COMPARE_RUNS, csv=COMPARE_CSV,
-         api=ApiDoc("Compare 2–8 runs", "Runs side by side; a winner only within one cohort, else the first "
-                    "material difference", errors=(404,))),
+    View("compare", urls.COMPARE, compare_page, "compare.html", query=(p.OPERATION, p.REGION),
+         repeated=COMPARE_REPEATED, csv=COMPARE_CSV, blank=lambda args: not args["impl"] and len(args["run"]) < 2,
+         api=ApiDoc("Compare 2–8 runs, or implementations across a workload sweep",
+                    "Runs side by side (a winner only within one cohort, else the first material difference), or "
+                    "two implementations (or two versions of one) on one or two GPUs across the operation's "
+                    "workloads (`sweep`)", _COMPARE, errors=(404,))),
     View("models", urls.MODELS, models_index, "models.html", csv=MODELS_CSV, cache="day",
          api=ApiDoc("The models", "Every shipped model definition with its source, license and configuration")),
     View("model", urls.MODEL, model_page, "model.html", subject=p.SLUG, query=(p.GPU, p.PHASE, p.BATCH, p.SEQ, p.TP),

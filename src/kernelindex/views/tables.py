@@ -142,13 +142,39 @@ def implementation_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
 
 COMPARE_COLUMNS = ["run_id", "operation", "workload_key", "workload", "cohort_key", "cohort", "gpu", "timed_region",
                    "harness", "status", "eligible", "rank", "within_noise", "implementation", "implementation_slug",
-                   "project", "language", "license", "install_command", "median_ns", "p20_ns", "p80_ns",
-                   "vs_fastest_ratio", "floor_ns", "floor_ratio", "attainable_floor_ns", "attainable_floor_ratio",
-                   "evidence", "observed_at_utc", "stale", "run_url"]
+                   "project", "language", "license", "install_command", "time_ns", "statistic", "median_ns", "p20_ns",
+                   "p80_ns", "vs_fastest_ratio", "floor_ns", "floor_ratio", "attainable_floor_ns",
+                   "attainable_floor_ratio", "evidence", "observed_at_utc", "stale", "run_url",
+                   # a sweep's rows (compare by implementation) add these
+                   "series", "version", "timer", "protocol", "note"]
+
+
+def sweep_rows(sweep: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per workload and series of a sweep: its cell's figure, what timed it, its multiple of the row's
+    fastest when the row was timed alike, and why there is no figure when there is none."""
+    rows = []
+    for row in sweep["rows"]:
+        for cell in row["cells"]:
+            series, ref = sweep["series"][cell["series"]], cell.get("run") or {}
+            rows.append({"operation": sweep["operation"], "workload_key": row["workload"],
+                         "workload": row["workload_label"], "timed_region": sweep["region"],
+                         "series": series["label"], "implementation": series["implementation"],
+                         "implementation_slug": series["implementation_slug"], "gpu": series["gpu_name"],
+                         "version": cell["version"], "run_id": ref.get("run_id"), "cohort_key": cell["cohort"],
+                         "cohort": cell["cohort_label"], "rank": cell["rank"], "time_ns": cell["time_ns"],
+                         "statistic": cell["statistic"], "median_ns": cell["time_ns"], "timer": cell["timer"],
+                         "protocol": cell["protocol"], "evidence": cell["evidence"],
+                         "vs_fastest_ratio": cell["multiple"], "observed_at_utc": ref.get("observed_at"),
+                         "stale": ref.get("stale"), "run_url": cell["url"], "note": cell["note"],
+                         "source": ref.get("source", "")})
+    return rows
 
 
 def compare_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
-    """The compared runs side by side, one row each, with its multiple of the fastest."""
+    """The compared runs side by side, one row each, with its multiple of the fastest; a sweep: one row per
+    workload and series (implementation on a GPU), with what timed it."""
+    if page.get("sweep"):
+        return sweep_rows(page["sweep"])
     rows = []
     for r in page["runs"]:
         ref = r["run"]
@@ -160,6 +186,7 @@ def compare_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
                      "implementation_slug": ref["implementation_slug"], "project": ref["project"],
                      "language": ref["language"], "license": r["license"], "install_command": r["install_command"],
                      "median_ns": ref["median_ns"], "p20_ns": r["p20_ns"], "p80_ns": r["p80_ns"],
+                     "time_ns": ref.get("time_ns"), "statistic": ref.get("statistic"),
                      "vs_fastest_ratio": page["multiples"].get(ref["run_id"]), "floor_ns": r["floor_ns"],
                      "floor_ratio": r["floor_ratio"], "attainable_floor_ns": r["attainable_floor_ns"],
                      "attainable_floor_ratio": r["attainable_floor_ratio"], "evidence": ref["evidence"],

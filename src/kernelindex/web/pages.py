@@ -181,8 +181,13 @@ def render_run(request: Request, args: dict[str, Any], data: dict[str, Any]) -> 
 
 def render_compare(request: Request, args: dict[str, Any], data: dict[str, Any]) -> HTMLResponse:
     runs = args["run"]
-    twin = urls.api(urls.compare(runs)) if data else None
-    return render("compare.html", page=data or None, prefill=runs, json_url=twin)
+    twin: str | None = None
+    if data and data.get("sweep"):  # the twin of what the page shows, with the region and GPU it chose
+        twin = urls.api(data["sweep"]["url"])
+    elif data:
+        twin = urls.api(urls.compare(runs))
+    return render("compare.html", page=data or None, prefill=runs, json_url=twin, prefill_impl=args["impl"],
+                  prefill_gpu=args["gpu"])
 
 
 def with_twin(view: View, **context: Any) -> Callable[[Request, dict[str, Any], dict[str, Any]], HTMLResponse]:

@@ -19,7 +19,7 @@ router = APIRouter(include_in_schema=False)
 @router.get(urls.RUN_SAMPLES)
 def samples_route(request: Request, run_id: str) -> JSONResponse:
     with page_errors(request):  # a data download, strict like the API: it takes no parameters
-        read_query((), None, query_of(request))
+        read_query((), (), query_of(request))
     data = reads.samples(catalog_of(request), run_id)
     if isinstance(data, Problem):
         problem_page(request, data)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_origin
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -169,8 +169,9 @@ def _check_params(request: Request, route: APIRoute) -> None:
         expected = ", ".join(sorted(allowed)) or "no query parameters"
         raise ApiProblem("unknown_parameter", f"Unknown query parameter(s) {', '.join(unknown)}; this endpoint takes "
                          f"{expected}.", [{"field": u, "in": "query", "message": "unknown parameter"} for u in unknown])
-    for name in allowed:
-        if name not in ("run",) and len(request.query_params.getlist(name)) > 1:
+    repeatable = {p.alias for p in route.dependant.query_params if get_origin(p.field_info.annotation) is list}
+    for name in allowed - repeatable:
+        if len(request.query_params.getlist(name)) > 1:
             raise ApiProblem("bad_request", f"The parameter {name!r} was given more than once.",
                              [{"field": name, "in": "query", "message": "give it once"}])
 

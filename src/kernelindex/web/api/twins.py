@@ -84,9 +84,8 @@ def _signature(view: View) -> inspect.Signature:
                                        annotation=Annotated[str, path_param(view.subject)]))
     found += [inspect.Parameter(p.name, keyword, annotation=Annotated[str | None, query_param(p)], default=None)
               for p in view.query]
-    if view.repeated is not None:
-        found.append(inspect.Parameter(view.repeated.param.name, keyword,
-                                       annotation=Annotated[list[str], _repeated(view.repeated)]))
+    found += [inspect.Parameter(r.param.name, keyword, annotation=Annotated[list[str], _repeated(r)], default=[])
+              for r in view.repeated]
     if view.pages is not None:
         found += [inspect.Parameter("limit", keyword, annotation=Limit, default=DEFAULT_LIMIT),
                   inspect.Parameter("cursor", keyword, annotation=Cursor, default=None)]

@@ -20,7 +20,14 @@ from kernelindex.readmodel.changes import MAX_CHANGES
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.services.problems import Answer, Problem
 from kernelindex.services.reads import MAX_BATCH
-from kernelindex.views.params import GPU_NAME_PATTERN, PHASE_PATTERN, RUN_ID_PATTERN, SLUG_PATTERN
+from kernelindex.views.params import (
+    GPU_NAME_PATTERN,
+    IMPL_PATTERN,
+    PHASE_PATTERN,
+    REGION,
+    RUN_ID_PATTERN,
+    SLUG_PATTERN,
+)
 from kernelindex.web.mcp_server.page_tools import PAGE_TOOLS, page_tool
 from kernelindex.web.mcp_server.resources import policy_text
 from kernelindex.web.mcp_server.summaries import summary
@@ -101,6 +108,7 @@ def build_server(catalog: Any, clock: Callable[[], datetime] = utc_now) -> MCPSe
                                log_level="WARNING")
     _register_tools(server, tools)
     _register_catalog_tools(server, tools)
+    _register_compare_tools(server, tools)
     _register_resources(server)
     return server
 
@@ -142,6 +150,31 @@ def _register_tools(server: MCPServer, tools: CatalogTools) -> None:
         tp: Annotated[int | None, Field(ge=1, le=64, description="Tensor-parallel degree (1).")] = None,
     ) -> CallToolResult:
         return _result(lambda: tools.get_model_step(model, gpu, phase, batch, seq, tp), "get_model_step")
+
+
+def _register_compare_tools(server: MCPServer, tools: CatalogTools) -> None:
+    def tool(description: str) -> Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]:
+        return server.tool(description=description, annotations=READ_ONLY)
+
+    @tool(DESCRIPTIONS["compare_runs"])
+    def compare_runs(run_ids: Annotated[list[Annotated[str, Field(pattern=RUN_ID_PATTERN)]],
+                                        Field(min_length=2, max_length=8, description="2–8 run ids.")]
+                     ) -> CallToolResult:
+        return _result(lambda: tools.compare_runs(run_ids), "compare_runs")
+
+    @tool(DESCRIPTIONS["compare_implementations"])
+    def compare_implementations(
+        operation: Slug,
+        implementations: Annotated[list[Annotated[str, Field(pattern=IMPL_PATTERN)]], Field(
+            min_length=1, max_length=2, description="1–2 implementations: a slug, a shorter name within the "
+            "operation (liger, torch-compile), or slug@version.")],
+        gpus: Annotated[list[Annotated[str, Field(pattern=GPU_NAME_PATTERN)]], Field(
+            max_length=2, description="0–2 GPUs (h200, H100 SXM …); none: the GPU the default rule leads with.")
+        ] = [],  # noqa: B006 - the tool's schema default; never mutated
+        region: Annotated[str | None, Field(pattern=REGION.pattern, description=REGION.description)] = None,
+    ) -> CallToolResult:
+        return _result(lambda: tools.compare_implementations(operation, implementations, gpus, region),
+                       "compare_implementations")
 
 
 def _register_catalog_tools(server: MCPServer, tools: CatalogTools) -> None:
@@ -232,6 +265,12 @@ DESCRIPTIONS = {
         "Compare 2–8 runs side by side. A winner is named only when all runs share one cohort; otherwise the "
         "answer names the first material difference (workload, protocol, environment or metric) and declares no "
         "winner."),
+    "compare_implementations": (
+        "Compare two implementations of one operation (or two versions of one, 'slug@version'), on one or two GPUs, "
+        "across the operation's workloads in one timed region: per workload, each implementation's figure on each "
+        "GPU from the cohort the default rule picks, its multiple of the row's fastest where every cell was timed "
+        "alike, and facts saying whether the timer, protocol version and statistic are the same for all. Same "
+        "answer as GET /api/v1/compare?operation=…&impl=…&impl=…&gpu=…"),
     "get_reproduction": (
         "A source's reproduction court (kernelbench, liger-kernel-benchmarks, …): per GPU product, how many of its "
         "reported figures a trusted KernelIndex runner re-measured, the median ratio ours / theirs, the shares "

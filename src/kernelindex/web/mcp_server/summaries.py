@@ -84,6 +84,9 @@ def summary(tool: str, data: dict[str, Any]) -> str:
         return (f"{data['model']['title']} {step['phase']} batch {step['batch']} seq {step['seq']} tp {step['tp']} on "
                 f"{data['gpu']['label']}: {total['calls']} calls, estimate {total['estimate']}, floor {total['floor']} "
                 f"({total['label']})")
+    if tool == "compare_implementations":
+        sweep = data["sweep"]
+        return f"{sweep['operation']} · {sweep['region']}: {sweep['summary']}"
     if tool == "list_gpus":
         return ", ".join(f"{g['gpu']['short']} ({g['gpu']['slug']})" for g in data["items"])
     title = data.get("title") or data.get("kind") or data.get("run_id") or tool

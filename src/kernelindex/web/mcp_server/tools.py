@@ -48,6 +48,10 @@ class CatalogTools:
     def compare_runs(self, run_ids: list[str]) -> Answer | Problem:
         return self.page("compare", run=list(run_ids))
 
+    def compare_implementations(self, operation: str, implementations: list[str], gpus: list[str],
+                                region: str | None) -> Answer | Problem:  # GET /api/v1/compare?operation=&impl=
+        return self.page("compare", operation=operation, impl=list(implementations), gpu=list(gpus), region=region)
+
     def list_changes(self, since: str | None, limit: int) -> Answer | Problem:  # GET /api/v1/changes
         return reads.changes(self.catalog, self.clock(), since, limit)
 
