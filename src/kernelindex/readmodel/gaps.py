@@ -48,8 +48,11 @@ class NotMeasured(JsonModel):
     floor_ns: float
     region: str
     nearest: NearestMeasured | None
-    bound: str = "bandwidth"  # what sets the floor: "bandwidth" (bytes ÷ HBM) or "compute" (FLOPs ÷ dense peak)
+    # What sets the floor: "bandwidth" (bytes ÷ HBM), "compute" (FLOPs ÷ dense peak) or "latency" (the GPU's
+    # measured minimum kernel time outlasts both).
+    bound: str = "bandwidth"
     peak_tflops: float | None = None  # the datasheet dense rate a compute-bound floor divides by
+    latency: str = ""  # the floor's latency term in words (policy.floor.FloorEstimate.latency_words)
 
 
 def asked_gpu(word: str | None) -> registry.GpuSpec | None:
@@ -93,7 +96,8 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
         floor = floor_estimate(*data.specs_json(selected.workload), spec, region=region, operation=data.slug)
         peak = floor.peak_flops_per_s if floor.bound == "compute" else None
         out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
-                               _nearest(data, spec, measured, facts), floor.bound, peak / 1e12 if peak else None))
+                               _nearest(data, spec, measured, facts), floor.bound, peak / 1e12 if peak else None,
+                               floor.latency_words))
     return out
 
 

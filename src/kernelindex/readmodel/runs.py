@@ -71,6 +71,8 @@ class RunDossier(JsonModel):
     floor_ratio: float | None
     attainable_floor_ns: float | None  # the attainable floor (the best bandwidth seen sustained on the GPU)
     attainable_floor_ratio: float | None
+    # The floors' latency term in words: the GPU's measured minimum kernel time, or why there is none.
+    floor_latency: str | None
     retraction: dict | None
     superseded_by: str | None
     supersedes: list[str]
@@ -231,7 +233,8 @@ def _floor_facts(data: OperationData, run: Run) -> dict[str, Any]:
     floor_ns = floors[0].floor_ns if floors else None
     attainable_ns = floors[1].floor_ns if floors and floors[1] else None
     return {"floor_ns": floor_ns, "floor_ratio": _floor_ratio(data, run, floor_ns),
-            "attainable_floor_ns": attainable_ns, "attainable_floor_ratio": _floor_ratio(data, run, attainable_ns)}
+            "attainable_floor_ns": attainable_ns, "attainable_floor_ratio": _floor_ratio(data, run, attainable_ns),
+            "floor_latency": floors[0].latency_words if floors else None}
 
 
 def run_samples(catalog: Catalog, run_ref: str) -> dict:
