@@ -31,6 +31,7 @@ from kernelindex.readmodel.loading import OperationData, Run, load_operation, op
 from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.ranking_notes import host_bound_label
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
+from kernelindex.readmodel.reproduce import reproduce_json
 from kernelindex.readmodel.rows import implementation_ref, run_floors
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
@@ -92,6 +93,8 @@ class RunDossier(JsonModel):
     stream: dict | None = None  # runner v4: stream time, kernel busy time and the ceiling check, which ranks and why
     reproduction: dict | None = None  # a reported run heard against our verified twins (readmodel.court)
     reproduces: list[dict] = field(default_factory=list)  # a verified run: the reported figures it re-measured
+    # A runner's run: the ki verify command that re-measures it, its pins and code (readmodel/reproduce.py).
+    reproduce: dict | None = None
 
 
 def _operation_slug(catalog: Catalog, digest: str) -> str:
@@ -215,6 +218,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         protocol_note=registry.protocol_notes().get(run.protocol),
         stream=stream_panel(run),
         reproduction=reproduction_json(data, run), reproduces=reproduces_json(data, run),
+        reproduce=reproduce_json(data, run),
         **_measurement_notes(run, data),
         **_floor_facts(data, run),
     )
