@@ -114,9 +114,11 @@ def measured_gpus(data: OperationData, cohorts: Iterable[Cohort]) -> list[Measur
 def nearest_gpu(asked: registry.GpuSpec, measured: Iterable[MeasuredGpu]) -> tuple[registry.GpuSpec, str] | None:
     """The measured GPU nearest the asked one, and why: the same architecture first, then the better
     evidence (verified over reported), then the newer observation, then the closer datasheet bandwidth
-    (then the slug). The one rule for the page's banner and ``ki use``."""
+    (then the slug). The one rule for the page's banner and ``ki use``. Only a GPU of the asked one's vendor: an
+    AMD part's kernels (aiter's, built for ROCm) say nothing of what runs on an NVIDIA GPU, nor the reverse."""
     gpus = registry.gpus()
-    candidates = [m for m in measured if m.slug in gpus and m.slug != asked.slug]
+    candidates = [m for m in measured if m.slug in gpus and m.slug != asked.slug
+                  and gpus[m.slug].vendor == asked.vendor]
     if not candidates:
         return None
 
