@@ -166,7 +166,7 @@ def test_catalog_tools_and_resources(session: dict[str, Any]) -> None:
     assert invalid["valid"] is False and any("colour" in p for p in invalid["problems"])
     assert set(session["resources"]) == {"kernelindex://methodology", "kernelindex://policies/floor",
                                          "kernelindex://policies/ranking"}
-    assert "floor = max(bytes / bandwidth, flops / peak)" in session["floor_text"]
+    assert "floor = max(bytes / bandwidth, flops / peak, the GPU's minimum kernel time)" in session["floor_text"]
 
 
 def test_list_changes_equals_the_rest_feed_and_follows_its_cursor(session: dict[str, Any], api: TestClient) -> None:

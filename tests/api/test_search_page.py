@@ -36,7 +36,7 @@ def test_exact_query_page_shows_the_interpretation_and_leader(site: TestClient) 
     page = site.get("/search", params={"q": "rope seq=2048 hidden=8192 gpu:a100"})
     text = _text(page.text)
     assert "Operation Rotary position embedding (rope) · seq 2048 · hidden 8192 · gpu A100" in text
-    assert "58.88 µs" in text and "516.10 µs" in text and "one row per implementation" in text
+    assert "59.18 µs" in text and "516.45 µs" in text and "one row per implementation" in text
     assert 'href="/api/v1/search?q=rope+seq%3D2048+hidden%3D8192+gpu%3Aa100"' in page.text
 
 

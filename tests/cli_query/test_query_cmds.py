@@ -48,7 +48,7 @@ def test_search_prints_interpretation_leader_and_hint(catalog: Catalog) -> None:
     assert "Operation Rotary position embedding (rope) · seq 2048 · hidden 8192 · gpu A100" in out
     # The ratio is of the rows' figures, each the median of its two sweeps (issue 43 item 6: 516.45 / 59.18 µs);
     # the resolver still prints each row's representative run (src/kernelindex/resolve/source.py, not yet aligned).
-    assert "58.88 µs" in out and "516.10 µs" in out and "8.73×" in out
+    assert "59.18 µs" in out and "516.45 µs" in out and "8.73×" in out  # each row's replicates summarised
     assert "next: ki show run " in out
 
 

@@ -34,3 +34,13 @@ def test_then_evidence_then_freshness_then_bandwidth() -> None:
 
 def test_nothing_measured_elsewhere() -> None:
     assert nearest_gpu(GPUS["h200"], [MeasuredGpu("h200", "verified", NEW)]) is None
+
+
+def test_another_vendors_part_is_never_the_nearest() -> None:
+    """Issue 43 item 7: an operation only aiter measured (on AMD parts) offers no "nearest measured" GPU to an
+    NVIDIA page, and an NVIDIA run is no stand-in for an AMD part."""
+    amd = MeasuredGpu("mi300x-mi325x-variant-not-recorded", "reported", NEW)
+    assert nearest_gpu(GPUS["h100-sxm"], [amd]) is None
+    assert nearest_gpu(GPUS["mi355x-mi350x-variant-not-recorded"], [MeasuredGpu("h200", "verified", NEW)]) is None
+    chosen, _ = nearest_gpu(GPUS["mi355x-mi350x-variant-not-recorded"], [amd, MeasuredGpu("h200", "verified", NEW)])
+    assert chosen.slug == "mi300x-mi325x-variant-not-recorded"

@@ -106,7 +106,8 @@ def test_regions_time_what_they_say(verified) -> None:
     assert rows[("backward", "baseline")]["median_ns"] == 100_000
     assert rows[("forward+backward", "baseline")]["median_ns"] == 150_000
     floors = result.cases[0].floors
-    assert floors["forward+backward"] > floors["forward"] > 0 and floors["backward"] > 0
+    # The tiny case moves nanoseconds of bytes: every region's floor is the H200's shortest call (1.13 µs).
+    assert floors["forward+backward"] == floors["forward"] == floors["backward"] == 1130.0
     protocols = {run.spec.protocol for run in result.runs()}
     assert len(protocols) == 3  # one protocol per region
 

@@ -93,7 +93,7 @@ def test_each_family_and_format_is_read_with_its_reasons(empty_catalog: Catalog,
     assert report["gpus"] == {
         "AMD Instinct MI355X / MI350X (variant not recorded)": 5,
         "AMD Instinct MI300X / MI325X (variant not recorded)": 3,
-        "AMD gfx942 with 80 CUs (a partitioned MI300X or an MI308X; product not recorded)": 2,
+        "AMD Instinct MI308X (gfx942, 80 CUs; no public datasheet, so no floor)": 2,
         "AMD GPU with 80 CUs (ISA not recorded)": 1,
     }
     assert report["new"]["BenchmarkRun"] == 11 and not report["published"]
@@ -222,3 +222,34 @@ def test_keys_that_differ_only_outside_the_tensors_are_distinct_operations() -> 
     assert digest_of(moe_operation(moe)) != digest_of(moe_operation(replace(moe, weight_in_stage1=True)))
     gdn = GdnKey(128, 128, 64, 32, 16, False, True, False, True, False)
     assert digest_of(gdn_operation(gdn)) != digest_of(gdn_operation(replace(gdn, varlen=True)))
+
+
+def test_a_row_its_tuner_flags_is_shown_but_not_usable_today(empty_catalog: Catalog, tmp_path: Path) -> None:
+    """Issue 43 item 7: two kernels the tuner chose for one shape on two GPUs; the one whose output mismatched its
+    reference on 18.25% of elements stays ranked as measured, but its row and run page say its source flags it."""
+    table = tmp_path / "configs" / "a8w8_tuned_gemm.csv"
+    table.parent.mkdir(parents=True)
+    table.write_text(ROWWISE + "gfx942,304,1,1280,8192,torch.int8,34,0,20.5,a8w8_rowwise_256x16x64x512,1,1,0.1825\n"
+                     + "gfx950,256,1,1280,8192,torch.int8,34,0,10.5,a8w8_rowwise_256x16x64x512,1,1,0.0\n",
+                     encoding="utf-8")
+    import_aiter(empty_catalog, tmp_path, dry_run=False, actor="test")
+    from datetime import UTC, datetime
+
+    from kernelindex.readmodel.loading import load_operation
+    from kernelindex.readmodel.operations import build_operation_page
+    from kernelindex.readmodel.runs import run_dossier
+
+    now = datetime(2026, 12, 7, tzinfo=UTC)
+    data = load_operation(empty_catalog, "gemm-a8w8-rowwise-n1280-k8192")
+    seen = {}
+    for gpu in ("mi300x", "mi355x"):
+        page = build_operation_page(data, workload=None, cohort=None, gpu=gpu, now=now)
+        (row,) = page.ranked
+        seen[gpu] = row.implementation
+        assert row.rank == 1  # still ranked, as the source measured it
+    assert not seen["mi300x"].usable and seen["mi300x"].availability == "flagged by its source"
+    assert "18.2% of this kernel's output elements" in seen["mi300x"].not_usable_reasons[0]["sentence"]
+    assert seen["mi355x"].usable and seen["mi355x"].availability == "usable today"
+    flagged = next(r for r in data.runs if r.spec.timing.raw.get("err_ratio") == "0.1825")
+    dossier = run_dossier(empty_catalog, flagged.run_id, now=now)
+    assert dossier.implementation.availability == "flagged by its source"

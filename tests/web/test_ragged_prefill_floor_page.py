@@ -32,7 +32,8 @@ def test_every_ragged_prefill_page_has_a_compute_floor(client: TestClient, name:
     assert page["semantics"]["flops"].startswith("4 * num_qo_heads * head_dim *")
     assert "with at least total_q" in page["semantics"]["flops_why"]
     physical = page["floor"]["physical"]
-    assert physical["compute_ns"] and physical["floor_ns"] == max(physical["compute_ns"], physical["memory_ns"])
+    assert physical["compute_ns"] and physical["work_ns"] == max(physical["compute_ns"], physical["memory_ns"])
+    assert physical["floor_ns"] == max(physical["work_ns"], physical["latency_ns"] or 0)
     assert "with at least total_q" in page["floor"]["explanation"]
     assert "(KernelIndex registry: causal attention 4·H·D per (query, key) pair, with at least" in client.get(
         f"/operations/{slug}").text

@@ -246,7 +246,8 @@ def verify(
     operation: str = typer.Option(..., "--operation", help="Operation slug (ki verify --help lists them)."),
     workloads: str = typer.Option("reference", "--workloads", help="reference | all | a case "
                                   "(digest prefix, or axis bindings such as seq=2048,hidden=8192)."),
-    impl: str = typer.Option("baseline,liger,torch-compile", "--impl", help="Comma-separated adapters."),
+    impl: str = typer.Option("baseline,liger,torch-compile", "--impl", help="Comma-separated adapters, by key or "
+                             "by implementation line (liger-kernel-rope: what a run page names)."),
     region: str = typer.Option("", "--region", help="Comma-separated timed regions: forward, backward, "
                                "forward+backward (default: every region the runner times for the operation)."),
     out: Path = typer.Option(..., "--out", help="Directory for the signed result bundle (must be new or empty)."),
@@ -260,9 +261,18 @@ def verify(
     calls_per_sample: int = typer.Option(10, min=1, max=100, help="Calls captured per CUDA graph."),
     no_graphs: bool = typer.Option(False, "--no-graphs", help="Per-call CUDA events instead of graph replay."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    protocol_version: str | None = typer.Option(None, "--protocol-version", help="The runner protocol version "
+                                                "to measure under (a run page's reproduce command names its run's); "
+                                                "refused unless this runner measures that version."),
 ) -> None:
     """Measure implementations on the local GPU: correctness first, then timing; write a signed bundle."""
     from kernelindex import registry
+    from kernelindex.domain.sources import RUNNER_PROTOCOL_VERSION
+
+    if protocol_version is not None and protocol_version.removeprefix("v") != RUNNER_PROTOCOL_VERSION:
+        fail(f"--protocol-version {protocol_version}: this runner measures protocol v{RUNNER_PROTOCOL_VERSION} only; "
+             f"a run of another version is re-measured under v{RUNNER_PROTOCOL_VERSION} (omit the option) or with "
+             "the KernelIndex release that measured it", code=2)
 
     key = key or runner_keys.default_key_dir() / runner_keys.PRIVATE_KEY_FILE
     try:

@@ -44,7 +44,7 @@ def render_use(data: dict[str, Any]) -> None:
     floor = rec.get("floor")
     if floor:
         console.print(f"{rec['gpu']['label']} {floor['name']}: {format_duration(floor['floor_ns'])} "
-                      f"({floor['bound']}-bound, floor-v1 · {floor['label']})", highlight=False)
+                      f"({floor['bound']}-bound, floor-v1 · {floor['label']}). {floor['latency']}", highlight=False)
     console.print(f"[dim]{rec['note']}[/]", highlight=False)
 
 

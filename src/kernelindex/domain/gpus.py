@@ -37,6 +37,9 @@ class GpuSpec(GpuDatasheet):
     # For a product a source named without its variant ("NVIDIA H100"): the variants it may be.
     # A request for any of them reaches its runs; they still rank only in their own cohort.
     variant_of: tuple[str, ...] = ()
+    # The stream time of the shortest call a KernelIndex runner measured on this product under protocol v4
+    # (``registry/measured_ceilings.yaml``): the latency term of every floor on it. None: never measured.
+    min_call_ns: float | None = None
 
     @property
     def bandwidth_bytes_per_s(self) -> float:

@@ -1,4 +1,4 @@
-"""floor-v1: max(bytes / bandwidth, flops / peak) — a lower bound, an estimate, not evidence.
+"""floor-v1: max(bytes / bandwidth, flops / peak, the GPU's shortest call) — a lower bound, an estimate, not evidence.
 
 bytes = compulsory HBM traffic of the timed region (docs/design.md §5):
 
@@ -35,6 +35,13 @@ Two floors, named (docs/design.md §5):
 Reads and writes share one bus: the memory time is (read + write) ÷ bandwidth, never
 max(read ÷ read bandwidth, write ÷ write bandwidth), which would let HBM read and write at once on
 separate lanes (on an H200 that implies ~8 TB/s from a 4.8 TB/s part).
+
+The latency term: every call is at least one kernel, and no kernel takes less of a stream than the shortest
+call a runner measured on the GPU (``GpuSpec.min_call_ns``: one kernel adding 1 to one float, timed as stream
+time, protocol v4). Both floors are max(memory, compute, that time). It is a maximum, not a sum: a kernel's
+memory traffic and arithmetic overlap its launch and its drain (the shortest call itself moves 4 bytes inside
+its 1.1 µs), so a sum would claim a real short call cannot be as fast as it is. A GPU no runner measured has no
+latency term and its floor says so (``LATENCY_UNMEASURED``); no figure is borrowed from another GPU.
 """
 
 from __future__ import annotations
@@ -103,6 +110,16 @@ FLOOR_NAMES = {PHYSICAL: "physical floor", ATTAINABLE: "attainable floor"}
 
 
 CEILING_PROBE_BYTES = 1 << 30  # the buffer each of the runner's ceiling kernels streams (copy, read, write)
+
+
+LATENCY_MEASURED = ("Includes the {gpu}'s measured minimum kernel time, {latency} (the stream time of the shortest "
+                    "call a KernelIndex runner measured on it): no call takes less.")
+LATENCY_UNMEASURED = ("No latency term: no KernelIndex runner has measured the {gpu}'s minimum kernel time, so this "
+                      "floor counts the bytes and FLOPs alone.")
+
+
+def _microseconds(ns: float) -> str:
+    return f"{ns / 1e3:.2f} µs"
 
 
 @dataclass(frozen=True)
@@ -178,6 +195,8 @@ class FloorEstimate:
     compute_source: str = ""  # the attainable floor's compute rate in words (attainable_compute), else ""
     bandwidth_run_id: str = ""  # the verified run whose rate the attainable floor's bandwidth is ("": a ceiling's)
     compute_run_id: str = ""  # the verified GEMM run whose rate its compute time divides by ("": none)
+    latency_ns: float | None = None  # the GPU's measured shortest call (None: no runner measured one)
+    gpu_short: str = ""  # the GPU's short name ("H100"), for the latency term's words
 
     @property
     def kind(self) -> str:
@@ -188,28 +207,46 @@ class FloorEstimate:
         return FLOOR_NAMES[self.kind]
 
     @property
-    def floor_ns(self) -> float:
+    def work_ns(self) -> float:
+        """The time of the compulsory bytes and FLOPs alone (the floor without its latency term)."""
         return max(self.memory_ns, self.compute_ns or 0.0)
 
     @property
-    def bound(self) -> str:
+    def floor_ns(self) -> float:
+        return max(self.work_ns, self.latency_ns or 0.0)
+
+    @property
+    def work_bound(self) -> str:
+        """What bounds the work alone: "compute" or "bandwidth" (the unit a run's achieved rate is given in)."""
         return "compute" if (self.compute_ns or 0.0) > self.memory_ns else "bandwidth"
+
+    @property
+    def bound(self) -> str:
+        """What sets the floor: "latency" where the GPU's shortest call outlasts the work, else the work's bound."""
+        return "latency" if (self.latency_ns or 0.0) > self.work_ns else self.work_bound
+
+    @property
+    def latency_words(self) -> str:
+        """The latency term in words, for every surface that explains the floor."""
+        if self.latency_ns is None:
+            return LATENCY_UNMEASURED.format(gpu=self.gpu_short or self.gpu_name)
+        return LATENCY_MEASURED.format(gpu=self.gpu_short or self.gpu_name, latency=_microseconds(self.latency_ns))
 
     def ratio(self, median_ns: float | None) -> float | None:
         return ratio(median_ns, self.floor_ns)
 
     def peak_share(self, median_ns: float | None) -> float | None:
-        """The achieved rate's share of the rate this floor assumes for its bound (the datasheet's fp16 dense
-        TFLOP/s or HBM bandwidth for the physical floor): the floor's time over the run's."""
-        return self.floor_ns / median_ns if median_ns and median_ns > 0 and self.floor_ns > 0 else None
+        """The achieved rate's share of the rate this floor assumes for its work's bound (the datasheet's dense
+        TFLOP/s or HBM bandwidth for the physical floor): the work's time over the run's, latency left out."""
+        return self.work_ns / median_ns if median_ns and median_ns > 0 and self.work_ns > 0 else None
 
     def throughput(self, median_ns: float | None) -> tuple[float, str] | None:
-        """Achieved rate in the bound's unit: floor bytes ÷ time (GB/s) when bandwidth-bound,
+        """Achieved rate in the work's unit: floor bytes ÷ time (GB/s) when bandwidth-bound,
         counted FLOPs ÷ time (TFLOP/s) when compute-bound."""
         if not median_ns or median_ns <= 0:
             return None
         seconds = median_ns * 1e-9
-        if self.bound == "compute" and self.flops:
+        if self.work_bound == "compute" and self.flops:
             return self.flops / seconds / 1e12, "TFLOP/s"
         return self.bytes_total / seconds / 1e9, "GB/s"
 
@@ -236,6 +273,10 @@ class FloorEstimate:
             "compute_source": self.compute_source or None,
             "bandwidth_run_id": self.bandwidth_run_id or None,
             "compute_run_id": self.compute_run_id or None,
+            "work_ns": self.work_ns,
+            "work_bound": self.work_bound,
+            "latency_ns": self.latency_ns,
+            "latency": self.latency_words,
         }
 
 
@@ -407,6 +448,8 @@ def floor_estimate(
         compute_source=seen[1] if seen else "",
         bandwidth_run_id=attainable.run_id if attainable and mix is None else "",
         compute_run_id=attainable.compute_run_id if attainable and seen else "",
+        latency_ns=gpu.min_call_ns,
+        gpu_short=gpu.short,
     )
 
 

@@ -28,7 +28,7 @@ def run_ceiling_check(data: OperationData, run: Run, floors: PhysicalFloors) -> 
     floor is the one eligibility already computed for the run (``floors``)."""
     table = ceiling_table(data.environments[run.environment])
     floor = floors.estimate(run) if table else None
-    if floor is None or floor.bound != "bandwidth" or run.median_ns is None:
+    if floor is None or floor.work_bound != "bandwidth" or run.median_ns is None:
         return None
     read = sum(t.bytes for t in floor.tensors if t.direction == "read")
     write = sum(t.bytes for t in floor.tensors if t.direction == "write")

@@ -48,8 +48,11 @@ class NotMeasured(JsonModel):
     floor_ns: float
     region: str
     nearest: NearestMeasured | None
-    bound: str = "bandwidth"  # what sets the floor: "bandwidth" (bytes ÷ HBM) or "compute" (FLOPs ÷ dense peak)
+    # What sets the floor: "bandwidth" (bytes ÷ HBM), "compute" (FLOPs ÷ dense peak) or "latency" (the GPU's
+    # measured minimum kernel time outlasts both).
+    bound: str = "bandwidth"
     peak_tflops: float | None = None  # the datasheet dense rate a compute-bound floor divides by
+    latency: str = ""  # the floor's latency term in words (policy.floor.FloorEstimate.latency_words)
 
 
 def asked_gpu(word: str | None) -> registry.GpuSpec | None:
@@ -93,7 +96,8 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
         floor = gpu_floor(data, selected.workload, spec, region)
         peak = floor.peak_flops_per_s if floor.bound == "compute" else None
         out.append(NotMeasured(slug, spec.short, spec.bandwidth_gbps, floor.floor_ns, region,
-                               _nearest(data, spec, measured, facts), floor.bound, peak / 1e12 if peak else None))
+                               _nearest(data, spec, measured, facts), floor.bound, peak / 1e12 if peak else None,
+                               floor.latency_words))
     return out
 
 
@@ -110,9 +114,11 @@ def measured_gpus(data: OperationData, cohorts: Iterable[Cohort]) -> list[Measur
 def nearest_gpu(asked: registry.GpuSpec, measured: Iterable[MeasuredGpu]) -> tuple[registry.GpuSpec, str] | None:
     """The measured GPU nearest the asked one, and why: the same architecture first, then the better
     evidence (verified over reported), then the newer observation, then the closer datasheet bandwidth
-    (then the slug). The one rule for the page's banner and ``ki use``."""
+    (then the slug). The one rule for the page's banner and ``ki use``. Only a GPU of the asked one's vendor: an
+    AMD part's kernels (aiter's, built for ROCm) say nothing of what runs on an NVIDIA GPU, nor the reverse."""
     gpus = registry.gpus()
-    candidates = [m for m in measured if m.slug in gpus and m.slug != asked.slug]
+    candidates = [m for m in measured if m.slug in gpus and m.slug != asked.slug
+                  and gpus[m.slug].vendor == asked.vendor]
     if not candidates:
         return None
 

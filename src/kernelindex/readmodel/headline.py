@@ -188,5 +188,6 @@ def floor_view(data: OperationData, cohort: Cohort, rows: list[RankedRow]) -> Fl
             + (f", the attainable floor {format_duration(attainable.floor_ns)} ({attainable.bandwidth_source})."
                if attainable else
                "; no attainable floor: no runner measured this GPU and no verified run ran on it.")
+            + f" Latency term: {physical.latency_words}"
         ),
     )

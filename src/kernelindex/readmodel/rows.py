@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from kernelindex.domain.units import format_duration
@@ -12,6 +13,7 @@ from kernelindex.policy.ranking import Ranked
 from kernelindex.policy.selection import (
     baseline_multiple,
 )
+from kernelindex.policy.source_flags import AVAILABILITY, source_flag
 from kernelindex.policy.staleness import is_stale
 from kernelindex.policy.statistics import statistic_word
 from kernelindex.readmodel.cohorts import ASIDE_WORDS, Cohort
@@ -50,6 +52,15 @@ def implementation_ref(data: OperationData, digest: str) -> ImplementationRef:
         in_place=spec.in_place,
         availability=usable.availability,
     )
+
+
+def flagged_ref(ref: ImplementationRef, run: Run) -> ImplementationRef:
+    """The implementation as this run's row shows it: not usable where the run's own source flags it."""
+    flag = source_flag(run.source, run.spec.timing.raw)
+    if flag is None:
+        return ref
+    return replace(ref, usable=False, availability=AVAILABILITY, not_usable_reasons=[flag.to_json(),
+                                                                                     *ref.not_usable_reasons])
 
 
 def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[RankedRow]:
@@ -129,7 +140,7 @@ def method_note(run: Run, usual: str | None) -> str | None:
 
 def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now: datetime,
          usual: str | None = None) -> RankedRow:
-    ref = implementation_ref(data, run.implementation)
+    ref = flagged_ref(implementation_ref(data, run.implementation), run)
     is_baseline = ref.role == "baseline"
     figure = entry.item.median_ns  # the row's figure: its replicates' median where it stands for several
     multiple = None if is_baseline else baseline_multiple(figure, baselines)

@@ -31,7 +31,8 @@ from kernelindex.readmodel.loading import OperationData, Run, load_operation, op
 from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.ranking_notes import host_bound_label
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
-from kernelindex.readmodel.rows import implementation_ref, run_floors
+from kernelindex.readmodel.reproduce import reproduce_json
+from kernelindex.readmodel.rows import flagged_ref, implementation_ref, run_floors
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
 from kernelindex.readmodel.stream_panel import stream_panel
@@ -71,6 +72,8 @@ class RunDossier(JsonModel):
     floor_ratio: float | None
     attainable_floor_ns: float | None  # the attainable floor (the best bandwidth seen sustained on the GPU)
     attainable_floor_ratio: float | None
+    # The floors' latency term in words: the GPU's measured minimum kernel time, or why there is none.
+    floor_latency: str | None
     retraction: dict | None
     superseded_by: str | None
     supersedes: list[str]
@@ -90,6 +93,8 @@ class RunDossier(JsonModel):
     stream: dict | None = None  # runner v4: stream time, kernel busy time and the ceiling check, which ranks and why
     reproduction: dict | None = None  # a reported run heard against our verified twins (readmodel.court)
     reproduces: list[dict] = field(default_factory=list)  # a verified run: the reported figures it re-measured
+    # A runner's run: the ki verify command that re-measures it, its pins and code (readmodel/reproduce.py).
+    reproduce: dict | None = None
 
 
 def _operation_slug(catalog: Catalog, digest: str) -> str:
@@ -177,7 +182,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         status=run.status,
         operation=data.slug,
         operation_title=data.title,
-        implementation=implementation_ref(data, run.implementation),
+        implementation=flagged_ref(implementation_ref(data, run.implementation), run),
         timing=stored["timing"],
         memory=stored.get("memory"),
         score=stored.get("score"),
@@ -213,6 +218,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         protocol_note=registry.protocol_notes().get(run.protocol),
         stream=stream_panel(run),
         reproduction=reproduction_json(data, run), reproduces=reproduces_json(data, run),
+        reproduce=reproduce_json(data, run),
         **_measurement_notes(run, data),
         **_floor_facts(data, run),
     )
@@ -231,7 +237,8 @@ def _floor_facts(data: OperationData, run: Run) -> dict[str, Any]:
     floor_ns = floors[0].floor_ns if floors else None
     attainable_ns = floors[1].floor_ns if floors and floors[1] else None
     return {"floor_ns": floor_ns, "floor_ratio": _floor_ratio(data, run, floor_ns),
-            "attainable_floor_ns": attainable_ns, "attainable_floor_ratio": _floor_ratio(data, run, attainable_ns)}
+            "attainable_floor_ns": attainable_ns, "attainable_floor_ratio": _floor_ratio(data, run, attainable_ns),
+            "floor_latency": floors[0].latency_words if floors else None}
 
 
 def run_samples(catalog: Catalog, run_ref: str) -> dict:

@@ -9,12 +9,22 @@ from typing import Any
 
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.registry.documents import RegistryError, load_yaml
+from kernelindex.registry.measured_ceilings import measured_ceilings
+
+
+def _min_call_ns(match: list[str]) -> float | None:
+    """The shortest call a runner measured on the product whose reported name is one of ``match`` (the
+    runner's environment names the product exactly as the device reports it, so one match name is it)."""
+    measured = measured_ceilings()
+    found = [measured[m].min_call_ns for m in match if m in measured and measured[m].min_call_ns]
+    return found[0] if found else None
 
 
 @cache
 def gpus() -> dict[str, GpuSpec]:
     data = load_yaml("gpus.yaml")
-    table = {g["slug"]: GpuSpec(**{**g, "match": tuple(g["match"]), "variant_of": tuple(g.get("variant_of") or ())})
+    table = {g["slug"]: GpuSpec(**{**g, "match": tuple(g["match"]), "variant_of": tuple(g.get("variant_of") or ()),
+                                   "min_call_ns": _min_call_ns(g["match"])})
              for g in data["gpus"]}
     for gpu in table.values():
         if unknown := [v for v in gpu.variant_of if v not in table or table[v].variant_of]:

@@ -42,6 +42,9 @@ class Row:
             "rank_label": self.rank_label,
             "within_noise": self.within_noise,
             "implementation": r.implementation.to_json(),
+            "time_ns": r.median_ns,  # the row's figure, of the statistic the cohort ranks (``ranked_statistic``)
+            "time": median,
+            # Deprecated aliases of time_ns and time (one release): a mean where the cohort ranks means.
             "median_ns": r.median_ns,
             "median": median,
             "p20_ns": r.p20_ns,

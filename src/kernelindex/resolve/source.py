@@ -87,7 +87,9 @@ def cohorts_from(data: OperationData) -> list[RankedCohort]:
     views = _run_facts(data)
     out = []
     for key, cohort in cohorts_of(data).items():
-        ranked = tuple((views[e.item.id], e.rank, e.label, e.within_noise, e.vs_first) for e in cohort.ranked)
+        # A row's figure is its implementation's replicates summarised (``Cohort.figure``), as its vs-#1 ratio is.
+        ranked = tuple((replace(views[e.item.id], median_ns=e.item.median_ns), e.rank, e.label, e.within_noise,
+                        e.vs_first) for e in cohort.ranked)
         ranked_ids = {e.item.id for e in cohort.ranked}
         excluded = tuple(sorted((_unranked(views[r.digest], cohort.replicate_reason(r.digest))
                                  for r in cohort.runs if r.digest not in ranked_ids), key=lambda v: v.run_id))

@@ -71,12 +71,13 @@ def ours(operation: str, symbol: str, binder: Callable[[Adapter, Tensors], Bound
 
 
 def select(op: OperationDef, keys: list[str] | None) -> list[Adapter]:
-    """The operation's adapters, baseline first; ``keys`` picks some of them by key."""
+    """The operation's adapters, baseline first; ``keys`` picks some of them by key or by implementation line."""
     known = op.adapters()
     if not keys:
         return known
-    by_key = {a.key: a for a in known}
+    by_key = {a.key: a for a in known} | {a.line: a for a in known}  # a run page names the line it recorded
     unknown = [k for k in keys if k not in by_key]
     if unknown:
-        raise ValueError(f"unknown implementation {', '.join(unknown)} for {op.slug}; choose from {', '.join(by_key)}")
+        raise ValueError(f"unknown implementation {', '.join(unknown)} for {op.slug}; choose from "
+                         f"{', '.join(a.key for a in known)} (or their lines: {', '.join(a.line for a in known)})")
     return [by_key[k] for k in keys]
