@@ -10,12 +10,12 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.loading import load_all_operations, load_operation
+from kernelindex.readmodel.operation_model import operation_model
 from kernelindex.readmodel.operations import build_operation_page
-from kernelindex.readmodel.recommend import build_recommendation
 from kernelindex.readmodel.rows import cohort_floors
 
 NOW = datetime(2026, 12, 7, tzinfo=UTC)
-MEASURED = {"h100-sxm": 1190.0, "h200": 1130.0}  # registry/measured_ceilings.yaml, the shortest call per GPU
+MEASURED = {"h100-sxm": 1180.0, "h200": 1130.0}  # registry/measured_ceilings.yaml, the shortest call per GPU
 
 
 def test_the_floors_of_every_h100_and_h200_page_include_the_minimum_kernel_time(catalog: Catalog) -> None:
@@ -43,17 +43,21 @@ def test_the_floors_of_every_h100_and_h200_page_include_the_minimum_kernel_time(
 
 def test_the_paged_decode_page_on_the_h100_is_floored_by_a_kernel_not_by_7_ns(catalog: Catalog) -> None:
     """The H100 paged-decode page once read "floor 7 ns … 2211× above": a decode of a few tokens still runs a
-    kernel, so its floor on the H100 is that GPU's shortest call, and the page and the "Use this" box say so."""
+    kernel, so its floor on the H100 is that GPU's shortest call, and the page and the "Use this" box say so (the
+    H100 lane measured FlashInfer there since: every workload's answer is on the H100 itself)."""
     data = load_operation(catalog, "gqa-paged-decode-h32-kv8-d128-ps1")
     page = build_operation_page(data, workload=None, cohort=None, gpu="h100", now=NOW)
-    gap = page.asked_gpu
-    assert gap is not None and gap.gpu == "h100-sxm"
-    assert gap.floor_ns == 1190.0 and gap.bound == "latency"
-    assert gap.latency.startswith("Includes the H100's measured minimum kernel time, 1.19 µs")
-    digest = next(w.digest for w in page.workloads if w.selected)
-    answer = build_recommendation(data, digest, registry.gpus()["h100-sxm"], "forward", NOW)
-    assert answer.floor is not None and answer.floor["floor_ns"] >= 1190.0
-    assert "1.19 µs" in answer.floor["latency"]
+    assert page.floor is not None and page.asked_gpu is None  # measured on the H100
+    shortest = registry.gpus()["h100-sxm"].min_call_ns
+    assert shortest is not None and 1100 < shortest < 1300
+    bounds = []
+    for workload in page.workloads:
+        answer = operation_model(data, NOW).recommendation(workload.digest, registry.gpus()["h100-sxm"], "forward")
+        assert answer.floor is not None and answer.floor["floor_ns"] >= shortest
+        bounds.append(answer.floor["bound"])
+        if answer.floor["bound"] == "latency":
+            assert f"{shortest / 1000:.2f} µs" in answer.floor["latency"]
+    assert "latency" in bounds  # the batch-1 decode moves a few kilobytes: a kernel's launch bounds it
 
 
 def test_a_floor_panel_names_its_latency_term_or_says_why_it_has_none(catalog: Catalog) -> None:
