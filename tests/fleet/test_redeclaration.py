@@ -151,7 +151,8 @@ def test_a_line_with_no_recipe_takes_a_pip_revision_of_its_curated_projects_pack
               "install": {"method": "pip", "packages": [{"name": "flashinfer-python", "version": "0.7.4"},
                                                     {"name": "torch", "version": "2.11.0"}]}}
     curated = {project: {"flashinfer-python"}}
-    _check_revision(line, "sha256:new", runner, [mirrored], curated)  # publishes
+    assert _check_revision(line, "sha256:new", runner, [mirrored], curated) is True  # a proposal: held if uploaded
+    assert _check_revision(line, "sha256:again", runner, [mirrored, runner], curated) is False  # the line has one
     typosquat = {**runner, "install": {"method": "pip", "packages": [{"name": "flashinfer-pyth0n", "version": "1"}]}}
     with pytest.raises(RedeclarationError, match="installs by pip"):
         _check_revision(line, "sha256:evil", typosquat, [mirrored], curated)

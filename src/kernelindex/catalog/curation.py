@@ -19,7 +19,9 @@ transaction, against what the catalog holds (registry imports, curated writes, e
     measured call pins (``RUNTIME_PACKAGES``): a new version of Liger may pin ``torch`` and ``triton``
     beside ``liger-kernel``; it may not swap ``liger-kernel`` for another package.
 
-A revision of a line the catalog has never seen is a new proposal. It publishes, and the runs are shown, but
+A line whose catalogued revisions record no install recipe (a source that mirrors a file: FlashInfer-Bench's rows of
+FlashInfer's wrappers) may get a first one from a measurement: pip, of packages its catalogued project declares
+(plus the runtime). That is a proposal too. A revision of a line the catalog has never seen is a new proposal. It publishes, and the runs are shown, but
 when it arrived in a runner's uploaded bundle its line is *held*: no page, answer or download shows its install
 line ("install line awaiting review") until a curator approves the line (``ki approve LINE``;
 ``catalog/lifecycle.approve_install``). A bundle directory published by the catalog's own operator (``ki publish``,
@@ -121,9 +123,7 @@ def _check_revisions(conn: Connection, revisions: list[tuple[str, dict[str, Any]
     new: list[NewLine] = []
     for digest, data in named:
         line = data["metadata"]["name"]
-        if line in lines:
-            _check_revision(line, digest, data["spec"], lines[line], project_packages)
-        else:
+        if line not in lines or _check_revision(line, digest, data["spec"], lines[line], project_packages):
             new.append((line, data["spec"]["operation"]))
     return new
 
@@ -157,7 +157,9 @@ def _first_recipe(install: dict[str, Any], ways: set[tuple[str, str | None]], cu
 
 
 def _check_revision(line: str, digest: str, spec: dict[str, Any], stored: list[dict[str, Any]],
-                    project_packages: dict[str, set[str]]) -> None:
+                    project_packages: dict[str, set[str]]) -> bool:
+    """Raise RedeclarationError where the revision restates its line differently; True where it gives a line that
+    recorded no install recipe its first one (a proposal, held like a new line's when a runner uploaded it)."""
     said = f"ImplementationRevision {line!r} ({digest})"
     projects = {s["project"] for s in stored}
     if spec["project"] not in projects:
@@ -172,8 +174,8 @@ def _check_revision(line: str, digest: str, spec: dict[str, Any], stored: list[d
                 "reference the catalogued revision unchanged")
     install = spec["install"]
     ways = {(s["install"]["method"], s["install"].get("git_url")) for s in stored}
-    if (install["method"], install.get("git_url")) not in ways and not _first_recipe(
-            install, ways, project_packages.get(spec["project"], set())):
+    first = _first_recipe(install, ways, project_packages.get(spec["project"], set()))
+    if (install["method"], install.get("git_url")) not in ways and not first:
         raise RedeclarationError(f"{said} installs by {install['method']} {install.get('git_url') or ''}".rstrip()
                                  + f"; the catalogued line {line!r} installs by "
                                  + ", ".join(f"{m} {u or ''}".rstrip() for m, u in sorted(ways, key=str)))
@@ -187,3 +189,4 @@ def _check_revision(line: str, digest: str, spec: dict[str, Any], stored: list[d
     if foreign := sorted(mine - allowed):
         raise RedeclarationError(f"{said} installs {', '.join(foreign)}, which neither the catalogued line {line!r} "
                                  "nor its project names; a bundle cannot change what an implementation installs")
+    return first
