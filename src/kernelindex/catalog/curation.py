@@ -21,7 +21,8 @@ transaction, against what the catalog holds (registry imports, curated writes, e
 
 A line whose catalogued revisions record no install recipe (a source that mirrors a file: FlashInfer-Bench's rows of
 FlashInfer's wrappers) may get a first one from a measurement: pip, of packages its catalogued project declares
-(plus the runtime). That is a proposal too. A revision of a line the catalog has never seen is a new proposal. It publishes, and the runs are shown, but
+(plus the runtime). That is a proposal too.
+A revision of a line the catalog has never seen is a new proposal. It publishes, and the runs are shown, but
 when it arrived in a runner's uploaded bundle its line is *held*: no page, answer or download shows its install
 line ("install line awaiting review") until a curator approves the line (``ki approve LINE``;
 ``catalog/lifecycle.approve_install``). A bundle directory published by the catalog's own operator (``ki publish``,

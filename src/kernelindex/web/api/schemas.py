@@ -36,8 +36,13 @@ class RowOut(_Doc):
     rank_label: str
     within_noise: bool
     implementation: ImplementationOut
-    median_ns: int | None
-    median: str
+    time_ns: int | None = Field(description="The row's figure: the median of its implementation's replicates in the "
+                                            "cohort, of the cohort's statistic (the figure vs_first divides).")
+    time: str = Field(description="time_ns, written for people.")
+    median_ns: int | None = Field(description="Deprecated alias of time_ns, kept for one release.",
+                                  json_schema_extra={"deprecated": True})
+    median: str = Field(description="Deprecated alias of time, kept for one release.",
+                        json_schema_extra={"deprecated": True})
     p20_ns: int | None
     p80_ns: int | None
     vs_first: float | None

@@ -187,12 +187,6 @@ def _register_catalog_tools(server: MCPServer, tools: CatalogTools) -> None:
 
         tool(DESCRIPTIONS[name])(page_tool(name, show))
 
-    @tool(DESCRIPTIONS["compare_runs"])
-    def compare_runs(run_ids: Annotated[list[Annotated[str, Field(pattern=RUN_ID_PATTERN)]],
-                                        Field(min_length=2, max_length=8, description="2–8 run ids.")]
-                     ) -> CallToolResult:
-        return _result(lambda: tools.compare_runs(run_ids), "compare_runs")
-
     @tool(DESCRIPTIONS["list_changes"])
     def list_changes(
         since: Annotated[str | None, Field(max_length=300, description=(
