@@ -116,11 +116,11 @@ def test_changes_follow_a_cursor_and_the_atom_feed_lists_them(client: TestClient
 
 def test_the_atom_feed_is_rendered_once_per_catalog_version(client: TestClient, rope_catalog: Catalog,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    import kernelindex.web.feed as feed_module
+    import kernelindex.services.reads as reads_module
 
     reads: list[int] = []
-    real = feed_module.latest_changes
-    monkeypatch.setattr(feed_module, "latest_changes", lambda *a, **kw: reads.append(1) or real(*a, **kw))
+    real = reads_module.feed
+    monkeypatch.setattr(reads_module, "feed", lambda *a, **kw: reads.append(1) or real(*a, **kw))
     first, again = client.get("/feed.atom"), client.get("/feed.atom")
     assert first.status_code == again.status_code == 200 and first.content == again.content and len(reads) == 1
     assert client.get("/feed.atom", headers={"if-none-match": again.headers["etag"]}).status_code == 304

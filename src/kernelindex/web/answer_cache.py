@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
@@ -123,7 +124,9 @@ class AnswerCache:
         # One version read a request, inline on the event loop: the served catalog answers it from memory
         # for VERSION_FRESH_S after a database read (catalog/db.py), so most requests make no round trip.
         catalog = state.catalog
-        key = ("answer", state.clock().date().isoformat(), scope["path"], scope.get("query_string", b""))
+        # The configured public base URL is part of the key: the feed writes absolute links with it
+        key = ("answer", state.clock().date().isoformat(), scope["path"], scope.get("query_string", b""),
+               getattr(state, "base_url", None) or os.environ.get("KERNELINDEX_BASE_URL"))
         versions = VERSIONS.current(catalog)
         stamp = _stamp_now(catalog, versions, scope["path"], state.clock(), declared)  # None: not known unloaded
         kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
