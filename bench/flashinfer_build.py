@@ -100,7 +100,7 @@ def small_case(slug: str, axes: dict[str, int]) -> Any:
     from kernelindex.domain.expressions import evaluate
     from kernelindex.domain.manifests import build, digest_of
     from kernelindex.domain.specs import contiguous_strides
-    from kernelindex.policy.floor import resolved_axes
+    from kernelindex.policy.traffic import resolved_axes
 
     operation = registry.load_operation(slug)
     spec = operation.model_dump(mode="json")["spec"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kernelindex import registry
-from kernelindex.policy.floor import Attainable, Ceilings, floor_estimate, gradient_inputs
+from kernelindex.policy.floor import Attainable, Ceilings, floor_estimate
 from kernelindex.policy.gathers import expected_distinct_rows
+from kernelindex.policy.traffic import gradient_inputs
 
 H200 = registry.gpus()["h200"]
 MIB16 = 2048 * 4096 * 2  # one bf16 [2048, 4096] tensor

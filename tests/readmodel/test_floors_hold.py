@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 import pytest
 
 from kernelindex.catalog.db import Catalog
-from kernelindex.policy.floor import FloorEstimate, TensorTraffic
+from kernelindex.policy.floor import FloorEstimate
+from kernelindex.policy.traffic import TensorTraffic
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.loading import attainable_now, load_all_operations
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic

@@ -10,7 +10,7 @@ import torch
 
 from kernelindex import registry
 from kernelindex.domain.expressions import evaluate
-from kernelindex.policy.floor import resolved_axes
+from kernelindex.policy.traffic import resolved_axes
 from kernelindex.readmodel.snippets import python_snippet
 
 # (operation, callable module, symbol, axes): small workloads, so the snippets run in milliseconds on CPU.

@@ -14,7 +14,7 @@ from kernelindex import registry
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.manifests import build, digest_of
 from kernelindex.domain.specs import contiguous_strides
-from kernelindex.policy.floor import resolved_axes
+from kernelindex.policy.traffic import resolved_axes
 from kernelindex.runner.correctness import relative_error, tolerance_for
 from kernelindex.runner.definitions import OperationDef
 from kernelindex.runner.ops import operations

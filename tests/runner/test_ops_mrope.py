@@ -113,7 +113,7 @@ def test_mrope_wrong_gradient_and_in_place_writes() -> None:
 
 
 def test_backward_floor_reads_only_the_tables_and_upstream_gradients() -> None:
-    from kernelindex.policy.floor import compulsory_traffic
+    from kernelindex.policy.traffic import compulsory_traffic
 
     spec = registry.load_operation("qwen2vl-mrope").model_dump(mode="json")["spec"]
     traffic = compulsory_traffic(spec, _mrope().spec.model_dump(mode="json"), "backward", "qwen2vl-mrope")

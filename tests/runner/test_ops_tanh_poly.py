@@ -163,7 +163,7 @@ def test_poly_norm_baseline_passes_in_bf16_and_uses_the_cases_eps() -> None:
 
 
 def test_backward_floors_read_only_what_the_backward_needs() -> None:
-    from kernelindex.policy.floor import compulsory_traffic
+    from kernelindex.policy.traffic import compulsory_traffic
 
     def reads(slug: str, workload) -> set[str]:  # noqa: ANN001
         spec = registry.load_operation(slug).model_dump(mode="json")["spec"]

@@ -261,19 +261,12 @@ def verify(
     calls_per_sample: int = typer.Option(10, min=1, max=100, help="Calls captured per CUDA graph."),
     no_graphs: bool = typer.Option(False, "--no-graphs", help="Per-call CUDA events instead of graph replay."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    protocol_version: str | None = typer.Option(None, "--protocol-version", help="The runner protocol version "
-                                                "to measure under (a run page's reproduce command names its run's); "
-                                                "refused unless this runner measures that version."),
+    protocol_version: str | None = typer.Option(None, "--protocol-version", help="The protocol version to measure "
+                                                "under (a run page's command names its run's); others refused."),
 ) -> None:
     """Measure implementations on the local GPU: correctness first, then timing; write a signed bundle."""
     from kernelindex import registry
-    from kernelindex.domain.sources import RUNNER_PROTOCOL_VERSION
-
-    if protocol_version is not None and protocol_version.removeprefix("v") != RUNNER_PROTOCOL_VERSION:
-        fail(f"--protocol-version {protocol_version}: this runner measures protocol v{RUNNER_PROTOCOL_VERSION} only; "
-             f"a run of another version is re-measured under v{RUNNER_PROTOCOL_VERSION} (omit the option) or with "
-             "the KernelIndex release that measured it", code=2)
-
+    _check_protocol_version(protocol_version)
     key = key or runner_keys.default_key_dir() / runner_keys.PRIVATE_KEY_FILE
     try:
         runner_name, key_id = _runner_identity(key)
@@ -309,6 +302,16 @@ def verify(
     except (RuntimeError, ValueError, BundleError) as exc:
         fail(str(exc))
     _report_session(session, op.slug, out, runner_name, as_json)
+
+
+def _check_protocol_version(asked: str | None) -> None:
+    """Refuse (exit 2) a protocol version this runner does not measure: a run page's command names its run's."""
+    from kernelindex.domain.sources import RUNNER_PROTOCOL_VERSION
+
+    if asked is not None and asked.removeprefix("v") != RUNNER_PROTOCOL_VERSION:
+        fail(f"--protocol-version {asked}: this runner measures protocol v{RUNNER_PROTOCOL_VERSION} only; "
+             f"a run of another version is re-measured under v{RUNNER_PROTOCOL_VERSION} (omit the option) or with "
+             "the KernelIndex release that measured it", code=2)
 
 
 def _report_session(session: Any, operation: str, out: Path, runner_name: str, as_json: bool) -> None:

@@ -33,8 +33,9 @@ from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.policy.ceilings import CeilingFigure, best_seen
 from kernelindex.policy.evidence import VERIFIED_LEVELS
-from kernelindex.policy.floor import Attainable, attainable_compute, compulsory_traffic, resolved_axes
+from kernelindex.policy.floor import Attainable, attainable_compute
 from kernelindex.policy.gathers import recorded_distinct_ids
+from kernelindex.policy.traffic import compulsory_traffic, resolved_axes
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kernelindex.domain.gpus import GpuSpec
-from kernelindex.policy.floor import FloorEstimate, compulsory_traffic, floor_estimate
+from kernelindex.policy.floor import FloorEstimate, floor_estimate
 from kernelindex.policy.gathers import recorded_distinct_ids
+from kernelindex.policy.traffic import compulsory_traffic
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.operation_data import OperationData, Run
 

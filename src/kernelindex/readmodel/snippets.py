@@ -14,7 +14,7 @@ import keyword
 
 from kernelindex import registry
 from kernelindex.domain.expressions import evaluate
-from kernelindex.policy.floor import resolved_axes
+from kernelindex.policy.traffic import resolved_axes
 
 TORCH_DTYPES = {
     "bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32", "fp64": "torch.float64",

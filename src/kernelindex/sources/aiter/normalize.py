@@ -26,7 +26,7 @@ from kernelindex.domain.manifests import (
     manifest_json,
 )
 from kernelindex.domain.specs import contiguous_strides
-from kernelindex.policy.floor import resolved_axes
+from kernelindex.policy.traffic import resolved_axes
 from kernelindex.sources.aiter import kinds
 from kernelindex.sources.aiter.archive import UPSTREAM, UPSTREAM_COMMIT, UPSTREAM_DATE, notice_text
 from kernelindex.sources.aiter.moe_gdn import gdn_operation, moe_operation

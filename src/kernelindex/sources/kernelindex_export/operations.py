@@ -12,7 +12,7 @@ from kernelindex.domain.expressions import ExpressionError, evaluate
 from kernelindex.domain.manifests import Manifest, ManifestError, build, digest_of
 from kernelindex.domain.numbers import NumberError, parse_integer
 from kernelindex.domain.specs import contiguous_strides
-from kernelindex.policy.floor import resolved_axes
+from kernelindex.policy.traffic import resolved_axes
 
 DETERMINISM = ("deterministic", "nondeterministic", "unspecified")
 

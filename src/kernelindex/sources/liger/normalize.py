@@ -24,7 +24,7 @@ from kernelindex.domain.manifests import (
 from kernelindex.domain.specs import contiguous_strides
 from kernelindex.domain.units import ms_to_ns
 from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
-from kernelindex.policy.floor import resolved_axes
+from kernelindex.policy.traffic import resolved_axes
 from kernelindex.sources.base import SharedManifests, shipped, source_manifest
 from kernelindex.sources.liger.parse import LigerRow
 from kernelindex.sources.liger.protocols import latency_protocol, memory_protocol
