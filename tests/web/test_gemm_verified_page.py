@@ -57,6 +57,6 @@ def test_a_gpu_not_measured_names_the_peak_its_compute_bound_floor_divides_by(cl
     assert asked["floor_ns"] == pytest.approx(2 * 8192 * 4096 * 4096 / (peak * 1e12) * 1e9)
     html = client.get(f"/operations/{OP}?gpu=h100&workload={key}").text
     assert f"(compute-bound: {peak:.1f} TFLOP/s dense datasheet; estimate, not evidence)" in html
-    rope = client.get("/api/v1/operations/rope?gpu=h100").json()["asked_gpu"]  # Liger's rope: no H100 run
+    rope = client.get("/api/v1/operations/rope?gpu=b200").json()["asked_gpu"]  # rope: no B200 run (H100: measured)
     assert rope["bound"] == "bandwidth" and rope["peak_tflops"] is None  # a bandwidth-bound floor keeps its GB/s
-    assert "3,350 GB/s datasheet; estimate, not evidence" in client.get("/operations/rope?gpu=h100").text
+    assert "8,000 GB/s datasheet; estimate, not evidence" in client.get("/operations/rope?gpu=b200").text

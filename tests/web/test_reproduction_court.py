@@ -138,7 +138,7 @@ def test_every_door_answers_the_same(site: TestClient, kb_catalog: Catalog) -> N
     assert [r["run_id"] for r in rows if r["row"] == "pair"] == [p["run_id"] for p in data["pairs"]]
     assert [r["gpu"] for r in rows if r["row"] == "gpu"] == [g["gpu"] for g in data["gpus"]]
     assert reads.page(kb_catalog, PINNED, "reproduction", "kernelbench") == data
-    assert CatalogTools(kb_catalog, lambda: PINNED).get_reproduction("kernelbench") == data
+    assert CatalogTools(kb_catalog, lambda: PINNED).page("reproduction", "kernelbench") == data
     assert site.get(urls.api(urls.reproduction("no-such-source"))).status_code == 404
     assert site.get(urls.api(urls.reproduction("kernelindex-runner"))).status_code == 404  # it reports nothing
     home = site.get(urls.api(urls.API_HOME)).json()
