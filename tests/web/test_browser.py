@@ -138,7 +138,7 @@ def test_compare_two_runs(page: Any, base_url: str, rope_keys: dict[str, str]) -
     page.goto(base_url + "/compare")
     page.get_by_label("Run 1").fill(ids[0])
     page.get_by_label("Run 2").fill(ids[-1])  # one row per implementation: Liger and the baseline
-    page.get_by_role("button", name="Compare").click()
+    page.get_by_role("form", name="Runs to compare").get_by_role("button", name="Compare").click()
     page.wait_for_url(re.compile(r"/compare\?run="))
     text = page.inner_text("main")
     assert "is faster: rank 1 in the shared cohort" in text and "winner" in text

@@ -63,15 +63,15 @@ def test_unmeasured_priority_gpu_is_said_near_the_top_with_floor_and_nearest(
         tab: Any, base_url: str) -> None:  # noqa: F811
     tab.goto(base_url + "/operations/rope?gpu=a100")
     text = _text(tab)
-    line = tab.locator(".not-measured p", has_text="Not measured on H100").inner_text()
-    assert text.index("Not measured on H100") < text.index("Current records")
-    assert "Physical floor on H100: 25.7 µs" in line and "3,350 GB/s" in line
-    # Issue 20 item 9: the H200 shares H100's architecture (sm_90) and has verified runs, so it is chosen
-    # over the A100 (2024, reported) although the A100's bandwidth is nearer; the line says why.
-    assert "Nearest measured GPU: H200" in line and "the same architecture as H100 (sm_90)" in line
-    tab.locator(".not-measured a", has_text="H200").first.click()
+    line = tab.locator(".not-measured p", has_text="Not measured on B200").inner_text()
+    assert text.index("Not measured on B200") < text.index("Current records")
+    assert "Physical floor on B200: 10.7 µs" in line and "8,000 GB/s" in line
+    # Issue 20 item 9: no GPU of the B200's architecture has runs; the H100's verified v4 runs (issue 44) are the
+    # newest verified evidence, so it is chosen over the A100 (2024, reported); the line says why.
+    assert "Nearest measured GPU: H100" in line
+    tab.locator(".not-measured a", has_text="H100").first.click()
     tab.wait_for_url(re.compile(r"cohort="))
-    assert "NVIDIA H200" in tab.locator(".slot").first.inner_text()
+    assert "NVIDIA H100" in tab.locator(".slot").first.inner_text()
 
 
 def test_workload_link_keeps_the_selected_cohort(tab: Any, base_url: str) -> None:  # noqa: F811
@@ -165,7 +165,7 @@ def test_compare_form_never_sends_empty_runs(tab: Any, base_url: str,  # noqa: F
     tab.goto(base_url + "/compare")
     tab.get_by_label("Run 1").fill(rope_keys["leader"])
     tab.get_by_label("Run 2").fill(rope_keys["baseline"])
-    tab.get_by_role("button", name="Compare", exact=True).click()
+    tab.get_by_role("form", name="Runs to compare").get_by_role("button", name="Compare", exact=True).click()
     tab.wait_for_url(re.compile(r"/compare\?run="))
     assert tab.url.count("run=") == 2 and "run=&" not in tab.url and not tab.url.endswith("run=")
 

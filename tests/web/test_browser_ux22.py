@@ -57,7 +57,9 @@ def test_gpu_ceilings_are_one_collapsed_table_below_the_records(tab: Any, base_u
     # The operation page's floor panel links to the table, and the link opens it.
     tab.goto(base_url + "/operations/rope?gpu=h200")  # H200 has an attainable floor (A100, the default, none)
     tab.locator(".floor summary").first.evaluate("s => s.parentElement.open = true")
-    assert tab.locator(".floor a", has_text="That run").first.get_attribute("href") == "/runs/de3adfe1c2af793c"
+    # Issue 42 item 3: the H200's attainable floor divides by its ceiling for the call's own mix, so no run sets it
+    assert tab.locator(".floor a", has_text="That run").count() == 0
+    assert "for this call's mix" in tab.locator(".floor").first.inner_text()
     tab.locator(".floor a", has_text="The GPU's ceilings").first.click()
     tab.wait_for_url(re.compile(r"/gpus/h200#ceilings$"))
     assert tab.locator("section.ceilings details").evaluate("d => d.open") is True

@@ -77,24 +77,24 @@ def test_challenges_come_a_page_at_a_time_with_the_json_twin_paged_the_same(tab:
 
 def test_operation_page_asked_for_an_unmeasured_gpu_says_so_first(tab: Any, base_url: str,  # noqa: F811
                                                                   rope_keys: dict[str, str]) -> None:
-    tab.goto(base_url + f"/operations/rope?gpu=h100&workload={rope_keys['workload']}")
+    tab.goto(base_url + f"/operations/rope?gpu=b200&workload={rope_keys['workload']}")
     text = tab.inner_text("main")
     banner = tab.locator(".asked-gpu").inner_text()
-    assert text.index("Not measured on H100 for this workload") < text.index("Fastest")  # above the headline
-    assert "Physical floor on H100: 25.7 µs" in banner and "3,350 GB/s" in banner
-    assert "Nearest measured GPU: H200" in banner  # same architecture (sm_90), verified, newer: issue 20 item 9
-    assert "Shown below, the nearest measured GPU: NVIDIA H200" in banner
-    assert "NVIDIA H200 SXM 141GB · forward" in tab.locator(".slot").first.inner_text()
-    assert text.count("Not measured on H100 for this workload (forward)") == 1  # not repeated in the GPU lines
-    assert "gpu=h100-sxm" in str(tab.get_by_role("link", name="JSON", exact=True).first.get_attribute("href"))
+    assert text.index("Not measured on B200 for this workload") < text.index("Fastest")  # above the headline
+    assert "Physical floor on B200: 10.7 µs" in banner and "8,000 GB/s" in banner
+    # the H100 lane's verified runs (issue 44) are the newest verified evidence: issue 20 item 9's rule picks them
+    assert "Nearest measured GPU: H100" in banner
+    assert "Shown below, the nearest measured GPU: NVIDIA H100" in banner
+    assert "NVIDIA H100" in tab.locator(".slot").first.inner_text()
+    assert text.count("Not measured on B200 for this workload (forward)") == 1  # not repeated in the GPU lines
+    assert "gpu=b200" in str(tab.get_by_role("link", name="JSON", exact=True).first.get_attribute("href"))
 
 
-def test_asked_b200_shows_the_nearest_measured_gpu_below(tab: Any, base_url: str,  # noqa: F811
-                                                         rope_keys: dict[str, str]) -> None:
-    tab.goto(base_url + f"/operations/rope?gpu=b200&workload={rope_keys['workload']}")
-    banner = tab.locator(".asked-gpu").inner_text()
-    assert "Not measured on B200" in banner and "Nearest measured GPU: H200" in banner  # verified over reported
-    assert "NVIDIA H200" in tab.locator(".slot").first.inner_text()
+def test_asked_h100_shows_its_own_verified_cohort(tab: Any, base_url: str,  # noqa: F811
+                                                  rope_keys: dict[str, str]) -> None:
+    tab.goto(base_url + f"/operations/rope?gpu=h100&workload={rope_keys['workload']}")
+    assert tab.locator(".asked-gpu").count() == 0  # the H100 lane measured it (issue 44)
+    assert "NVIDIA H100" in tab.locator(".slot").first.inner_text()
 
 
 def test_asked_gpu_with_data_selects_its_cohort_and_says_nothing(tab: Any, base_url: str) -> None:  # noqa: F811
@@ -110,12 +110,12 @@ def test_unknown_gpu_is_refused_with_the_known_ones(tab: Any, base_url: str) -> 
 
 
 def test_search_for_an_unmeasured_gpu_leads_to_the_floor_and_nearest(tab: Any, base_url: str) -> None:  # noqa: F811
-    tab.goto(base_url + "/search?q=rope+seq+2048+hidden+8192+on+h100")
+    tab.goto(base_url + "/search?q=rope+seq+2048+hidden+8192+on+b200")
     text = tab.inner_text("main")
-    assert text.index("Not measured on H100 for this query") < text.index("Compatible")
+    assert text.index("Not measured on B200 for this query") < text.index("Compatible")
     tab.locator(".asked-gpu a").click()
-    tab.wait_for_url(re.compile(r"/operations/rope\?workload=\w+&gpu=h100-sxm"))
-    assert "Physical floor on H100: 25.7 µs" in tab.locator(".asked-gpu").inner_text()
+    tab.wait_for_url(re.compile(r"/operations/rope\?workload=\w+&gpu=b200"))
+    assert "Physical floor on B200: 10.7 µs" in tab.locator(".asked-gpu").inner_text()
 
 
 def test_compatible_rows_are_compact_on_a_phone(tab: Any, base_url: str) -> None:  # noqa: F811
