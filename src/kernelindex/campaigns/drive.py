@@ -181,7 +181,8 @@ def _kernelbench(call: Call, step: Step, seconds: float) -> int:
         return 0 if left else 1
     argv = [call.python, "-m", "kernelindex.campaigns.kernelbench", "run", "--cases", str(call.kernelbench_cases),
             "--out", str(results), "--levels", step.levels, "--impl", step.impl, "--skip", str(step.skip),
-            "--max", str(step.most), "--budget", str(int(seconds - 10)), "--time-limit", "300"]
+            "--max", str(step.most), "--budget", str(int(seconds - 10)), "--time-limit", "300",
+            "--workers-per-gpu", os.environ.get("KI_WORKERS_PER_GPU", "1")]
     if call.rehearse:
         argv += ["--test-device-product", call.rehearse, "--min-samples", "20", "--warmup-calls", "1",
                  "--warmup-ms", "0"]
