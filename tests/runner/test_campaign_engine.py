@@ -84,6 +84,16 @@ def test_the_plan_reads_what_each_gpu_lacks_and_what_is_older_than_v4(shipped) -
     assert older.steps(runner) == ["kl-div:0:0:::::liger"]
 
 
+def test_the_plan_takes_the_short_calls_first(shipped) -> None:  # type: ignore[no-untyped-def]
+    kl_h200 = [r for r in shipped.current() if r.operation == "kl-div" and r.gpu == H200]
+    cut = sorted(r.figure_ns for r in kl_h200)[len(kl_h200) // 2]
+    short = plan(shipped, H200, "older", runnable=["kl-div"], under_ns=cut)
+    expected = {(r.workload, r.region) for r in kl_h200 if r.figure_ns < cut}
+    assert 0 < len(expected) < len(kl_h200)
+    assert {(w, region) for w, rs in short.operations["kl-div"].regions.items() for region in rs} == expected
+    assert plan(shipped, H200, "older", runnable=["kl-div"], under_ns=1).operations == {}
+
+
 def _call(tmp: Path, budget: float, cases: Path) -> Call:
     return Call(budget_s=budget, work=tmp / "work", out=tmp / "out", cases=cases, dry_run=True,
                 say_to=lambda line: None)

@@ -42,6 +42,7 @@ class ShippedRun:
     gpu: str  # the environment's hardware product, as the machine reported it
     protocol_version: str
     protocol_name: str
+    figure_ns: float | None = None  # the run's ranked figure (its timing's median), when it recorded one
 
 
 @dataclass
@@ -86,7 +87,8 @@ def _bundle_runs(folder: Path, cases: dict[str, bytes]) -> list[ShippedRun]:
                 workload=m.spec.workload, region=protocol.spec.timed_region,
                 line=by_digest[m.spec.implementation].metadata.name or m.spec.implementation,
                 gpu=by_digest[m.spec.environment].spec.hardware.product,
-                protocol_version=protocol.spec.harness.version, protocol_name=protocol.metadata.name or ""))
+                protocol_version=protocol.spec.harness.version, protocol_name=protocol.metadata.name or "",
+                figure_ns=m.spec.timing.median_ns))
     return out
 
 
@@ -162,13 +164,16 @@ def runner_operations() -> dict[str, dict[str, str]]:
 
 
 def plan(shipped: Shipped, gpu: str, rule: str, *, protocol: str = "4", runnable: Iterable[str] = (),
-         operations: Iterable[str] = ()) -> CampaignPlan:
+         operations: Iterable[str] = (), under_ns: float | None = None) -> CampaignPlan:
     """The plan of ``rule`` for ``gpu`` (already resolved); ``runnable``: the operations the runner defines;
-    ``operations``: keep only these (all when empty)."""
+    ``operations``: keep only these (all when empty); ``under_ns``: only calls whose current run on ``gpu`` (rule
+    older) or on any GPU (rule missing) is faster than this — issue 42 re-measures the short calls first."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; one of {', '.join(RULES)}")
     current = shipped.current()
     chosen = missing_on(current, gpu) if rule == "missing" else older_on(current, gpu, protocol)
+    if under_ns is not None:
+        chosen &= _faster_than(current, gpu if rule == "older" else None, under_ns)
     wanted, can_run = set(operations), set(runnable)
     bundles = {(r.operation, r.workload, r.region, r.line): r.bundle for r in current}
     result = CampaignPlan(gpu, rule, protocol, {}, {}, {})
@@ -188,6 +193,11 @@ def plan(shipped: Shipped, gpu: str, rule: str, *, protocol: str = "4", runnable
         else:
             result.other[slug] = result.other.get(slug, 0) + 1
     return result
+
+
+def _faster_than(runs: list[ShippedRun], gpu: str | None, under_ns: float) -> set[Key]:
+    return {(r.operation, r.workload, r.region, r.line) for r in runs
+            if (gpu is None or r.gpu == gpu) and r.figure_ns is not None and r.figure_ns < under_ns}
 
 
 def write_cases(campaign: CampaignPlan, shipped: Shipped, out: Path) -> dict[str, int]:

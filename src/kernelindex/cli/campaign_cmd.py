@@ -24,6 +24,8 @@ def plan_cmd(
                              "missing: calls verified on another GPU and not on this one."),
     protocol: str = typer.Option("4", "--protocol", help="The protocol version every current run should have."),
     operations: str = typer.Option("", "--operations", help="Only these operations (comma-separated)."),
+    under_us: float | None = typer.Option(None, "--under-us", help="Only calls whose current run is faster than "
+                                          "this many µs (on the GPU for older; on any GPU for missing)."),
     out: Path | None = typer.Option(None, "--out", help="Write the plan's cases here (cases.jsonl, regions.json, "
                                     "plan.json) for `carry --cases`."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -36,11 +38,12 @@ def plan_cmd(
     try:
         product = resolve_gpu(gpu, shipped.gpus())
         found = plan(shipped, product, rule, protocol=protocol, runnable=runner,
-                     operations=[o for o in operations.split(",") if o])
+                     operations=[o for o in operations.split(",") if o],
+                     under_ns=under_us * 1000 if under_us is not None else None)
     except ValueError as exc:
         fail(str(exc), code=2)
     steps = found.steps(runner)
-    summary = {"gpu": product, "rule": rule, "protocol": protocol, "steps": steps,
+    summary = {"gpu": product, "rule": rule, "protocol": protocol, "under_us": under_us, "steps": steps,
                "operations": {s: {"cases": len(o.regions), "case_regions": o.case_regions}
                               for s, o in sorted(found.operations.items())},
                "kernelbench_runs": found.kernelbench, "not_runnable": found.other}
@@ -50,7 +53,8 @@ def plan_cmd(
     if as_json:
         console.print_json(json.dumps(summary))
         return
-    console.print(f"{product}, rule {rule} (protocol v{protocol}): {len(found.operations)} operations, "
+    under = f", under {under_us:g} µs" if under_us is not None else ""
+    console.print(f"{product}, rule {rule}{under} (protocol v{protocol}): {len(found.operations)} operations, "
                   f"{sum(o.case_regions for o in found.operations.values())} case-regions")
     for slug, op in sorted(found.operations.items()):
         console.print(f"  {slug}: {len(op.regions)} cases, {op.case_regions} case-regions")
