@@ -16,6 +16,7 @@ from kernelindex.campaigns.selection import (
     SUPERSESSIONS,
     VERIFIED,
     plan,
+    protocol_share,
     read_shipped,
     resolve_gpu,
     runner_operations,
@@ -92,6 +93,9 @@ def test_the_plan_takes_the_short_calls_first(shipped) -> None:  # type: ignore[
     assert 0 < len(expected) < len(kl_h200)
     assert {(w, region) for w, rs in short.operations["kl-div"].regions.items() for region in rs} == expected
     assert plan(shipped, H200, "older", runnable=["kl-div"], under_ns=1).operations == {}
+    on_h200 = [r for r in shipped.current() if r.gpu == H200]
+    assert protocol_share(shipped, H200, "4", None) == (len(on_h200),
+                                                        sum(1 for r in on_h200 if r.protocol_version == "4"))
 
 
 def _call(tmp: Path, budget: float, cases: Path) -> Call:

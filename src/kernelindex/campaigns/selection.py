@@ -195,6 +195,13 @@ def plan(shipped: Shipped, gpu: str, rule: str, *, protocol: str = "4", runnable
     return result
 
 
+def protocol_share(shipped: Shipped, gpu: str, protocol: str, under_ns: float | None) -> tuple[int, int]:
+    """(current passed-or-not runs on ``gpu`` faster than ``under_ns``, those of them under ``protocol``)."""
+    runs = [r for r in shipped.current() if r.gpu == gpu and r.figure_ns is not None
+            and (under_ns is None or r.figure_ns < under_ns)]
+    return len(runs), sum(1 for r in runs if _version(r.protocol_version) >= _version(protocol))
+
+
 def _faster_than(runs: list[ShippedRun], gpu: str | None, under_ns: float) -> set[Key]:
     return {(r.operation, r.workload, r.region, r.line) for r in runs
             if (gpu is None or r.gpu == gpu) and r.figure_ns is not None and r.figure_ns < under_ns}

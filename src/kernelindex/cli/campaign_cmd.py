@@ -31,7 +31,14 @@ def plan_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """What a campaign on GPU must measure, per operation, and the steps that measure it."""
-    from kernelindex.campaigns.selection import plan, read_shipped, resolve_gpu, runner_operations, write_cases
+    from kernelindex.campaigns.selection import (
+        plan,
+        protocol_share,
+        read_shipped,
+        resolve_gpu,
+        runner_operations,
+        write_cases,
+    )
 
     shipped = read_shipped()
     runner = runner_operations()
@@ -43,10 +50,12 @@ def plan_cmd(
     except ValueError as exc:
         fail(str(exc), code=2)
     steps = found.steps(runner)
+    runs, current = protocol_share(shipped, product, protocol, under_ns=under_us * 1000 if under_us else None)
     summary = {"gpu": product, "rule": rule, "protocol": protocol, "under_us": under_us, "steps": steps,
                "operations": {s: {"cases": len(o.regions), "case_regions": o.case_regions}
                               for s, o in sorted(found.operations.items())},
-               "kernelbench_runs": found.kernelbench, "not_runnable": found.other}
+               "kernelbench_runs": found.kernelbench, "not_runnable": found.other,
+               "runs_on_gpu": runs, "runs_under_protocol": current}
     if out is not None:
         summary["written"] = write_cases(found, shipped, out)
         (out / "plan.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -56,6 +65,10 @@ def plan_cmd(
     under = f", under {under_us:g} µs" if under_us is not None else ""
     console.print(f"{product}, rule {rule}{under} (protocol v{protocol}): {len(found.operations)} operations, "
                   f"{sum(o.case_regions for o in found.operations.values())} case-regions")
+    share = f"{100 * current / runs:.1f}%" if runs else "-"
+    faster = f" under {under_us:g} µs" if under_us is not None else ""
+    console.print(f"  now: {current} of the GPU's {runs} current runs{faster} are protocol v{protocol} or newer "
+                  f"({share})")
     for slug, op in sorted(found.operations.items()):
         console.print(f"  {slug}: {len(op.regions)} cases, {op.case_regions} case-regions")
     for level, runs in sorted(found.kernelbench.items()):
