@@ -14,7 +14,7 @@ from fleet_helpers import claim_body, make_runner, shipped
 from kernelindex.catalog import audit
 from kernelindex.catalog.audit import ANONYMOUS
 from kernelindex.catalog.db import Catalog
-from kernelindex.services import fleet, writes
+from kernelindex.services import fleet, reads, writes
 from kernelindex.services.audit import audit_log, seconds_to_wait
 from kernelindex.services.problems import Problem
 from kernelindex.trust.bundles import publish_bundle
@@ -106,9 +106,9 @@ def test_an_api_key_files_at_most_its_limit_in_the_window(rope: Catalog) -> None
 
 
 def test_the_site_form_files_what_its_page_showed_and_limits_each_address(rope: Catalog) -> None:
-    workload = writes.ask_form(rope, NOW, {"operation": "rope", "workload": "nope", "gpu": "h200"})
+    workload = reads.ask_form(rope, NOW, {"operation": "rope", "workload": "nope", "gpu": "h200"})
     assert isinstance(workload, Problem) and workload.code == "not_found"
-    page = writes.ask_form(rope, NOW, {"operation": "rope", "axes": "seq=2048,hidden=8192,q_heads=32,"
+    page = reads.ask_form(rope, NOW, {"operation": "rope", "axes": "seq=2048,hidden=8192,q_heads=32,"
                                                        "kv_heads=8", "dtypes": "T=bf16", "gpu": "h100-sxm"})
     assert not isinstance(page, Problem)
     for at in range(writes.SITE_ASKS):

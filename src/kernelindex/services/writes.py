@@ -25,9 +25,9 @@ from kernelindex.policy.measurement_requests import (
     validate_request,
     workload_spec_for,
 )
-from kernelindex.readmodel.requests import AskPage, ask_page
+from kernelindex.services import reads
 from kernelindex.services.audit import Audit, seconds_to_wait
-from kernelindex.services.problems import READ_ERRORS, Answer, Problem, read_refusal
+from kernelindex.services.problems import Answer, Problem
 from kernelindex.trust.archive import ArchiveError
 from kernelindex.trust.bundles import BundleError, NotAMeasurementError, UntrustedRunnerError
 from kernelindex.trust.uploads import UploadResult, receive_bundle
@@ -111,7 +111,7 @@ def ask_on_site(catalog: Catalog, now: datetime, form: Mapping[str, str], *, cli
         return Problem("rate_limited", f"This address asked {SITE_ASKS} times in the last "
                        f"{SITE_WINDOW.seconds / 60:.0f} minutes; try again in {_in_words(wait)}.",
                        headers={"retry-after": str(math.ceil(wait))})
-    if isinstance(page := ask_form(catalog, now, form), Problem):
+    if isinstance(page := reads.ask_form(catalog, now, form), Problem):
         return page
     wanted = page.request
     asked = ask(catalog, now, {"operation": wanted.operation, "axes": wanted.axes, "dtypes": wanted.dtypes,
@@ -120,16 +120,6 @@ def ask_on_site(catalog: Catalog, now: datetime, form: Mapping[str, str], *, cli
         audit("request.create", "merged" if asked.merged else "created", asked.request["digest"],
               {"request": asked.request["id"], "via": "site form"})
     return asked
-
-
-def ask_form(catalog: Catalog, now: datetime, form: Mapping[str, str]) -> AskPage | Problem:
-    """What the site's confirmation form shows for ``operation``, ``workload`` (or ``axes`` and ``dtypes``)
-    and ``gpu``: the exact request it files, and an open one it would join."""
-    try:
-        return ask_page(catalog, form.get("operation", ""), form.get("workload", ""), form.get("gpu", ""), now=now,
-                        axes=form.get("axes", ""), dtypes=form.get("dtypes", ""))
-    except READ_ERRORS as exc:
-        return read_refusal(exc)
 
 
 def _in_words(seconds: float) -> str:

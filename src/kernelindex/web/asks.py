@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from kernelindex import urls
 from kernelindex.catalog import audit
 from kernelindex.catalog.audit import ANONYMOUS
-from kernelindex.services import writes
+from kernelindex.services import reads, writes
 from kernelindex.services.audit import Audit
 from kernelindex.services.problems import Problem
 from kernelindex.web.api.auth import client_address, failed_auth_log
@@ -45,7 +45,7 @@ def ask_form(request: Request, operation: str = "", workload: str = "", gpu: str
              dtypes: str = "") -> Response:
     from kernelindex.web.pages import problem_page
 
-    page = writes.ask_form(request.app.state.catalog, request.app.state.clock(),
+    page = reads.ask_form(request.app.state.catalog, request.app.state.clock(),
                            {"operation": operation, "workload": workload, "gpu": gpu, "axes": axes, "dtypes": dtypes})
     if isinstance(page, Problem):
         problem_page(request, page)
