@@ -16,9 +16,10 @@ from kernelindex.readmodel.changes import MAX_CHANGES, ChangesPage
 from kernelindex.services import fleet, reads, writes
 from kernelindex.services.audit import audit_log
 from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES
-from kernelindex.views.params import REQUEST_STATE_PATTERN, STRICT_INTEGER
+from kernelindex.views.params import REQUEST_STATE_PATTERN
 from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, scoped, writer_of
 from kernelindex.web.api.fleet_schemas import ClaimIn, CompleteIn, HeartbeatIn, MeasurementRequestIn
+from kernelindex.web.api.integers import STRICT_INTEGER
 from kernelindex.web.api.problems import BodyRule, ProblemRoute, accepts_body, answered, problem_responses
 from kernelindex.web.api.upload_slots import slots_of, spooled_body
 from kernelindex.web.api.write_schemas import (
