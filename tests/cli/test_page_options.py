@@ -12,10 +12,13 @@ from typer.testing import CliRunner
 
 from kernelindex.cli import app as ki
 from kernelindex.cli.commands import load_command
-from kernelindex.cli.page_options import PageDoor, page_doors
+from kernelindex.cli.model_cmd import MODEL_DOOR
+from kernelindex.cli.page_options import PageDoor
+from kernelindex.cli.query_cmds import PAGE_DOORS
 from kernelindex.views import params, table
 
 OWN = {"json", "api", "database", "limit", "help"}  # options the commands declare themselves
+DOORS = {**PAGE_DOORS, "model": MODEL_DOOR}  # every command that shows a page
 
 
 def _page_parameters(door: PageDoor) -> set[str]:
@@ -23,9 +26,9 @@ def _page_parameters(door: PageDoor) -> set[str]:
         {r.param.name for name in door.views for r in table.VIEW[name].repeated}
 
 
-@pytest.mark.parametrize("command", sorted(page_doors()))
+@pytest.mark.parametrize("command", sorted(DOORS))
 def test_each_page_command_has_exactly_its_pages_parameters(command: str) -> None:
-    door = page_doors()[command]
+    door = DOORS[command]
     clicked = load_command(command)
     options = {name.lstrip("-") for p in clicked.params if p.param_type_name == "option"
                for name in p.opts}

@@ -110,10 +110,3 @@ def with_page_options(door: PageDoor) -> Callable[[Callable[..., None]], Callabl
 
     return wrap
 
-
-def page_doors() -> Mapping[str, PageDoor]:
-    """Every command that shows a page, by its name (for the test that holds them to the table)."""
-    from kernelindex.cli import model_cmd, query_cmds
-
-    return {**query_cmds.PAGE_DOORS, "model": model_cmd.MODEL_DOOR}
-
