@@ -19,7 +19,7 @@ from kernelindex.readmodel.changes import FEED_SIZE, BadCursor, Change, latest_c
 from kernelindex.readmodel.listings import implementations_list, workloads_list
 from kernelindex.readmodel.operations import operations_index
 from kernelindex.readmodel.pages_gpus import gpus_index
-from kernelindex.readmodel.requests import AskPage, ask_page, requests_listing
+from kernelindex.readmodel.requests import AskPage, ask_page, held_requests, requests_listing
 from kernelindex.readmodel.runs import run_samples
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.resolve.request import ResolveRequest
@@ -168,6 +168,12 @@ def measurement_requests(catalog: Catalog, now: datetime, state: str | None = No
     """Every measurement request (newest first) with its age and replicas."""
     items = requests_listing(catalog, now, state=state)
     return {"items": items, "total": len(items)}
+
+
+def held_measurement_requests(catalog: Catalog, now: datetime) -> list[Answer]:
+    """Every request as last read (``held_requests``: read again only when one changed), as /challenges lists
+    them beside its view's data."""
+    return [r.to_json(now) for r in held_requests(catalog).requests]
 
 
 def measurement_request(catalog: Catalog, now: datetime, request_id: int) -> Answer | Problem:
