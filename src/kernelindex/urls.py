@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import quote_plus
 
+MAX_QUERY_CHARS = 500  # the longest query text (?q= of search and use) any door takes
 API = "/api/v1"  # the JSON API's prefix: a page's twin is API + its path (the home page's is API + API_HOME)
 OPENAPI = API + "/openapi.json"
 

@@ -22,9 +22,9 @@ from fleet_helpers import bearer, claim_body, make_runner, resigned, shipped
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import digest_of, parse_manifest
+from kernelindex.services import fleet
 from kernelindex.trust.bundles import publish_bundle
 from kernelindex.trust.uploads import pack_bundle
-from kernelindex.web.api import write_routes
 
 AXES = {"seq": 2048, "hidden": 8192, "q_heads": 32, "kv_heads": 8}  # a case of the shipped rope bundle
 
@@ -54,7 +54,7 @@ def test_one_bundle_completes_one_request_however_its_completions_race(
     uploaded = client.post("/api/v1/bundles", content=pack_bundle(bundle),
                            headers={**bearer(token), "content-type": "application/gzip"})
     assert uploaded.status_code == 201, uploaded.text
-    monkeypatch.setattr(write_routes, "check_fulfils", _slow(write_routes.check_fulfils))
+    monkeypatch.setattr(fleet, "check_fulfils", _slow(fleet.check_fulfils))
     answers: list[httpx.Response] = []
     start = threading.Barrier(2)
 

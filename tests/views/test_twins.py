@@ -70,7 +70,7 @@ def _rendered(site: TestClient, view: View, monkeypatch: pytest.MonkeyPatch) -> 
     """The data ``view``'s HTML page was rendered from, for its example."""
     subject, query = _examples(site)[view.name]
     rendered: list[dict[str, Any]] = []
-    real = view_routes.RENDERERS[view.name]
+    real = view_routes.renderer_of(view)
     monkeypatch.setitem(view_routes.RENDERERS, view.name,
                         lambda request, args, data: rendered.append(data) or real(request, args, data))
     # a parameter the page ignores (and a fresh `asked`) gets past the kept answers to a rendering

@@ -104,7 +104,7 @@ def import_jsonl_cmd(
 ) -> None:
     """Import a JSON Lines export (one manifest per line).
 
-    The source policy (registry/sources.yaml) applies as in every importer: runs of a refused
+    The source policy (each source package's policy.yaml) applies as in every importer: runs of a refused
     source, or of a source the policy does not list, are counted "refused by source policy" and
     never stored, nor are the objects only they used.
 

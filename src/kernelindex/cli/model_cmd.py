@@ -12,7 +12,8 @@ from rich.table import Table
 
 from kernelindex import urls
 from kernelindex.cli.backends import backend_for, run_command
-from kernelindex.cli.common import DatabaseOption, console, print_error
+from kernelindex.cli.common import DatabaseOption, console
+from kernelindex.cli.page_options import PageDoor, with_page_options
 from kernelindex.cli.query_cmds import ApiOption, JsonOption
 from kernelindex.domain.units import format_duration
 
@@ -61,31 +62,27 @@ def render_model(data: dict[str, Any]) -> None:
         console.print(f"[dim]{note}[/]", highlight=False)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("model")
-    def model_cmd(
-        slug: str | None = typer.Argument(None, help="A model slug (llama-3.1-8b); none lists the models"),
-        gpu: str | None = typer.Option(None, help="GPU: h100, h200, b200 … (as in search)"),
-        decode: bool = typer.Option(False, "--decode", help="Decode: one token per sequence (the default)"),
-        prefill: bool = typer.Option(False, "--prefill", help="Prefill: whole sequences"),
-        train: bool = typer.Option(False, "--train", help="Training: forward+backward, with the loss"),
-        batch: int | None = typer.Option(None, min=1, help="Sequences in the batch (default 32)"),
-        ctx: int | None = typer.Option(None, "--ctx", "--seq", min=1,
-                                       help="Decode: context length; prefill and train: sequence length"),
-        tp: int | None = typer.Option(None, min=1, help="Tensor-parallel degree (default 1)"),
-        as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
-    ) -> None:
-        """One step of a model on a GPU: every kernel call, the best known implementation, floors and gaps."""
-        phases = [name for name, on in (("decode", decode), ("prefill", prefill), ("train", train)) if on]
-        if len(phases) > 1:
-            print_error("give one of --decode, --prefill, --train")
-            raise typer.Exit(2)
-        backend = backend_for(api, database)
+MODEL_DOOR = PageDoor(("model",), aliases={"seq": ("--ctx",)}, flags=("phase",))
+
+
+@with_page_options(MODEL_DOOR)
+def model_cmd(
+    slug: str | None = typer.Argument(None, help="A model slug (llama-3.1-8b); none lists the models"),
+    as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption, **step: Any,
+) -> None:
+    """One step of a model on a GPU: every kernel call, the best known implementation, floors and gaps."""
+    def action() -> None:
         if slug is None:
-            run_command(lambda: _emit(backend.get(urls.MODELS, {}), as_json, render_models))
+            _emit(backend_for(api, database).get(urls.MODELS, {}), as_json, render_models)
             return
-        params = {"gpu": gpu, "phase": phases[0] if phases else None, "batch": batch, "seq": ctx, "tp": tp}
-        run_command(lambda: _emit(backend.get(urls.model(slug), params), as_json, render_model))
+        query = MODEL_DOOR.query("model", step)  # a stray option is a usage error before any lookup
+        _emit(backend_for(api, database).get(urls.model(slug), query), as_json, render_model)
+
+    run_command(action)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("model")(model_cmd)
 
 
 def _emit(data: Any, as_json: bool, render: Any) -> None:

@@ -18,6 +18,7 @@ import typer
 from kernelindex import urls
 from kernelindex.cli.backends import CommandError, backend_for, run_command
 from kernelindex.cli.common import DatabaseOption, print_error
+from kernelindex.cli.page_options import PageDoor, with_page_options
 from kernelindex.cli.renderers import (
     RECORDS_LIMIT,
     RENDER_SHOW,
@@ -34,6 +35,13 @@ KINDS = ("operation", "run", "implementation", "gpu", "reproduction")
 SHOW_PATH: dict[str, Callable[[str], str]] = {"operation": urls.operation, "run": urls.run,
                                               "implementation": urls.implementation, "gpu": urls.gpu,
                                               "reproduction": urls.reproduction}
+# The commands that show a page take its parameters as options (cli/page_options.py); what is theirs is said here.
+PAGE_DOORS = {
+    "search": PageDoor(("search",), positional=("q",)),
+    "show": PageDoor(KINDS),
+    "records": PageDoor(("records",)),
+    "compare": PageDoor(("compare",), positional=("run", "impl"), aliases={"operation": ("--op",)}),
+}
 EXIT_CODES = ("Exit codes: 0 answered; 1 error, or some terms were ignored (status partial: the answer for the "
               "rest is printed, each ignored term with its note); 2 usage.")
 
@@ -101,12 +109,11 @@ def resolve_cmd(
     run_command(action)
 
 
+@with_page_options(PAGE_DOORS["show"])
 def show_cmd(
     kind: str = typer.Argument(..., help=f"One of: {', '.join(KINDS)} (or an operation slug: ki show rope)"),
     ident: str | None = typer.Argument(None, metavar="ID", help="Slug, GPU name or run id"),
-    workload: str | None = typer.Option(None, help="Operation: workload key"),
-    cohort: str | None = typer.Option(None, help="Operation: cohort key"),
-    as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
+    as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption, **page: Any,
 ) -> None:
     """Show one operation, run, implementation or GPU: ki show KIND ID, or ki show OPERATION."""
     if ident is None and kind not in KINDS:
@@ -115,47 +122,46 @@ def show_cmd(
         what = f"unknown kind {kind!r}" if kind not in KINDS else f"which {kind}? give its id"
         print_error(f"{what}; use ki show KIND ID with KIND one of {', '.join(KINDS)}, or ki show OPERATION")
         raise typer.Exit(2)
-    params = {"workload": workload, "cohort": cohort} if kind == "operation" else {}
-    run_command(lambda: emit(backend_for(api, database).get(SHOW_PATH[kind](ident), params), as_json,
-                             RENDER_SHOW[kind]))
+    shown, subject = kind, ident
+
+    def action() -> None:
+        query = PAGE_DOORS["show"].query(shown, page)  # a stray option is a usage error before any lookup
+        emit(backend_for(api, database).get(SHOW_PATH[shown](subject), query), as_json, RENDER_SHOW[shown])
+
+    run_command(action)
 
 
+@with_page_options(PAGE_DOORS["records"])
 def records_cmd(
-    operation: str | None = typer.Option(None, help="Operation slug"),
-    gpu: str | None = typer.Option(None, help="GPU: a100, H100, h100-sxm … (as in search)"),
-    evidence: str | None = typer.Option(None, help="Evidence level"),
-    view: str | None = typer.Option(None, help="current, recently-broken or history"),
     limit: int = typer.Option(RECORDS_LIMIT, min=0,
                               help="Rows to print (0: all; with --api every page of the API is fetched)."),
-    as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
+    as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption, **page: Any,
 ) -> None:
     """The records ledger: each cohort's holder, margin and history."""
-    params = {"operation": operation, "gpu": gpu, "evidence": evidence, "view": view}
-    run_command(lambda: emit(backend_for(api, database).get(urls.RECORDS, params), as_json,
-                             lambda d: render_records(d, limit)))
+    def action() -> None:
+        query = PAGE_DOORS["records"].query("records", page)
+        emit(backend_for(api, database).get(urls.RECORDS, query), as_json, lambda d: render_records(d, limit))
+
+    run_command(action)
 
 
+@with_page_options(PAGE_DOORS["compare"])
 def compare_cmd(
     names: list[str] = typer.Argument(..., metavar="RUN_OR_IMPL...",
                                       help="2–8 run ids; or, with --op, 1–2 implementations (slug, a shorter name "
                                            "such as liger, or slug@version)"),
-    operation: str | None = typer.Option(None, "--op", "--operation",
-                                         help="Compare implementations across this operation's workloads."),
-    gpu: list[str] = typer.Option([], "--gpu", help="With --op: a GPU (give it once or twice; default: the GPU the "
-                                                    "default rule leads with)."),
-    region: str | None = typer.Option(None, help="With --op: forward, backward or forward+backward."),
-    as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption,
+    as_json: bool = JsonOption, api: str | None = ApiOption, database: str | None = DatabaseOption, **page: Any,
 ) -> None:
     """Compare runs side by side (a winner only when they share a cohort), or implementations across a workload
     sweep: ki compare liger torch-compile --op rope --gpu h200."""
-    if operation is None:
-        query: dict[str, Any] = {"run": names}
-        if gpu or region:
-            print_error("--gpu and --region go with --op (implementations across an operation's workloads)")
-            raise typer.Exit(2)
-    else:
-        query = {"operation": operation, "impl": names, "gpu": gpu, "region": region}
-    run_command(lambda: emit(backend_for(api, database).get(urls.COMPARE, query), as_json, render_compare))
+    def action() -> None:
+        query = PAGE_DOORS["compare"].query("compare", page)
+        if query["operation"] is None and (query["gpu"] or query["region"]):
+            raise CommandError("--gpu and --region go with --op (implementations across an operation's workloads)", 2)
+        query["run" if query["operation"] is None else "impl"] = names
+        emit(backend_for(api, database).get(urls.COMPARE, query), as_json, render_compare)
+
+    run_command(action)
 
 
 def register(app: typer.Typer) -> None:

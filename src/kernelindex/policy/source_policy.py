@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from kernelindex.domain.manifests import Manifest, digest_of, manifest_json
 
 REFUSED_BY_POLICY = "refused by source policy"
-UNLISTED = "the source has no entry in registry/sources.yaml (no license, attribution or publish decision)"
+UNLISTED = ("the source has no entry in the source policy (no registered source package's policy.yaml names it: "
+            "no license, attribution or publish decision)")
 
 
 def refusal_reason(source_name: str, refused: Mapping[str, str], listed: Collection[str] | None = None) -> str | None:

@@ -80,7 +80,7 @@ class KernelBenchLevel(JsonModel):
 
 NOT_YET = "not yet verified by a KernelIndex runner"
 # The newest problem set's operations have the plain slug; an older version's semantics add "-v" and 8 hex digits.
-KERNELBENCH_SOURCE = "kernelbench"  # the source's key in registry/sources.yaml
+KERNELBENCH_SOURCE = "kernelbench"  # the source's key in sources/kernelbench/policy.yaml
 KERNELBENCH_SLUG = re.compile(r"kernelbench-(\d+)-(\d+)-(?!.*-v[0-9a-f]{8}$).+")
 PER_PAGE = 50  # rows of challenges per page: the whole list was ~5,100 rows (952 KB of HTML, 15,522 px tall)
 # The paged lists, in page order: (the model's field, its heading, the HTML anchor).

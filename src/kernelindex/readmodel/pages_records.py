@@ -12,6 +12,7 @@ from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.policy.evidence import LEVELS
 from kernelindex.readmodel.jsonable import JsonModel, to_jsonable
+from kernelindex.readmodel.ledger_views import VIEWS
 from kernelindex.readmodel.pages_common import (
     CohortSummary,
     EventView,
@@ -20,7 +21,6 @@ from kernelindex.readmodel.pages_common import (
 )
 from kernelindex.readmodel.summaries import OperationFacts, operation_summaries
 
-VIEWS = ["current", "recently-broken", "history"]
 HISTORY_LIMIT = 300
 
 

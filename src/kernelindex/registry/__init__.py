@@ -37,7 +37,9 @@ from kernelindex.registry.runner_coverage import (
 from kernelindex.registry.source_policies import (
     DECISIONS,
     SourcePolicy,
+    policy_document,
     refused_sources,
+    registered_sources,
     source_policies,
     source_policy,
 )
@@ -51,7 +53,7 @@ __all__ = [
     "load_operation", "model_definitions", "model_slug",
     "module_constructors", "operation_digests",
     "operations", "priority_gpus", "project_licenses", "protocol_notes", "project_manifest", "projects",
-    "refused_sources",
+    "policy_document", "refused_sources", "registered_sources",
     "relation_rules", "runner_pending", "runner_unavailable", "source_mapping", "source_policies", "source_policy",
     "unbuilt_implementations",
     "why_not_verified",

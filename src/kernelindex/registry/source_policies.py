@@ -1,19 +1,25 @@
-"""The source policy (registry/sources.yaml): whether and how each source's rows may be published."""
+"""The source policy: whether and how each source's rows may be published. Each registered source package
+holds the policy of the names its runs carry in its own ``policy.yaml`` (``kernelindex/sources/<package>/``);
+``registry/sources.yaml`` lists the registered packages, in import order, and the policy of the runs no package
+imports (the runners' own bundles). The files are read as documents: the registry imports no source's code."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
 from typing import Any
 
-from kernelindex.registry.documents import RegistryError, load_yaml
+from kernelindex.registry.documents import RegistryError, load_yaml, parse_yaml
+
+SOURCES = resources.files("kernelindex").joinpath("sources")  # the source packages' folder
 
 DECISIONS = ("publish", "publish_with_attribution", "refuse")
 
 
 @dataclass(frozen=True)
 class SourcePolicy:
-    """Whether and how a source's rows may be published (registry/sources.yaml)."""
+    """Whether and how a source's rows may be published (its package's policy.yaml)."""
 
     name: str
     title: str
@@ -57,8 +63,8 @@ class SourcePolicy:
         }
 
 
-def _source_policy(entry: dict[str, Any]) -> SourcePolicy:
-    where = f"registry/sources.yaml: source {entry.get('name')!r}"
+def _source_policy(entry: dict[str, Any], document: str) -> SourcePolicy:
+    where = f"{document}: source {entry.get('name')!r}"
     fields = set(SourcePolicy.__dataclass_fields__)
     if missing := sorted(fields - set(entry) - {"files"}):
         raise RegistryError(f"{where} lacks {', '.join(missing)}")
@@ -75,14 +81,29 @@ def _source_policy(entry: dict[str, Any]) -> SourcePolicy:
 
 
 @cache
+def registered_sources() -> tuple[str, ...]:
+    """The registered source packages (folders of ``kernelindex/sources/``), in the start-up's import order."""
+    return tuple(str(name) for name in load_yaml("sources.yaml")["registered"])
+
+
+def policy_document(package: str) -> str:
+    """Where a registered package's policy is, as messages name it."""
+    return f"sources/{package}/policy.yaml"
+
+
+@cache
 def source_policies() -> dict[str, SourcePolicy]:
-    """source name → policy, in registry order."""
+    """source name → policy: each registered package's, in import order, then the runners' own."""
+    documents = [(policy_document(package), parse_yaml(SOURCES.joinpath(package, "policy.yaml").read_text(
+        encoding="utf-8"))) for package in registered_sources()]
+    documents.append(("registry/sources.yaml", load_yaml("sources.yaml")))
     found: dict[str, SourcePolicy] = {}
-    for entry in load_yaml("sources.yaml")["sources"]:
-        policy = _source_policy(entry)
-        if policy.name in found:
-            raise RegistryError(f"registry/sources.yaml: source {policy.name!r} listed twice")
-        found[policy.name] = policy
+    for document, content in documents:
+        for entry in content["sources"]:
+            policy = _source_policy(entry, document)
+            if policy.name in found:
+                raise RegistryError(f"{document}: source {policy.name!r} has a policy elsewhere already")
+            found[policy.name] = policy
     return found
 
 

@@ -46,8 +46,8 @@ from kernelindex.resolve.words import (
     query_dtype,
     separate,
 )
+from kernelindex.urls import MAX_QUERY_CHARS
 
-MAX_QUERY_CHARS = 500
 MAX_TOKENS = 40
 _TOKEN = re.compile(
     r"""(?P<key>[^\s:="']+)\s*(?P<sep>[:=])\s*(?P<value>"[^"]*"?|'[^']*'?|[^\s"']*)|(?P<word>"[^"]*"?|'[^']*'?|\S+)"""

@@ -6,7 +6,7 @@ HTML renders, the API serves, the CLI prints and MCP returns."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +19,7 @@ from kernelindex.readmodel.changes import FEED_SIZE, BadCursor, Change, latest_c
 from kernelindex.readmodel.listings import implementations_list, workloads_list
 from kernelindex.readmodel.operations import operations_index
 from kernelindex.readmodel.pages_gpus import gpus_index
-from kernelindex.readmodel.requests import requests_listing
+from kernelindex.readmodel.requests import AskPage, ask_page, held_requests, requests_listing
 from kernelindex.readmodel.runs import run_samples
 from kernelindex.resolve.grammar import MAX_QUERY_CHARS
 from kernelindex.resolve.request import ResolveRequest
@@ -170,11 +170,27 @@ def measurement_requests(catalog: Catalog, now: datetime, state: str | None = No
     return {"items": items, "total": len(items)}
 
 
+def held_measurement_requests(catalog: Catalog, now: datetime) -> list[Answer]:
+    """Every request as last read (``held_requests``: read again only when one changed), as /challenges lists
+    them beside its view's data."""
+    return [r.to_json(now) for r in held_requests(catalog).requests]
+
+
 def measurement_request(catalog: Catalog, now: datetime, request_id: int) -> Answer | Problem:
     try:
         return stored.get(catalog, request_id).to_json(now)
     except stored.UnknownRequest as exc:
         return Problem("not_found", f"{exc}; list them at /api/v1/requests")
+
+
+def ask_form(catalog: Catalog, now: datetime, form: Mapping[str, str]) -> AskPage | Problem:
+    """What the site's confirmation form shows for ``operation``, ``workload`` (or ``axes`` and ``dtypes``)
+    and ``gpu``: the exact request it files, and an open one it would join."""
+    try:
+        return ask_page(catalog, form.get("operation", ""), form.get("workload", ""), form.get("gpu", ""), now=now,
+                        axes=form.get("axes", ""), dtypes=form.get("dtypes", ""))
+    except READ_ERRORS as exc:
+        return read_refusal(exc)
 
 
 def manifest_check(manifest: dict[str, Any]) -> Answer:

@@ -1,5 +1,5 @@
 """What a source declares about itself, once, in its own package (issue 48 item 5): the names its runs carry
-(each with its policy and attribution in ``registry/sources.yaml``), how to import its shipped copy at
+(each with its policy and attribution in the package's ``policy.yaml``), how to import its shipped copy at
 start-up, its document, and the ``ki import`` command that reads another copy. The importer (``bootstrap``),
 the CLI and the documentation check find every source through ``sources.registry``, never by name."""
 

@@ -1,19 +1,17 @@
 """The registered sources: adding one is its own package (which declares ``SOURCE`` in its ``__init__``,
-``sources.declaration``) plus one line here. The order is the start-up's import order (docs/design.md §10)."""
+``sources.declaration``, and holds its source policy in ``policy.yaml``) plus its line in
+``registry/sources.yaml``'s ``registered`` list, whose order is the start-up's import order (docs/design.md
+§10). The registry reads the packages' policies from the same list, as documents."""
 
 from __future__ import annotations
 
 import importlib
 from functools import cache
 
+from kernelindex import registry
 from kernelindex.sources.declaration import SourceDeclaration
 
-REGISTERED = (
-    "kernelindex.sources.liger",
-    "kernelindex.sources.kernelindex_export",
-    "kernelindex.sources.aiter",
-    "kernelindex.sources.kernelbench",
-)
+REGISTERED = tuple(f"kernelindex.sources.{package}" for package in registry.registered_sources())
 
 
 @cache
@@ -23,7 +21,7 @@ def declarations() -> tuple[SourceDeclaration, ...]:
     for module in REGISTERED:
         declared = getattr(importlib.import_module(module), "SOURCE", None)
         if not isinstance(declared, SourceDeclaration):
-            raise TypeError(f"{module} is registered in sources/registry.py but declares no SOURCE "
+            raise TypeError(f"{module} is registered in registry/sources.yaml but declares no SOURCE "
                             "(a sources.declaration.SourceDeclaration) in its __init__")
         found.append(declared)
     return tuple(found)

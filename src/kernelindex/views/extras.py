@@ -1,63 +1,35 @@
 """Extras of a view: data computed from the built page that belongs to the page's data, so the HTML
-page and its JSON twin both show it (and the cache keeps it with the page)."""
+page and its JSON twin both show it (and the cache keeps it with the page). Each is declared here by name;
+what computes it and its type live in views/extra_data.py, imported on first use, so that the view table
+loads without the read model (the CLI reads the pages' parameters from it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from kernelindex import urls
-from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.model_challenges import ModelCallChallenge, model_call_challenges
-from kernelindex.readmodel.operation_model import recommend_for_cohort
-from kernelindex.readmodel.recommend import Recommendation
-from kernelindex.resolve.interpret import canonical_query
-from kernelindex.resolve.request import ResolveRequest
+from kernelindex.views.lazy import Ref, resolved
+
+_DATA = "kernelindex.views.extra_data"
 
 
 @dataclass(frozen=True)
 class Extra:
-    """``name``: the key it adds to the page's data; ``schema``: its type, for the API documentation."""
+    """``name``: the key it adds to the page's data; ``computes``: ``f(catalog, data, now)``; ``typed``: its
+    type, for the API documentation (each given as itself or as ``module:name``)."""
 
     name: str
-    compute: Callable[[Any, dict[str, Any], datetime], Any]
-    schema: type
+    computes: Ref
+    typed: Ref
+
+    @property
+    def compute(self) -> Any:
+        return resolved(self.computes)
+
+    @property
+    def schema(self) -> Any:
+        return resolved(self.typed)
 
 
-@dataclass
-class UseBox(JsonModel):
-    """The operation page's "Use this" box: the recommendation for the selected cohort's workload, GPU
-    and timed region, with the query that asks ``ki use`` / ``GET /api/v1/use`` the same question."""
-
-    answer: Recommendation
-    query: str
-    json_url: str
-
-
-def use_box(catalog: Any, data: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-    """None without a selected cohort, or when its GPU is not in the datasheet table."""
-    cohort = data.get("selected_cohort")
-    if not cohort:
-        return None
-    recommendation = recommend_for_cohort(catalog, data["slug"], cohort, now=now)
-    if recommendation is None:
-        return None
-    use = recommendation.to_json()
-    dtypes = sorted(set(use["workload"]["dtypes"].values()))
-    request = ResolveRequest(operation=data["slug"], axes=use["workload"]["axes"],
-                             dtype=dtypes[0] if len(dtypes) == 1 else None, gpu=use["gpu"]["slug"], mode=use["mode"])
-    query = canonical_query(request)
-    return {"answer": use, "query": query, "json_url": urls.with_query(urls.api(urls.USE), [("q", query)])}
-
-
-USE_BOX = Extra("use", use_box, UseBox)
-
-
-def model_calls(catalog: Any, data: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
-    """The challenges page's calls of popular models with no figure on the first priority GPU (issue 49)."""
-    return [c.to_json() for c in model_call_challenges(catalog, now)]
-
-
-MODEL_CALLS = Extra("model_calls", model_calls, list[ModelCallChallenge])
+USE_BOX = Extra("use", f"{_DATA}:use_box", f"{_DATA}:UseBox")
+MODEL_CALLS = Extra("model_calls", f"{_DATA}:model_calls", f"{_DATA}:MODEL_CALLS_TYPE")

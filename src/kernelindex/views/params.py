@@ -1,18 +1,15 @@
-"""Parameters of the pages: names, patterns and limits, declared once for HTML, API and CLI."""
+"""Parameters of the pages: names, patterns and limits, declared once for HTML, API, CLI and MCP. Light on
+purpose: the CLI builds its page options from them (cli/page_options.py) without loading the catalog."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pydantic import BeforeValidator
-
-from kernelindex.domain.numbers import parse_integer
 from kernelindex.policy.evidence import LEVELS
 from kernelindex.readmodel.errors import BadParameter, NotFound
-from kernelindex.readmodel.pages_records import VIEWS as RECORD_VIEWS
+from kernelindex.readmodel.ledger_views import VIEWS as RECORD_VIEWS
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,119}$"
 KEY_PATTERN = r"^[A-Za-z0-9:._=,+-]{1,200}$"
@@ -23,16 +20,6 @@ QUERY_PATTERN = r"^[^\x00]*$"
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"  # the API's opaque pagination cursors
 PAGE_PATTERN = r"^[1-9][0-9]{0,3}$"  # a numbered page of a long list on a page (?page=2)
 REQUEST_STATE_PATTERN = r"^(open|claimed|done|failed)$"  # measurement request states
-
-
-def _integer_text(value: Any) -> Any:
-    """Integer query and path parameters arrive as text: the domain's one integer rule reads them, so
-    ``?limit=1_0`` and ``?limit=%2010`` are refused (Python's ``int()`` would take both)."""
-    return parse_integer(value, "the value") if isinstance(value, str) else value
-
-
-# Put after the parameter's Query()/Path() in Annotated, so its minimum/maximum stay in the schema.
-STRICT_INTEGER = BeforeValidator(_integer_text)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
 """The pages, each declared once: path, parameters, read-model builder, template, extras, rows for a
 CSV download, cache key and the words of its API documentation. ``web/view_routes.py`` mounts each
-view's HTML page, JSON twin and CSV from this declaration (docs/views.md)."""
+view's HTML page, JSON twin and CSV from this declaration, ``web/mcp_server/page_tools.py`` its MCP tool and
+``cli/page_options.py`` its ``ki`` options (docs/views.md). Builders are named ``module:function`` of
+``kernelindex.readmodel`` and imported on first use, so the declarations load without the read model (a
+``ki`` lookup with ``--api`` reads the parameters and never the catalog)."""
 
 from __future__ import annotations
 
@@ -8,24 +11,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from kernelindex import registry, urls
-from kernelindex.catalog.db import Catalog
-from kernelindex.readmodel.operations import operation_page
-from kernelindex.readmodel.pages_challenges import challenges_page
-from kernelindex.readmodel.pages_compare import compare_page
-from kernelindex.readmodel.pages_gpus import gpu_page
-from kernelindex.readmodel.pages_home import home_page
-from kernelindex.readmodel.pages_implementations import implementation_page
-from kernelindex.readmodel.pages_models import model_page, models_index
-from kernelindex.readmodel.pages_records import records_page
-from kernelindex.readmodel.pages_reproduction import reproduction_page
-from kernelindex.readmodel.runs import run_dossier
-from kernelindex.resolve.grammar import MAX_QUERY_CHARS
-from kernelindex.resolve.service import search
+from kernelindex import urls
 from kernelindex.views import params as p
 from kernelindex.views.extras import MODEL_CALLS, USE_BOX, Extra
+from kernelindex.views.lazy import Ref, resolved
 from kernelindex.views.params import Param, Repeated, check_subject, read_query
 from kernelindex.views.tables import (
     CHALLENGES_CSV,
@@ -40,6 +31,9 @@ from kernelindex.views.tables import (
     SEARCH_CSV,
     CsvTable,
 )
+
+if TYPE_CHECKING:
+    from kernelindex.catalog.db import Catalog
 
 # What a view's finished answer is kept by (web/answer_cache.py): the version of the one operation it shows,
 # the catalog version, the day alone (it reads nothing of the catalog), or nothing (docs/caching.md).
@@ -66,7 +60,7 @@ class View:
 
     name: str
     path: str
-    build: Builder
+    builder: Ref  # its Builder, or "module:function" naming it (imported on first use)
     template: str
     subject: Param | None = None
     query: tuple[Param, ...] = ()
@@ -81,6 +75,12 @@ class View:
     # What its finished answer is kept by (web/answer_cache.py): the version of the one operation it shows,
     # the catalog version, the day alone (it reads nothing of the catalog), or nothing (docs/caching.md)
     cache: CacheScope = "catalog"
+
+    @property
+    def build(self) -> Builder:
+        named = isinstance(self.builder, str)
+        builder: Builder = resolved(f"kernelindex.readmodel.{self.builder}" if named else self.builder)
+        return builder
 
     @property
     def api_path(self) -> str:
@@ -119,16 +119,20 @@ class View:
 
 
 def _search(catalog: Catalog, *, now: datetime, q: str | None) -> Any:
+    from kernelindex.resolve.service import search
+
     return search(catalog, q or "", now=now)
 
 
 def _gpu_slug(name: str) -> str:
     """``H200``, ``h200`` and ``NVIDIA H200`` all stand for ``/gpus/h200`` (search's alias table)."""
+    from kernelindex import registry
+
     return registry.gpu_slug(name) or name
 
 
 COMPARE_REPEATED = (Repeated(p.RUN, 0, 8), Repeated(p.IMPL, 0, 2), Repeated(p.COMPARED_GPU, 0, 2))
-QUERY = Param("q", p.QUERY_PATTERN, "The query text; empty lists operations.", "a query", MAX_QUERY_CHARS)
+QUERY = Param("q", p.QUERY_PATTERN, "The query text; empty lists operations.", "a query", urls.MAX_QUERY_CHARS)
 _CHALLENGES = ("The challenges page's model. Its four lists (`unmeasured`, `unbeaten_baselines`, `single_entry`, "
                "`stale_records`) are one ordered list that comes a numbered page at a time, as on the page: `paging` "
                "gives `page`, `pages`, `total`, `previous` and `next`; `sections` says where each list lies and which "
@@ -146,50 +150,50 @@ _COMPARE = ("Two forms. `run=` (2–8 times): those runs side by side (`runs`). 
 _SEARCH = ("Free words plus key:value filters and axis bindings, e.g. `rope seq=2048 hidden=8192 gpu:a100`. Problems "
            "in the text come back beside their token in `query.issues`; the rest still resolves.")
 VIEWS: tuple[View, ...] = (
-    View("home", urls.HOME, home_page, "home.html", twin=urls.API_HOME,
+    View("home", urls.HOME, "pages_home:home_page", "home.html", twin=urls.API_HOME,
          api=ApiDoc("The home page's model", "Headline records, sources and their freshness")),
-    View("operation", urls.OPERATION, operation_page, "operation.html",
+    View("operation", urls.OPERATION, "operations:operation_page", "operation.html",
          subject=p.SLUG, query=(p.WORKLOAD, p.COHORT, p.GPU, p.PAGE), extras=(USE_BOX,), csv=OPERATION_CSV,
          cache="operation",
          api=ApiDoc("Operation detail (the operation page's model)", "The operation page: workloads, cohorts, "
                     "headline slots, ranked rows, floor, and the use box of the selected cohort", errors=(404,))),
-    View("implementation", urls.IMPLEMENTATION, implementation_page, "implementation.html", subject=p.SLUG,
-         query=(p.PAGE,), csv=IMPLEMENTATION_CSV, cache="operation",
+    View("implementation", urls.IMPLEMENTATION, "pages_implementations:implementation_page", "implementation.html",
+         subject=p.SLUG, query=(p.PAGE,), csv=IMPLEMENTATION_CSV, cache="operation",
          api=ApiDoc("One implementation line (the implementation page's model)",
                     "Revisions, install, license, runs per workload and GPU", errors=(404,))),
-    View("run", urls.RUN, run_dossier, "run.html", subject=p.RUN_ID, cache="operation",
+    View("run", urls.RUN, "runs:run_dossier", "run.html", subject=p.RUN_ID, cache="operation",
          api=ApiDoc("Evidence dossier of one run", "Status, timing, rank or the reason it is not ranked, workload, "
                     "protocol, environment", errors=(404,))),
-    View("records", urls.RECORDS, records_page, "records.html",
+    View("records", urls.RECORDS, "pages_records:records_page", "records.html",
          query=(p.OPERATION, p.GPU, p.EVIDENCE, p.VIEW, p.COHORT), csv=RECORDS_CSV,
          pages=lambda page: "events" if page.get("view") == "history" else "cohorts",
          api=ApiDoc("The records ledger", "Cohorts with their holder and history (plus `pagination`)",
                     "The records page's model. Its main list (`cohorts`, or `events` for view=history) is paginated: "
                     "`pagination` gives the list's name, `next_cursor`, `limit` and `total`.", errors=(404,))),
-    View("gpu", urls.GPU, gpu_page, "gpu.html", subject=p.GPU_SUBJECT, query=(p.PAGE,), canonical=_gpu_slug,
-         csv=GPU_CSV,
+    View("gpu", urls.GPU, "pages_gpus:gpu_page", "gpu.html", subject=p.GPU_SUBJECT, query=(p.PAGE,),
+         canonical=_gpu_slug, csv=GPU_CSV,
          api=ApiDoc("One GPU: peaks, measured ceilings, coverage, records", "The GPU page's model",
                     "The GPU page's model. Its cohorts (`records`) come a numbered page at a time, as on the page: "
                     "`records_paging` gives `page`, `pages`, `total`, `previous` and `next`.", errors=(404,))),
     # /challenges also shows the measurement requests: its answer is kept by them too (web/answer_scope.py)
-    View("challenges", urls.CHALLENGES, challenges_page, "challenges.html", query=(p.PAGE,), extras=(MODEL_CALLS,),
-         csv=CHALLENGES_CSV,
+    View("challenges", urls.CHALLENGES, "pages_challenges:challenges_page", "challenges.html", query=(p.PAGE,),
+         extras=(MODEL_CALLS,), csv=CHALLENGES_CSV,
          api=ApiDoc("Open challenges", "Unmeasured cells, unbeaten baselines, single-entry cohorts, stale records",
                     _CHALLENGES)),
-    View("compare", urls.COMPARE, compare_page, "compare.html", query=(p.OPERATION, p.REGION),
+    View("compare", urls.COMPARE, "pages_compare:compare_page", "compare.html", query=(p.OPERATION, p.REGION),
          repeated=COMPARE_REPEATED, csv=COMPARE_CSV, blank=lambda args: not args["impl"] and len(args["run"]) < 2,
          api=ApiDoc("Compare 2–8 runs, or implementations across a workload sweep",
                     "Runs side by side (a winner only within one cohort, else the first material difference), or "
                     "two implementations (or two versions of one) on one or two GPUs across the operation's "
                     "workloads (`sweep`)", _COMPARE, errors=(404,))),
-    View("models", urls.MODELS, models_index, "models.html", csv=MODELS_CSV, cache="day",
+    View("models", urls.MODELS, "pages_models:models_index", "models.html", csv=MODELS_CSV, cache="day",
          api=ApiDoc("The models", "Every shipped model definition with its source, license and configuration")),
-    View("model", urls.MODEL, model_page, "model.html", subject=p.SLUG, query=(p.GPU, p.PHASE, p.BATCH, p.SEQ, p.TP),
-         csv=MODEL_CSV,
+    View("model", urls.MODEL, "pages_models:model_page", "model.html", subject=p.SLUG,
+         query=(p.GPU, p.PHASE, p.BATCH, p.SEQ, p.TP), csv=MODEL_CSV,
          api=ApiDoc("One step of a model: its kernel calls, best known implementations, floors and gaps",
                     "The model page's model", _MODEL, errors=(404,))),
-    View("reproduction", urls.REPRODUCTION, reproduction_page, "reproduction.html", subject=p.SOURCE,
-         csv=REPRODUCTION_CSV,
+    View("reproduction", urls.REPRODUCTION, "pages_reproduction:reproduction_page", "reproduction.html",
+         subject=p.SOURCE, csv=REPRODUCTION_CSV,
          api=ApiDoc("A source's reproduction court", "How many of the source's reported figures were re-measured per "
                     "GPU, the median ratio (ours / theirs), the shares within 10% and 2×, the outliers and every pair",
                     errors=(404,))),

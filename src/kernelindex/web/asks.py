@@ -3,17 +3,16 @@
 ``GET /requests/new?operation=…&workload=…&gpu=…`` shows what would be asked (never cached) with a
 CSRF token: a random value set in a ``SameSite=Strict`` cookie that the form must echo back
 (double submit), and the POST must come from this origin when the browser says where it came from.
-``POST /requests`` files the request anonymously (audited with the client address), at most
-``ASKS_PER_WINDOW`` per client per ``WINDOW_SECONDS``, counted in the audit log that every server process
-shares (two asks racing in the same instant from one address may both pass).
+``POST /requests`` files the request anonymously through ``services.writes.ask_on_site`` (audited with
+the client address, at most ``SITE_ASKS`` per client per ``SITE_WINDOW``, counted in the audit log that every
+server process shares: two asks racing in the same instant from one address may both pass).
 """
 
 from __future__ import annotations
 
 import hmac
-import math
 import secrets
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -23,7 +22,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from kernelindex import urls
 from kernelindex.catalog import audit
 from kernelindex.catalog.audit import ANONYMOUS
-from kernelindex.services import writes
+from kernelindex.services import reads, writes
+from kernelindex.services.audit import Audit
 from kernelindex.services.problems import Problem
 from kernelindex.web.api.auth import client_address, failed_auth_log
 from kernelindex.web.api.failed_auth import Who
@@ -32,8 +32,6 @@ from kernelindex.web.render import ErrorPage, PageError, render
 
 router = APIRouter(include_in_schema=False)
 CSRF_COOKIE = "ki_csrf"
-ASKS_PER_WINDOW = 5
-WINDOW_SECONDS = 600.0
 MAX_FORM_BYTES = 4096
 MAX_FORM_FIELDS = 20
 
@@ -42,31 +40,15 @@ def bad_request(detail: str, problems: list[dict[str, str]] | None = None) -> Pa
     return PageError(ErrorPage(400, "Bad request", detail, problems=problems or []))
 
 
-def seconds_until_next_ask(request: Request, client: str, now: datetime) -> float:
-    """0 when ``client`` may ask now, else the seconds until it may (a sliding window over the audit log)."""
-    asked = audit.accepted_since(request.app.state.catalog, actor=ANONYMOUS, action="request.create",
-                                 client=client, since=now - timedelta(seconds=WINDOW_SECONDS))
-    if len(asked) < ASKS_PER_WINDOW:
-        return 0.0
-    frees_up = asked[len(asked) - ASKS_PER_WINDOW] + timedelta(seconds=WINDOW_SECONDS)
-    return max((frees_up - now).total_seconds(), 1.0)
-
-
-def _in_words(seconds: float) -> str:
-    if seconds < 90:
-        return f"{math.ceil(seconds)} seconds"
-    return f"{math.ceil(seconds / 60)} minutes"
-
-
 @router.get(urls.ASK_FORM, response_class=HTMLResponse)
 def ask_form(request: Request, operation: str = "", workload: str = "", gpu: str = "", axes: str = "",
              dtypes: str = "") -> Response:
-    from kernelindex.readmodel.requests import ask_page
-    from kernelindex.web.pages import page_errors
+    from kernelindex.web.pages import problem_page
 
-    with page_errors(request):
-        page = ask_page(request.app.state.catalog, operation, workload, gpu, now=request.app.state.clock(),
-                        axes=axes, dtypes=dtypes)
+    page = reads.ask_form(request.app.state.catalog, request.app.state.clock(),
+                           {"operation": operation, "workload": workload, "gpu": gpu, "axes": axes, "dtypes": dtypes})
+    if isinstance(page, Problem):
+        problem_page(request, page)
     token = secrets.token_urlsafe(32)
     response = render("request_new.html", page=page.to_json(), csrf=token, nav="challenges")
     response.headers["cache-control"] = "no-store"  # it carries a per-visitor token
@@ -88,22 +70,37 @@ async def ask_submit(request: Request) -> Response:
     _check_csrf(request, form.get("csrf", ""))
     client = client_address(request) or "unknown"
     now = request.app.state.clock()
-    wait = seconds_until_next_ask(request, client, now)
-    if wait:
-        failed_auth_log(request).refused(request.app.state.catalog, Who(ANONYMOUS, "request.create",
-                                                                        "refused: rate_limited", client), now)
-        response = render("error.html", status_code=429, error=ErrorPage(
-            429, "Too many requests", f"This address asked {ASKS_PER_WINDOW} times in the last "
-            f"{WINDOW_SECONDS / 60:.0f} minutes; try again in {_in_words(wait)}."))
-        response.headers["retry-after"] = str(math.ceil(wait))
-        return response
-    asked = writes.ask(request.app.state.catalog, now, _request_body(request, form))
-    if isinstance(asked, Problem):  # the form offers only what the catalog holds: a 400, the form is at fault
-        raise bad_request(asked.detail, [{"parameter": e["field"], "message": e["message"]} for e in asked.errors])
-    audit.record(request.app.state.catalog, actor=ANONYMOUS, action="request.create", client=client,
-                 outcome="merged" if asked.merged else "created", object_digest=asked.request["digest"],
-                 detail={"request": asked.request["id"], "via": "site form"}, at=now)
+    asked = writes.ask_on_site(request.app.state.catalog, now, form, client=client,
+                               audit=_anonymous(request, client, now))
+    if isinstance(asked, Problem):
+        return _refused(request, asked)
     return RedirectResponse(urls.challenges("requests", ("asked", asked.request["id"])), status_code=303)
+
+
+def _refused(request: Request, problem: Problem) -> Response:
+    from kernelindex.web.pages import problem_page
+
+    if problem.code == "rate_limited":
+        response = render("error.html", status_code=429, error=ErrorPage(429, problem.title, problem.detail))
+        response.headers.update(problem.headers)
+        return response
+    if problem.code == "invalid_request":  # the form offers only what the catalog holds: a 400, the form is at fault
+        raise bad_request(problem.detail, [{"parameter": e["field"], "message": e["message"]} for e in problem.errors])
+    problem_page(request, problem)
+
+
+def _anonymous(request: Request, client: str, now: datetime) -> Audit:
+    """The site form's audit lines: anonymous, by client address; refusals counted per minute."""
+    catalog = request.app.state.catalog
+
+    def record(action: str, outcome: str, object_digest: str | None = None,
+               detail: dict[str, Any] | None = None) -> None:
+        if outcome.startswith("refused"):
+            failed_auth_log(request).refused(catalog, Who(ANONYMOUS, action, outcome, client), now, detail)
+        else:
+            audit.record(catalog, actor=ANONYMOUS, action=action, client=client, outcome=outcome,
+                         object_digest=object_digest, detail=detail, at=now)
+    return record
 
 
 def _check_csrf(request: Request, token: str) -> None:
@@ -115,17 +112,3 @@ def _check_csrf(request: Request, token: str) -> None:
     if origin and urlsplit(origin).netloc != request.url.netloc:
         raise PageError(ErrorPage(403, "Cross-site form", "The form was sent from another site; use the form on "
                                   "this site."))
-
-
-def _request_body(request: Request, form: dict[str, str]) -> dict[str, Any]:
-    from kernelindex.readmodel.requests import ask_page
-    from kernelindex.web.pages import page_errors
-
-    with page_errors(request):
-        page = ask_page(request.app.state.catalog, form.get("operation", ""), form.get("workload", ""),
-                        form.get("gpu", ""), now=request.app.state.clock(), axes=form.get("axes", ""),
-                        dtypes=form.get("dtypes", ""))
-    replicas = 2 if form.get("replicas") == "2" else 1
-    asked = page.request
-    return {"operation": asked.operation, "axes": asked.axes, "dtypes": asked.dtypes, "gpu": asked.gpu,
-            "replicas": replicas}

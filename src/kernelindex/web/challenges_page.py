@@ -12,7 +12,7 @@ from fastapi import Request
 from starlette.responses import HTMLResponse, Response
 
 from kernelindex import urls
-from kernelindex.readmodel.requests import held_requests
+from kernelindex.services import reads
 from kernelindex.views.table import View
 from kernelindex.web.pages import canonical_link, catalog_of, html_with_etag, now_of, page_errors, query_of
 from kernelindex.web.render import render
@@ -38,7 +38,7 @@ def endpoint(view: View, render_page: Renderer) -> Callable[[Request], Response]
         kept = {k: v for k, v in query_of(request).items() if k in ("page", "asked")}
         with page_errors(request):
             args = view.arguments(None, view.known(kept))
-        request.state.requests_listing = [r.to_json(now) for r in held_requests(catalog).requests]
+        request.state.requests_listing = reads.held_measurement_requests(catalog, now)
 
         def build() -> HTMLResponse:
             with page_errors(request):  # a page past the last is refused here

@@ -28,20 +28,18 @@ from kernelindex.web.pages import (
 router = APIRouter(include_in_schema=False)
 Renderer = Callable[[Request, dict[str, Any], dict[str, Any]], HTMLResponse]
 
-# view name → renderer(request, checked arguments, the view's data); looked up on each request
+# view name → renderer(request, checked arguments, the view's data), looked up on each request; a view without
+# an entry renders its template with its data as ``page`` and a link to its JSON twin (pages.with_twin)
 RENDERERS: dict[str, Renderer] = {
     "home": pages.render_home,
     "operation": pages.render_operation_page,
-    "implementation": pages.with_twin(VIEW["implementation"]),
     "run": pages.render_run,
     "records": pages.with_twin(VIEW["records"], nav="records"),
-    "gpu": pages.with_twin(VIEW["gpu"]),
     "challenges": challenges_page.render_challenges,
     "compare": pages.render_compare,
     "search": search_page.render_search,
     "models": pages.with_twin(VIEW["models"], nav="models"),
     "model": pages.with_twin(VIEW["model"], nav="models"),
-    "reproduction": pages.with_twin(VIEW["reproduction"]),
 }
 # a page whose answer is not a plain function of the view's data has its own endpoint
 ENDPOINTS: dict[str, Callable[[View, Renderer], Callable[[Request], Response]]] = {
@@ -51,7 +49,12 @@ ENDPOINTS: dict[str, Callable[[View, Renderer], Callable[[Request], Response]]] 
 
 def rendered(view: View) -> Renderer:
     """``view``'s renderer, read when a page is rendered (tests wrap it to see the data it was given)."""
-    return lambda request, args, data: RENDERERS[view.name](request, args, data)
+    return lambda request, args, data: renderer_of(view)(request, args, data)
+
+
+def renderer_of(view: View) -> Renderer:
+    """The renderer ``view``'s page is rendered by: its entry in RENDERERS, else the plain one."""
+    return RENDERERS.get(view.name) or pages.with_twin(view)
 
 
 def page_endpoint(view: View, render: Renderer) -> Callable[[Request], Response]:
@@ -82,12 +85,12 @@ def page_endpoint(view: View, render: Renderer) -> Callable[[Request], Response]
     return endpoint
 
 
-def mount_page(view: View) -> None:
-    """Mount ``view``'s HTML page at its path."""
+def mount_page(view: View, on: APIRouter = router) -> None:
+    """Mount ``view``'s HTML page at its path (on the site's router)."""
     endpoint = ENDPOINTS.get(view.name, page_endpoint)(view, rendered(view))
     endpoint.__name__ = f"{view.name}_page"
     keeps_answers(endpoint, scope=view.cache)
-    router.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
+    on.add_api_route(view.path, endpoint, methods=["GET"], response_class=HTMLResponse)
 
 
 for _view in VIEWS:

@@ -20,6 +20,7 @@ from kernelindex.views.params import Param, Repeated
 from kernelindex.views.table import View
 from kernelindex.web.answer_scope import keeps_answers
 from kernelindex.web.api.csv_views import CSV_CONTENT, csv_response
+from kernelindex.web.api.integers import STRICT_INTEGER
 from kernelindex.web.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, paginate
 from kernelindex.web.api.problems import answered, problem_responses
 from kernelindex.web.api.schemas import ResolutionOut
@@ -27,7 +28,7 @@ from kernelindex.web.pages import moved_cohort
 
 _LIMIT_TEXT = (f"Page size, 1–{MAX_LIMIT}. There is no 'all' (0 is refused): follow next_cursor to the end, "
                "as `ki records --limit 0` does.")
-Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=_LIMIT_TEXT), params.STRICT_INTEGER]
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=_LIMIT_TEXT), STRICT_INTEGER]
 Cursor = Annotated[str | None, Query(max_length=512, pattern=params.CURSOR_PATTERN,
                                      description="Opaque cursor from the previous page's next_cursor.")]
 _FORMAT_TEXT = ("json (default), or csv: the table as a CSV download (header row, one row per row of the page, "

@@ -4,7 +4,6 @@ log, and the changes feed. Every write needs an API key with the route's scope a
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Annotated, Any
 
@@ -13,17 +12,15 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from kernelindex import urls
-from kernelindex.catalog import audit
-from kernelindex.catalog import requests as stored
 from kernelindex.readmodel.changes import MAX_CHANGES, ChangesPage
-from kernelindex.services import reads, writes
-from kernelindex.services.problems import Problem
-from kernelindex.trust.claims import ClaimRefused, check_claim, check_fulfils
+from kernelindex.services import fleet, reads, writes
+from kernelindex.services.audit import audit_log
 from kernelindex.trust.uploads import ARCHIVE_MEDIA_TYPES, MAX_ARCHIVE_BYTES
-from kernelindex.views.params import REQUEST_STATE_PATTERN, STRICT_INTEGER
+from kernelindex.views.params import REQUEST_STATE_PATTERN
 from kernelindex.web.api.auth import BEARER_DEPENDENCY, WRITER, Writer, scoped, writer_of
 from kernelindex.web.api.fleet_schemas import ClaimIn, CompleteIn, HeartbeatIn, MeasurementRequestIn
-from kernelindex.web.api.problems import ApiProblem, BodyRule, ProblemRoute, accepts_body, answered, problem_responses
+from kernelindex.web.api.integers import STRICT_INTEGER
+from kernelindex.web.api.problems import BodyRule, ProblemRoute, accepts_body, answered, problem_responses
 from kernelindex.web.api.upload_slots import slots_of, spooled_body
 from kernelindex.web.api.write_schemas import (
     AuditOut,
@@ -37,7 +34,6 @@ from kernelindex.web.api.write_schemas import (
 router = APIRouter(prefix=urls.API, route_class=ProblemRoute, tags=["v1 write path"])
 DEFAULT_LEASE_SECONDS = 120.0
 DEFAULT_REQUESTS_PER_KEY = 60  # per KEY_WINDOW; $KERNELINDEX_REQUESTS_PER_KEY or app.state.requests_per_key
-KEY_WINDOW = timedelta(minutes=10)
 
 
 def _lease(request: Request) -> float:
@@ -80,15 +76,11 @@ async def post_bundle(request: Request) -> JSONResponse:
     try:
         with await spooled_body(request) as body:
             async with slots.verifier():
-                result = await run_in_threadpool(writes.upload, _catalog(request), body,
-                                                 actor=f"api key {writer.key.name}")
+                result = answered(await run_in_threadpool(writes.upload, _catalog(request), body,
+                                                          actor=f"api key {writer.key.name}",
+                                                          audit=partial(writer.record, request)))
     finally:
         slots.give()
-    if isinstance(result, Problem):
-        writer.record(request, "bundle.upload", f"refused: {result.code}", detail={"reason": result.detail[:500]})
-        raise ApiProblem(result)
-    writer.record(request, "bundle.upload", "replayed" if result.replayed else "published", result.bundle,
-                  {"runner": result.runner, "runs": len(result.runs), "new": result.new})
     return JSONResponse(result.to_json(), status_code=200 if result.replayed else 201)
 
 
@@ -104,28 +96,12 @@ async def post_bundle(request: Request) -> JSONResponse:
 @scoped("requests:write", "request.create")
 def post_request(request: Request, writer: Annotated[Writer, WRITER],
                  body: Annotated[MeasurementRequestIn, Body()]) -> JSONResponse:
-    _within_key_limit(request, writer)
-    asked = answered(writes.ask(_catalog(request), request.app.state.clock(), body.model_dump(exclude_none=True)))
-    writer.record(request, "request.create", "merged" if asked.merged else "created", asked.request["digest"],
-                  {"request": asked.request["id"]})
-    return JSONResponse(asked.request, status_code=200 if asked.merged else 201)
-
-
-def _within_key_limit(request: Request, writer: Writer) -> None:
-    """At most ``requests_per_key`` requests filed per API key in any ``KEY_WINDOW`` (counted in the shared
-    audit log, so the limit holds across workers); past it a 429 with Retry-After."""
     limit = int(getattr(request.app.state, "requests_per_key", None)
                 or os.environ.get("KERNELINDEX_REQUESTS_PER_KEY") or DEFAULT_REQUESTS_PER_KEY)
-    now = datetime.now(UTC)
-    filed = audit.accepted_for_key_since(_catalog(request), api_key=writer.key.key_id, action="request.create",
-                                         since=now - KEY_WINDOW)
-    if len(filed) < limit:
-        return
-    wait = max(1, int((filed[len(filed) - limit] + KEY_WINDOW - now).total_seconds()) + 1)
-    writer.record(request, "request.create", "refused: rate_limited")
-    raise ApiProblem("rate_limited", f"API key {writer.key.key_id} filed {limit} requests in the last "
-                     f"{KEY_WINDOW.seconds // 60} minutes; try again in {wait} seconds.",
-                     headers={"retry-after": str(wait)})
+    asked = answered(writes.file_request(_catalog(request), request.app.state.clock(),
+                                         body.model_dump(exclude_none=True), key_id=writer.key.key_id, limit=limit,
+                                         audit=partial(writer.record, request)))
+    return JSONResponse(asked.request, status_code=200 if asked.merged else 201)
 
 
 @router.get(urls.ASKS, summary="Measurement requests, newest first", responses=_answers("Requests", RequestsOut, 400))
@@ -151,21 +127,9 @@ def get_request(request: Request, request_id: RequestId) -> JSONResponse:
 @scoped("bundles:write", "request.claim")
 def post_claim(request: Request, writer: Annotated[Writer, WRITER],
                body: Annotated[ClaimIn, Body()]) -> Response:
-    catalog = _catalog(request)
-    try:
-        runner = check_claim(catalog, body.model_dump(), datetime.now(UTC))  # real time, not the display clock
-    except ClaimRefused as exc:
-        writer.record(request, "request.claim", f"refused: {exc.code}", body.runner_key_id)
-        raise ApiProblem(exc.code, str(exc)) from None
-    claim = stored.claim(catalog, gpu=body.gpu, runner_key_id=body.runner_key_id, runner_name=runner,
-                         lease_seconds=_lease(request), operations=body.operations)
-    if claim is None:
-        return Response(status_code=204)
-    writer.record(request, "request.claim", "claimed", claim.request.digest,
-                  {"request": claim.request.id, "replica": claim.replica, "runner": runner})
-    return JSONResponse({"request": claim.request.to_json(request.app.state.clock()), "replica": claim.replica,
-                         "runner": runner, "token": claim.token, "lease_until": claim.lease_until.isoformat(),
-                         "lease_seconds": _lease(request)})
+    claim = answered(fleet.claim(_catalog(request), request.app.state.clock(), body.model_dump(),
+                                 lease_seconds=_lease(request), audit=partial(writer.record, request)))
+    return Response(status_code=204) if claim is None else JSONResponse(claim)
 
 
 @router.post(urls.HEARTBEAT, summary="Renew a lease (runners)",
@@ -174,11 +138,8 @@ def post_claim(request: Request, writer: Annotated[Writer, WRITER],
 @scoped("bundles:write", "request.heartbeat")
 def post_heartbeat(request: Request, request_id: RequestId, replica: ReplicaNo,
                    body: Annotated[HeartbeatIn, Body()]) -> JSONResponse:
-    try:
-        until = stored.heartbeat(_catalog(request), request_id, replica, body.token, _lease(request))
-    except stored.LeaseLost as exc:
-        raise ApiProblem("lease_lost", str(exc)) from None
-    return JSONResponse({"lease_until": until.isoformat(), "lease_seconds": _lease(request)})
+    return JSONResponse(answered(fleet.heartbeat(_catalog(request), request_id, replica, body.token,
+                                                 lease_seconds=_lease(request))))
 
 
 @router.post(urls.COMPLETE, summary="Mark a replica done or failed (runners)",
@@ -191,25 +152,8 @@ def post_heartbeat(request: Request, request_id: RequestId, replica: ReplicaNo,
 @scoped("bundles:write", "request.complete")
 def post_complete(request: Request, writer: Annotated[Writer, WRITER],
                   request_id: RequestId, replica: ReplicaNo, body: Annotated[CompleteIn, Body()]) -> JSONResponse:
-    if (body.bundle is None) == (body.failure is None):
-        raise ApiProblem("invalid_request", "give exactly one of bundle (done) or failure (failed)",
-                         [{"field": "bundle", "in": "body", "message": "exactly one of bundle, failure"}])
-    catalog = _catalog(request)
-    try:
-        done = stored.finish(catalog, request_id, replica, body.token, bundle_digest=body.bundle,
-                             failure=body.failure, verify=partial(check_fulfils, catalog, body.bundle or ""))
-    except stored.LeaseLost as exc:
-        raise ApiProblem("lease_lost", str(exc)) from None
-    except ClaimRefused as exc:
-        writer.record(request, "request.complete", f"refused: {exc.code}", body.bundle,
-                      {"request": request_id, "replica": replica, "reason": str(exc)[:500]})
-        raise ApiProblem(exc.code, str(exc), [{"field": "bundle", "in": "body", "message": str(exc)}]) from None
-    except ValueError as exc:
-        raise ApiProblem("invalid_request", str(exc), [{"field": "bundle", "in": "body", "message": str(exc)}]) \
-            from None
-    writer.record(request, "request.complete", "done" if body.bundle else "failed", body.bundle or done.digest,
-                  {"request": request_id, "replica": replica, "failure": body.failure})
-    return JSONResponse(done.to_json(request.app.state.clock()))
+    return JSONResponse(answered(fleet.complete(_catalog(request), request.app.state.clock(), request_id, replica,
+                                                body.model_dump(), audit=partial(writer.record, request))))
 
 
 # ---- audit and changes --------------------------------------------------------------------------
@@ -222,8 +166,7 @@ def post_complete(request: Request, writer: Annotated[Writer, WRITER],
 @scoped("admin", "audit.read")
 def get_audit(request: Request, after: Annotated[int, Query(ge=0, le=2**62), STRICT_INTEGER] = 0,
               limit: Annotated[int, Query(ge=1, le=1000), STRICT_INTEGER] = 100) -> JSONResponse:
-    items = [e.to_json() for e in audit.entries(_catalog(request), after=after, limit=limit)]
-    return JSONResponse({"items": items, "next_after": items[-1]["id"] if items else after})
+    return JSONResponse(audit_log(_catalog(request), after, limit))
 
 
 @router.get(urls.CHANGES, summary="What changed: publications, record events, retractions, request completions",
