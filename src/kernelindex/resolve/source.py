@@ -18,17 +18,19 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import OperationSpec
 from kernelindex.policy.reasons import Reason
+from kernelindex.policy.source_flags import AVAILABILITY as FLAGGED
 from kernelindex.readmodel.cache import READ_CACHE, kept
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
 from kernelindex.readmodel.listing_facts import gpu_short
-from kernelindex.readmodel.loading import OperationData
+from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.objects import operation_manifests
+from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.operations import load_operation_runs
 from kernelindex.readmodel.ranking_notes import host_bound_label, ranked_statistic_short
 from kernelindex.readmodel.region_work import forward_work_note
-from kernelindex.readmodel.rows import implementation_ref
+from kernelindex.readmodel.rows import run_implementation
 from kernelindex.readmodel.summaries import OperationCounts, counts_of
 from kernelindex.readmodel.versions import VERSIONS
 from kernelindex.resolve.cohorts import LeaderboardScores, OperationEvidence, RankedCohort, order_key
@@ -38,8 +40,7 @@ from kernelindex.resolve.vocabulary import Vocabulary, build_vocabulary, operati
 T = TypeVar("T")
 
 
-def _implementation(data: OperationData, digest: str) -> ImplementationFacts:
-    ref = implementation_ref(data, digest)
+def _facts(ref: ImplementationRef) -> ImplementationFacts:
     return ImplementationFacts(
         slug=ref.slug, title=ref.title, language=ref.language, license=ref.license, usable=ref.usable,
         baseline=ref.role == "baseline", project=ref.project, install_command=ref.install_command,
@@ -47,8 +48,17 @@ def _implementation(data: OperationData, digest: str) -> ImplementationFacts:
     )
 
 
+def _implementation(data: OperationData, run: Run, shared: dict[str, ImplementationFacts]) -> ImplementationFacts:
+    """The implementation beside this run, as the operation page's row shows it (``run_implementation``: a row its
+    own source flags is not usable); unflagged runs share one object per implementation."""
+    ref = run_implementation(data, run)
+    if ref.availability != FLAGGED:
+        return shared.setdefault(run.implementation, _facts(ref))
+    return _facts(ref)
+
+
 def _run_facts(data: OperationData) -> dict[str, RunFacts]:
-    impls = {d: _implementation(data, d) for d in data.implementations}
+    impls: dict[str, ImplementationFacts] = {}
     order = axis_order(data.operation)
     views = {}
     for run in data.runs:
@@ -62,7 +72,7 @@ def _run_facts(data: OperationData) -> dict[str, RunFacts]:
             gpu=gpu.slug if gpu else None, gpu_label=gpu_short(data, run.environment),
             arch=gpu.architecture if gpu else hardware.architecture,
             mode=protocol.timed_region, protocol_key=run.protocol, native=protocol.native,
-            implementation=impls[run.implementation], evidence=run.evidence, eligible=run.eligible,
+            implementation=_implementation(data, run, impls), evidence=run.evidence, eligible=run.eligible,
             median_ns=run.median_ns, p20_ns=run.p20_ns, p80_ns=run.p80_ns, observed_at=run.observed_at,
             source=run.source, runner=run.runner,
             ineligible_reasons=tuple(run.eligibility.reasons) if run.eligibility else (),
