@@ -21,7 +21,7 @@ from kernelindex.policy.reasons import Reason
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.requests import ask_url
 from kernelindex.resolve.chooser import choose, narrow_candidates
-from kernelindex.resolve.cohorts import CohortSource, RankedCohort, order_key
+from kernelindex.resolve.cohorts import CohortSource, RankedCohort, order_key, ranks_verified
 from kernelindex.resolve.interpret import canonical_query, interpretation
 from kernelindex.resolve.messages import filter_notes, status_of, variant_notes, without_cohorts
 from kernelindex.resolve.request import ResolveRequest
@@ -147,7 +147,8 @@ class _Context:
     now: datetime
 
     def cohort_order(self, c: RankedCohort) -> tuple:
-        return c.order or order_key(c.sample, c.key, self.source.priority_gpus(), ranks_a_run=bool(c.ranked))
+        return c.order or order_key(c.sample, c.key, self.source.priority_gpus(), ranks_a_run=bool(c.ranked),
+                                    verified=ranks_verified(c.ranked))
 
 
 def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, object] | None = None,

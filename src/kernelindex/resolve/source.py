@@ -33,7 +33,7 @@ from kernelindex.readmodel.region_work import forward_work_note
 from kernelindex.readmodel.rows import run_implementation
 from kernelindex.readmodel.summaries import OperationCounts, counts_of
 from kernelindex.readmodel.versions import VERSIONS
-from kernelindex.resolve.cohorts import LeaderboardScores, OperationEvidence, RankedCohort, order_key
+from kernelindex.resolve.cohorts import LeaderboardScores, OperationEvidence, RankedCohort, order_key, ranks_verified
 from kernelindex.resolve.run_facts import ImplementationFacts, RunFacts
 from kernelindex.resolve.vocabulary import Vocabulary, build_vocabulary, operation_entry, registry_vocabulary
 
@@ -104,7 +104,8 @@ def cohorts_from(data: OperationData) -> list[RankedCohort]:
         excluded = tuple(sorted((_unranked(views[r.digest], cohort.replicate_reason(r.digest))
                                  for r in cohort.runs if r.digest not in ranked_ids), key=lambda v: v.run_id))
         sample = views[cohort.runs[0].digest]
-        order = order_key(sample, key, registry.priority_gpus(), ranks_a_run=bool(ranked))
+        order = order_key(sample, key, registry.priority_gpus(), ranks_a_run=bool(ranked),
+                          verified=ranks_verified(ranked))
         out.append(RankedCohort(key, sample, ranked, excluded, order, ranked_statistic_short(data, cohort)))
     return out
 
