@@ -142,3 +142,15 @@ def test_an_h100_answer_leads_with_the_verified_h100_cohort(catalog: Catalog, no
         first = next(c for c in r.exact if c.mode == mode)
         assert first.runner is not None and {row.run.evidence for row in first.rows} == {"verified"}
     assert r.exact[0].mode == "forward" and r.exact[0].rows[0].run.implementation.title == "Liger"
+
+
+def test_a_row_whose_source_did_not_record_the_version_says_so(catalog: Catalog, now: datetime) -> None:
+    """Issue 43 item 10: Liger's A100 file did not record the torch version of its torch.compile and nn.Embedding
+    rows; an answer says "version not recorded", as the operation page does, not "not usable as-is"."""
+    answer = search(catalog, "embedding a100", now=now).to_json()
+    rows = {r["implementation"]["title"]: r["implementation"] for c in answer["exact"] for r in c["rows"]}
+    for title in ("torch.compile", "PyTorch nn.Embedding"):
+        assert not rows[title]["usable"] and rows[title]["availability"] == "version not recorded"
+    assert rows["Liger"]["usable"] and rows["Liger"]["availability"] == "usable today"
+    hidden = search(catalog, "embedding a100 usable:yes", now=now).exact[0].hidden
+    assert "reads 'version not recorded'" in hidden[0].reason.sentence

@@ -43,9 +43,9 @@ def _rows_table(cohort: dict[str, Any]) -> Table:
         rank = row["rank_label"] + ("~" if row["within_noise"] else "")
         title = (_name(impl) + (" (baseline)" if impl["baseline"] else "") + (" †" if row.get("region_note") else "")
                  + (" ‡" if row.get("host_bound") else ""))
+        usable = "yes" if impl["usable"] else impl.get("availability") or "no"  # "version not recorded", say
         table.add_row(rank, title, format_duration(row["median_ns"], 2), format_ratio(row["vs_first"]),
-                      row["evidence"] + ("*" if row["stale"] else ""), "yes" if impl["usable"] else "no",
-                      row["run_id"])
+                      row["evidence"] + ("*" if row["stale"] else ""), usable, row["run_id"])
     notes = []
     if any(r["within_noise"] for r in cohort["rows"]):
         notes.append("~ within noise of the row above")

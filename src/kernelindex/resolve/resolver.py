@@ -101,8 +101,8 @@ def _hidden_reason(req: ResolveRequest, run: RunFacts) -> Reason | None:
     if req.trust and LEVEL_ORDER.get(run.evidence, 99) > LEVEL_ORDER[req.trust]:
         return Reason("HIDDEN_BY_TRUST", f"Evidence is {run.evidence}; the query asks for {req.trust} or better.")
     if req.usable is not None and impl.usable != req.usable:
-        words = "usable as-is" if impl.usable else "not usable as-is"
-        return Reason("HIDDEN_BY_USABLE", f"The implementation is {words}; the query asks for the opposite.")
+        words = "usable as-is" if impl.usable else impl.availability or "not usable as-is"
+        return Reason("HIDDEN_BY_USABLE", f"The implementation reads '{words}'; the query asks for the opposite.")
     if req.license and (impl.license or "").lower() != req.license.lower():
         return Reason("HIDDEN_BY_LICENSE", f"License is {impl.license or 'unknown'}; the query asks for {req.license}.")
     if req.source and not run.source.lower().startswith(req.source.lower()):

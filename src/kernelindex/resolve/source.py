@@ -45,6 +45,7 @@ def _facts(ref: ImplementationRef) -> ImplementationFacts:
         slug=ref.slug, title=ref.title, language=ref.language, license=ref.license, usable=ref.usable,
         baseline=ref.role == "baseline", project=ref.project, install_command=ref.install_command,
         unusable_reasons=tuple(Reason(r["code"], r["sentence"]) for r in ref.not_usable_reasons),
+        availability=ref.availability,
     )
 
 
