@@ -64,8 +64,8 @@ def flagged_ref(ref: ImplementationRef, run: Run) -> ImplementationRef:
 
 
 def run_implementation(data: OperationData, run: Run) -> ImplementationRef:
-    """The implementation as every door shows it beside this run (operation rows, run pages, search answers): one
-    rule, ``policy.source_flags``, makes a row its own source flags not usable."""
+    """The implementation as every door shows it beside this run (operation rows and run pages here, search answers
+    through ``flagged_ref`` over their per-implementation refs): one rule, ``policy.source_flags``."""
     return flagged_ref(implementation_ref(data, run.implementation), run)
 
 

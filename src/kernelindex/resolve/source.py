@@ -18,7 +18,6 @@ from kernelindex import registry
 from kernelindex.catalog.db import Catalog
 from kernelindex.domain.manifests import OperationSpec
 from kernelindex.policy.reasons import Reason
-from kernelindex.policy.source_flags import AVAILABILITY as FLAGGED
 from kernelindex.readmodel.cache import READ_CACHE, kept
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
@@ -30,7 +29,7 @@ from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.operations import load_operation_runs
 from kernelindex.readmodel.ranking_notes import host_bound_label, ranked_statistic_short
 from kernelindex.readmodel.region_work import forward_work_note
-from kernelindex.readmodel.rows import run_implementation
+from kernelindex.readmodel.rows import flagged_ref, implementation_ref
 from kernelindex.readmodel.summaries import OperationCounts, counts_of
 from kernelindex.readmodel.versions import VERSIONS
 from kernelindex.resolve.cohorts import LeaderboardScores, OperationEvidence, RankedCohort, order_key, ranks_verified
@@ -49,17 +48,20 @@ def _facts(ref: ImplementationRef) -> ImplementationFacts:
     )
 
 
-def _implementation(data: OperationData, run: Run, shared: dict[str, ImplementationFacts]) -> ImplementationFacts:
-    """The implementation beside this run, as the operation page's row shows it (``run_implementation``: a row its
-    own source flags is not usable); unflagged runs share one object per implementation."""
-    ref = run_implementation(data, run)
-    if ref.availability != FLAGGED:
-        return shared.setdefault(run.implementation, _facts(ref))
-    return _facts(ref)
+def _implementation(data: OperationData, run: Run,
+                    shared: dict[str, tuple[ImplementationRef, ImplementationFacts]]) -> ImplementationFacts:
+    """The implementation beside this run, as the operation page's row shows it (``flagged_ref``: a row its own
+    source flags is not usable); unflagged runs share one object per implementation."""
+    if run.implementation not in shared:
+        ref = implementation_ref(data, run.implementation)
+        shared[run.implementation] = ref, _facts(ref)
+    ref, facts = shared[run.implementation]
+    flagged = flagged_ref(ref, run)
+    return facts if flagged is ref else _facts(flagged)
 
 
 def _run_facts(data: OperationData) -> dict[str, RunFacts]:
-    impls: dict[str, ImplementationFacts] = {}
+    impls: dict[str, tuple[ImplementationRef, ImplementationFacts]] = {}
     order = axis_order(data.operation)
     views = {}
     for run in data.runs:
