@@ -131,3 +131,26 @@ def test_ambiguous_word_offers_a_chooser(catalog: Catalog, now: datetime) -> Non
     slugs = [c.slug for c in r.choices]
     assert "layer-norm" in slugs and "rms-norm" in slugs
     assert all(c.query.startswith(f"op:{c.slug}") and "dtype:fp32" in c.query for c in r.choices)
+
+
+def test_an_h100_answer_leads_with_the_verified_h100_cohort(catalog: Catalog, now: datetime) -> None:
+    """Issue 44 item 4: Liger's own H100 rows (reported, 2024) and the H100 lane's verified runs time one workload;
+    the answer leads each region with the verified cohort, as the operation page and ``ki use`` do."""
+    r = search(catalog, "layer-norm rows=4096 hidden=1024 fp32 h100", now=now)
+    assert r.status == "exact" and {c.native for c in r.exact} == {True, False}  # both kinds are in the answer
+    for mode in ("forward", "backward", "forward+backward"):
+        first = next(c for c in r.exact if c.mode == mode)
+        assert first.runner is not None and {row.run.evidence for row in first.rows} == {"verified"}
+    assert r.exact[0].mode == "forward" and r.exact[0].rows[0].run.implementation.title == "Liger"
+
+
+def test_a_row_whose_source_did_not_record_the_version_says_so(catalog: Catalog, now: datetime) -> None:
+    """Issue 43 item 10: Liger's A100 file did not record the torch version of its torch.compile and nn.Embedding
+    rows; an answer says "version not recorded", as the operation page does, not "not usable as-is"."""
+    answer = search(catalog, "embedding a100", now=now).to_json()
+    rows = {r["implementation"]["title"]: r["implementation"] for c in answer["exact"] for r in c["rows"]}
+    for title in ("torch.compile", "PyTorch nn.Embedding"):
+        assert not rows[title]["usable"] and rows[title]["availability"] == "version not recorded"
+    assert rows["Liger"]["usable"] and rows["Liger"]["availability"] == "usable today"
+    hidden = search(catalog, "embedding a100 usable:yes", now=now).exact[0].hidden
+    assert "reads 'version not recorded'" in hidden[0].reason.sentence

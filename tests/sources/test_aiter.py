@@ -253,3 +253,27 @@ def test_a_row_its_tuner_flags_is_shown_but_not_usable_today(empty_catalog: Cata
     flagged = next(r for r in data.runs if r.spec.timing.raw.get("err_ratio") == "0.1825")
     dossier = run_dossier(empty_catalog, flagged.run_id, now=now)
     assert dossier.implementation.availability == "flagged by its source"
+
+
+def test_a_ck_instance_name_is_short_on_the_page_and_whole_in_json_and_on_its_run_page(
+        empty_catalog: Catalog, tmp_path: Path) -> None:
+    """Issue 43 item 7: the operation page's rows and headline name a CK instance by its tile and pipeline (the whole
+    name on hover); its JSON and its run page keep the whole name."""
+    from fastapi.testclient import TestClient
+
+    from kernelindex import urls
+    from kernelindex.web.app import create_app
+
+    kernel = "a8w8_rowwise_256x16x64x512_16x16_1x1_32x8x1_32x8x1_1x16x1x16_4x4x1_1x1_intrawave_v3"
+    table = tmp_path / "configs" / "a8w8_tuned_gemm.csv"
+    table.parent.mkdir(parents=True)
+    table.write_text(ROWWISE + f"gfx950,256,1,1280,8192,torch.int8,34,0,10.5,{kernel},1,1,0.0\n", encoding="utf-8")
+    import_aiter(empty_catalog, tmp_path, dry_run=False, actor="test")
+    site = TestClient(create_app(empty_catalog))
+    path = urls.operation("gemm-a8w8-rowwise-n1280-k8192")
+    (row,) = site.get(urls.api(path)).json()["ranked"]
+    assert row["implementation"]["title"] == f"aiter gemm_a8w8 · ck · {kernel}"
+    html = site.get(path).text
+    short = "aiter gemm_a8w8 · ck · a8w8_rowwise 16×64×512 intrawave v3"
+    assert short in html and f">{row['implementation']['title']}<" not in html  # the whole name only on hover
+    assert f">{row['implementation']['title']}" in site.get(urls.run(row["run_id"])).text

@@ -31,3 +31,20 @@ def test_the_box_links_its_json_twin_with_the_same_answer(client: TestClient) ->
     (answer,) = twin["recommendation"]["answers"]
     assert f'href="/runs/{answer["run_id"]}"' in page[page.index('id="use-this"'):]
     assert twin["status"] == "measured" and answer["median_ns"] == 59184
+
+
+def test_an_h100_page_without_h100_runs_offers_the_h200s_verified_runs(client: TestClient) -> None:
+    """Issue 44 item 4: geglu-mlp has verified H200 runs, Liger's reported RTX 4090 rows and nothing on the H100.
+    Its H100 page, the nearest-GPU banner and the "Use this" box all offer the H200's verified cohort."""
+    page = client.get("/api/v1/operations/geglu-mlp", params={"gpu": "h100"}).json()
+    nearest = page["asked_gpu"]["nearest"]
+    assert nearest["gpu"] == "h200" and nearest["why"].startswith("the same architecture as H100 (sm_90), verified")
+    linked = next(c for c in page["cohorts"] if c["key"] == nearest["cohort"])
+    assert linked["evidence"] == "verified" and page["selected_cohort"] == nearest["cohort"]
+    assert any(c["evidence"] == "reported" and "RTX 4090" in c["gpu"] for c in page["cohorts"])
+    text = client.get("/operations/geglu-mlp?gpu=h100").text
+    box = html.unescape(text[text.index('id="use-this"'):])
+    box = box[:box.index("</section>")]
+    assert "Use this on H200" in box and "Verified · KernelIndex verification runner" in box
+    (answer,) = client.get(_json_link(text)).json()["recommendation"]["answers"]
+    assert answer["evidence"] == "verified" and answer["median_ns"] == nearest["leader_ns"]

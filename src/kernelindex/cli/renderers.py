@@ -10,8 +10,15 @@ from rich.table import Table
 from kernelindex.cli.common import console, markup_safe, print_json
 from kernelindex.domain.units import format_duration, format_ratio
 from kernelindex.policy.floor import ATTAINABLE, FLOOR_NAMES, PHYSICAL
+from kernelindex.readmodel.kernel_names import short_title
 
 RECORDS_LIMIT = 50
+
+
+def _name(implementation: dict[str, Any]) -> str:
+    """An implementation's title as a table or note shows it: a generated kernel name shortened (run pages and
+    --json keep the full one)."""
+    return short_title(implementation["title"])
 
 
 def _axes(cohort: dict[str, Any]) -> str:
@@ -34,18 +41,18 @@ def _rows_table(cohort: dict[str, Any]) -> Table:
     for row in cohort["rows"]:
         impl = row["implementation"]
         rank = row["rank_label"] + ("~" if row["within_noise"] else "")
-        title = (impl["title"] + (" (baseline)" if impl["baseline"] else "") + (" †" if row.get("region_note") else "")
+        title = (_name(impl) + (" (baseline)" if impl["baseline"] else "") + (" †" if row.get("region_note") else "")
                  + (" ‡" if row.get("host_bound") else ""))
+        usable = "yes" if impl["usable"] else impl.get("availability") or "no"  # "version not recorded", say
         table.add_row(rank, title, format_duration(row["median_ns"], 2), format_ratio(row["vs_first"]),
-                      row["evidence"] + ("*" if row["stale"] else ""), "yes" if impl["usable"] else "no",
-                      row["run_id"])
+                      row["evidence"] + ("*" if row["stale"] else ""), usable, row["run_id"])
     notes = []
     if any(r["within_noise"] for r in cohort["rows"]):
         notes.append("~ within noise of the row above")
     if any(r["stale"] for r in cohort["rows"]):
         notes.append("* stale: observed more than 180 days ago")
     notes += [f"† {note}" for note in dict.fromkeys(r["region_note"] for r in cohort["rows"] if r.get("region_note"))]
-    notes += [f"‡ {r['implementation']['title']}: {r['host_bound']}" for r in cohort["rows"] if r.get("host_bound")]
+    notes += [f"‡ {_name(r['implementation'])}: {r['host_bound']}" for r in cohort["rows"] if r.get("host_bound")]
     table.caption = " · ".join(notes) or None
     table.caption_justify = "left"
     return table
@@ -114,7 +121,7 @@ def _leaders_table(title: str, cohorts: list[dict[str, Any]]) -> Table:
     for c in cohorts:
         leader = c.get("leader") or (c["rows"][0] if c.get("rows") else None)
         table.add_row(_axes(c) if one_label else f"{c['label']} · {_axes(c)}",
-                      leader["implementation"]["title"] if leader else "—",
+                      _name(leader["implementation"]) if leader else "—",
                       format_duration(leader["median_ns"], 2) if leader else "—", c["ranked_statistic"],
                       str(c["eligible_runs"]))
     return table
@@ -142,7 +149,7 @@ def _render_nearest(nearest: dict[str, Any]) -> None:
             table.add_column(name, justify="right" if name in ("Latency", "Runs") else "left")
         for c in n["leaders"]:
             leader = c["leader"]
-            table.add_row(f"{c['label']} · {_axes(c)}", leader["implementation"]["title"] if leader else "—",
+            table.add_row(f"{c['label']} · {_axes(c)}", _name(leader["implementation"]) if leader else "—",
                           format_duration(leader["median_ns"], 2) if leader else "—", c["ranked_statistic"],
                           str(c["eligible_runs"]))
         console.print(table)
@@ -155,7 +162,7 @@ def _render_compatible(compatible: dict[str, Any]) -> None:
     for c in compatible["shown"]:
         diff = ", ".join(f"{m['field']} {m['observed']} (asked {m['requested']})" for m in c["mismatches"])
         leader = c["leader"]
-        table.add_row(f"{c['label']} · {_axes(c)}", diff, leader["implementation"]["title"] if leader else "—",
+        table.add_row(f"{c['label']} · {_axes(c)}", diff, _name(leader["implementation"]) if leader else "—",
                       format_duration(leader["median_ns"], 2) if leader else "—", c["ranked_statistic"])
     console.print(table)
 
@@ -239,14 +246,14 @@ def render_operation(d: dict[str, Any]) -> None:
     console.print(f"[bold]{d['title']}[/] ({d['slug']}) · {d['eligible_runs']} eligible runs", highlight=False)
     for slot in d["headline"]:
         row = slot["row"]
-        console.print(f"  {slot['title']}: {row['implementation']['title']} {format_duration(row['median_ns'], 2)}"
+        console.print(f"  {slot['title']}: {_name(row['implementation'])} {format_duration(row['median_ns'], 2)}"
                       f" {row.get('statistic', 'median')} · {slot['cohort_label']}", highlight=False)
     statistic = d["ranked"][0].get("statistic", "median") if d["ranked"] else "median"
     table = Table(title=f"Ranked (selected cohort) · ascending {statistic}", title_justify="left")
     for name in ("#", "Implementation", f"Time ({statistic})", "vs #1", "Evidence", "Run"):
         table.add_column(name, justify="left" if name in ("Implementation", "Evidence", "Run") else "right")
     for row in d["ranked"]:
-        table.add_row(row["rank_label"] + (" ~" if row["within_noise"] else ""), row["implementation"]["title"],
+        table.add_row(row["rank_label"] + (" ~" if row["within_noise"] else ""), _name(row["implementation"]),
                       format_duration(row["median_ns"], 2), format_ratio(row["vs_first"]), row["evidence"],
                       row["run_id"])
     console.print(table)
@@ -264,7 +271,7 @@ def _ranking_notes(d: dict[str, Any]) -> None:
     for row in d["ranked"]:
         for said in (row.get("region_note"), row.get("host_bound")):
             if said:
-                console.print(f"  [dim]{row['rank_label']} {row['implementation']['title']}: {said}[/]",
+                console.print(f"  [dim]{row['rank_label']} {_name(row['implementation'])}: {said}[/]",
                               highlight=False)
 
 

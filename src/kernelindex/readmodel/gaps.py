@@ -79,13 +79,15 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
     same_workload = [c for c in all_cohorts.values() if c.workload == selected.workload and c.eligible]
     covered = {g.slug for c in same_workload if (g := data.gpu_of(c.environment))}
     measured: dict[str, Cohort] = {}
-    best_ns: dict[str, int] = {}  # the leader's median of each GPU's fastest cohort so far
+    best: dict[str, tuple[int, int]] = {}  # each GPU's best cohort so far: its evidence level, its leader's figure
     for c in same_workload:
         gpu = data.gpu_of(c.environment)
         if gpu and data.protocols[c.protocol].spec.timed_region == region and c.leader:
-            ns = c.leader_ns or 0
-            if gpu.slug not in measured or ns < best_ns[gpu.slug]:
-                measured[gpu.slug], best_ns[gpu.slug] = c, ns
+            # The evidence the rule weighs is the cohort it links: a GPU chosen for its verified runs offers them,
+            # not a faster reported cohort of the same GPU
+            rank = (_evidence_level(c), c.leader_ns or 0)
+            if gpu.slug not in measured or rank < best[gpu.slug]:
+                measured[gpu.slug], best[gpu.slug] = c, rank
     facts = measured_gpus(data, [c for c in same_workload if data.protocols[c.protocol].spec.timed_region == region])
     known = registry.gpus()
     out = []
@@ -99,6 +101,10 @@ def not_measured(data: OperationData, selected: Cohort, all_cohorts: dict[str, C
                                _nearest(data, spec, measured, facts), floor.bound, peak / 1e12 if peak else None,
                                floor.latency_words))
     return out
+
+
+def _evidence_level(cohort: Cohort) -> int:
+    return min((LEVEL_ORDER.get(r.evidence, 99) for r in cohort.eligible), default=99)
 
 
 def measured_gpus(data: OperationData, cohorts: Iterable[Cohort]) -> list[MeasuredGpu]:

@@ -12,6 +12,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.manifests import stored_json
 from kernelindex.readmodel.cohorts import Cohort
+from kernelindex.readmodel.court import reproduction_json
 from kernelindex.readmodel.folding import fold_long_lists
 from kernelindex.readmodel.labels import (
     Shown,
@@ -237,6 +238,8 @@ def _not_ranked(data: OperationData, cohort: Cohort) -> list[dict]:
             "median_ns": r.median_ns,
             "status": r.status,
             "reasons": [x.to_json() for x in r.eligibility.reasons] if r.eligibility else [],
+            # A figure the court did not reproduce leaves the ranking, not its row's two figures (issue 44 item 2)
+            "reproduction": reproduction_json(data, r),
         }
         for r in cohort.runs
         if not r.eligible

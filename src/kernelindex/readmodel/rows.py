@@ -63,6 +63,12 @@ def flagged_ref(ref: ImplementationRef, run: Run) -> ImplementationRef:
                                                                                      *ref.not_usable_reasons])
 
 
+def run_implementation(data: OperationData, run: Run) -> ImplementationRef:
+    """The implementation as every door shows it beside this run (operation rows and run pages here, search answers
+    through ``flagged_ref`` over their per-implementation refs): one rule, ``policy.source_flags``."""
+    return flagged_ref(implementation_ref(data, run.implementation), run)
+
+
 def ranked_rows(data: OperationData, cohort: Cohort, now: datetime) -> list[RankedRow]:
     baselines = [  # each baseline's row figure (its replicates summarised), never one fast replicate
         e.item.median_ns for e in cohort.ranked
@@ -140,7 +146,7 @@ def method_note(run: Run, usual: str | None) -> str | None:
 
 def _row(data: OperationData, run: Run, entry: Ranked, baselines: list[int], now: datetime,
          usual: str | None = None) -> RankedRow:
-    ref = flagged_ref(implementation_ref(data, run.implementation), run)
+    ref = run_implementation(data, run)
     is_baseline = ref.role == "baseline"
     figure = entry.item.median_ns  # the row's figure: its replicates' median where it stands for several
     multiple = None if is_baseline else baseline_multiple(figure, baselines)

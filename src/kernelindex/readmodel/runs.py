@@ -32,7 +32,7 @@ from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.ranking_notes import host_bound_label
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 from kernelindex.readmodel.reproduce import reproduce_json
-from kernelindex.readmodel.rows import flagged_ref, implementation_ref, run_floors
+from kernelindex.readmodel.rows import run_floors, run_implementation
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
 from kernelindex.readmodel.stream_panel import stream_panel
@@ -182,7 +182,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         status=run.status,
         operation=data.slug,
         operation_title=data.title,
-        implementation=flagged_ref(implementation_ref(data, run.implementation), run),
+        implementation=run_implementation(data, run),
         timing=stored["timing"],
         memory=stored.get("memory"),
         score=stored.get("score"),

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.selection import MODE_ORDER
 from kernelindex.resolve.run_facts import RunFacts
 from kernelindex.resolve.vocabulary import Vocabulary
@@ -69,12 +70,20 @@ class RankedCohort:
         return len(self.ranked)
 
 
-def order_key(sample: RunFacts, key: str, priority_gpus: Sequence[str], ranks_a_run: bool = True) -> tuple:
+def order_key(sample: RunFacts, key: str, priority_gpus: Sequence[str], ranks_a_run: bool = True,
+              verified: bool = False) -> tuple:
     """Forward before backward; within a region, cohorts that rank a run before those that rank none (all
-    superseded, say), then priority GPUs, then the workload: computed once per cohort."""
+    superseded, say), then priority GPUs, then the workload; of one GPU and workload, a cohort ranking a verified
+    run before a reported one (the default-cohort rule's order, ``policy.selection``), then source-native first:
+    computed once per cohort."""
     priority = list(priority_gpus)
     gpu_rank = priority.index(sample.gpu) if sample.gpu is not None and sample.gpu in priority else len(priority)
     return (MODE_ORDER.get(sample.mode, 9), 0 if ranks_a_run else 1, gpu_rank, sample.gpu_label,
-            tuple(sorted(sample.axes.items())), 0 if sample.native else 1, key)
+            tuple(sorted(sample.axes.items())), 0 if verified else 1, 0 if sample.native else 1, key)
+
+
+def ranks_verified(ranked: Sequence[tuple[RunFacts, int, str, bool, float | None]]) -> bool:
+    """Whether a cohort's ranking holds a trusted runner's run (verified or replicated)."""
+    return any(run.evidence in VERIFIED_LEVELS for run, *_ in ranked)
 
 

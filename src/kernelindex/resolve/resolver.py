@@ -21,7 +21,7 @@ from kernelindex.policy.reasons import Reason
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.requests import ask_url
 from kernelindex.resolve.chooser import choose, narrow_candidates
-from kernelindex.resolve.cohorts import CohortSource, RankedCohort, order_key
+from kernelindex.resolve.cohorts import CohortSource, RankedCohort, order_key, ranks_verified
 from kernelindex.resolve.interpret import canonical_query, interpretation
 from kernelindex.resolve.messages import filter_notes, status_of, variant_notes, without_cohorts
 from kernelindex.resolve.request import ResolveRequest
@@ -101,8 +101,8 @@ def _hidden_reason(req: ResolveRequest, run: RunFacts) -> Reason | None:
     if req.trust and LEVEL_ORDER.get(run.evidence, 99) > LEVEL_ORDER[req.trust]:
         return Reason("HIDDEN_BY_TRUST", f"Evidence is {run.evidence}; the query asks for {req.trust} or better.")
     if req.usable is not None and impl.usable != req.usable:
-        words = "usable as-is" if impl.usable else "not usable as-is"
-        return Reason("HIDDEN_BY_USABLE", f"The implementation is {words}; the query asks for the opposite.")
+        words = "usable as-is" if impl.usable else impl.availability or "not usable as-is"
+        return Reason("HIDDEN_BY_USABLE", f"The implementation reads '{words}'; the query asks for the opposite.")
     if req.license and (impl.license or "").lower() != req.license.lower():
         return Reason("HIDDEN_BY_LICENSE", f"License is {impl.license or 'unknown'}; the query asks for {req.license}.")
     if req.source and not run.source.lower().startswith(req.source.lower()):
@@ -147,7 +147,8 @@ class _Context:
     now: datetime
 
     def cohort_order(self, c: RankedCohort) -> tuple:
-        return c.order or order_key(c.sample, c.key, self.source.priority_gpus(), ranks_a_run=bool(c.ranked))
+        return c.order or order_key(c.sample, c.key, self.source.priority_gpus(), ranks_a_run=bool(c.ranked),
+                                    verified=ranks_verified(c.ranked))
 
 
 def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, object] | None = None,

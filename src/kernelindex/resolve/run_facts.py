@@ -28,6 +28,7 @@ class ImplementationFacts:
     project: str | None = None
     install_command: str | None = None
     unusable_reasons: tuple[Reason, ...] = ()
+    availability: str = ""  # in words, as the operation page's row says it (policy.usability, policy.source_flags)
 
     def to_json(self) -> dict[str, object]:
         """One dict per implementation, shared by every row that shows it (a batch renders the same
@@ -41,7 +42,7 @@ class ImplementationFacts:
             "license": self.license, "usable": self.usable, "baseline": self.baseline,
             "install_command": self.install_command,
             "not_usable_reasons": [r.to_json() for r in self.unusable_reasons],
-            "url": urls.implementation(self.slug),
+            "url": urls.implementation(self.slug), "availability": self.availability,
         }
 
 

@@ -23,32 +23,45 @@ from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_key
 from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
 from kernelindex.readmodel.listing_facts import gpu_short
-from kernelindex.readmodel.loading import OperationData
+from kernelindex.readmodel.loading import OperationData, Run
 from kernelindex.readmodel.objects import operation_manifests
+from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.operations import load_operation_runs
 from kernelindex.readmodel.ranking_notes import host_bound_label, ranked_statistic_short
 from kernelindex.readmodel.region_work import forward_work_note
-from kernelindex.readmodel.rows import implementation_ref
+from kernelindex.readmodel.rows import flagged_ref, implementation_ref
 from kernelindex.readmodel.summaries import OperationCounts, counts_of
 from kernelindex.readmodel.versions import VERSIONS
-from kernelindex.resolve.cohorts import LeaderboardScores, OperationEvidence, RankedCohort, order_key
+from kernelindex.resolve.cohorts import LeaderboardScores, OperationEvidence, RankedCohort, order_key, ranks_verified
 from kernelindex.resolve.run_facts import ImplementationFacts, RunFacts
 from kernelindex.resolve.vocabulary import Vocabulary, build_vocabulary, operation_entry, registry_vocabulary
 
 T = TypeVar("T")
 
 
-def _implementation(data: OperationData, digest: str) -> ImplementationFacts:
-    ref = implementation_ref(data, digest)
+def _facts(ref: ImplementationRef) -> ImplementationFacts:
     return ImplementationFacts(
         slug=ref.slug, title=ref.title, language=ref.language, license=ref.license, usable=ref.usable,
         baseline=ref.role == "baseline", project=ref.project, install_command=ref.install_command,
         unusable_reasons=tuple(Reason(r["code"], r["sentence"]) for r in ref.not_usable_reasons),
+        availability=ref.availability,
     )
 
 
+def _implementation(data: OperationData, run: Run,
+                    shared: dict[str, tuple[ImplementationRef, ImplementationFacts]]) -> ImplementationFacts:
+    """The implementation beside this run, as the operation page's row shows it (``flagged_ref``: a row its own
+    source flags is not usable); unflagged runs share one object per implementation."""
+    if run.implementation not in shared:
+        ref = implementation_ref(data, run.implementation)
+        shared[run.implementation] = ref, _facts(ref)
+    ref, facts = shared[run.implementation]
+    flagged = flagged_ref(ref, run)
+    return facts if flagged is ref else _facts(flagged)
+
+
 def _run_facts(data: OperationData) -> dict[str, RunFacts]:
-    impls = {d: _implementation(data, d) for d in data.implementations}
+    impls: dict[str, tuple[ImplementationRef, ImplementationFacts]] = {}
     order = axis_order(data.operation)
     views = {}
     for run in data.runs:
@@ -62,7 +75,7 @@ def _run_facts(data: OperationData) -> dict[str, RunFacts]:
             gpu=gpu.slug if gpu else None, gpu_label=gpu_short(data, run.environment),
             arch=gpu.architecture if gpu else hardware.architecture,
             mode=protocol.timed_region, protocol_key=run.protocol, native=protocol.native,
-            implementation=impls[run.implementation], evidence=run.evidence, eligible=run.eligible,
+            implementation=_implementation(data, run, impls), evidence=run.evidence, eligible=run.eligible,
             median_ns=run.median_ns, p20_ns=run.p20_ns, p80_ns=run.p80_ns, observed_at=run.observed_at,
             source=run.source, runner=run.runner,
             ineligible_reasons=tuple(run.eligibility.reasons) if run.eligibility else (),
@@ -94,7 +107,8 @@ def cohorts_from(data: OperationData) -> list[RankedCohort]:
         excluded = tuple(sorted((_unranked(views[r.digest], cohort.replicate_reason(r.digest))
                                  for r in cohort.runs if r.digest not in ranked_ids), key=lambda v: v.run_id))
         sample = views[cohort.runs[0].digest]
-        order = order_key(sample, key, registry.priority_gpus(), ranks_a_run=bool(ranked))
+        order = order_key(sample, key, registry.priority_gpus(), ranks_a_run=bool(ranked),
+                          verified=ranks_verified(ranked))
         out.append(RankedCohort(key, sample, ranked, excluded, order, ranked_statistic_short(data, cohort)))
     return out
 

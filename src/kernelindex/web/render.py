@@ -88,6 +88,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    from kernelindex.readmodel.kernel_names import short_title
     from kernelindex.readmodel.rows import METHOD_WORDS
 
     env.filters.update(
@@ -100,6 +101,7 @@ def environment() -> Environment:
         markup=Markup,
         age=age,
         timing_method=lambda method: METHOD_WORDS.get(method, method),  # never the raw field value
+        short_title=short_title,  # a generated kernel name read by people; the full one stays in JSON
     )
     from kernelindex.policy.floor import FLOOR_NAMES
     from kernelindex.readmodel.pages_home import family_anchor

@@ -28,6 +28,8 @@ class ImplementationOut(_Doc):
     install_command: str | None
     not_usable_reasons: list[ReasonOut]
     url: str
+    availability: str = Field("", description="In words, as the operation page's row says it: 'usable today', "
+                              "'version not recorded', 'flagged by its source' or 'not usable as-is'.")
 
 
 class RowOut(_Doc):
