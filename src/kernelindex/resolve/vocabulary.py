@@ -16,6 +16,7 @@ from typing import Any
 from kernelindex import registry
 from kernelindex.domain.dtypes import DTYPE_ALIASES, DTYPE_BYTES, canonical_dtype
 from kernelindex.domain.manifests import OperationSpec
+from kernelindex.domain.titles import operation_title
 from kernelindex.resolve.words import SYNONYMS, slug_dtypes, synonym_slugs
 
 _SEPARATORS = re.compile(r"[\s_\-./:+()]+")
@@ -168,11 +169,13 @@ def operation_entry_json(slug: str, manifest: Mapping[str, Any]) -> OperationEnt
     when it was written), so a query reads the fields it names without validating 1,300 manifests again."""
     metadata, spec = manifest.get("metadata") or {}, manifest["spec"]
     axes: Mapping[str, Mapping[str, Any]] = spec["axes"]
-    title = metadata.get("title") or slug
+    written = metadata.get("title")
+    title = operation_title(written, slug)
+    aliases = tuple(metadata.get("aliases") or ()) + ((written,) if written and written != title else ())
     first = spec["inputs"][0] if spec.get("inputs") else None
     fixed = canonical_dtype(first["dtype"]) if first else None
     return OperationEntry(
-        slug=slug, title=title, family=spec["family"], aliases=tuple(metadata.get("aliases") or ()), axes=tuple(axes),
+        slug=slug, title=title, family=spec["family"], aliases=aliases, axes=tuple(axes),
         derived={n: e for n, a in axes.items() if a["role"] == "derived" and (e := a.get("expression")) is not None},
         constants={n: int(e) for n, a in axes.items()
                    if a["role"] == "constant" and (e := a.get("expression")) is not None and e.isdigit()},
