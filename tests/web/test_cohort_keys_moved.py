@@ -44,9 +44,23 @@ def test_an_old_cohort_key_redirects_permanently_to_its_cohort(client: TestClien
         assert followed.json()["selected_cohort"] == now
 
 
+@pytest.mark.parametrize("prefix", ["", "/api/v1"])
+def test_an_old_cohort_key_in_the_records_ledger_redirects_to_its_cohort(client: TestClient,
+                                                                          moved: tuple[str, str, str],
+                                                                          prefix: str) -> None:
+    former, now, _ = moved
+    answer = client.get(f"{prefix}/records", params={"cohort": former}, follow_redirects=False)
+    assert answer.status_code == 301
+    location = urlsplit(answer.headers["location"])
+    assert location.path == f"{prefix}/records" and parse_qs(location.query) == {"cohort": [now]}
+    assert client.get(answer.headers["location"]).status_code == 200
+
+
 def test_a_key_that_never_named_a_cohort_is_still_refused(client: TestClient) -> None:
     answer = client.get("/operations/rope", params={"cohort": "0123456789ab"}, follow_redirects=False)
     assert answer.status_code == 400 and "is not a cohort of rope" in answer.text
+    ledger = client.get("/records", params={"cohort": "0123456789ab"}, follow_redirects=False)
+    assert ledger.status_code == 404 and "holds a record" in ledger.text
 
 
 def test_other_doors_name_the_key_to_use(catalog: Catalog, moved: tuple[str, str, str]) -> None:

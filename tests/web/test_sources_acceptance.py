@@ -83,6 +83,22 @@ def test_conv2d_scores_are_suite_scoped_and_never_mixed_with_latencies(client: T
     assert not {r.cohort_key for r in data.runs} & {r.cohort_key for r in data.score_runs}
 
 
+def test_a_score_runs_page_and_ki_show_run_read_it_in_us_or_ms(client: TestClient, catalog: Catalog) -> None:
+    """Issue 46 item 7: the run page and ``ki show run`` give a leaderboard score (seconds) as every latency."""
+    from typer.testing import CliRunner
+
+    from kernelindex.cli import app as ki
+
+    board = client.get("/api/v1/operations/gpumode-conv2d-v2").json()["leaderboards"][0]
+    row = board["rows"][0]
+    shown = format_duration(row["score_s"] * 1e9, 2)
+    html = client.get(f"/runs/{row['run_id']}").text
+    assert f"score {shown}</h1>" in html and f'title="{row["score_s"]:.6g} s">{shown}</span>' in html
+    printed = CliRunner().invoke(ki, ["show", "run", row["run_id"], "--database", catalog.url], env={"COLUMNS": "160"})
+    assert printed.exit_code == 0 and f"score ({board['statistic']})" in printed.stdout and shown in printed.stdout
+    assert "median" not in printed.stdout
+
+
 def test_fused_add_rms_norm_b200_triton_and_cutile_with_memory(client: TestClient, catalog: Catalog,
                                                                now: datetime) -> None:
     r = search(catalog, "fused add rms norm b200", now=now)

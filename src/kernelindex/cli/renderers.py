@@ -200,7 +200,7 @@ def render_run(d: dict[str, Any]) -> None:
         r["sentence"] for r in d["not_ranked_reasons"])
     _kv(f"Run {d['run_id']} · {d['operation_title']}", [
         ("status", d["status"]), ("implementation", d["implementation"]["title"]),
-        *_statistic_lines(timing),
+        *_statistic_lines(timing, d.get("score")),
         ("rank", rank), ("vs #1", format_ratio(d["vs_first"])), ("cohort", d["cohort_label"]),
         ("workload", d["workload"]["label"]), ("gpu", d["gpu"]), ("evidence", d["evidence_sentence"]),
         ("license", d["implementation"]["license"]),
@@ -224,8 +224,10 @@ def render_run(d: dict[str, Any]) -> None:
 _STATISTICS = (("median", "median_ns"), ("mean", "mean_ns"), ("min", "min_ns"))
 
 
-def _statistic_lines(timing: dict[str, Any]) -> list[tuple[str, str]]:
-    lines = [(label, format_duration(timing[key], 2)) for label, key in _STATISTICS if timing.get(key) is not None]
+def _statistic_lines(timing: dict[str, Any], score: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    """The run's figures; a leaderboard score (seconds, as its source gives it) in µs/ms like every latency."""
+    lines = [(f"score ({score['statistic']})", format_duration(score["value"] * 1e9, 2))] if score else []
+    lines += [(label, format_duration(timing[key], 2)) for label, key in _STATISTICS if timing.get(key) is not None]
     if timing.get("std_ns") is not None:
         lines.append(("std", format_duration(timing["std_ns"], 2)))
     if timing.get("p20_ns") is not None or timing.get("p80_ns") is not None:

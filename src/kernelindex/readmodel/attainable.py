@@ -28,7 +28,7 @@ from sqlalchemy import select
 from kernelindex import registry
 from kernelindex.catalog.changes import MAY_MOVE_ATTAINABLE
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
+from kernelindex.catalog.models import AttestationRow, ObjectRow, OperationSummaryRow, RunRow
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.policy.ceilings import CeilingFigure, best_seen
@@ -136,9 +136,10 @@ def ceiling_tables(environments: Iterable[dict]) -> dict[str, tuple[CeilingFigur
 
 
 def _stored_rates(catalog: Catalog, wanted: dict[str, int]) -> dict[str, AttainableRates]:
-    """The rates kept in the stored summaries of these operations at these versions (those not stored: absent)."""
-    return {slug: rates_from_json(orjson.loads(body)["attainable"])
-            for slug, body in stored_column(catalog, wanted).items()}
+    """The rates kept in the stored summaries of these operations at these versions (those not stored: absent),
+    read from the small counts column beside each summary."""
+    return {slug: rates_from_json(orjson.loads(counts)["attainable"])
+            for slug, counts in stored_column(catalog, wanted, OperationSummaryRow.counts).items()}
 
 
 def rates_from_json(kept: dict[str, dict[str, list[Any]]]) -> AttainableRates:

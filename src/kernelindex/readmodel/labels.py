@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kernelindex import registry
+from kernelindex.domain import titles
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.manifests import (
     BenchmarkProtocol,
@@ -77,7 +78,8 @@ def cohort_label(environment: ExecutionEnvironment, protocol: BenchmarkProtocol)
 
 
 def implementation_title(implementation: ImplementationRevision) -> str:
-    return implementation.metadata.title or implementation.spec.callable.symbol
+    metadata, symbol = implementation.metadata, implementation.spec.callable.symbol
+    return titles.implementation_title(metadata.title, symbol, metadata.labels.get("authors"))
 
 
 # Names are cut at 120 characters where they are made (the runner's KernelBench lines): two callables of one

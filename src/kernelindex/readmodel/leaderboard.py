@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kernelindex.domain.titles import implementation_title
 from kernelindex.policy.eligibility import EligibilityFacts, eligibility
 from kernelindex.policy.ranking import Rankable, rank
 from kernelindex.readmodel.jsonable import JsonModel
@@ -95,6 +96,6 @@ def _board(data: OperationData, runs: list[Run]) -> Leaderboard:
         impl = data.implementations[run.implementation]
         board.rows.append(LeaderboardRow(
             entry.label, run.run_id, implementation_slug(impl),
-            impl.metadata.title or implementation_slug(impl),
+            implementation_title(impl.metadata.title, implementation_slug(impl), impl.metadata.labels.get("authors")),
             run.score.value, entry.vs_first, run.observed_at))
     return board

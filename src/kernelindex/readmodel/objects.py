@@ -13,14 +13,14 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_lines as _export_lines
 from kernelindex.catalog.export import write_export_snapshot as _write_export_snapshot
 from kernelindex.catalog.models import ObjectRow, RunRow
-from kernelindex.domain.manifests import ExecutionEnvironment, OperationSpec, WorkloadCase, as_kind, parse_manifest_text
+from kernelindex.domain.manifests import ExecutionEnvironment, WorkloadCase, as_kind, parse_manifest_text
 
 
-def operation_manifests(catalog: Catalog) -> dict[str, OperationSpec]:
-    """slug → the manifest of every named operation stored in the catalog."""
+def operation_bodies(catalog: Catalog) -> dict[str, bytes]:
+    """slug → the stored manifest (its JSON, as written once validated) of every named operation in the catalog."""
     with catalog.engine.connect() as conn:
         rows = conn.execute(select(ObjectRow.name, ObjectRow.body).where(ObjectRow.kind == "OperationSpec")).all()
-    return {name: OperationSpec.model_validate_json(body) for name, body in rows if name}
+    return {name: body.encode() if isinstance(body, str) else body for name, body in rows if name}
 
 
 def workload_cases(

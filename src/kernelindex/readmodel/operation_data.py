@@ -26,6 +26,7 @@ from kernelindex.domain.manifests import (
     manifest_json,
 )
 from kernelindex.domain.specs import BenchmarkRunBody, MemoryFigure, ScoreFigure
+from kernelindex.domain.titles import operation_title
 from kernelindex.policy.ceilings import CeilingCheck
 from kernelindex.policy.cohorts import metric_of
 from kernelindex.policy.eligibility import Eligibility
@@ -176,8 +177,8 @@ class OperationData:
 
     @property
     def title(self) -> str:
-        """The operation's title, or its slug when it has none."""
-        return self.operation.metadata.title or self.slug
+        """The operation's title, read as people read it (``domain.titles``), or its slug when it has none."""
+        return operation_title(self.operation.metadata.title, self.slug)
 
     def specs_json(self, workload: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """The operation's and the workload's specs in the JSON form the pure policies (floor, snippets) take,

@@ -11,6 +11,8 @@ from typing import Any
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.policy.evidence import LEVELS
+from kernelindex.readmodel.cohort_aliases import current_cohort_key
+from kernelindex.readmodel.errors import CohortMoved
 from kernelindex.readmodel.jsonable import JsonModel, to_jsonable
 from kernelindex.readmodel.ledger_views import VIEWS
 from kernelindex.readmodel.pages_common import (
@@ -75,9 +77,7 @@ def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | N
     filters = {"operation": operation, "gpu": gpu, "evidence": evidence, "view": view, "cohort": cohort}
     page = RecordsPage(view=view, filters=filters, options=options, total_cohorts=len(summaries), gpu_reading=reading)
     if cohort is not None:
-        page.cohort = next((s for s in summaries if s.key == cohort or s.cohort_key == cohort), None)
-        if page.cohort is None:
-            raise NotFound(f"no cohort {cohort!r} holds a record; cohort keys are the 12 hex digits in ?cohort=")
+        page.cohort = _cohort(catalog, summaries, cohort)
         return page
     chosen = [s for s in summaries if _matches(s, operation, gpu, evidence)]
     page.__dict__["_written"] = {k: v for facts in every for k, v in _written(facts).items()}
@@ -89,6 +89,18 @@ def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | N
     else:
         page.events, page.events_truncated = _history(chosen)
     return page
+
+
+def _cohort(catalog: Catalog, summaries: list[CohortSummary], key: str) -> CohortSummary:
+    """The cohort ``?cohort=`` names; a key an earlier rule gave a cohort holding a record moves to its key now
+    (CohortMoved: the web answers a 301, as the operation page does)."""
+    found = next((s for s in summaries if key in (s.key, s.cohort_key)), None)
+    if found is not None:
+        return found
+    moved = current_cohort_key(catalog, key)
+    if moved is not None and any(s.key == moved for s in summaries):
+        raise CohortMoved(key, moved)
+    raise NotFound(f"no cohort {key!r} holds a record; cohort keys are the 12 hex digits in ?cohort=")
 
 
 def _written(facts: OperationFacts) -> dict[int, dict[str, Any]]:

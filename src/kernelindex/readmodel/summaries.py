@@ -132,15 +132,18 @@ def operation_summaries(catalog: Catalog, *, now: datetime) -> list[OperationFac
 @dataclass
 class OperationCounts(JsonModel):
     """What the search chooser weighs of an operation: its eligible runs (as its page counts them),
-    those per GPU (registry slug), and its leaderboard score runs per GPU."""
+    those per GPU (registry slug), and its leaderboard score runs per GPU; and its verified runs' rates, which
+    the attainable ceilings read of every verified operation (a few bytes here, not the summary's body)."""
 
     eligible_runs: int
     gpus: dict[str, int]
     scores: list[ScoreShare]
+    attainable: AttainableRates
 
 
 def counts_in(summary: OperationFacts) -> OperationCounts:
-    return OperationCounts(summary.eligible_runs, {g.gpu: g.eligible_runs for g in summary.gpus}, summary.scores)
+    return OperationCounts(summary.eligible_runs, {g.gpu: g.eligible_runs for g in summary.gpus}, summary.scores,
+                           summary.attainable)
 
 
 def counts_of(catalog: Catalog, slugs: Collection[str], *, now: datetime) -> dict[str, OperationCounts]:
@@ -156,7 +159,8 @@ def counts_of(catalog: Catalog, slugs: Collection[str], *, now: datetime) -> dic
 
 
 def _counts(body: dict[str, Any]) -> OperationCounts:
-    return OperationCounts(body["eligible_runs"], body["gpus"], [ScoreShare(**s) for s in body["scores"]])
+    return OperationCounts(body["eligible_runs"], body["gpus"], [ScoreShare(**s) for s in body["scores"]],
+                           rates_from_json(body["attainable"]))
 
 
 def workloads_of(catalog: Catalog, summaries: list[OperationFacts]) -> dict[str, list[Entry]]:

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from kernelindex import registry
 from kernelindex.resolve.request import ResolveRequest
 from kernelindex.resolve.vocabulary import Vocabulary, registry_vocabulary
 
 
-def _axis_order(request: ResolveRequest, vocab: Vocabulary) -> list[str]:
-    op = vocab.operations.get(request.operation or "")
-    order = list(op.axes) if op else []
+def _declared_axes(operation: str | None, vocab: Vocabulary | None) -> list[str]:
+    """The operation's axes in declared order: the vocabulary's, or (none given) the registry's spec of that
+    one operation, read alone (the operation page's use box need not parse all 70 registry files)."""
+    if vocab is not None:
+        op = vocab.operations.get(operation or "")
+        return list(op.axes) if op else []
+    spec = registry.curated_operation(operation or "")
+    return list(spec.spec.axes) if spec else []
+
+
+def _axis_order(request: ResolveRequest, vocab: Vocabulary | None) -> list[str]:
+    order = _declared_axes(request.operation, vocab)
     return [a for a in order if a in request.axes] + sorted(a for a in request.axes if a not in order)
 
 
@@ -40,8 +50,8 @@ def _quoted(value: str) -> str:
 
 
 def canonical_query(request: ResolveRequest, vocab: Vocabulary | None = None) -> str:
-    """``op:rope seq=2048 hidden=8192 gpu:a100-80gb`` — parses back to the same request."""
-    vocab = vocab or registry_vocabulary()
+    """``op:rope seq=2048 hidden=8192 gpu:a100-80gb`` — parses back to the same request (axes in the order
+    ``vocab`` declares them; without one, the registry's)."""
     parts: list[str] = []
     if request.operation:
         parts.append(f"op:{request.operation}")

@@ -14,9 +14,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TypeVar
 
+import orjson
+
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
-from kernelindex.domain.manifests import OperationSpec
 from kernelindex.policy.reasons import Reason
 from kernelindex.readmodel.cache import READ_CACHE, kept
 from kernelindex.readmodel.cohorts import cohorts_of
@@ -24,7 +25,7 @@ from kernelindex.readmodel.labels import axis_order, cohort_key_short, workload_
 from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
 from kernelindex.readmodel.listing_facts import gpu_short
 from kernelindex.readmodel.loading import OperationData, Run
-from kernelindex.readmodel.objects import operation_manifests
+from kernelindex.readmodel.objects import operation_bodies
 from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.operations import load_operation_runs
 from kernelindex.readmodel.ranking_notes import host_bound_label, ranked_statistic_short
@@ -34,7 +35,7 @@ from kernelindex.readmodel.summaries import OperationCounts, counts_of
 from kernelindex.readmodel.versions import VERSIONS
 from kernelindex.resolve.cohorts import LeaderboardScores, OperationEvidence, RankedCohort, order_key, ranks_verified
 from kernelindex.resolve.run_facts import ImplementationFacts, RunFacts
-from kernelindex.resolve.vocabulary import Vocabulary, build_vocabulary, operation_entry, registry_vocabulary
+from kernelindex.resolve.vocabulary import Vocabulary, build_vocabulary, operation_entry_json, registry_vocabulary
 
 T = TypeVar("T")
 
@@ -144,14 +145,14 @@ class CatalogCohortSource:
     def version(self) -> int:
         return self._version
 
-    def _operation_manifests(self) -> dict[str, OperationSpec]:
-        return self._cached("operation-manifests", (), lambda: operation_manifests(self.catalog))
+    def _operation_manifests(self) -> dict[str, bytes]:
+        return self._cached("operation-manifests", (), lambda: operation_bodies(self.catalog))
 
     def vocabulary(self) -> Vocabulary:
         def build() -> Vocabulary:
             base = registry_vocabulary()
-            extra = [operation_entry(slug, m) for slug, m in self._operation_manifests().items()
-                     if slug not in base.operations]
+            extra = [operation_entry_json(slug, orjson.loads(body))
+                     for slug, body in self._operation_manifests().items() if slug not in base.operations]
             return build_vocabulary([*base.operations.values(), *extra], list(base.gpus.values())) if extra else base
 
         return self._cached("vocabulary", (), build)

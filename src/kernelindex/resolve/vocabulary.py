@@ -11,10 +11,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from kernelindex import registry
 from kernelindex.domain.dtypes import DTYPE_ALIASES, DTYPE_BYTES, canonical_dtype
 from kernelindex.domain.manifests import OperationSpec
+from kernelindex.domain.titles import operation_title
 from kernelindex.resolve.words import SYNONYMS, slug_dtypes, synonym_slugs
 
 _SEPARATORS = re.compile(r"[\s_\-./:+()]+")
@@ -158,23 +160,28 @@ def build_vocabulary(operations: Iterable[OperationEntry], gpus: Iterable[GpuEnt
 
 
 def operation_entry(slug: str, manifest: OperationSpec) -> OperationEntry:
-    """The vocabulary's entry of an operation, from its spec (registry copy or catalog manifest alike)."""
-    axes = manifest.spec.axes
+    """The vocabulary's entry of an operation, from its spec (the registry's copy)."""
+    return operation_entry_json(slug, manifest.model_dump(mode="json", include={"metadata", "spec"}))
+
+
+def operation_entry_json(slug: str, manifest: Mapping[str, Any]) -> OperationEntry:
+    """The vocabulary's entry of an operation from its manifest's JSON (as the catalog stores it: validated
+    when it was written), so a query reads the fields it names without validating 1,300 manifests again."""
+    metadata, spec = manifest.get("metadata") or {}, manifest["spec"]
+    axes: Mapping[str, Mapping[str, Any]] = spec["axes"]
+    written = metadata.get("title")
+    title = operation_title(written, slug)
+    aliases = tuple(metadata.get("aliases") or ()) + ((written,) if written and written != title else ())
+    first = spec["inputs"][0] if spec.get("inputs") else None
+    fixed = canonical_dtype(first["dtype"]) if first else None
     return OperationEntry(
-        slug=slug, title=manifest.metadata.title or slug, family=manifest.spec.family,
-        aliases=tuple(manifest.metadata.aliases or ()), axes=tuple(axes),
-        derived={n: a.expression for n, a in axes.items() if a.role == "derived" and a.expression is not None},
-        constants={n: int(a.expression) for n, a in axes.items()
-                   if a.role == "constant" and a.expression is not None and a.expression.isdigit()},
-        dtypes=_fixed_dtypes(slug, manifest),
-        shape=tuple(str(d) for d in manifest.spec.inputs[0].shape if str(d) in axes) if manifest.spec.inputs else (),
+        slug=slug, title=title, family=spec["family"], aliases=aliases, axes=tuple(axes),
+        derived={n: e for n, a in axes.items() if a["role"] == "derived" and (e := a.get("expression")) is not None},
+        constants={n: int(e) for n, a in axes.items()
+                   if a["role"] == "constant" and (e := a.get("expression")) is not None and e.isdigit()},
+        dtypes=slug_dtypes(slug, metadata.get("title") or "") | ({fixed} if fixed else set()),
+        shape=tuple(str(d) for d in first["shape"] if str(d) in axes) if first else (),
     )
-
-
-def _fixed_dtypes(slug: str, manifest: OperationSpec) -> frozenset[str]:
-    inputs = manifest.spec.inputs
-    first = canonical_dtype(inputs[0].dtype) if inputs else None
-    return slug_dtypes(slug, manifest.metadata.title or "") | ({first} if first else set())
 
 
 @cache
