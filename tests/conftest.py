@@ -124,6 +124,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+class _ModulesWhole:
+    """Each module's tests run together, the PostgreSQL twins after the rest. pytest groups the tests by the
+    session-scoped ``catalog_backend`` parameter and put a module's tests without a catalog after all the
+    SQLite ones: a module that has both ran in two parts, and its module-scoped fixtures (a CPU campaign, a
+    browser, a catalog of its own) were built twice."""
+
+    @pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture parameters
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        first_seen: dict[str, int] = {}
+        for index, item in enumerate(items):
+            first_seen.setdefault(item.nodeid.split("::")[0], index)
+
+        def place(item: pytest.Item) -> tuple[bool, int]:
+            callspec = getattr(item, "callspec", None)
+            twin = callspec is not None and callspec.params.get("catalog_backend") == "postgresql"
+            return twin, first_seen[item.nodeid.split("::")[0]]
+
+        items.sort(key=place)  # stable: pytest's order within a module (its module-scoped parameters) stays
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_ModulesWhole(), "kernelindex-modules-whole")
+
+
 @pytest.fixture(scope="session")
 def catalog_backend(request: pytest.FixtureRequest) -> str:
     """``sqlite`` or ``postgresql`` (parametrized by pytest_generate_tests)."""
