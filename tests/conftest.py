@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from kernelindex.catalog.db import Catalog, normalize_url, open_catalog
+from kernelindex.readmodel.operation_data import OperationData
 
 PG_URL = os.environ.get("KERNELINDEX_TEST_DATABASE_URL")
 # What the session ``catalog`` fixture, and every bootstrap a test or its ``ki`` subprocess makes without
@@ -184,6 +185,16 @@ def every_source_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
     ensure_bundled_data(catalog, parts=BUNDLED_PARTS)
     yield catalog
     cleanup()
+
+
+@pytest.fixture(scope="session")
+def every_source_operations(every_source_catalog: Catalog) -> dict[str, OperationData]:
+    """Every operation of ``every_source_catalog`` loaded in one pass (``load_all_operations``, about a minute),
+    held for the session: the tests that walk every operation share it instead of each loading them again (one
+    by one that took four times as long), and a test that empties the read cache does not drop it. Read-only."""
+    from kernelindex.readmodel.loading import load_all_operations
+
+    return load_all_operations(every_source_catalog)
 
 
 @pytest.fixture(scope="session")
