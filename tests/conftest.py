@@ -176,6 +176,16 @@ def catalog(catalog_backend: str, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 @pytest.fixture(scope="session")
+def catalog_operations(catalog: Catalog) -> dict[str, OperationData]:
+    """Every operation of the session ``catalog``, loaded once per backend and held: the tests that walk them all
+    share it, and a test that empties the read cache (a fresh worker's) no longer makes the next one load them all
+    again (10–30 s each on a busy machine). A test that changes a loaded run puts it back."""
+    from kernelindex.readmodel.loading import load_all_operations
+
+    return load_all_operations(catalog)
+
+
+@pytest.fixture(scope="session")
 def every_source_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
     """What a fresh install imports: every bundled source (~80,700 runs), once per run, on SQLite: the pages it
     checks read the stored summaries the catalog layer's tests cover on both backends. Read-only; slow."""
