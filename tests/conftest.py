@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from kernelindex.catalog.db import Catalog, normalize_url, open_catalog
+from kernelindex.readmodel.operation_data import OperationData
 
 PG_URL = os.environ.get("KERNELINDEX_TEST_DATABASE_URL")
 # What the session ``catalog`` fixture, and every bootstrap a test or its ``ki`` subprocess makes without
@@ -124,6 +125,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+class _ModulesWhole:
+    """Each module's tests run together, the PostgreSQL twins after the rest. pytest groups the tests by the
+    session-scoped ``catalog_backend`` parameter and put a module's tests without a catalog after all the
+    SQLite ones: a module that has both ran in two parts, and its module-scoped fixtures (a CPU campaign, a
+    browser, a catalog of its own) were built twice."""
+
+    @pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture parameters
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        first_seen: dict[str, int] = {}
+        for index, item in enumerate(items):
+            first_seen.setdefault(item.nodeid.split("::")[0], index)
+
+        def place(item: pytest.Item) -> tuple[bool, int]:
+            callspec = getattr(item, "callspec", None)
+            twin = callspec is not None and callspec.params.get("catalog_backend") == "postgresql"
+            return twin, first_seen[item.nodeid.split("::")[0]]
+
+        items.sort(key=place)  # stable: pytest's order within a module (its module-scoped parameters) stays
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_ModulesWhole(), "kernelindex-modules-whole")
+
+
 @pytest.fixture(scope="session")
 def catalog_backend(request: pytest.FixtureRequest) -> str:
     """``sqlite`` or ``postgresql`` (parametrized by pytest_generate_tests)."""
@@ -151,6 +176,16 @@ def catalog(catalog_backend: str, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 @pytest.fixture(scope="session")
+def catalog_operations(catalog: Catalog) -> dict[str, OperationData]:
+    """Every operation of the session ``catalog``, loaded once per backend and held: the tests that walk them all
+    share it, and a test that empties the read cache (a fresh worker's) no longer makes the next one load them all
+    again (10–30 s each on a busy machine). A test that changes a loaded run puts it back."""
+    from kernelindex.readmodel.loading import load_all_operations
+
+    return load_all_operations(catalog)
+
+
+@pytest.fixture(scope="session")
 def every_source_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
     """What a fresh install imports: every bundled source (~80,700 runs), once per run, on SQLite: the pages it
     checks read the stored summaries the catalog layer's tests cover on both backends. Read-only; slow."""
@@ -160,6 +195,16 @@ def every_source_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
     ensure_bundled_data(catalog, parts=BUNDLED_PARTS)
     yield catalog
     cleanup()
+
+
+@pytest.fixture(scope="session")
+def every_source_operations(every_source_catalog: Catalog) -> dict[str, OperationData]:
+    """Every operation of ``every_source_catalog`` loaded in one pass (``load_all_operations``, about a minute),
+    held for the session: the tests that walk every operation share it instead of each loading them again (one
+    by one that took four times as long), and a test that empties the read cache does not drop it. Read-only."""
+    from kernelindex.readmodel.loading import load_all_operations
+
+    return load_all_operations(every_source_catalog)
 
 
 @pytest.fixture(scope="session")

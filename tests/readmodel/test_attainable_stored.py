@@ -34,25 +34,28 @@ def _loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return loaded
 
 
-def _from_runs(catalog: Catalog, gpus: frozenset[str] | None, monkeypatch: pytest.MonkeyPatch) -> dict:
-    """The figures computed the old way: every verified operation loaded, nothing read from its summary."""
-    _fresh(catalog)
-    with monkeypatch.context() as m:
-        m.setattr(attainable, "_stored_rates", lambda *_: {}, raising=False)  # the old code has none
-        return loading.attainable_now(catalog, gpus)
-
-
-def test_the_stored_rates_give_exactly_the_ceilings_the_runs_give(catalog: Catalog,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="module")
+def from_runs(catalog: Catalog) -> dict[frozenset[str] | None, dict]:
+    """Per subset of GPUs, the figures computed the old way: every verified operation loaded (once, for all the
+    subsets: the catalog is read-only), nothing read from its summary."""
     ensure_summaries(catalog)
+    _fresh(catalog)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(attainable, "_stored_rates", lambda *_: {}, raising=False)  # the old code has none
+        figures = {gpus: loading.attainable_now(catalog, gpus) for gpus in SUBSETS}
+    _fresh(catalog)
+    return figures
+
+
+def test_the_stored_rates_give_exactly_the_ceilings_the_runs_give(catalog: Catalog, from_runs: dict,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     for gpus in SUBSETS:
-        old = _from_runs(catalog, gpus, monkeypatch)
         _fresh(catalog)
         loaded = _loads(monkeypatch)
-        assert loading.attainable_now(catalog, gpus) == old, gpus
+        assert loading.attainable_now(catalog, gpus) == from_runs[gpus], gpus
         assert loaded == [], f"{gpus}: {loaded} loaded although their summaries are stored"
         monkeypatch.undo()
-    whole = _from_runs(catalog, None, monkeypatch)
+    whole = from_runs[None]
     assert "h200" in whole
     assert whole["h200"].compute_source.startswith("verified run")  # a run's rate, not only the ceiling GEMM's
 
@@ -67,11 +70,10 @@ def test_each_operations_stored_rates_are_those_its_runs_give(catalog: Catalog) 
         assert rates == attainable.attainable_rates(loading.attested_runs_of(catalog, slug, versions.of(slug))), slug
 
 
-def test_a_fresh_workers_first_operation_loads_that_operation_alone(catalog: Catalog,
+def test_a_fresh_workers_first_operation_loads_that_operation_alone(catalog: Catalog, from_runs: dict,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    ensure_summaries(catalog)
     slug = "rope"
-    expected = _from_runs(catalog, None, monkeypatch)
+    expected = from_runs[None]
     _fresh(catalog)
     loaded = _loads(monkeypatch)
     data = loading.load_operation(catalog, slug)
@@ -79,10 +81,9 @@ def test_a_fresh_workers_first_operation_loads_that_operation_alone(catalog: Cat
     assert data.attainable and data.attainable == {g: expected[g] for g in sorted(data.gpu_slugs) if g in expected}
 
 
-def test_an_operation_whose_summary_is_not_stored_is_loaded_as_before(catalog: Catalog,
+def test_an_operation_whose_summary_is_not_stored_is_loaded_as_before(catalog: Catalog, from_runs: dict,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    ensure_summaries(catalog)
-    expected = _from_runs(catalog, None, monkeypatch)
+    expected = from_runs[None]
     stored = attainable._stored_rates(catalog, {"jsd": VERSIONS.current(catalog).of("jsd")})
     assert "jsd" in stored and stored["jsd"]["bandwidth"]  # the run that set the H200's figure: see test_floors_hold
     real = attainable._stored_rates

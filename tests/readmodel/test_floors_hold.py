@@ -14,15 +14,16 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.policy.floor import FloorEstimate
 from kernelindex.policy.traffic import TensorTraffic
 from kernelindex.readmodel.cohorts import cohorts_of
-from kernelindex.readmodel.loading import attainable_now, load_all_operations
+from kernelindex.readmodel.loading import attainable_now
+from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 from kernelindex.readmodel.rows import cohort_floors, floor_for, ranked_rows, run_floors
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 
-def _runs_with_floors(catalog: Catalog):  # noqa: ANN202 - a generator of tuples
-    for data in load_all_operations(catalog).values():
+def _runs_with_floors(operations: dict[str, OperationData]):  # noqa: ANN202 - a generator of tuples
+    for data in operations.values():
         for run in data.runs:
             # A backward that only scales the gradient its forward computed has no floor (the one rule).
             if (run.median_ns and run.workload not in data.suites
@@ -32,9 +33,9 @@ def _runs_with_floors(catalog: Catalog):  # noqa: ANN202 - a generator of tuples
                     yield data, run, floors
 
 
-def test_no_run_is_under_either_floor(catalog: Catalog) -> None:
+def test_no_run_is_under_either_floor(catalog_operations: dict[str, OperationData]) -> None:
     under_physical, under_attainable, verified, attained, over_ceiling = [], [], 0, 0, 0
-    for data, run, (physical, attainable) in _runs_with_floors(catalog):
+    for data, run, (physical, attainable) in _runs_with_floors(catalog_operations):
         verified += run.evidence in ("verified", "replicated")
         if run.median_ns < physical.floor_ns:
             under_physical.append(f"{data.slug} {run.run_id} {run.median_ns} ns < {physical.floor_ns:.0f} ns")
@@ -54,11 +55,12 @@ def test_no_run_is_under_either_floor(catalog: Catalog) -> None:
     assert over_ceiling < attained // 10  # the v3 device times that dropped the write-back, and no more
 
 
-def test_the_attainable_bandwidth_is_the_best_seen_on_the_gpu(catalog: Catalog) -> None:
+def test_the_attainable_bandwidth_is_the_best_seen_on_the_gpu(catalog: Catalog,
+                                                             catalog_operations: dict[str, OperationData]) -> None:
     """The jsd torch.compile run moved 4.245 TB/s against a 3.99–4.07 TB/s "measured read ceiling":
     the attainable bandwidth of the H200 is at least what that run sustained, and below the datasheet."""
     seen = attainable_now(catalog)["h200"]
-    jsd = load_all_operations(catalog)["jsd"]
+    jsd = catalog_operations["jsd"]
     run = next(r for r in jsd.runs if r.run_id == "61d2e8d320a754e2")
     physical, attainable = floor_for(jsd, run.workload, run.environment, run.protocol)
     assert attainable is not None and attainable.kind == "attainable" and physical.kind == "physical"
@@ -69,19 +71,19 @@ def test_the_attainable_bandwidth_is_the_best_seen_on_the_gpu(catalog: Catalog) 
     assert (attainable.floor_ns <= run.median_ns) == (run.ceiling_check is None or run.ceiling_check.ratio <= 1)
 
 
-def test_rms_norm_record_ratio_uses_one_bus(catalog: Catalog) -> None:
+def test_rms_norm_record_ratio_uses_one_bus(catalog_operations: dict[str, OperationData]) -> None:
     """The audit: rms-norm's H200 "measured floor" read 1.04 µs (two lanes) under a 1.75 µs datasheet
     floor; with one bus the physical floor is the lower of the two only when the GPU sustained more
     than its datasheet, which no correct run does."""
-    for data, run, (physical, attainable) in _runs_with_floors(catalog):
+    for data, run, (physical, attainable) in _runs_with_floors(catalog_operations):
         if attainable is not None:
             assert attainable.floor_ns >= physical.floor_ns * (1 - 1e-9) or attainable.bound == "compute", (
                 data.slug, run.run_id)
 
 
 
-def _embedding_run(catalog: Catalog, evidence: tuple[str, ...]):  # noqa: ANN202 - (data, run)
-    data = load_all_operations(catalog)["embedding"]
+def _embedding_run(operations: dict[str, OperationData], evidence: tuple[str, ...]):  # noqa: ANN202 - (data, run)
+    data = operations["embedding"]
     ranked = {e.item.id for c in cohorts_of(data).values() for e in c.ranked}
     run = next(r for r in data.runs if r.evidence in evidence and r.median_ns and r.digest in ranked
                and floor_for(data, r.workload, r.environment, r.protocol))
@@ -92,11 +94,12 @@ def _weight(floor: FloorEstimate) -> TensorTraffic:
     return next(t for t in floor.tensors if t.name == "weight")
 
 
-def test_an_embedding_run_with_a_recorded_count_gets_its_own_floors(catalog: Catalog) -> None:
+def test_an_embedding_run_with_a_recorded_count_gets_its_own_floors(
+        catalog_operations: dict[str, OperationData]) -> None:
     """Issue 20 item 2, per run: a runner run that recorded how many distinct ids it timed has floors that
     count exactly those rows, on its row, its run page and the cohort's panel. Runner-7's shipped runs
     record their counts; the test clears them in the cohort, gives one run a count, and restores them."""
-    data, run = _embedding_run(catalog, ("verified", "replicated"))
+    data, run = _embedding_run(catalog_operations, ("verified", "replicated"))
     recorded = {r.digest: r.spec.timing.raw.pop("distinct_input_ids", None) for r in data.runs}
     try:
         workload = floor_for(data, run.workload, run.environment, run.protocol)
@@ -130,10 +133,11 @@ def test_an_embedding_run_with_a_recorded_count_gets_its_own_floors(catalog: Cat
                 r.spec.timing.raw["distinct_input_ids"] = recorded[r.digest]
 
 
-def test_runner_7s_embedding_runs_are_floored_by_the_rows_they_read(catalog: Catalog) -> None:
+def test_runner_7s_embedding_runs_are_floored_by_the_rows_they_read(
+        catalog_operations: dict[str, OperationData]) -> None:
     """The shipped protocol-v3 embedding runs (runner-7, 2026-12-01) recorded the distinct ids they timed;
     each ranked one's floors count those rows, never more than the workload's rows."""
-    data = load_all_operations(catalog)["embedding"]
+    data = catalog_operations["embedding"]
     ranked = {e.item.id for c in cohorts_of(data).values() for e in c.ranked}
     counted = [r for r in data.runs if r.digest in ranked and "distinct_input_ids" in r.spec.timing.raw]
     assert len(counted) >= 40
@@ -146,8 +150,8 @@ def test_runner_7s_embedding_runs_are_floored_by_the_rows_they_read(catalog: Cat
         assert run.median_ns >= floors[0].floor_ns
 
 
-def test_a_reported_embedding_run_gets_the_labelled_expectation(catalog: Catalog) -> None:
-    data, run = _embedding_run(catalog, ("reported",))
+def test_a_reported_embedding_run_gets_the_labelled_expectation(catalog_operations: dict[str, OperationData]) -> None:
+    data, run = _embedding_run(catalog_operations, ("reported",))
     floors = run_floors(data, run)
     assert floors is not None
     note = _weight(floors[0]).note or ""

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label
-from kernelindex.readmodel.loading import load_all_operations
+from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.operation_model import operation_model
 from kernelindex.readmodel.pages_common import cohort_summaries
 
@@ -18,9 +18,9 @@ NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 
 def test_fastest_verified_cards_share_the_timed_region_and_every_card_names_gpu_and_region(
-        catalog: Catalog) -> None:
+        catalog_operations: dict[str, OperationData]) -> None:
     checked = 0
-    for data in load_all_operations(catalog).values():
+    for data in catalog_operations.values():
         model = operation_model(data, NOW)
         cohorts = model.cohorts
         verified_workloads = {c.workload for c in cohorts.values()
@@ -37,9 +37,10 @@ def test_fastest_verified_cards_share_the_timed_region_and_every_card_names_gpu_
     assert checked > 50
 
 
-def test_no_cohort_ranks_one_implementation_twice_and_no_margin_is_below_one(catalog: Catalog) -> None:
+def test_no_cohort_ranks_one_implementation_twice_and_no_margin_is_below_one(
+        catalog_operations: dict[str, OperationData]) -> None:
     twice, margins, ties = [], [], []
-    for data in load_all_operations(catalog).values():
+    for data in catalog_operations.values():
         for cohort in cohorts_of(data).values():
             counts = Counter(cohort.run(e.item.id).implementation for e in cohort.ranked)
             if any(n > 1 for n in counts.values()):
@@ -52,11 +53,12 @@ def test_no_cohort_ranks_one_implementation_twice_and_no_margin_is_below_one(cat
     assert twice == [] and margins == [] and ties == []
 
 
-def test_geglu_mlp_h200_backward_names_the_fastest_of_its_tie(catalog: Catalog) -> None:
+def test_geglu_mlp_h200_backward_names_the_fastest_of_its_tie(catalog: Catalog,
+                                                             catalog_operations: dict[str, OperationData]) -> None:
     """The audit: Transformers at 28.19 ms headed the cohort while torch.compile at 26.82 ms shared "1=".
     Both runs stopped at 20 of 100 samples, so since issue 19 neither is ranked; where such a tie is
     ranked, the fastest median heads it (every tie in the catalog: the test above)."""
-    data = load_all_operations(catalog)["geglu-mlp"]
+    data = catalog_operations["geglu-mlp"]
     audit = {r.median_ns: r for r in data.runs if r.median_ns in (26_818_896, 28_186_048)}
     assert len(audit) == 2
     cohort = cohorts_of(data)[audit[26_818_896].cohort_key]
@@ -67,11 +69,12 @@ def test_geglu_mlp_h200_backward_names_the_fastest_of_its_tie(catalog: Catalog) 
         assert 28_186_048 not in ranked[:1] and ranked == sorted(ranked)
 
 
-def test_megatron_full_rows_are_a_labelled_variant_of_forward_backward(catalog: Catalog) -> None:
+def test_megatron_full_rows_are_a_labelled_variant_of_forward_backward(
+        catalog_operations: dict[str, OperationData]) -> None:
     """Megatron's "backward" rows time a fresh forward + backward; its "full" rows also accumulate the
     gradients: a labelled variant, its own cohort, so one implementation never ranks twice."""
     for slug in ("megatron-cross-entropy", "megatron-swiglu", "megatron-rms-norm"):
-        data = load_all_operations(catalog)[slug]
+        data = catalog_operations[slug]
         labels = {cohort_label(data.environments[c.environment], data.protocols[c.protocol])
                   for c in cohorts_of(data).values()}
         assert any("forward+backward (gradients accumulated across calls)" in label for label in labels), slug

@@ -18,7 +18,7 @@ from kernelindex.catalog.models import OperationSummaryRow
 from kernelindex.readmodel import summaries
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.listing_facts import implementation_lines, workload_entries
-from kernelindex.readmodel.loading import load_all_operations
+from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.operations import operation_page
 from kernelindex.readmodel.pages_common import cohort_summaries
 from kernelindex.readmodel.pages_home import home_page
@@ -30,9 +30,10 @@ def _stored(catalog: Catalog) -> dict[str, int]:
         return dict(conn.execute(select(OperationSummaryRow.operation, OperationSummaryRow.version)).tuples().all())
 
 
-def test_a_stored_summary_reads_back_as_the_loaded_operation_says(catalog: Catalog, now) -> None:  # noqa: ANN001
+def test_a_stored_summary_reads_back_as_the_loaded_operation_says(
+        catalog_operations: dict[str, OperationData], now) -> None:  # noqa: ANN001
     later = now + timedelta(days=400)  # a clock that makes every run stale: staleness is the reader's
-    for data in load_all_operations(catalog).values():
+    for data in catalog_operations.values():
         body, cohorts, workloads, counts = summaries._encoded(summaries.summarize(data))
         for clock in (now, later):
             stored = [summaries._cohort(c, clock) for c in orjson.loads(cohorts)]
@@ -43,7 +44,7 @@ def test_a_stored_summary_reads_back_as_the_loaded_operation_says(catalog: Catal
             assert orjson.dumps(read.workloads) == orjson.dumps(workload_entries(data)), data.slug
             assert summaries.newest_events(read.newest) == summaries.newest_events(read.cohorts_with_leader())
             assert summaries._counts(orjson.loads(counts)) == summaries.counts_in(read), data.slug
-    assert any(s.leader and s.leader.stale for d in load_all_operations(catalog).values()
+    assert any(s.leader and s.leader.stale for d in catalog_operations.values()
                for s in cohort_summaries(d, later))
 
 

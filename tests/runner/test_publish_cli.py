@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from kernelindex.trust import keys  # noqa: E402
 from kernelindex.trust.bundles import (  # noqa: E402
     BundleError,
     UntrustedRunnerError,
+    VerifiedBundle,
     bundled_bundles,
     publish_bundle,
     verify_directory,
@@ -54,6 +56,12 @@ def _slug(path: Path) -> str:
     return found.group(1)
 
 
+@cache
+def _shipped(path: Path) -> VerifiedBundle:
+    """A shipped bundle, verified once per module (each was verified by four tests, some of them twice)."""
+    return verify_directory(path)
+
+
 def _shipped_key_of(bundle: Path) -> Path:
     key_id = verify_directory(bundle).key_id
     runners = bundle.parent.parent / "runners"
@@ -65,7 +73,7 @@ def test_shipped_bundles_verify_and_name_a_shipped_key() -> None:
     assert {_slug(p) for p in paths} >= RUNNER_CORE_OPS
     shipped = {k.key_id: k.name for k in keys.bundled_runner_keys()}
     for path in paths:
-        bundle = verify_directory(path)
+        bundle = _shipped(path)
         assert bundle.key_id in shipped
         statuses = {run.spec.status for run in bundle.runs()}
         # runner-core's operations all passed; elsewhere a wrong output or a call that raised is published,
@@ -74,10 +82,10 @@ def test_shipped_bundles_verify_and_name_a_shipped_key() -> None:
                                                                       "compile_error"}
         assert statuses <= allowed and "passed" in statuses
     independent = [p for p in paths if p.name.endswith("-independent-check")]
-    assert {verify_directory(p).runner_name for p in independent} == {"independent-check-runner"}
-    assert {_slug(p): verify_directory(p).counts()["BenchmarkRun"] for p in independent} == {"rope": 21,
+    assert {_shipped(p).runner_name for p in independent} == {"independent-check-runner"}
+    assert {_slug(p): _shipped(p).counts()["BenchmarkRun"] for p in independent} == {"rope": 21,
                                                                                               "embedding": 48}
-    counts = {_slug(p): verify_directory(p).counts()["BenchmarkRun"] for p in paths if p not in independent}
+    counts = {_slug(p): _shipped(p).counts()["BenchmarkRun"] for p in paths if p not in independent}
     # rope: 7 cases x 3 implementations x 3 regions; embedding: 16 x 3 x (forward, forward+backward)
     assert counts["rope"] == 63 and counts["embedding"] == 96
 
@@ -89,10 +97,10 @@ RUNNER_3 = {"jsd": (72, {"forward": 30, "backward": 12, "forward+backward": 30})
 
 
 def test_runner_3_bundles_ship_every_run_passed_with_distinct_identities() -> None:
-    paths = {_slug(p): p for p in bundled_bundles() if verify_directory(p).runner_name == "kernelindex-h200-runner-3"}
+    paths = {_slug(p): p for p in bundled_bundles() if _shipped(p).runner_name == "kernelindex-h200-runner-3"}
     assert set(paths) == set(RUNNER_3)
     for slug, path in paths.items():
-        bundle = verify_directory(path)
+        bundle = _shipped(path)
         runs = bundle.runs()
         protocols = {digest_of(m): m.spec.timed_region for m in bundle.manifests if m.kind == "BenchmarkProtocol"}
         regions: dict[str, int] = {}
@@ -125,10 +133,10 @@ RUNNER_4 = {
 
 
 def test_runner_4_bundles_ship_with_distinct_identities_and_only_liger_grpo_failing() -> None:
-    paths = {p.name: p for p in bundled_bundles() if verify_directory(p).runner_name == "kernelindex-h200-runner-4"}
+    paths = {p.name: p for p in bundled_bundles() if _shipped(p).runner_name == "kernelindex-h200-runner-4"}
     assert set(paths) == set(RUNNER_4)
     for name, path in paths.items():
-        bundle = verify_directory(path)
+        bundle = _shipped(path)
         by_digest = {digest_of(m): m for m in bundle.manifests}
         regions: dict[str, int] = {}
         for run in bundle.runs():
@@ -221,6 +229,6 @@ def test_verify_takes_the_catalogs_reference_cases(catalog: Catalog) -> None:
         reference = catalog_workloads(catalog, operation, reference_only=True)
         assert len(reference) == count
         assert len(catalog_workloads(catalog, operation, reference_only=False)) == count
-        shipped = {digest_of(m) for p in bundled_bundles() for m in verify_directory(p).manifests
+        shipped = {digest_of(m) for p in bundled_bundles() for m in _shipped(p).manifests
                    if m.kind == "WorkloadCase" and m.spec.operation == digest_of(operation)}
         assert shipped == {digest_of(w) for w in reference}  # the runner measured exactly the reference cases

@@ -9,6 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from op_cases import ROPE_ORDER, small_workload  # noqa: E402
 from runner_fakes import FakeDevice  # noqa: E402
 
 from kernelindex import registry  # noqa: E402
@@ -72,14 +73,17 @@ def _environment(product: str) -> object:
 
 
 @pytest.fixture
-def runner_key(tmp_path: Path):
+def runner_key(tmp_path: Path):  # test_cut_bundle.py's
     private, public, key = keys.generate("test-runner", tmp_path / "keys")
     return private, key
 
 
-@pytest.fixture
-def verified(rope_case, runner_key):
-    private, key = runner_key
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory: pytest.TempPathFactory):
+    """One verification of seven implementations on the CPU (about 10 s on a busy machine), read by every test
+    here: none changes the result; each writes its bundle into its own directory."""
+    private, _, key = keys.generate("test-runner", tmp_path_factory.mktemp("keys"))
+    rope_case = small_workload("rope", {"seq": 16, "hidden": 64, "q_heads": 4, "kv_heads": 2}, "fp32", ROPE_ORDER)
     device = FakeDevice(name="NVIDIA H200")
     adapters = [
         _adapter(device, "baseline", 50_000, role="baseline"),

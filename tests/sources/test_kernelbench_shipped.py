@@ -5,18 +5,15 @@ license notice."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import cache
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from kernelindex import registry
-from kernelindex.bootstrap import ensure_bundled_data
-from kernelindex.catalog.db import Catalog, open_catalog
-from kernelindex.readmodel.loading import load_all_operations
+from kernelindex.catalog.db import Catalog
+from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.rows import run_floors
 from kernelindex.resolve.service import search
 from kernelindex.resolve.source import CatalogCohortSource
@@ -31,13 +28,10 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
-    """Liger and KernelBench as `ki import kernelbench --publish` adds it (not in the default bundle yet)."""
-    path: Path = tmp_path_factory.mktemp("kernelbench") / "catalog.sqlite"
-    catalog = open_catalog(f"sqlite:///{path}")
-    ensure_bundled_data(catalog, parts=("liger", "kernelbench"))
-    yield catalog
-    catalog.dispose()
+def catalog(every_source_catalog: Catalog) -> Catalog:
+    """KernelBench as a fresh install imports it, beside every other bundled source (the session's catalog of every
+    source; this module imported Liger and KernelBench on its own before). Read-only."""
+    return every_source_catalog
 
 
 @cache
@@ -57,14 +51,14 @@ def test_every_entry_is_accounted_for_on_14_gpu_products() -> None:
     assert not mapped.problems_not_mapped
 
 
-def test_no_kept_entry_is_under_its_physical_floor(catalog: Catalog) -> None:
+def test_no_kept_entry_is_under_its_physical_floor(every_source_operations: dict[str, OperationData]) -> None:
     """A physical floor is never beaten by what it bounds: an entry under it (in a level whose pairing holds)
     is refused on its own. Shipped: 6, all on the L40S — max-pooling 2d (a 32 MB input) and minGPT's GELU
     (16 MB in, 16 MB out), working sets its 96 MB L2 holds between KernelBench's unflushed trials."""
     _, mapped = _shipped()
     assert mapped.refused[UNDER_FLOOR] == 6
     under = [f"{data.slug} {run.run_id} {run.median_ns} < {floors[0].floor_ns:.0f}"
-             for data in load_all_operations(catalog).values() if data.slug.startswith("kernelbench-")
+             for data in every_source_operations.values() if data.slug.startswith("kernelbench-")
              for run in data.runs if run.median_ns and (floors := run_floors(data, run))
              and run.median_ns < floors[0].floor_ns]
     assert under == []

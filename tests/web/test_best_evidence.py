@@ -1,5 +1,6 @@
 """Issue 43 (items 1, 2, 3, 5, 10) over every bundled source: what a page says first is the best evidence,
-named for what it is. Imports every source once for this module (the ``every_source_catalog`` fixture)."""
+named for what it is. Over the session's catalog of every source (``every_source_catalog``), whose operations are
+loaded once for every test that walks them all (``every_source_operations``)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,16 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from rich.console import Console
-from sqlalchemy import select
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
-from kernelindex.catalog.models import ObjectRow
 from kernelindex.cli import renderers
 from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.policy.statistics import statistic_word
 from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.labels import implementation_slug
 from kernelindex.readmodel.loading import load_operation
+from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.region_work import BACKWARD_WORK_NOTE
 from kernelindex.readmodel.rows import ranked_rows
 from kernelindex.web.app import create_app
@@ -36,25 +36,18 @@ def client(every_source_catalog: Catalog) -> TestClient:
     return TestClient(create_app(every_source_catalog, clock=lambda: NOW))
 
 
-@pytest.fixture(scope="module")
-def slugs(every_source_catalog: Catalog) -> list[str]:
-    with every_source_catalog.engine.connect() as conn:
-        return sorted(set(conn.execute(select(ObjectRow.name).where(ObjectRow.kind == "OperationSpec")).scalars()))
-
-
 def _where(title: str) -> str:
     """A card's GPU · region (the last two parts of its title)."""
     return " · ".join(title.split(" · ")[-2:])
 
 
 def test_every_operation_with_verified_runs_opens_on_a_verified_cohort(
-        every_source_catalog: Catalog, client: TestClient, slugs: list[str]) -> None:
+        every_source_operations: dict[str, OperationData], client: TestClient) -> None:
     """Item 1: the default view (JSON twin and HTML) of every operation with eligible verified runs is a
     verified cohort; item 2: no "Fastest …" card is slower than a card beside it of the same GPU, region and
     statistic; item 5: no card holds a backward that only scales the gradient its forward computed."""
     walked = 0
-    for slug in slugs:
-        data = load_operation(every_source_catalog, slug)
+    for slug, data in every_source_operations.items():
         if not any(r.eligible and r.evidence in VERIFIED_LEVELS for r in data.runs):
             continue
         walked += 1
@@ -86,13 +79,12 @@ def test_the_reference_a100_view_is_one_click_from_the_default(client: TestClien
         assert next(c for c in reference["cohorts"] if c["selected"])["gpu"] == "NVIDIA A100 80GB"
 
 
-def test_no_page_calls_a_mean_a_median(every_source_catalog: Catalog, slugs: list[str], client: TestClient,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_page_calls_a_mean_a_median(every_source_catalog: Catalog, every_source_operations: dict[str, OperationData],
+                                       client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 3: every ranked cohort's figure is named from its protocol (58,960 of the 60,843 rank means);
     one operation of three mean-ranking sources is read as the page, its twin, the CLI and its run's dossier show it."""
     means, ranked = 0, 0
-    for slug in slugs:
-        data = load_operation(every_source_catalog, slug)
+    for slug, data in every_source_operations.items():
         for cohort in cohorts_of(data).values():
             if not cohort.ranked:
                 continue

@@ -18,6 +18,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, OperationSummaryRow, RunRow
 from kernelindex.readmodel import loading, summaries
 from kernelindex.readmodel.cache import READ_CACHE
+from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
 from kernelindex.readmodel.rows import run_floors
 from kernelindex.readmodel.versions import VersionTracker
@@ -126,7 +127,8 @@ def test_kernelbench_square_matmul_shows_reported_and_verified_h200_cohorts_each
     assert older["protocol_note"] in unescape(cold_client.get(f"/runs/{older['run_id']}").text)
 
 
-def test_no_run_of_any_source_is_under_either_floor(everything: Catalog) -> None:
+def test_no_run_of_any_source_is_under_either_floor(everything: Catalog,
+                                                   every_source_operations: dict[str, OperationData]) -> None:
     """Issue 20's rule over every imported and verified run, aiter's and KernelBench's too: a physical floor
     (datasheet) and an attainable floor (the best bandwidth seen on the GPU) are lower bounds. Checked once, on
     SQLite: the floors are computed from the same stored runs on every backend, and loading all ~80,700 runs
@@ -134,7 +136,7 @@ def test_no_run_of_any_source_is_under_either_floor(everything: Catalog) -> None
     if everything.engine.dialect.name != "sqlite":
         pytest.skip("checked on SQLite: the floors read the same stored runs on every backend")
     under_physical, under_attainable, floored = [], [], 0
-    for data in loading.load_all_operations(everything).values():
+    for data in every_source_operations.values():  # load_all_operations(everything), loaded once a session
         for run in data.runs:
             if (not run.median_ns or run.workload in data.suites
                     or skips_floor_traffic(forward_work_note(data, run))):

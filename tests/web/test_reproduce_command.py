@@ -12,10 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from kernelindex.catalog.db import Catalog
 from kernelindex.cli import app as ki
 from kernelindex.domain.sources import RUNNER_PROTOCOL_VERSION, RUNNER_SOURCE
-from kernelindex.readmodel.loading import load_all_operations
+from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.reproduce import reproduce_json
 
 pytest.importorskip("torch")  # the runner's definitions (its adapters) import torch
@@ -41,11 +40,11 @@ def _parse(command: str) -> dict[str, str]:
     return dict(zip(pairs[::2], pairs[1::2], strict=True))
 
 
-def test_every_runner_run_carries_a_command_ki_verify_accepts(catalog: Catalog) -> None:
+def test_every_runner_run_carries_a_command_ki_verify_accepts(catalog_operations: dict[str, OperationData]) -> None:
     options = _help_options()
     assert {"--operation", "--workloads", "--impl", "--region", "--protocol-version", "--out"} <= options
     checked = 0
-    for slug, data in load_all_operations(catalog).items():
+    for slug, data in catalog_operations.items():
         for run in [r for r in data.runs if r.source == RUNNER_SOURCE]:
             shown = reproduce_json(data, run)
             assert shown is not None, run.run_id
@@ -68,8 +67,9 @@ def test_every_runner_run_carries_a_command_ki_verify_accepts(catalog: Catalog) 
     assert checked > 500
 
 
-def test_the_run_page_shows_the_command_and_its_pins(client: TestClient, catalog: Catalog) -> None:
-    rope = load_all_operations(catalog)["rope"]
+def test_the_run_page_shows_the_command_and_its_pins(client: TestClient,
+                                                     catalog_operations: dict[str, OperationData]) -> None:
+    rope = catalog_operations["rope"]
     run = next(r for r in rope.runs if r.source == RUNNER_SOURCE
                and rope.protocols[r.protocol].spec.harness.version == RUNNER_PROTOCOL_VERSION)
     page = client.get(f"/api/v1/runs/{run.run_id}").json()
