@@ -21,14 +21,17 @@ def test_fastest_attention_h200_offers_the_gqa_definitions_measured_there_first(
     assert all("multi-token" not in c.slug and "neighborhood" not in c.slug for c in r.choices)
 
 
-def test_paged_attention_decode_with_a_model_word_is_partial_and_offers_decode_definitions(
+def test_paged_attention_decode_with_a_model_offers_the_decode_definitions_of_its_shape(
         catalog: Catalog, now: datetime) -> None:
     r = search(catalog, "paged attention decode llama 8b h200", now=now)
     out = r.to_json()
-    assert out["status"] == "partial" and out["answer_status"] == "choose_operation"
-    assert [i["code"] for i in r.parsed["issues"]] == ["MODEL_WORD"]
-    assert r.choices[0].slug.startswith("gqa-paged-decode-") and r.choices[0].on_gpu_runs
-    assert all("decode" in c.slug for c in r.choices)
+    assert out["status"] == "choose_operation" and not r.parsed["issues"]
+    assert {c.slug for c in r.choices} == {"gqa-paged-decode-h32-kv8-d128-ps1", "gqa-paged-decode-h32-kv8-d128-ps64"}
+    assert all(c.on_gpu_runs for c in r.choices)
+    assert "llama 8b" in out["canonical_query"]  # the query parses back to the same two
+    other = search(catalog, "paged attention decode qwen 2.5 7b h200", now=now)  # no definition has its shape
+    assert [i["code"] for i in other.parsed["issues"]] == ["MODEL_WORD"]
+    assert other.choices[0].slug.startswith("gqa-paged-decode-") and all("decode" in c.slug for c in other.choices)
 
 
 def test_bound_gemm_constants_and_the_gpu_pick_the_one_measured_definition(catalog: Catalog, now: datetime) -> None:

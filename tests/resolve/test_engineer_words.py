@@ -77,6 +77,16 @@ def test_fp8_int8_and_e4m3_are_precisions() -> None:
     assert slug_dtypes("gemm-a8w8-blockscale-n2048-k3072", "GEMM A8W8 fp8, block scales") == {"fp8"}
 
 
+def test_a_model_narrows_attention_to_its_heads_kv_heads_and_head_size() -> None:
+    llama = parse("paged attention decode llama 3.1 8b h200")  # 32 heads, 8 KV heads, head size 128
+    assert llama.request.operation == DECODE.slug and not llama.issues and llama.request.gpu == "h200"
+    assert set(parse("attention llama 8b").operation_candidates) == {PAGED_PREFILL.slug, DECODE.slug, RAGGED.slug}
+    assert parse("mla decode deepseek v3").request.operation == MLA.slug  # 128 heads over 8 GPUs: h16
+    assert parse("paged attention decode llama 3.1 70b").issues[0].code == "MODEL_WORD"  # h32-kv4 at TP 2: none here
+    assert parse("rope llama 70b").issues[0].code == "MODEL_WORD"  # an operation already named: nothing to narrow
+    assert parse("decode llama 8b").issues[0].code == "MODEL_WORD"  # the model's decode step: its model page
+
+
 def test_a_shape_binds_the_axes_of_the_operation_it_follows() -> None:
     assert parse("gemm 128x4096x4096").request.axes == {"m": 128, "n": 4096, "k": 4096}  # M×N×K
     assert parse("gemm 4096x1024").request.axes == {"n": 4096, "k": 1024}  # N×K: the weight
@@ -88,10 +98,10 @@ def test_a_shape_binds_the_axes_of_the_operation_it_follows() -> None:
 
 
 def test_model_words_are_named_as_ignored_with_the_reason() -> None:
-    parsed = parse("paged attention decode llama 3.1 8b h200")
+    parsed = parse("paged attention decode qwen 2.5 7b h200")  # 28 heads, 4 KV heads: no definition of its shape
     (issue,) = parsed.issues
-    assert issue.code == "MODEL_WORD" and issue.token == "llama 3.1 8b"
-    assert "names the model Llama 3.1 8B" in issue.message and "/models/llama-3.1-8b" in issue.message  # issue 49
+    assert issue.code == "MODEL_WORD" and issue.token == "qwen 2.5 7b"
+    assert "names the model Qwen2.5 7B" in issue.message and "/models/qwen2.5-7b" in issue.message  # issue 49
     assert parsed.request.gpu == "h200" and set(parsed.operation_candidates) == {DECODE.slug, MLA.slug}
     assert [(i.code, i.token) for i in parse("gemm o_proj, qkv").issues] == [("MODEL_WORD", "o_proj qkv")]
     assert parse("llama4 rope").request.operation == LLAMA4_ROPE.slug and not parse("llama4 rope").issues

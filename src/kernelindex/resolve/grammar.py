@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Collection
 
 from kernelindex.resolve.grammar_axes import SHAPE, bind_shapes, check_axes, report_bare_numbers, respell_axes
+from kernelindex.resolve.model_shapes import narrow_to_model
 from kernelindex.resolve.parse_state import State, Word
 from kernelindex.resolve.request import (
     OperationPick,
@@ -358,6 +359,7 @@ def parse_query(text: str, vocab: Vocabulary | None = None, measured: MeasuredVa
         pending = []
         _key_value(state, w, key, value or "")
     _free_words(state, pending)
+    narrow_to_model(state)
     bind_shapes(state)
     respell_axes(state)
     _resolve_shorthands(state, measured)
