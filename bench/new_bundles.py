@@ -79,7 +79,8 @@ def _slugs(database: str, digests: dict[str, str]) -> dict[str, str]:
 
 def _resigned(source: Path, out: Path, signer: Ed25519PrivateKey, shift: int) -> str:
     """The runs of a shipped bundle signed by the bench key, observed ``shift`` seconds earlier: new digests
-    (a later time would be refused once it passes the server's clock)."""
+    (a later time would be refused once it passes the server's clock) and new external ids (a bundle may not
+    reuse a stored run's)."""
     bundle = verify_directory(source)
     key_id = runner_keys.key_id_of(runner_keys.public_key_hex(signer))
     manifests = []
@@ -88,8 +89,10 @@ def _resigned(source: Path, out: Path, signer: Ed25519PrivateKey, shift: int) ->
         if data["kind"] == "BenchmarkRun":
             observed = datetime.fromisoformat(data["spec"]["observed_at"].replace("Z", "+00:00"))
             moved = (observed - timedelta(seconds=shift)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            source_ref = data["spec"]["source"]  # one external id, one run: the moved run is a new measurement
+            source_ref = {**source_ref, "external_id": f"bench-load-{shift}/{source_ref['external_id']}"}
             data = {**data, "spec": {**data["spec"], "runner": {"name": RUNNER, "key_id": key_id},
-                                     "observed_at": moved}}
+                                     "observed_at": moved, "source": source_ref}}
         manifests.append(parse_manifest(data, "bench"))
     samples = [p.read_bytes() for p in sorted((source / SAMPLES_DIR).iterdir())] if (source / SAMPLES_DIR).is_dir() \
         else []

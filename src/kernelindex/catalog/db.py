@@ -71,6 +71,17 @@ class Catalog:
                 self._version_read = (started, version)
         return version
 
+    def known_version(self) -> tuple[int, float] | None:
+        """The version last read and its age in seconds, without a database read; None when there is none to
+        answer from: never read, read with ``version_fresh_s`` 0, or this process wrote since."""
+        kept = self._version_read
+        return None if kept is None else (kept[1], time.monotonic() - kept[0])
+
+    @property
+    def writes(self) -> int:
+        """How many times this process wrote (``written``): a read begun before the last one may not show it."""
+        return self._writes
+
     def written(self) -> None:
         """This process changed the catalog: the next ``version`` reads the database."""
         with self._lock:

@@ -38,13 +38,25 @@ _HELD: dict[str, HeldRequests] = {}
 _GENERATIONS = itertools.count(1)
 
 
+def known_held_requests(catalog: Catalog) -> tuple[HeldRequests, float] | None:
+    """The requests as last read and that read's age in seconds, without a database read; None when they must
+    be read first: never read, filed, merged, claimed or finished by this process since, or a claim's lease ran
+    out."""
+    held = _HELD.get(catalog.url)
+    if held is None or held.writes != stored.writes_here(catalog) or (
+            held.until is not None and datetime.now(UTC) >= held.until):
+        return None
+    return held, time.monotonic() - held.read_at
+
+
 def held_requests(catalog: Catalog) -> HeldRequests:
     """Every request (as ``list_requests``), read again only when one was filed, merged, claimed or
     finished — by this process: at once; by another: seen by the stamp, read at most every
     ``catalog.version_fresh_s`` (as the catalog version is) — or when a claim's lease ran out."""
-    held, writes = _HELD.get(catalog.url), stored.writes_here(catalog)
-    if held is not None and held.writes == writes and (held.until is None or datetime.now(UTC) < held.until):
-        if time.monotonic() - held.read_at < catalog.version_fresh_s:
+    writes = stored.writes_here(catalog)
+    if (known := known_held_requests(catalog)) is not None:
+        held, age = known
+        if age < catalog.version_fresh_s:
             return held
         stamp = stored.requests_stamp(catalog)
         if stamp == held.stamp:

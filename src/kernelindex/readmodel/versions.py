@@ -51,6 +51,11 @@ class VersionTracker:
         self._known: dict[str, Versions] = {}
         self._lock = threading.Lock()
 
+    def known(self, catalog: Catalog, version: int) -> Versions | None:
+        """The catalog's versions at ``version`` if this worker has read them (no database read), else None."""
+        known = self._known.get(catalog.url)
+        return known if known is not None and known.catalog == version else None
+
     def current(self, catalog: Catalog) -> Versions:
         """The catalog's versions now: one indexed read, plus one read of the change records when the
         catalog version moved since this worker last looked."""

@@ -45,9 +45,11 @@ from kernelindex.readmodel.cache import READ_CACHE, SITE
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.loading import OperationData, load_operation, loaded_operation
 from kernelindex.readmodel.other_dtype import answer_operations
-from kernelindex.readmodel.versions import VERSIONS, Versions
+from kernelindex.readmodel.requests import HeldRequests
+from kernelindex.readmodel.versions import Versions
 from kernelindex.views.table import CacheScope
-from kernelindex.web.answer_scope import DAY, AnswerPaths, kept_route, live_scope, operation_scope
+from kernelindex.web.answer_scope import DAY, AnswerPaths, kept_route, live_scope, operation_scope, shows_requests
+from kernelindex.web.fresh_reads import FreshReads
 from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("kernelindex.web")
@@ -112,6 +114,7 @@ class AnswerCache:
         self._stale_since: dict[tuple[str, Any], float] = {}  # when an answer was first served out of date
         self._paths: AnswerPaths | None = None  # read from the app's routes on the first request
         self._computing: dict[tuple[str, Any, Stamp], asyncio.Future[KeptAnswer | None]] = {}
+        self._fresh = FreshReads()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._paths is None and scope["type"] == "http":
@@ -121,14 +124,14 @@ class AnswerCache:
             await self.app(scope, receive, send)
             return
         state = scope["app"].state
-        # One version read a request, inline on the event loop: the served catalog answers it from memory
-        # for VERSION_FRESH_S after a database read (catalog/db.py), so most requests make no round trip.
+        # The versions (and for /challenges and the feed the requests they show) come from memory; a database
+        # read, when one is due, runs off the event loop (web/fresh_reads.py).
         catalog = state.catalog
         # The configured public base URL is part of the key: the feed writes absolute links with it
         key = ("answer", state.clock().date().isoformat(), scope["path"], scope.get("query_string", b""),
                getattr(state, "base_url", None) or os.environ.get("KERNELINDEX_BASE_URL"))
-        versions = VERSIONS.current(catalog)
-        stamp = _stamp_now(catalog, versions, scope["path"], state.clock(), declared)  # None: not known unloaded
+        versions, held = await self._reads(catalog, scope["path"])
+        stamp = _stamp_now(catalog, versions, held, scope["path"], state.clock(), declared)  # None: not known unloaded
         kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
         if isinstance(kept, KeptAnswer):
             if kept.stamp == stamp:
@@ -140,7 +143,7 @@ class AnswerCache:
                 self._refresh_later(scope, key)
                 return
         if stamp is None:
-            stamp = await _stamp(catalog, versions, scope["path"], state.clock(), declared)
+            stamp = await _stamp(catalog, versions, held, scope["path"], state.clock(), declared)
             if isinstance(kept, KeptAnswer) and kept.stamp == stamp:
                 await _send_kept(kept, scope, send)
                 return
@@ -176,6 +179,11 @@ class AnswerCache:
             if not waiting.done():
                 waiting.set_result(None)  # no answer to keep: the waiters compute it themselves
 
+    async def _reads(self, catalog: Catalog, path: str) -> tuple[Versions, HeldRequests | None]:
+        """The catalog's versions, and the measurement requests where the answer shows them."""
+        versions = await self._fresh.versions(catalog)
+        return versions, await self._fresh.requests(catalog) if shows_requests(path) else None
+
     def _declared(self, scope: Scope) -> CacheScope | None:
         """The cache scope of a GET of a kept route (None: not one)."""
         if scope["type"] != "http" or scope.get("method") != "GET" or self._paths is None:
@@ -207,8 +215,8 @@ class AnswerCache:
             declared = self._declared(scope)
             async with self._slots[declared != "operation"]:
                 catalog = scope["app"].state.catalog
-                stamp = await _stamp(catalog, VERSIONS.current(catalog), scope["path"], scope["app"].state.clock(),
-                                     declared)
+                versions, held = await self._reads(catalog, scope["path"])
+                stamp = await _stamp(catalog, versions, held, scope["path"], scope["app"].state.clock(), declared)
                 kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
                 if isinstance(kept, KeptAnswer) and kept.stamp == stamp:  # what it depends on did not move
                     self._stale_since.pop(marker, None)
@@ -220,7 +228,7 @@ class AnswerCache:
             self._refreshing.discard(marker)
 
 
-def _stamp_now(catalog: Catalog, versions: Versions, path: str, now: datetime,
+def _stamp_now(catalog: Catalog, versions: Versions, held: HeldRequests | None, path: str, now: datetime,
                declared: CacheScope | None) -> Stamp | None:
     """What a kept answer must have been computed at to be served, when it is known without loading
     anything: None for an operation's answer whose operation this worker does not hold at these versions
@@ -229,7 +237,7 @@ def _stamp_now(catalog: Catalog, versions: Versions, path: str, now: datetime,
         return DAY, 0, ()
     operation = operation_scope(catalog, path) if declared == "operation" else None
     if operation is None:
-        return SITE, versions.catalog, live_scope(catalog, path, now)
+        return SITE, versions.catalog, live_scope(path, now, held)
     data = loaded_operation(catalog, operation, versions)
     if data is None:
         return None
@@ -247,10 +255,10 @@ def _same_version(kept: KeptAnswer, versions: Versions) -> bool:
     return kept.stamp[0] != SITE and kept.stamp[1] == _operation_version(kept.stamp[0], versions)
 
 
-async def _stamp(catalog: Catalog, versions: Versions, path: str, now: datetime,
+async def _stamp(catalog: Catalog, versions: Versions, held: HeldRequests | None, path: str, now: datetime,
                  declared: CacheScope | None) -> Stamp:
     """The stamp, loading the operation (in one thread for every request that asks meanwhile) when needed."""
-    if (known := _stamp_now(catalog, versions, path, now, declared)) is not None:
+    if (known := _stamp_now(catalog, versions, held, path, now, declared)) is not None:
         return known
     operation = operation_scope(catalog, path)
     assert operation is not None

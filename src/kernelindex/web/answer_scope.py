@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.operation_of import operation_of
-from kernelindex.readmodel.requests import held_requests
+from kernelindex.readmodel.requests import HeldRequests
 from kernelindex.views.table import CacheScope
 from kernelindex.web.render import age
 
@@ -37,17 +37,21 @@ def operation_scope(catalog: Catalog, path: str) -> str | None:
     return None
 
 
-def live_scope(catalog: Catalog, path: str, now: datetime) -> Hashable:
+def shows_requests(path: str) -> bool:
+    """Whether the answer at ``path`` shows the measurement requests (``live_scope`` needs them)."""
+    return path in (urls.FEED, urls.CHALLENGES)
+
+
+def live_scope(path: str, now: datetime, held: HeldRequests | None) -> Hashable:
     """What the answer at ``path`` shows besides the catalog, as it shows it: for /challenges, the
-    measurement requests (the listing's generation, so a new, merged, claimed or finished request or a
+    measurement requests (``held``: the listing's generation, so a new, merged, claimed or finished request or a
     lapsed lease shows on the next request) and their ages as the page writes them ('40 s', '12 min'),
     so the page is rendered again when one of those moves and kept otherwise. For /feed.atom, the listing's
-    generation (a finished replica is an entry). Nothing for other paths."""
-    if path == urls.FEED:
-        return held_requests(catalog).generation
-    if path != urls.CHALLENGES:
+    generation (a finished replica is an entry). Nothing for other paths (``held`` is None for them)."""
+    if held is None or not shows_requests(path):
         return ()
-    held = held_requests(catalog)
+    if path == urls.FEED:
+        return held.generation
     return held.generation, tuple(age(request.age_seconds(now)) for request in held.requests)
 
 
