@@ -9,7 +9,7 @@ import csv as csv_module
 import io
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,9 +47,10 @@ def site(kb_catalog: Catalog) -> Iterator[TestClient]:
         yield client
 
 
-def _twinned(catalog: Catalog, source: str, product: str) -> list[str]:
-    """The run ids of ``source``'s passed figures on ``product`` with a current verified twin, from the stored rows:
-    same implementation name, same workload spec but for how inputs are drawn, same product and timed region."""
+def _stored_runs(catalog: Catalog) -> tuple[list[Any], Callable[[Any], tuple[Any, ...]], set[str], set[str]]:
+    """Every stored run, the key a twin shares (implementation name, workload spec but for how inputs are drawn,
+    GPU product, timed region), the digests of the current passed verified runs and of every attested run — from
+    the rows, not the court's code."""
     with catalog.engine.connect() as conn:
         runs = conn.execute(select(RunRow.digest, RunRow.run_id, RunRow.source, RunRow.implementation,
                                    RunRow.workload, RunRow.environment, RunRow.protocol, RunRow.status,
@@ -60,14 +61,21 @@ def _twinned(catalog: Catalog, source: str, product: str) -> list[str]:
         bodies = {d: orjson.loads(b) for d, b in conn.execute(select(ObjectRow.digest, ObjectRow.body))
                   if d in wanted}
 
-    def key(run: Any) -> tuple[object, ...]:
+    def key(run: Any) -> tuple[Any, ...]:
         workload = dict(bodies[run.workload]["spec"])
         workload["params"] = {k: v for k, v in workload.get("params", {}).items() if k != "inputs drawn by"}
         return (bodies[run.implementation]["metadata"]["name"], orjson.dumps(workload, option=orjson.OPT_SORT_KEYS),
                 bodies[run.environment]["spec"]["hardware"]["product"], bodies[run.protocol]["spec"]["timed_region"])
 
-    ours = {key(r) for r in runs if r.digest in attested and r.digest not in superseded and r.status == "passed"
-            and r.median_ns}
+    verified = {r.digest for r in runs if r.digest in attested and r.digest not in superseded
+                and r.status == "passed" and r.median_ns}
+    return list(runs), key, verified, attested
+
+
+def _twinned(catalog: Catalog, source: str, product: str) -> list[str]:
+    """The run ids of ``source``'s passed figures on ``product`` with a current verified twin."""
+    runs, key, verified, attested = _stored_runs(catalog)
+    ours = {key(r) for r in runs if r.digest in verified}
     return sorted(r.run_id for r in runs if r.source == source and r.status == "passed" and r.median_ns
                   and r.digest not in attested and key(r) in ours and key(r)[2] == product)
 
@@ -107,26 +115,11 @@ def test_every_reported_h100_figure_with_a_verified_twin_shows_both_on_its_row(
 
 
 def _pairs_from_rows(catalog: Catalog) -> dict[str, list[float]]:
-    """Per GPU product, Y/X of every KernelBench figure with a current verified twin, from the stored rows: same
-    implementation name, same workload spec but for how get_inputs() draws, same product and timed region."""
-    with catalog.engine.connect() as conn:
-        runs = conn.execute(select(RunRow.digest, RunRow.source, RunRow.implementation, RunRow.workload,
-                                   RunRow.environment, RunRow.protocol, RunRow.status, RunRow.median_ns)).all()
-        attested = set(conn.execute(select(AttestationRow.run)).scalars())
-        superseded = set(conn.execute(select(SupersessionRow.old)).scalars())
-        wanted = {d for r in runs for d in (r.implementation, r.workload, r.environment, r.protocol)}
-        bodies = {d: orjson.loads(b) for d, b in conn.execute(select(ObjectRow.digest, ObjectRow.body))
-                  if d in wanted}
-
-    def key(run: Any) -> tuple[str, ...]:
-        workload = dict(bodies[run.workload]["spec"])
-        workload["params"] = {k: v for k, v in workload.get("params", {}).items() if k != "inputs drawn by"}
-        return (bodies[run.implementation]["metadata"]["name"], orjson.dumps(workload, option=orjson.OPT_SORT_KEYS),
-                bodies[run.environment]["spec"]["hardware"]["product"], bodies[run.protocol]["spec"]["timed_region"])
-
-    ours: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    """Per GPU product, Y/X of every KernelBench figure with a current verified twin."""
+    runs, key, verified, _ = _stored_runs(catalog)
+    ours: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for run in runs:
-        if run.digest in attested and run.digest not in superseded and run.status == "passed" and run.median_ns:
+        if run.digest in verified:
             ours[key(run)].append(run.median_ns)
     found: dict[str, list[float]] = defaultdict(list)
     for run in runs:
