@@ -32,6 +32,11 @@ log = logging.getLogger("kernelindex.web")
 
 SERVE_AGED_S = 2.0  # past this a read is waited for: a database that stopped answering is not hidden for long
 _READS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelindex-fresh-reads")
+
+
+def settled(timeout_s: float = 10.0) -> None:
+    """Wait until every read queued so far has run (the one reads' thread takes them in order)."""
+    _READS.submit(lambda: None).result(timeout_s)
 Value = TypeVar("Value")
 ReadKey = tuple[str, str, int]  # what is read, of which catalog, after how many of this process's writes
 
