@@ -15,10 +15,15 @@ from kernelindex import registry
 from kernelindex.domain.architectures import ModelConfig
 from kernelindex.resolve.parse_state import State, Word
 from kernelindex.resolve.tokens import Token
+from kernelindex.resolve.words import SERVING_ATTENTION, SYNONYMS
 
 TENSOR_PARALLEL = (1, 2, 4, 8)
 ATTENTION_PREFIXES = ("gqa-", "mla-")
-ATTENTION_WORDS = ("attention", "attn", "flash", "fa2", "fa3", "gqa", "mla", "paged", "ragged")
+# What says attention, from the synonyms that name the serving-attention families (not "decode" alone, which
+# names a model's step) and those families' own words (gqa, mla, paged, ragged).
+ATTENTION_WORDS = tuple(sorted({word for word, (families, modes) in SYNONYMS.items()
+                                if families == SERVING_ATTENTION and not modes}
+                               | {part for family in SERVING_ATTENTION for part in family.split("-")}))
 
 
 def attention_markers(config: ModelConfig) -> dict[str, int]:
