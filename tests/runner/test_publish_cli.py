@@ -213,6 +213,7 @@ def test_bootstrap_trusts_the_shipped_keys(db_url: str) -> None:
                                       "kernelindex-h200-runner-19", "kernelindex-h100-runner-1",
                                      "kernelindex-h200-runner-20", "kernelindex-h100-runner-2",
                                      "kernelindex-h200-runner-21", "kernelindex-h100-runner-3",
+                                     "kernelindex-h200-runner-22", "kernelindex-h100-runner-4",
                                      "independent-check-runner"}
     assert trusted_runner_keys(catalog) == shipped
     keys.bundled_runner_keys(catalog)  # idempotent
