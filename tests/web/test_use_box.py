@@ -48,3 +48,19 @@ def test_an_h100_page_without_h100_runs_offers_the_h200s_verified_runs(client: T
     assert "Use this on H200" in box and "Verified · KernelIndex verification runner" in box
     (answer,) = client.get(_json_link(text)).json()["recommendation"]["answers"]
     assert answer["evidence"] == "verified" and answer["median_ns"] == nearest["leader_ns"]
+
+
+def test_a_hopper_gpu_without_runs_is_offered_hopper_verified_runs_first(client: TestClient) -> None:
+    """Issue 44 item 4, for a GPU with no runs at all (the H100 PCIe): tvd's nearest measured GPU is the H200's verified
+    lane, not the H100 SXM's reported Liger rows; rope's is a verified Hopper part, never the A100's reported rows. The
+    banner, the selected cohort and the "Use this" box agree."""
+    for operation, leader in (("tvd", "h200"), ("rope", None)):
+        page = client.get(f"/api/v1/operations/{operation}", params={"gpu": "h100-pcie"}).json()
+        nearest = page["asked_gpu"]["nearest"]
+        assert nearest["why"].startswith("the same architecture as H100 PCIe (sm_90), verified"), nearest
+        assert nearest["gpu"] in ({leader} if leader else {"h100-sxm", "h200"})
+        assert page["selected_cohort"] == nearest["cohort"]
+        assert next(c for c in page["cohorts"] if c["key"] == nearest["cohort"])["evidence"] == "verified"
+        text = client.get(f"/operations/{operation}?gpu=h100-pcie").text
+        (answer,) = client.get(_json_link(text)).json()["recommendation"]["answers"]
+        assert answer["evidence"] == "verified" and answer["gpu"] == nearest["gpu"]

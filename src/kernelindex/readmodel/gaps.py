@@ -1,8 +1,8 @@
 """'Not measured on H100 for this workload', said near the top of an operation page: for each
 priority GPU without a run of the selected workload, the floor-v1 estimate on that GPU (its
 datasheet bandwidth) and the nearest measured GPU among those with runs of this workload and timed
-region: the same architecture first, then the better evidence (verified over reported), then the
-fresher evidence, then the closer datasheet bandwidth — and the page says why that GPU was chosen."""
+region by the nearest-GPU rule (``policy.nearest_gpu``: the same architecture first, then the better evidence,
+then the fresher evidence, then the closer datasheet bandwidth) — and the page says why that GPU was chosen."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from datetime import datetime
 
 from kernelindex import registry, urls
 from kernelindex.policy.evidence import LEVEL_ORDER
+from kernelindex.policy.nearest_gpu import MeasuredGpu, measured_gpu
+from kernelindex.policy.nearest_gpu import nearest_gpu as policy_nearest_gpu
 from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.errors import BadParameter
 from kernelindex.readmodel.floors import gpu_floor
@@ -29,15 +31,6 @@ class NearestMeasured(JsonModel):
     url: str
     cohort: str = ""  # its fastest cohort of the workload and region (short key, as in ?cohort=)
     why: str = ""  # why this GPU was chosen (architecture, evidence, freshness, bandwidth)
-
-
-@dataclass(frozen=True)
-class MeasuredGpu:
-    """What the nearest-GPU rule weighs about one GPU with runs of the workload and region."""
-
-    slug: str
-    evidence: str  # the best evidence level of its eligible runs there
-    observed_at: datetime  # its newest eligible run there
 
 
 @dataclass
@@ -109,38 +102,17 @@ def _evidence_level(cohort: Cohort) -> int:
 
 def measured_gpus(data: OperationData, cohorts: Iterable[Cohort]) -> list[MeasuredGpu]:
     """Per GPU of these cohorts: the best evidence and the newest observation of its eligible runs."""
-    runs: dict[str, list] = {}
+    runs: dict[str, list[tuple[str, datetime]]] = {}
     for cohort in cohorts:
         if (gpu := data.gpu_of(cohort.environment)) is not None:
-            runs.setdefault(gpu.slug, []).extend(cohort.eligible)
-    return [MeasuredGpu(slug, min((r.evidence for r in found), key=lambda e: LEVEL_ORDER.get(e, 99)),
-                        max(r.observed_at for r in found)) for slug, found in sorted(runs.items()) if found]
+            runs.setdefault(gpu.slug, []).extend((r.evidence, r.observed_at) for r in cohort.eligible)
+    return [m for slug, found in sorted(runs.items()) if (m := measured_gpu(slug, found))]
 
 
 def nearest_gpu(asked: registry.GpuSpec, measured: Iterable[MeasuredGpu]) -> tuple[registry.GpuSpec, str] | None:
-    """The measured GPU nearest the asked one, and why: the same architecture first, then the better
-    evidence (verified over reported), then the newer observation, then the closer datasheet bandwidth
-    (then the slug). The one rule for the page's banner and ``ki use``. Only a GPU of the asked one's vendor: an
-    AMD part's kernels (aiter's, built for ROCm) say nothing of what runs on an NVIDIA GPU, nor the reverse."""
-    gpus = registry.gpus()
-    candidates = [m for m in measured if m.slug in gpus and m.slug != asked.slug
-                  and gpus[m.slug].vendor == asked.vendor]
-    if not candidates:
-        return None
-
-    def key(m: MeasuredGpu) -> tuple:
-        gpu = gpus[m.slug]
-        return (gpu.architecture != asked.architecture, LEVEL_ORDER.get(m.evidence, 99), -m.observed_at.timestamp(),
-                abs(gpu.bandwidth_gbps - asked.bandwidth_gbps), m.slug)
-
-    chosen = min(candidates, key=key)
-    gpu = gpus[chosen.slug]
-    same = (f"the same architecture as {asked.short} ({asked.architecture})" if gpu.architecture == asked.architecture
-            else f"no GPU of {asked.short}'s architecture ({asked.architecture}) has runs")
-    why = (f"{same}, {chosen.evidence} evidence observed {chosen.observed_at.date().isoformat()}, datasheet bandwidth "
-           f"{gpu.bandwidth_gbps:,.0f} GB/s against {asked.bandwidth_gbps:,.0f} GB/s — chosen by architecture, "
-           "then evidence, then freshness, then bandwidth among the GPUs with runs of this workload and region")
-    return gpu, why
+    """The measured GPU nearest the asked one, and why (``policy.nearest_gpu``, over the datasheet table): the
+    one rule for the page's banner, ``ki use`` and the order of search's cohorts on other GPUs."""
+    return policy_nearest_gpu(asked, measured, registry.gpus())
 
 
 def _nearest(data: OperationData, asked: registry.GpuSpec, measured: dict[str, Cohort],

@@ -17,6 +17,7 @@ from datetime import datetime
 from kernelindex import registry, urls
 from kernelindex.domain.expressions import ExpressionError, evaluate
 from kernelindex.policy.evidence import LEVEL_ORDER
+from kernelindex.policy.nearest_gpu import by_nearness, measured_gpu
 from kernelindex.policy.reasons import Reason
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel.requests import ask_url
@@ -145,10 +146,15 @@ class _Context:
     source: CohortSource
     vocab: Vocabulary
     now: datetime
+    # The GPUs in the order cohorts list by: the priority GPUs, or for a request naming a GPU, that GPU and then
+    # the others by the nearest-GPU rule (``gpu_order``)
+    gpus: tuple[str, ...] | None = None
 
     def cohort_order(self, c: RankedCohort) -> tuple:
-        return c.order or order_key(c.sample, c.key, self.source.priority_gpus(), ranks_a_run=bool(c.ranked),
-                                    verified=ranks_verified(c.ranked))
+        if self.gpus is None:
+            return c.order or order_key(c.sample, c.key, self.source.priority_gpus(), ranks_a_run=bool(c.ranked),
+                                        verified=ranks_verified(c.ranked))
+        return order_key(c.sample, c.key, self.gpus, ranks_a_run=bool(c.ranked), verified=ranks_verified(c.ranked))
 
 
 def resolve(req: ResolveRequest, source: CohortSource, *, parsed: dict[str, object] | None = None,
@@ -207,10 +213,12 @@ def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[s
             other.append((c, protocol))
         else:
             exact.append(c)
+    ctx = replace(ctx, gpus=gpu_order(req, [c for c, m in compatible if _elsewhere_only(m)]
+                                      or [c for c, _ in compatible]))
     exact.sort(key=ctx.cohort_order)
     other.sort(key=lambda p: ctx.cohort_order(p[0]))
-    closest = heapq.nsmallest(MAX_COMPATIBLE, compatible,
-                              key=lambda p: (len(p[1]), _distance(p[1]), ctx.cohort_order(p[0])))
+    closest = heapq.nsmallest(MAX_COMPATIBLE, compatible, key=lambda p: (
+        len(p[1]), _distance(p[1]), not _elsewhere_only(p[1]), ctx.cohort_order(p[0])))
     nearest = None if exact or other else _nearest(ctx, op, compatible)
     query = canonical_query(req, ctx.vocab)
     exact_results = told_apart(tuple(_cohort_result(c, req, ctx.now, query=query) for c in exact[:MAX_LISTED]))
@@ -225,6 +233,30 @@ def _resolve_operation(ctx: _Context, op: OperationEntry | None, op_json: dict[s
         other_protocols=other_results, other_protocols_total=len(other), compatible=compat_results,
         compatible_total=len(compatible), nearest=nearest, gaps=gaps, notes=notes, **base,
     )
+
+
+def gpu_order(req: ResolveRequest, others: Sequence[RankedCohort]) -> tuple[str, ...] | None:
+    """For a request naming a GPU: that GPU, then the GPUs of ``others`` (cohorts on other GPUs) by the
+    nearest-GPU rule (``policy.nearest_gpu``, the operation page's and ``ki use``'s), then the rest. None when
+    the request names no GPU of the datasheet table (cohorts list by the priority GPUs)."""
+    table = registry.gpus()
+    asked = table.get(req.gpu or "")
+    if asked is None:
+        return None
+    runs: dict[str, list[tuple[str, datetime]]] = defaultdict(list)
+    for c in others:
+        if c.sample.gpu is not None:
+            runs[c.sample.gpu].extend((run.evidence, run.observed_at) for run, *_ in c.ranked)
+    measured = [m for slug, found in runs.items() if (m := measured_gpu(slug, found))]
+    nearest = (m.slug for m in by_nearness(asked, measured, table))
+    return tuple(dict.fromkeys((asked.slug, *registry.gpus_answering(asked.slug), *nearest)))
+
+
+def _elsewhere_only(mismatches: Sequence[Mismatch]) -> bool:
+    """Whether a cohort measured the asked workload and region, only on another GPU: at the same distance it lists
+    before the asked GPU's other dtypes and shapes (what wins in bf16 says little of what wins in fp32), as the
+    operation page's nearest-GPU panel offers the same workload on another GPU."""
+    return all(m.field in ("gpu", "arch") for m in mismatches)
 
 
 def _query_for(ctx: _Context, c: RankedCohort) -> str:
