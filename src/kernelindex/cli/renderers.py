@@ -9,7 +9,7 @@ from rich.table import Table
 
 from kernelindex.cli.common import console, markup_safe, print_json
 from kernelindex.domain.units import format_duration, format_ratio
-from kernelindex.policy.floor import ATTAINABLE, FLOOR_NAMES, PHYSICAL
+from kernelindex.policy.floor_names import ATTAINABLE, FLOOR_NAMES, PHYSICAL
 from kernelindex.readmodel.kernel_names import short_title
 
 RECORDS_LIMIT = 50

@@ -14,7 +14,7 @@ from kernelindex.cli.backends import LocalBackend, backend_for, empty_catalog_hi
 from kernelindex.cli.common import DatabaseOption, console
 from kernelindex.cli.query_cmds import ApiOption, JsonOption
 from kernelindex.domain.units import format_duration
-from kernelindex.policy.floor import FLOOR_NAMES, PHYSICAL
+from kernelindex.policy.floor_names import FLOOR_NAMES, PHYSICAL
 
 
 def use_answer(api: str | None, database: str | None, text: str) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from kernelindex.domain.dtypes import peak_class
 from kernelindex.domain.expressions import evaluate
 from kernelindex.domain.gpus import GpuSpec
 from kernelindex.domain.units import format_bytes
+from kernelindex.policy.floor_names import ATTAINABLE, FLOOR_NAMES, PHYSICAL
 from kernelindex.policy.mix_ceiling import CeilingFigure, mix_ceiling
 from kernelindex.policy.ratios import ratio
 from kernelindex.policy.traffic import TensorTraffic, compulsory_traffic, resolved_axes, scalar_loss
@@ -68,12 +69,6 @@ GRADIENT_FLOPS: dict[str, str] = {
     "fused-linear-grpo-loss-token": "4 * batch * seq * hidden * vocab",
     "fused-linear-grpo-loss-sequence": "4 * batch * seq * hidden * vocab",
 }
-
-
-PHYSICAL = "physical"
-ATTAINABLE = "attainable"
-# What every surface calls each floor (pages, JSON "name", CLI, MCP): never a bare "floor".
-FLOOR_NAMES = {PHYSICAL: "physical floor", ATTAINABLE: "attainable floor"}
 
 
 CEILING_PROBE_BYTES = 1 << 30  # the buffer each of the runner's ceiling kernels streams (copy, read, write)

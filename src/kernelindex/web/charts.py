@@ -16,7 +16,7 @@ from typing import Any
 
 from kernelindex import urls
 from kernelindex.domain.units import format_duration
-from kernelindex.policy.floor import FLOOR_NAMES, PHYSICAL
+from kernelindex.policy.floor_names import FLOOR_NAMES, PHYSICAL
 
 WIDTH, HEIGHT = 720, 340
 LEFT, RIGHT, TOP, BOTTOM = 70, 128, 16, 48  # the right margin holds the series' end labels

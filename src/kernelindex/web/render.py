@@ -103,7 +103,7 @@ def environment() -> Environment:
         timing_method=lambda method: METHOD_WORDS.get(method, method),  # never the raw field value
         short_title=short_title,  # a generated kernel name read by people; the full one stays in JSON
     )
-    from kernelindex.policy.floor import FLOOR_NAMES
+    from kernelindex.policy.floor_names import FLOOR_NAMES
     from kernelindex.readmodel.pages_home import family_anchor
     from kernelindex.web.charts import implementation_colour
 

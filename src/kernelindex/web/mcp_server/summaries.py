@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelindex.domain.units import format_duration
-from kernelindex.policy.floor import FLOOR_NAMES, PHYSICAL
+from kernelindex.policy.floor_names import FLOOR_NAMES, PHYSICAL
 
 
 def _leader_lines(data: dict[str, Any], limit: int = 5) -> list[str]:
