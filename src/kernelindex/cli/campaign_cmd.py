@@ -86,12 +86,23 @@ def carry_cmd(
     cases: Path | None = typer.Option(None, "--cases", help="A plan's case folder (`plan --out`); default: every "
                                       "shipped runner bundle's cases."),
     wheels: Path | None = typer.Option(None, "--wheels", help="An earlier carry's whl/ instead of downloading."),
+    steps: list[str] = typer.Option([], "--steps", help="TAG=STEPS (h200=\"probe softmax\"): the steps go.sh runs "
+                                    "on that GPU when the call names none; one per GPU a call may land on."),
+    with_flashinfer: bool = typer.Option(False, "--flashinfer", help="Carry FlashInfer 0.7.4, trimmed to its "
+                                         "attention kernels (≈ 9 MiB), for the fi-* steps."),
+    flashinfer_cache: Path = typer.Option(Path(".ficache"), "--flashinfer-cache", help="Where FlashInfer's pinned "
+                                          "wheels are downloaded once (checked by SHA-256)."),
+    flashinfer_kernels: Path | None = typer.Option(None, "--flashinfer-kernels", help="An earlier fi-build's "
+                                                   "flashinfer-kernels-sm90a.tar.xz: no compile on this machine."),
 ) -> None:
-    """Build the folder a device call carries (wheels, keys, case lists; at most 64 MiB)."""
-    from kernelindex.campaigns.carry import CarryError, build, parse_keys
+    """Build the folder a device call carries (wheels, keys, case lists, steps, its entry go.sh; at most 64 MiB).
+    The device command is then `bash .devcarry/go.sh SECONDS` (docs/runner.md)."""
+    from kernelindex.campaigns.carry import CarryError, build, parse_keys, parse_steps
 
     try:
-        console.print_json(json.dumps(build(out, parse_keys(key), cases=cases, wheels=wheels)))
+        console.print_json(json.dumps(build(out, parse_keys(key), cases=cases, wheels=wheels, steps=parse_steps(steps),
+                                            flashinfer_cache=flashinfer_cache if with_flashinfer else None,
+                                            flashinfer_kernels=flashinfer_kernels)))
     except CarryError as exc:
         fail(str(exc), code=2)
 
@@ -101,7 +112,8 @@ def run_cmd(
     seconds: float = typer.Argument(..., help="The call's budget for all its steps (a device call runs ≤ 600 s)."),
     steps: list[str] = typer.Argument(..., help="probe, compare, "
                                       "OP[:SKIP:MAX[:SUFFIX[:REGIONS[:LIMIT[:HARD[:IMPL]]]]]], "
-                                      "OPS:SELECTION:IMPL[:SUFFIX[:LIMIT]], a GEMM/attention batch, or "
+                                      "OPS:SELECTION:IMPL[:SUFFIX[:LIMIT]], a GEMM/attention batch "
+                                      "BATCH[:OPS[:IMPL]] (fi-decode, fi-prefill …), fi-setup, fi-build, or "
                                       "kernelbench:LEVELS:IMPLS[:SKIP:MAX] (docs/campaigns.md)."),
     work: Path = typer.Option(Path(os.environ.get("KI_WORK", "/tmp/ki-v4")), "--work",
                               help="This machine's campaign state: the steps done, cut records, bundles so far. "
