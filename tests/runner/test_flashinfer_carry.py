@@ -115,6 +115,29 @@ def test_the_ledger_keeps_the_build_cost_beside_its_step(tmp_path: Path) -> None
     assert flashinfer.build_note(tmp_path / flashinfer.BUILD_SUMMARY) == ""  # a build cut before its summary
 
 
+def test_fi_build_without_fi_setup_says_what_to_run_first(tmp_path: Path) -> None:
+    lines: list[str] = []
+    call = Call(budget_s=300, work=tmp_path / "work", out=tmp_path / "out", flashinfer_home=tmp_path / ".fi",
+                say_to=lines.append)
+    assert run_campaign(call, ["fi-build"]) == ["fi-build"]
+    assert any(f"fi-build: FlashInfer is not unpacked in {tmp_path / '.fi'}: run fi-setup first" in line
+               for line in lines)
+    assert [(e["step"], e["outcome"], e["rc"]) for e in read_call(tmp_path / "out")] == [("fi-build", "failed", 2)]
+
+
+def test_the_carry_takes_steps_per_gpu_and_names_a_bad_one() -> None:
+    from kernelindex.campaigns.carry import CarryError, parse_steps
+
+    assert parse_steps(["H200=probe  fi-setup fi-decode:gqa-x", "h100=probe gemm-cublas"]) == \
+        {"h200": "probe fi-setup fi-decode:gqa-x", "h100": "probe gemm-cublas"}
+    with pytest.raises(CarryError, match="--steps h100: step 'rope:x'"):
+        parse_steps(["h100=probe rope:x"])
+    with pytest.raises(CarryError, match="give TAG=STEPS"):
+        parse_steps(["probe softmax"])
+    with pytest.raises(CarryError, match="two lines for h200"):
+        parse_steps(["h200=probe", "H200=rope"])
+
+
 def test_the_steps_of_a_call_follow_the_gpu_it_landed_on() -> None:
     lines = ["h200 probe softmax", "h100 probe gemm-cublas fi-setup"]
     assert steps_for_gpu(H100, {}, lines) == ("h100", ["probe", "gemm-cublas", "fi-setup"],

@@ -204,13 +204,16 @@ def setup(carried: Path, home: Path, say: Callable[[str], None]) -> int:
             modules = sum(1 for name in tar.getnames() if name.endswith(".so"))
             tar.extractall(home / "ws", filter="data")
         say(f"fi-setup: {modules} prebuilt kernel modules placed in the cache")
-    marker.touch()
     unpacked = sum(p.stat().st_size for p in (home / "site").rglob("*") if p.is_file())
     say(f"fi-setup: unpacked {unpacked / 2**20:.0f} MiB into {home / 'site'}")
     found = subprocess.run([sys.executable, "-c", "import flashinfer, tvm_ffi; print('flashinfer', "
                             "flashinfer.__version__, 'tvm_ffi', tvm_ffi.__version__)"], capture_output=True,
                            text=True, env={**os.environ, **env(home)})
-    say(f"fi-setup: {(found.stdout + found.stderr).strip()[-400:]}")
+    answer = (found.stdout + found.stderr).strip().splitlines()
+    say(f"fi-setup: {answer[-1] if answer else 'no answer'}"
+        f"{'' if found.returncode == 0 else ' (import flashinfer failed with the machine packages)'}")
+    if found.returncode == 0:  # the next call on this machine skips it; one that failed unpacks again
+        marker.touch()
     return found.returncode
 
 
