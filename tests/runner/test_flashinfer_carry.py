@@ -234,3 +234,17 @@ def test_fi_setup_unpacks_the_carry_once_per_machine(tmp_path: Path) -> None:
     assert said == [f"fi-setup: {home / 'site'} already holds this carry "
                     f"({next((home / 'site').glob('.carried-*')).name})"]
     assert flashinfer.env(home)["PYTHONPATH"].startswith(str(home / "site"))
+
+
+def test_the_flashinfer_carry_checks_the_pins_and_reuses_the_trimmed_package(tmp_path: Path) -> None:
+    cache = ROOT / ".ficache"
+    made = cache / f"{flashinfer.TRIMMED}.{flashinfer._trim_key()}"
+    if not made.is_file():
+        pytest.skip("no trimmed package in .ficache (ki runner campaign carry --flashinfer makes it, ~5 min)")
+    carried = flashinfer.carry(tmp_path, cache)
+    assert (carried["flashinfer_files"], carried["flashinfer_kernels"]) == (4466, False)
+    assert (tmp_path / flashinfer.CARRIED / flashinfer.TRIMMED).read_bytes() == made.read_bytes()
+    assert sorted(p.name for p in (tmp_path / flashinfer.CARRIED).rglob("*") if p.is_file()) == \
+        sorted([flashinfer.TRIMMED, flashinfer.TVM_FFI])
+    with pytest.raises(flashinfer.FlashInferCarryError, match="no .*nothing.tar.xz: give the"):
+        flashinfer.carry(tmp_path / "again", cache, kernels=tmp_path / "nothing.tar.xz")

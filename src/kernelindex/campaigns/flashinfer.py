@@ -23,6 +23,7 @@ and ``fi-build`` builds the kernel modules there once per campaign (``campaigns/
 from __future__ import annotations
 
 import hashlib
+import inspect
 import io
 import json
 import lzma
@@ -114,6 +115,25 @@ def trim(wheel: Path, out: Path) -> tuple[int, int]:
     return files, raw
 
 
+def _trim_key() -> str:
+    """What the trimmed package depends on: the pinned wheel and the rules of what travels."""
+    rules = [WHEEL_SHA256, TRIMMED_INIT, NOTICE, repr((PACKAGES, DATA_TREES, DIST_FILES)), inspect.getsource(keep)]
+    return hashlib.sha256("\0".join(rules).encode()).hexdigest()[:12]
+
+
+def trimmed(wheel: Path, cache: Path) -> tuple[int, int]:
+    """The trimmed package in ``cache`` (made once: xz at preset 9 takes minutes on a busy machine), remade when the
+    rules change; returns (files, bytes before compression)."""
+    made = cache / f"{TRIMMED}.{_trim_key()}"
+    counts = made.with_name(made.name + ".json")
+    if not (made.is_file() and counts.is_file()):
+        files, raw = trim(wheel, made.with_name(made.name + ".part"))
+        made.with_name(made.name + ".part").replace(made)
+        counts.write_text(json.dumps([files, raw]))
+    files, raw = json.loads(counts.read_text())
+    return files, raw
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -152,7 +172,8 @@ def carry(out: Path, cache: Path, kernels: Path | None = None) -> dict[str, obje
     folder = out / CARRIED
     (folder / "whl").mkdir(parents=True)
     shutil.copy(tvm_ffi, folder / "whl")
-    files, raw = trim(wheel, folder / TRIMMED)
+    files, raw = trimmed(wheel, cache)
+    shutil.copy(cache / f"{TRIMMED}.{_trim_key()}", folder / TRIMMED)
     if kernels is not None:
         if not kernels.is_file():
             raise FlashInferCarryError(f"no {kernels}: give the {KERNELS} an earlier fi-build left in its call's OUT")
