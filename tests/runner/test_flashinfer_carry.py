@@ -148,7 +148,7 @@ def test_the_steps_of_a_call_follow_the_gpu_it_landed_on() -> None:
 
 
 def _device_checkout(tmp_path: Path, steps: dict[str, str]) -> Path:
-    """A device machine's checkout: the tree's src/ and bench/, and the carry ``carry`` writes in .devcarry."""
+    """A device machine's checkout: the tree's src/ and the carry ``carry`` writes in .devcarry."""
     from kernelindex.campaigns.carry import build
     from kernelindex.campaigns.measure import prepare_from_bundles
     from kernelindex.campaigns.selection import VERIFIED
@@ -156,8 +156,7 @@ def _device_checkout(tmp_path: Path, steps: dict[str, str]) -> Path:
 
     root = tmp_path / "checkout"
     root.mkdir()
-    for part in ("src", "bench"):
-        (root / part).symlink_to(ROOT / part)
+    (root / "src").symlink_to(ROOT / "src")
     generate("entry-test", tmp_path / "keys")
     prepare_from_bundles([VERIFIED / "h200-rope-20261207-v4"], tmp_path / "cases")
     carried = build(root / ".devcarry", {"keys": tmp_path / "keys"}, cases=tmp_path / "cases", download=False,

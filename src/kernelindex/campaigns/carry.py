@@ -1,7 +1,7 @@
 """The folder a device call carries to the GPU machine (at most 64 MiB): the cp312 wheels of what the runner
 imports that the machine lacks (it has torch, triton, numpy … but not pydantic, SQLAlchemy or cryptography, and no
-network), the runner keys, and the case lists of the campaign's steps. The repository's own ``src/`` and ``bench/``
-travel with the working tree; the device command links them into the carried folder (docs/campaigns.md).
+network), the runner keys, and the case lists of the campaign's steps. The repository's own ``src/``
+travels with the working tree; the device command links it into the carried folder (docs/campaigns.md).
 
     carry/whl/*.whl                 installed with pip --no-index into /tmp/site
     carry/keys/runner.{key,pub}     the default key; carry/keys-TAG/ the key of GPU TAG (h100, …) when given
@@ -41,14 +41,13 @@ ENTRY_SCRIPT = """#!/usr/bin/env bash
 # The device call's entry, written by `ki runner campaign carry` (src/kernelindex/campaigns/carry.py): a new carry
 # writes it again, so nothing here is edited by hand. From the repository root of the device machine:
 #   bash .devcarry/go.sh SECONDS [STEP...]
-# installs the carried wheels (whl/) into $KI_SITE (default /tmp/site), links the working tree's src/ and bench/,
+# installs the carried wheels (whl/) into $KI_SITE (default /tmp/site), links the working tree's src/,
 # and runs the campaign engine (python3 -m kernelindex.campaigns) on STEP..., or when none are given on the steps
 # of the GPU nvidia-smi names: $H200_STEPS, $H100_STEPS ... (by the GPU's tag) when set, else the GPU's line of
 # steps.txt. Its other variables (OUT, KI_WORK, KI_DRY_RUN, KI_KEY, KI_FI_HOME ...) are the engine's.
 set -euo pipefail
 cd "$(dirname "$0")"
 site=${KI_SITE:-/tmp/site}
-ln -sfn ../bench bench
 ln -sfn ../src src
 if compgen -G "whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" whl/*.whl

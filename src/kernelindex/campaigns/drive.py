@@ -12,7 +12,7 @@ Every step's outcome is one line of ``OUT/ledger.jsonl`` (``ki runner campaign s
 the campaign's ledger). The GPU the machine reports names the bundles (``h100-…``, ``h200-…``) and picks the key:
 ``keys-TAG/runner.key`` when carried, else ``keys/runner.key``.
 
-Runs from the carried folder (``ki runner campaign carry``): ``src/`` importable, ``bench/`` for ``compare``,
+Runs from the carried folder (``ki runner campaign carry``): ``src/`` importable,
 ``cases/``, ``cases-gemm/``, ``kernelbench-cases.json``, ``keys/``, and ``flashinfer/`` when FlashInfer travels.
 Once ``fi-setup`` has unpacked FlashInfer on the machine, every measuring step's process imports it (as the runner's
 adapters find it: an adapter of a library that is absent is skipped) and reuses its kernel cache.
@@ -209,7 +209,7 @@ def _compare(call: Call, seconds: float) -> int:
     if call.dry_run or call.rehearse:
         call.say(f"plan compare: {' '.join(call.compare)}")
         return 0
-    argv = [call.python, "bench/stream_compare.py", "--cases", str(call.cases),
+    argv = [call.python, "-m", "kernelindex.campaigns.stream_compare", "--cases", str(call.cases),
             "--out", str(call.out / "stream-compare.json"), *call.compare]
     return run_bounded(argv, seconds, call.out / "compare.log")
 

@@ -2,7 +2,7 @@
 
 - ``probe``: the GPU's v4 ceilings (read, write, copy at every size) and its shortest call, once per machine;
   every later step of the machine reuses them, so all its bundles share one environment.
-- ``compare``: ``bench/stream_compare.py``'s calls (docs/runner.md's table).
+- ``compare``: ``campaigns/stream_compare.py`` over ``KI_COMPARE``'s calls (docs/runner.md's table).
 - ``OP[:SKIP:MAX[:SUFFIX[:REGIONS[:LIMIT[:HARD[:IMPL]]]]]]``: one operation's cases SKIP+1 … SKIP+MAX of the
   campaign's case folder (MAX 0: all), only REGIONS (comma-separated; empty: every region the case lists), at
   most LIMIT s (default 300), HARD s per case-region before the minimum samples stops it (default 40), only the
