@@ -3,7 +3,7 @@ figure exceed the bandwidth its GPU's runner measured for the same read/write mi
 (policy/ceilings; a run without a v4 table of its own is held to its GPU's, registry/measured_ceilings.yaml), and
 how many of them hold a record today: flagged runs hold none (readmodel/cohorts.cohort_record_events).
 
-    python bench/ceiling_check.py [--database URL]     # default: a fresh SQLite catalog of the verified bundles
+    ki runner campaign ceiling-check [--database URL]     # default: a fresh SQLite catalog of the verified bundles
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import os
 import tempfile
 from collections import Counter
+from typing import Any
 
 from sqlalchemy import distinct, select
 
@@ -29,7 +30,9 @@ def verified_operations(catalog: Catalog) -> list[str]:
 
 
 def check(catalog: Catalog) -> int:
-    checked, flagged, holders = Counter(), [], []
+    checked: Counter[str] = Counter()
+    flagged: list[tuple[str, Any, str, Any]] = []
+    holders: list[str] = []
     for slug in verified_operations(catalog):
         data = load_operation(catalog, slug)
         for cohort in cohorts_of(data).values():
@@ -41,14 +44,13 @@ def check(catalog: Catalog) -> int:
                 gpu = data.environments[run.environment].spec.hardware.product
                 checked[gpu] += 1
                 if run.ceiling_check.exceeds:
-                    flagged.append((slug, run, gpu))
+                    flagged.append((slug, run, gpu, run.ceiling_check))
                     if holder == run.digest:
                         holders.append(run.run_id)
     for gpu, count in sorted(checked.items()):
         print(f"{gpu}: {count} current verified runs checked against the measured ceiling of their mix and size")
     print(f"flagged (implied bandwidth over the ceiling by more than 3%): {len(flagged)}")
-    for slug, run, gpu in sorted(flagged, key=lambda f: -f[1].ceiling_check.ratio)[:40]:
-        c = run.ceiling_check
+    for slug, run, gpu, c in sorted(flagged, key=lambda f: -f[3].ratio)[:40]:
         print(f"  {slug} {run.run_id} {gpu}: {c.implied_bytes_per_s / 1e9:,.0f} GB/s vs "
               f"{c.ceiling_bytes_per_s / 1e9:,.0f} GB/s ({c.ratio:.3f}x), {run.spec.timing.method}")
     print(f"verified records whose implied bandwidth exceeds their GPU's measured ceiling: {len(holders)}")
@@ -56,7 +58,7 @@ def check(catalog: Catalog) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="ki runner campaign ceiling-check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--database", default="")
     args = parser.parse_args(argv)
     url = args.database or f"sqlite:///{os.path.join(tempfile.mkdtemp(), 'ceilings.sqlite')}"

@@ -1,6 +1,7 @@
 """``ki runner campaign``: plan a GPU campaign from the shipped catalog, build its carry, run its steps (a dry
 run on the CPU, a rehearsal on the CPU test device, or the device call itself), and ship what came back with its
-supersessions and ledger. docs/campaigns.md walks through one campaign."""
+supersessions and ledger; check and tabulate what came back (check, ceiling-check, tables, fidelity, calibrate).
+docs/campaigns.md walks through one campaign."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import typer
 from kernelindex.cli.common import fail, plain_console
 
 console = plain_console()
-campaign_app = typer.Typer(help="GPU campaigns: plan, carry, run (and resume), ship with a ledger.",
+campaign_app = typer.Typer(help="GPU campaigns: plan, carry, run (and resume), ship with a ledger; check and "
+                           "tabulate what the calls brought back.",
                            no_args_is_help=True)
 
 
@@ -190,6 +192,51 @@ def ceilings_cmd(check: bool = typer.Option(False, "--check", help="Exit 1 if th
     from kernelindex.campaigns.ceilings import main
 
     raise typer.Exit(main(["--check"] if check else []))
+
+
+# The checks and tables read what calls brought back and what shipped; each keeps its own argparse options (its
+# module runs on a GPU machine without typer too), so these commands hand every argument, --help included, to it.
+PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def _pass_through(module: str, ctx: typer.Context) -> None:
+    from importlib import import_module
+
+    raise typer.Exit(import_module(f"kernelindex.campaigns.{module}").main(list(ctx.args)) or 0)
+
+
+@campaign_app.command("check", context_settings=PASS_THROUGH)
+def check_cmd(ctx: typer.Context) -> None:
+    """Check bundles before they ship: signature, runner key, the catalog's identities (--pub RUNNER.pub
+    BUNDLE... [--database URL]); `check compare A B`: two runs of the same cases. --help for the options."""
+    _pass_through("check_bundles", ctx)
+
+
+@campaign_app.command("ceiling-check", context_settings=PASS_THROUGH)
+def ceiling_check_cmd(ctx: typer.Context) -> None:
+    """Verified runs whose implied bandwidth exceeds their GPU's measured ceiling, and records they hold
+    ([--database URL]; exit 1 if any holds one)."""
+    _pass_through("ceiling_check", ctx)
+
+
+@campaign_app.command("tables", context_settings=PASS_THROUGH)
+def tables_cmd(ctx: typer.Context) -> None:
+    """Figures from a call's summary-*.json: selfcheck, compare (replication), gemm-peak. --help for the options."""
+    _pass_through("tables", ctx)
+
+
+@campaign_app.command("fidelity", context_settings=PASS_THROUGH)
+def fidelity_cmd(ctx: typer.Context) -> None:
+    """Fidelity for a ledger: select a 1-in-N sample (for measure --only-cases), compare two processes' medians,
+    cupti (on the GPU: median vs the sum of its kernels). --help for the options."""
+    _pass_through("fidelity", ctx)
+
+
+@campaign_app.command("calibrate", context_settings=PASS_THROUGH)
+def calibrate_cmd(ctx: typer.Context) -> None:
+    """KernelBench: what one GPU shared by K problem processes costs per problem, from a call's results
+    (RESULTS_DIR [--solo DIR] [--workers K] [--budget S]). --help for the options."""
+    _pass_through("calibration", ctx)
 
 
 def register(app: typer.Typer) -> None:
