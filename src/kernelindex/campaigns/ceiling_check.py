@@ -4,36 +4,26 @@ figure exceed the bandwidth its GPU's runner measured for the same read/write mi
 how many of them hold a record today: flagged runs hold none (readmodel/cohorts.cohort_record_events).
 
     ki runner campaign ceiling-check [--database URL]     # default: a fresh SQLite catalog of the verified bundles
+
+Exit status 1 if any such run holds a record.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import tempfile
 from collections import Counter
 from typing import Any
 
-from sqlalchemy import distinct, select
-
-from kernelindex.bootstrap import ensure_bundled_data
-from kernelindex.catalog.db import Catalog, open_catalog
-from kernelindex.catalog.models import AttestationRow, RunRow
+from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cohorts import cohort_record_events, cohorts_of
-from kernelindex.readmodel.loading import load_operation, operation_slug_of
-
-
-def verified_operations(catalog: Catalog) -> list[str]:
-    with catalog.engine.connect() as conn:
-        ops = conn.execute(select(distinct(RunRow.operation)).join(AttestationRow, AttestationRow.run == RunRow.digest))
-        return sorted(operation_slug_of(conn, op) for (op,) in ops)
+from kernelindex.readmodel.loading import load_operation
+from kernelindex.readmodel.objects import verified_operation_slugs
 
 
 def check(catalog: Catalog) -> int:
     checked: Counter[str] = Counter()
     flagged: list[tuple[str, Any, str, Any]] = []
     holders: list[str] = []
-    for slug in verified_operations(catalog):
+    for slug in verified_operation_slugs(catalog):
         data = load_operation(catalog, slug)
         for cohort in cohorts_of(data).values():
             events = cohort_record_events(cohort)
@@ -56,17 +46,3 @@ def check(catalog: Catalog) -> int:
     print(f"verified records whose implied bandwidth exceeds their GPU's measured ceiling: {len(holders)}")
     return 1 if holders else 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ki runner campaign ceiling-check", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database", default="")
-    args = parser.parse_args(argv)
-    url = args.database or f"sqlite:///{os.path.join(tempfile.mkdtemp(), 'ceilings.sqlite')}"
-    catalog = open_catalog(url)
-    if not args.database:
-        ensure_bundled_data(catalog, say=lambda line: None, parts=("liger", "verified"))
-    return check(catalog)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

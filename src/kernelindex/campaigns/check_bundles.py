@@ -54,28 +54,15 @@ def compare(a: Path, b: Path, within: float) -> int:
     return 0
 
 
-def _catalog_projects(catalog: object) -> dict[str, str]:
-    """name → digest of every SoftwareProject the catalog holds."""
-    from sqlalchemy import select
-
-    from kernelindex.catalog.models import ObjectRow
-    from kernelindex.domain.manifests import parse_manifest_text
-
-    with catalog.engine.connect() as conn:  # type: ignore[attr-defined]
-        bodies = conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "SoftwareProject")).scalars().all()
-    projects = [parse_manifest_text(body, "catalog SoftwareProject") for body in bodies]
-    return {p.metadata.name or "": digest_of(p) for p in projects}
-
-
 def check(paths: list[Path], pub: Path, database: str | None) -> int:
     from kernelindex.catalog.db import open_catalog
-    from kernelindex.readmodel.objects import workload_cases
+    from kernelindex.readmodel.objects import software_project_digests, workload_cases
     from kernelindex.trust import keys
     from kernelindex.trust.bundles import BundleError, verify_directory
 
     expected = keys.load_public_key(pub)
     catalog = open_catalog(database)
-    projects = _catalog_projects(catalog)
+    projects = software_project_digests(catalog)
     failed = False
     for path in paths:
         try:
