@@ -8,7 +8,8 @@ answer cache GET /search shares), "fresh" drops the cached answers (keys ``("api
 batch, so all 50 answers are computed by the resolver while its loaded operations stay warm — what a
 batch of never-seen queries costs on a serving worker. "reload" empties the whole read-model cache
 before every batch (every operation loaded again: a worker's first batch after a publication).
-Goal (issue 13): p95 of one 50-query batch ≤ 100 ms.
+Goal (issue 13): p95 of one 50-query batch ≤ 100 ms. Prints the cold batch, then p50 and p95 of each steady
+state, the answer's size and the load average.
 
     .venv/bin/python bench/batch_resolve.py [--rounds 30] [--database sqlite:///…]
 """

@@ -14,7 +14,8 @@ on the full catalog, ≤ 150 ms on the 100× one.
 import *; from kernelindex.catalog.db import open_catalog as o; ensure_bundled_data(o(), parts=ALL_PARTS)"``).
 A query's offered operations, in order: the operation it resolves to, else the chooser's list, else the
 operations its issues suggest; top-1 and top-3 count a query whose expected operation is among the first
-one or three. Goal: top-3 ≥ 90%.
+one or three. Goal: top-3 ≥ 90%. Prints per catalog the cold pass and the warm p50/p95 (the slowest warm
+queries named); with ``--heldout``, top-1 and top-3 overall and by category.
 
     .venv/bin/python bench/search.py [--rounds 5] [--scale 100] [--skip-synthetic] [--dir /tmp/...]
     .venv/bin/python bench/search.py --heldout sqlite:////tmp/ki-full.sqlite [--verbose]

@@ -1,6 +1,7 @@
 """Issue 10 figures on the full bundled catalog (Liger's three files + the KernelIndex export):
 operation pages of the new sources against a static asset, search over 30 realistic queries, the
-home page's fresh render, and one worker's RSS after warm-up. Short and bounded (2 shared cores).
+home page's fresh render, and one worker's RSS after warm-up. Short and bounded (2 shared cores). Prints each
+page's p50 as a ratio to the static asset's, search's p50/p95, the render's median and the RSS, each beside its goal.
 
     .venv/bin/python bench/sources.py [--catalog sqlite:///path] [--requests 60]
 

@@ -174,7 +174,8 @@ def test_shipping_verifies_supersedes_and_writes_the_ledger(tmp_path: Path) -> N
 
 
 def test_a_call_of_the_shell_drivers_is_read_from_its_log(tmp_path: Path) -> None:
-    """This session's calls of bench/gpu_v4.sh (before the engine) left run.log only: its step lines are the ledger."""
+    """The calls of the shell driver bench/gpu_v4.sh (before the engine; since removed) left run.log only: its step
+    lines are the ledger."""
     (tmp_path / "run.log").write_text("NVIDIA H100 80GB HBM3, 570.86\n[3 s] plan probe\n[41 s] probe rc=0\n"
                                       "[290 s] softmax rc=3 (cut by its limit: finished cases are in its bundle)\n")
     assert [(e["step"], e["rc"], e["outcome"]) for e in read_call(tmp_path)] == [("probe", 0, "done"),

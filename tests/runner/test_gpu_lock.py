@@ -257,12 +257,7 @@ def test_a_hold_from_another_thread_waits_for_the_holder() -> None:
 
 
 def test_the_calibration_report_splits_each_problem_into_gpu_and_cpu_time() -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("calibration", ROOT / "bench" / "kernelbench_calibration.py")
-    assert spec is not None and spec.loader is not None
-    calibration = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(calibration)
+    from kernelindex.campaigns import calibration
 
     def result(median: int, holds: list[Any], waited: float, wall: float) -> dict[str, Any]:
         return {"status": "done", "wall_s": wall, "implementations": {"eager": {

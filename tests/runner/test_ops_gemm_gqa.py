@@ -192,7 +192,7 @@ def test_every_adapter_passes_on_the_gpu(slug: str) -> None:
             {"batch_size": 8, "num_kv_indices": 300, "num_pages": 400, "len_indptr": 9})
     workload, definition = case(slug, axes, ""), op(slug)
     for adapter in definition.adapters():
-        if adapter.missing():  # FlashInfer where it is not installed (bench/flashinfer_gpu.sh brings it)
+        if adapter.missing():  # FlashInfer where it is not installed (the campaign step fi-setup brings it)
             continue
         adapter.start_case()
         if adapter.key == "flashinfer-decode" and slug == DECODE_PS1:  # h20-kv4: group 5, not in its dispatch

@@ -60,7 +60,7 @@ def _digest(text: str) -> str:
 
 
 def _counted(sources: list[str]) -> dict[str, dict[str, Any]]:
-    """What bench/kernelbench_floors.py would count, written by hand for the fixture's files."""
+    """What scripts/derive-kernelbench-floors would count, written by hand for the fixture's files."""
     table = {}
     for source in sources:
         problem = problem_of("level1/1_M.py" if "matmul" in source else "level2/1_S.py", source)

@@ -95,7 +95,7 @@ def _digest(text: str) -> str:
 
 
 def _counted() -> dict[str, Any]:
-    """The problems' tensors as bench/kernelbench_floors.py counts them, by hand for the three files."""
+    """The problems' tensors as scripts/derive-kernelbench-floors counts them, by hand for the three files."""
     square, vector = {"dtype": "fp32", "shape": [32, 32]}, {"dtype": "fp32", "shape": [1024]}
     rows = {"dtype": "fp32", "shape": [4, 16]}
     return {"problems": {

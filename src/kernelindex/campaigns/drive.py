@@ -12,8 +12,10 @@ Every step's outcome is one line of ``OUT/ledger.jsonl`` (``ki runner campaign s
 the campaign's ledger). The GPU the machine reports names the bundles (``h100-…``, ``h200-…``) and picks the key:
 ``keys-TAG/runner.key`` when carried, else ``keys/runner.key``.
 
-Runs from the carried folder (``ki runner campaign carry``): ``src/`` importable, ``bench/`` for ``compare``,
-``cases/``, ``cases-gemm/``, ``kernelbench-cases.json``, ``keys/``.
+Runs from the carried folder (``ki runner campaign carry``): ``src/`` importable,
+``cases/``, ``cases-gemm/``, ``kernelbench-cases.json``, ``keys/``, and ``flashinfer/`` when FlashInfer travels.
+Once ``fi-setup`` has unpacked FlashInfer on the machine, every measuring step's process imports it (as the runner's
+adapters find it: an adapter of a library that is absent is skipped) and reuses its kernel cache.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kernelindex.campaigns import flashinfer
 from kernelindex.campaigns.steps import Step, expand, parse
 
 DEADLINE_MARGIN = 25  # the longest profiled batch seen (~16 s, fused-moe) plus writing the bundle and summary
@@ -58,6 +61,9 @@ class Call:
     dry_run: bool = False
     rehearse: str = ""  # a product name: the CPU test device (real adapters, nominal times)
     compare: list[str] = field(default_factory=list)
+    flashinfer_carried: Path = Path(flashinfer.CARRIED)
+    # git-ignored beside the carried folder and never carried: the package and its kernel cache stay on a warm machine
+    flashinfer_home: Path = Path(os.environ.get("KI_FI_HOME", "../.fi"))
     python: str = sys.executable
     started: float = field(default_factory=time.monotonic)
     say_to: Callable[[str], None] = print
@@ -148,7 +154,47 @@ def _measure(call: Call, step: Step, seconds: float) -> int:
     argv = _measure_argv(call, step, step_s, cases, step.label)
     if call.dry_run:
         return _plan_only(call, [*argv, "--plan-only"])
-    return run_bounded(argv, step_s, call.out / "campaign.log", _env(XLA_PYTHON_CLIENT_PREALLOCATE="false"))
+    home = call.flashinfer_home.resolve()
+    with_flashinfer = flashinfer.env(home) if flashinfer.is_set_up(home) else {}
+    rc = run_bounded(argv, step_s, call.out / "campaign.log",
+                     _env(XLA_PYTHON_CLIENT_PREALLOCATE="false", **with_flashinfer))
+    if "flashinfer" in step.impl:
+        for line in flashinfer.summary_lines(call.work / "c")[-40:]:
+            call.say(line)
+    return rc
+
+
+def _flashinfer_setup(call: Call) -> int:
+    home = call.flashinfer_home.resolve()
+    if call.dry_run or call.rehearse:
+        call.say(f"plan fi-setup: unpack {call.flashinfer_carried / flashinfer.TRIMMED} into {home / 'site'}")
+        return 0
+    return flashinfer.setup(call.flashinfer_carried, home, call.say)
+
+
+def _flashinfer_build(call: Call, seconds: float) -> int:
+    """FlashInfer's kernel modules built and checked (its output in build.log, what a reader needs in run.log);
+    the modules come back in OUT for the lane's other GPU, the build's cost in the step's ledger line."""
+    argv = [call.python, "-m", "kernelindex.campaigns.flashinfer_build"]
+    if call.dry_run or call.rehearse:
+        return _plan_only(call, [*argv, "--print-plan"])
+    home = call.flashinfer_home.resolve()
+    if not flashinfer.is_set_up(home):
+        call.say(f"fi-build: FlashInfer is not unpacked in {home}: run fi-setup first")
+        return 2
+    log = call.out / "build.log"
+    start = log.stat().st_size if log.exists() else 0
+    rc = run_bounded([*argv, "--out", str(call.out / flashinfer.BUILD_SUMMARY)], seconds, log,
+                     _env(**flashinfer.env(home)))
+    with log.open("rb") as handle:
+        handle.seek(start)
+        for line in handle.read().decode(errors="replace").splitlines():
+            if not line.startswith("[") and "INFO" not in line:  # ninja's progress and FlashInfer's log stay there
+                call.say(line)
+    modules = flashinfer.pack_kernels(home, call.out)
+    call.say(f"fi-build: {modules} kernel modules for the other GPU in {flashinfer.KERNELS} "
+             f"({(call.out / flashinfer.KERNELS).stat().st_size} bytes)")
+    return rc
 
 
 def _probe(call: Call, seconds: float) -> int:
@@ -163,7 +209,7 @@ def _compare(call: Call, seconds: float) -> int:
     if call.dry_run or call.rehearse:
         call.say(f"plan compare: {' '.join(call.compare)}")
         return 0
-    argv = [call.python, "bench/stream_compare.py", "--cases", str(call.cases),
+    argv = [call.python, "-m", "kernelindex.campaigns.stream_compare", "--cases", str(call.cases),
             "--out", str(call.out / "stream-compare.json"), *call.compare]
     return run_bounded(argv, seconds, call.out / "compare.log")
 
@@ -234,10 +280,14 @@ def ship(call: Call) -> None:
         shutil.copy(probe, call.out / "probe.json")
 
 
-def _record(call: Call, step: str, rc: int | None, seconds: float, bundles: list[str], outcome: str) -> None:
-    entry = {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "gpu": call.gpu, "tag": call.tag,
-             "step": step, "rc": rc, "outcome": outcome, "seconds": round(seconds, 1), "bundles": bundles,
-             "left_s": round(call.left()), "dry_run": call.dry_run, "rehearsal": call.rehearse}
+def _record(call: Call, step: str, rc: int | None, seconds: float, bundles: list[str], outcome: str,
+            note: str = "") -> None:
+    entry: dict[str, Any] = {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "gpu": call.gpu,
+                             "tag": call.tag, "step": step, "rc": rc, "outcome": outcome, "seconds": round(seconds, 1),
+                             "bundles": bundles, "left_s": round(call.left()), "dry_run": call.dry_run,
+                             "rehearsal": call.rehearse}
+    if note:
+        entry["note"] = note
     with (call.out / "ledger.jsonl").open("a") as ledger:
         ledger.write(json.dumps(entry, sort_keys=True) + "\n")
 
@@ -247,6 +297,10 @@ def run_step(call: Call, step: Step, seconds: float) -> int:
         return _probe(call, seconds)
     if step.kind == "compare":
         return _compare(call, seconds)
+    if step.kind == "fi-setup":
+        return _flashinfer_setup(call)
+    if step.kind == "fi-build":
+        return _flashinfer_build(call, seconds)
     if step.kind == "kernelbench":
         return _kernelbench(call, step, seconds)
     return _measure(call, step, seconds)
@@ -289,7 +343,7 @@ def run_campaign(call: Call, words: list[str]) -> list[str]:
         written = [name for name, stamp in after.items() if before.get(name) != stamp]
         outcome = OUTCOMES.get(rc, "failed")
         call.say(f"{step.text} rc={rc} ({outcome}){_explain(outcome)}")
-        _record(call, step.text, rc, time.monotonic() - began, written, outcome)
+        _record(call, step.text, rc, time.monotonic() - began, written, outcome, _note(call, step))
         if rc == 0:
             with done_file.open("a") as done:
                 done.write(step.text + "\n")
@@ -298,6 +352,13 @@ def run_campaign(call: Call, words: list[str]) -> list[str]:
         ship(call)
     call.say(f"end, {call.left():.0f} s of the call's budget left")
     return left
+
+
+def _note(call: Call, step: Step) -> str:
+    """What the ledger keeps beside a step's outcome: the FlashInfer build's cost."""
+    if step.kind == "fi-build" and not call.dry_run and not call.rehearse:
+        return flashinfer.build_note(call.out / flashinfer.BUILD_SUMMARY)
+    return ""
 
 
 def _explain(outcome: str) -> str:

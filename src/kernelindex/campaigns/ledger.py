@@ -163,6 +163,10 @@ def render(shipment: Shipment) -> str:
             out.append(f"| {number} | {e.get('gpu') or e.get('tag', '')}{mode} | `{e['step']}` | {e['outcome']} | "
                        f"{'' if e['rc'] is None else e['rc']} | {e['seconds']} | {', '.join(e['bundles']) or '—'} | "
                        f"{e['left_s']} |")
+    notes = [f"- call {number}, `{e['step']}`: {e['note']}" for number, (_, entries) in
+             enumerate(shipment.calls, start=1) for e in entries if e.get("note")]
+    if notes:
+        out += ["", *notes]
     out += ["", "## Bundles shipped", "", "| bundle | runner | GPU | runs | passed | under-sampled | other |",
             "|---|---|---|---|---|---|---|"]
     for b in shipment.bundles:

@@ -350,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--label", default="campaign")
     r.add_argument("--impl", default="")
     r.add_argument("--regions", default="")
-    r.add_argument("--only-cases", type=Path, help="JSON list of [operation, case label] to keep (fidelity.py select)")
+    r.add_argument("--only-cases", type=Path, help="JSON list of [operation, case label] to keep "
+                   "(ki runner campaign fidelity select)")
     r.add_argument("--order", choices=("forward", "reverse"), default="forward")
     r.add_argument("--smoke", action="store_true", help="the first case of each operation")
     r.add_argument("--max-cases", type=int, default=0, help="at most this many cases per operation (device budget)")

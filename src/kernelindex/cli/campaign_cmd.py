@@ -1,6 +1,7 @@
 """``ki runner campaign``: plan a GPU campaign from the shipped catalog, build its carry, run its steps (a dry
 run on the CPU, a rehearsal on the CPU test device, or the device call itself), and ship what came back with its
-supersessions and ledger. docs/campaigns.md walks through one campaign."""
+supersessions and ledger; check and tabulate what came back (check, ceiling-check, tables, fidelity, calibrate).
+docs/campaigns.md walks through one campaign."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import typer
 from kernelindex.cli.common import fail, plain_console
 
 console = plain_console()
-campaign_app = typer.Typer(help="GPU campaigns: plan, carry, run (and resume), ship with a ledger.",
+campaign_app = typer.Typer(help="GPU campaigns: plan, carry, run (and resume), ship with a ledger; check and "
+                           "tabulate what the calls brought back.",
                            no_args_is_help=True)
 
 
@@ -86,12 +88,23 @@ def carry_cmd(
     cases: Path | None = typer.Option(None, "--cases", help="A plan's case folder (`plan --out`); default: every "
                                       "shipped runner bundle's cases."),
     wheels: Path | None = typer.Option(None, "--wheels", help="An earlier carry's whl/ instead of downloading."),
+    steps: list[str] = typer.Option([], "--steps", help="TAG=STEPS (h200=\"probe softmax\"): the steps go.sh runs "
+                                    "on that GPU when the call names none; one per GPU a call may land on."),
+    with_flashinfer: bool = typer.Option(False, "--flashinfer", help="Carry FlashInfer 0.7.4, trimmed to its "
+                                         "attention kernels (≈ 9 MiB), for the fi-* steps."),
+    flashinfer_cache: Path = typer.Option(Path(".ficache"), "--flashinfer-cache", help="Where FlashInfer's pinned "
+                                          "wheels are downloaded once (checked by SHA-256)."),
+    flashinfer_kernels: Path | None = typer.Option(None, "--flashinfer-kernels", help="An earlier fi-build's "
+                                                   "flashinfer-kernels-sm90a.tar.xz: no compile on this machine."),
 ) -> None:
-    """Build the folder a device call carries (wheels, keys, case lists; at most 64 MiB)."""
-    from kernelindex.campaigns.carry import CarryError, build, parse_keys
+    """Build the folder a device call carries (wheels, keys, case lists, steps, its entry go.sh; at most 64 MiB).
+    The device command is then `bash .devcarry/go.sh SECONDS` (docs/runner.md)."""
+    from kernelindex.campaigns.carry import CarryError, build, parse_keys, parse_steps
 
     try:
-        console.print_json(json.dumps(build(out, parse_keys(key), cases=cases, wheels=wheels)))
+        console.print_json(json.dumps(build(out, parse_keys(key), cases=cases, wheels=wheels, steps=parse_steps(steps),
+                                            flashinfer_cache=flashinfer_cache if with_flashinfer else None,
+                                            flashinfer_kernels=flashinfer_kernels)))
     except CarryError as exc:
         fail(str(exc), code=2)
 
@@ -101,7 +114,8 @@ def run_cmd(
     seconds: float = typer.Argument(..., help="The call's budget for all its steps (a device call runs ≤ 600 s)."),
     steps: list[str] = typer.Argument(..., help="probe, compare, "
                                       "OP[:SKIP:MAX[:SUFFIX[:REGIONS[:LIMIT[:HARD[:IMPL]]]]]], "
-                                      "OPS:SELECTION:IMPL[:SUFFIX[:LIMIT]], a GEMM/attention batch, or "
+                                      "OPS:SELECTION:IMPL[:SUFFIX[:LIMIT]], a GEMM/attention batch "
+                                      "BATCH[:OPS[:IMPL]] (fi-decode, fi-prefill …), fi-setup, fi-build, or "
                                       "kernelbench:LEVELS:IMPLS[:SKIP:MAX] (docs/campaigns.md)."),
     work: Path = typer.Option(Path(os.environ.get("KI_WORK", "/tmp/ki-v4")), "--work",
                               help="This machine's campaign state: the steps done, cut records, bundles so far. "
@@ -178,6 +192,63 @@ def ceilings_cmd(check: bool = typer.Option(False, "--check", help="Exit 1 if th
     from kernelindex.campaigns.ceilings import main
 
     raise typer.Exit(main(["--check"] if check else []))
+
+
+# The checks and tables read what calls brought back and what shipped; each keeps its own argparse options (its
+# module runs on a GPU machine without typer too), so these commands hand every argument, --help included, to it.
+PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def _pass_through(module: str, ctx: typer.Context) -> None:
+    from importlib import import_module
+
+    raise typer.Exit(import_module(f"kernelindex.campaigns.{module}").main(list(ctx.args)) or 0)
+
+
+@campaign_app.command("check", context_settings=PASS_THROUGH)
+def check_cmd(ctx: typer.Context) -> None:
+    """Check bundles before they ship: signature, runner key, the catalog's identities (--pub RUNNER.pub
+    BUNDLE... [--database URL]); `check compare A B`: two runs of the same cases. --help for the options."""
+    _pass_through("check_bundles", ctx)
+
+
+@campaign_app.command("ceiling-check")
+def ceiling_check_cmd(
+    database: str = typer.Option("", "--database", help="The catalog to check (default: a fresh SQLite catalog of "
+                                 "Liger and the verified bundles, made first: a few minutes)."),
+) -> None:
+    """Verified runs whose implied bandwidth exceeds their GPU's measured ceiling, and the records they hold
+    (exit 1 if any holds one)."""
+    import tempfile
+
+    from kernelindex.bootstrap import ensure_bundled_data
+    from kernelindex.campaigns.ceiling_check import check
+    from kernelindex.catalog.db import open_catalog
+
+    catalog = open_catalog(database or f"sqlite:///{Path(tempfile.mkdtemp()) / 'ceilings.sqlite'}")
+    if not database:
+        ensure_bundled_data(catalog, say=lambda line: None, parts=("liger", "verified"))
+    raise typer.Exit(check(catalog))
+
+
+@campaign_app.command("tables", context_settings=PASS_THROUGH)
+def tables_cmd(ctx: typer.Context) -> None:
+    """Figures from a call's summary-*.json: selfcheck, compare (replication), gemm-peak. --help for the options."""
+    _pass_through("tables", ctx)
+
+
+@campaign_app.command("fidelity", context_settings=PASS_THROUGH)
+def fidelity_cmd(ctx: typer.Context) -> None:
+    """Fidelity for a ledger: select a 1-in-N sample (for measure --only-cases), compare two processes' medians,
+    cupti (on the GPU: median vs the sum of its kernels). --help for the options."""
+    _pass_through("fidelity", ctx)
+
+
+@campaign_app.command("calibrate", context_settings=PASS_THROUGH)
+def calibrate_cmd(ctx: typer.Context) -> None:
+    """KernelBench: what one GPU shared by K problem processes costs per problem, from a call's results
+    (RESULTS_DIR [--solo DIR] [--workers K] [--budget S]). --help for the options."""
+    _pass_through("calibration", ctx)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,8 +12,14 @@ from sqlalchemy import func, select
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_lines as _export_lines
 from kernelindex.catalog.export import write_export_snapshot as _write_export_snapshot
-from kernelindex.catalog.models import ObjectRow, RunRow
-from kernelindex.domain.manifests import ExecutionEnvironment, WorkloadCase, as_kind, parse_manifest_text
+from kernelindex.catalog.models import AttestationRow, ObjectRow, RunRow
+from kernelindex.domain.manifests import (
+    ExecutionEnvironment,
+    WorkloadCase,
+    as_kind,
+    digest_of,
+    parse_manifest_text,
+)
 
 
 def operation_bodies(catalog: Catalog) -> dict[str, bytes]:
@@ -48,6 +54,22 @@ def environments_by_digest(catalog: Catalog, digests: set[str]) -> dict[str, Exe
                 ObjectRow.kind == "ExecutionEnvironment", ObjectRow.digest.in_(ordered[start:start + 500])))
             found.update((digest, ExecutionEnvironment.model_validate_json(body)) for digest, body in rows)
     return found
+
+
+def verified_operation_slugs(catalog: Catalog) -> list[str]:
+    """The slugs of the operations that hold at least one attested (runner-verified) run, sorted."""
+    attested = select(RunRow.operation).join(AttestationRow, AttestationRow.run == RunRow.digest).distinct()
+    with catalog.engine.connect() as conn:
+        names = conn.execute(select(ObjectRow.name).where(ObjectRow.digest.in_(attested))).scalars().all()
+    return sorted(name for name in names if name)
+
+
+def software_project_digests(catalog: Catalog) -> dict[str, str]:
+    """name → digest of every SoftwareProject the catalog holds."""
+    with catalog.engine.connect() as conn:
+        bodies = conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "SoftwareProject")).scalars().all()
+    projects = [parse_manifest_text(body, "catalog SoftwareProject") for body in bodies]
+    return {p.metadata.name or "": digest_of(p) for p in projects}
 
 
 def run_counts(catalog: Catalog) -> tuple[int, int]:

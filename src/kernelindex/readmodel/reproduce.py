@@ -14,8 +14,8 @@ ENVIRONMENT_PINS = ("python", "torch", "triton", "cuda", "driver")
 NO_COMMIT = ("The runner does not record the KernelIndex commit it ran, so the code is named by the harness version "
              "its protocol records: the adapter lives in kernelindex.runner.ops, the harness in kernelindex.runner.")
 PROBLEM_MODULE = ("Measured by the runner's problem-module harness (a KernelBench problem's own module under "
-                  "torch.no_grad()), which ki verify does not run: re-measure it with the campaign script that "
-                  "measured it, bench/ in the KernelIndex source.")
+                  "torch.no_grad()), which ki verify does not run: re-measure it with the campaign step that "
+                  "measured it, `ki runner campaign run SECONDS kernelbench:LEVEL:IMPLS` (docs/campaigns.md).")
 
 
 def workload_selector(digest: str) -> str:

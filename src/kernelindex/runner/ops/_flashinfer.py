@@ -11,7 +11,7 @@
 ``plan()`` and the workspace are outside the timed call, as a serving engine plans once per batch and runs every
 layer on that plan: the bind makes the wrapper, allocates its 128 MiB float workspace (FlashInfer's recommended
 size, zeroed) and plans twice — the first loads the kernel module (FlashInfer compiles it just in time, once per
-campaign: bench/flashinfer_gpu.sh builds them before the runs), the second is the plan's host cost, which the run
+campaign: the campaign step fi-build builds them before the runs), the second is the plan's host cost, which the run
 records beside its figure (``plan_ns``, ``timing.raw.plan_method``). Binds of other input sets with the same page
 table (the checks' trials, protocol v4's rotation sets) reuse the planned wrapper, as a model's layers do; the
 call is ``run(…, return_lse=True)``, its output and log-sum-exp (base 2, as the definitions return it) allocated
@@ -36,7 +36,7 @@ from kernelindex.policy.library_lines import FLASHINFER_PROJECT, flashinfer_line
 from kernelindex.runner.definitions import Adapter, Bound, PlanRecord, Tensors
 
 DIST = "flashinfer-python"
-PINNED = "0.7.4"  # the version bench/flashinfer_carry.sh brings to the GPU machine
+PINNED = "0.7.4"  # the version ki runner campaign carry --flashinfer brings to the GPU machine
 WORKSPACE_BYTES = 128 << 20
 PLANS = "flashinfer-plans"  # Adapter.state: layout digest → (wrapper, its plan record)
 Library = Callable[[], Any]

@@ -20,7 +20,7 @@ the page table when binding (host work, as FlashInfer's plan step is outside its
 
 SDPA's cuDNN backend (``sdpa-cudnn``, one call per sequence) and FlexAttention (``flex``, compiled, a
 document-causal block mask) are in ``_gqa_more``; FlashInfer's batch decode and prefill wrappers (where FlashInfer
-is installed: bench/flashinfer_gpu.sh brings it to the GPU machine) in ``_flashinfer``.
+is installed: the campaign step fi-setup brings it to the GPU machine) in ``_flashinfer``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 and a WorkloadCase (its one workload: the module constants and the concrete tensors).
 
 The tensors (inputs, parameters and buffers, outputs) and the forward FLOPs come from
-``registry/sources/kernelbench/problems.json``, which bench/kernelbench_floors.py computes with
+``registry/sources/kernelbench/problems.json``, which scripts/derive-kernelbench-floors computes with
 PyTorch once, so that importing never runs a problem (nor imports torch). floor-v1 then reads the
 inputs and parameters once and writes the outputs once; its compute part divides the counted FLOPs
 by the GPU's peak: both are estimates made this way, and the operation says so.
@@ -24,6 +24,9 @@ from kernelindex.sources.kernelbench.problem_file import ProblemFile
 FLOPS_AXIS = "fwd_flops"
 PARAMETERS = "parameters"
 UPSTREAM = "https://github.com/ScalingIntelligence/KernelBench"
+# Every shipped KernelBench OperationSpec carries this text, under the script's name when the specs were signed:
+# changing a word changes every spec's digest, so it keeps naming bench/kernelbench_floors.py (now
+# scripts/derive-kernelbench-floors, docs/sources-kernelbench.md).
 FLOOR_NOTE = ("floor: FLOPs counted by torch.utils.flop_counter.FlopCounterMode on the problem's own inputs, bytes "
               "= its inputs, parameters and buffers read once and its outputs written once (KernelIndex "
               "bench/kernelbench_floors.py); an estimate, labelled as such")
@@ -37,7 +40,7 @@ class ProblemNotMapped(ValueError):
 
 @cache
 def counted() -> dict[str, dict[str, Any]]:
-    """problem digest → what bench/kernelbench_floors.py counted (tensors, FLOPs) or why it could not."""
+    """problem digest → what scripts/derive-kernelbench-floors counted (tensors, FLOPs) or why it could not."""
     path = resources.files("kernelindex.registry").joinpath("sources", "kernelbench", "problems.json")
     return dict(json.loads(path.read_text(encoding="utf-8"))["problems"])
 
@@ -47,7 +50,7 @@ def problem_tensors(problem: ProblemFile, table: dict[str, dict[str, Any]] | Non
     found = (counted() if table is None else table).get(problem.digest)
     if found is None:
         raise ProblemNotMapped(f"{problem.file}: not in registry/sources/kernelbench/problems.json (run "
-                               "bench/kernelbench_floors.py)")
+                               "scripts/derive-kernelbench-floors)")
     if "error" in found:  # counted nothing: the operation and workload say so and carry no floor
         return {"inputs": [], "parameters": [], "outputs": [], "flops": None, "scalars": {}, **found}
     return found

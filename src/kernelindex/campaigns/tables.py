@@ -2,9 +2,9 @@
 summary-*.json): the self-check table (device time vs graph replay, every capturable run of at least
 20 µs), the agreement of two summaries of the same cases (replication), and one case's rows.
 
-    python bench/v3_tables.py selfcheck SUMMARY...
-    python bench/v3_tables.py compare SUMMARY_A SUMMARY_B [--within 0.03]
-    python bench/v3_tables.py gemm-peak SUMMARY... [--gpu h200] [--min-m 4096] [--impl baseline]
+    ki runner campaign tables selfcheck SUMMARY...
+    ki runner campaign tables compare SUMMARY_A SUMMARY_B [--within 0.03]
+    ki runner campaign tables gemm-peak SUMMARY... [--gpu h200] [--min-m 4096] [--impl baseline]
 
 ``gemm-peak`` (issue 25): each passed GEMM run at M ≥ 4096 of one implementation (cuBLAS: ``baseline``), its
 TFLOP/s and share of the GPU's datasheet fp16 dense peak (acceptance: ≥ 60% where the datasheet makes the shape
@@ -106,7 +106,7 @@ def gemm_peak(paths: list[Path], gpu: str, min_m: int, impl: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="ki runner campaign tables", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("selfcheck")
     s.add_argument("summaries", type=Path, nargs="+")

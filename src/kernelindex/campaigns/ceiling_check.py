@@ -3,34 +3,27 @@ figure exceed the bandwidth its GPU's runner measured for the same read/write mi
 (policy/ceilings; a run without a v4 table of its own is held to its GPU's, registry/measured_ceilings.yaml), and
 how many of them hold a record today: flagged runs hold none (readmodel/cohorts.cohort_record_events).
 
-    python bench/ceiling_check.py [--database URL]     # default: a fresh SQLite catalog of the verified bundles
+    ki runner campaign ceiling-check [--database URL]     # default: a fresh SQLite catalog of the verified bundles
+
+Exit status 1 if any such run holds a record.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import tempfile
 from collections import Counter
+from typing import Any
 
-from sqlalchemy import distinct, select
-
-from kernelindex.bootstrap import ensure_bundled_data
-from kernelindex.catalog.db import Catalog, open_catalog
-from kernelindex.catalog.models import AttestationRow, RunRow
+from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.cohorts import cohort_record_events, cohorts_of
-from kernelindex.readmodel.loading import load_operation, operation_slug_of
-
-
-def verified_operations(catalog: Catalog) -> list[str]:
-    with catalog.engine.connect() as conn:
-        ops = conn.execute(select(distinct(RunRow.operation)).join(AttestationRow, AttestationRow.run == RunRow.digest))
-        return sorted(operation_slug_of(conn, op) for (op,) in ops)
+from kernelindex.readmodel.loading import load_operation
+from kernelindex.readmodel.objects import verified_operation_slugs
 
 
 def check(catalog: Catalog) -> int:
-    checked, flagged, holders = Counter(), [], []
-    for slug in verified_operations(catalog):
+    checked: Counter[str] = Counter()
+    flagged: list[tuple[str, Any, str, Any]] = []
+    holders: list[str] = []
+    for slug in verified_operation_slugs(catalog):
         data = load_operation(catalog, slug)
         for cohort in cohorts_of(data).values():
             events = cohort_record_events(cohort)
@@ -41,30 +34,15 @@ def check(catalog: Catalog) -> int:
                 gpu = data.environments[run.environment].spec.hardware.product
                 checked[gpu] += 1
                 if run.ceiling_check.exceeds:
-                    flagged.append((slug, run, gpu))
+                    flagged.append((slug, run, gpu, run.ceiling_check))
                     if holder == run.digest:
                         holders.append(run.run_id)
     for gpu, count in sorted(checked.items()):
         print(f"{gpu}: {count} current verified runs checked against the measured ceiling of their mix and size")
     print(f"flagged (implied bandwidth over the ceiling by more than 3%): {len(flagged)}")
-    for slug, run, gpu in sorted(flagged, key=lambda f: -f[1].ceiling_check.ratio)[:40]:
-        c = run.ceiling_check
+    for slug, run, gpu, c in sorted(flagged, key=lambda f: -f[3].ratio)[:40]:
         print(f"  {slug} {run.run_id} {gpu}: {c.implied_bytes_per_s / 1e9:,.0f} GB/s vs "
               f"{c.ceiling_bytes_per_s / 1e9:,.0f} GB/s ({c.ratio:.3f}x), {run.spec.timing.method}")
     print(f"verified records whose implied bandwidth exceeds their GPU's measured ceiling: {len(holders)}")
     return 1 if holders else 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database", default="")
-    args = parser.parse_args(argv)
-    url = args.database or f"sqlite:///{os.path.join(tempfile.mkdtemp(), 'ceilings.sqlite')}"
-    catalog = open_catalog(url)
-    if not args.database:
-        ensure_bundled_data(catalog, say=lambda line: None, parts=("liger", "verified"))
-    return check(catalog)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

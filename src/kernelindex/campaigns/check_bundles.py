@@ -4,14 +4,14 @@ OperationSpec is the registry's, every WorkloadCase is one of the catalog's refe
 other sources measured), and every SoftwareProject the catalog also holds has the catalog's digest.
 Prints per bundle the runs by status and region, and the implementations (new ones said so).
 
-    python bench/check_bundles.py --pub RUNNER.pub BUNDLE... [--database URL]
+    ki runner campaign check --pub RUNNER.pub BUNDLE... [--database URL]
 
 The catalog is the one at --database (default KERNELINDEX_DATABASE_URL); it must hold the Liger import
 (``ki import liger --publish``), whose cases the runner measures. Exit status 1 if any check fails.
 
 Compare two runs of the same cases (a same-runner re-run on another machine):
 
-    python bench/check_bundles.py compare BUNDLE_A BUNDLE_B [--within 0.03]
+    ki runner campaign check compare BUNDLE_A BUNDLE_B [--within 0.03]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import statistics
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from kernelindex import registry
 from kernelindex.domain.manifests import digest_of
@@ -30,10 +31,10 @@ def _runs_by_key(path: Path) -> dict[tuple[str, str, str], float]:
     from kernelindex.trust.bundles import verify_directory
 
     bundle = verify_directory(path)
-    by_digest = {digest_of(m): m for m in bundle.manifests}
+    by_digest: dict[str, Any] = {digest_of(m): m for m in bundle.manifests}
     out = {}
     for run in bundle.runs():
-        spec = run.spec
+        spec: Any = run.spec
         impl = by_digest[spec.implementation].metadata.name or spec.implementation
         proto = by_digest[spec.protocol].spec.timed_region
         out[(spec.workload, proto, impl)] = float(spec.timing.median_ns)
@@ -53,28 +54,15 @@ def compare(a: Path, b: Path, within: float) -> int:
     return 0
 
 
-def _catalog_projects(catalog: object) -> dict[str, str]:
-    """name → digest of every SoftwareProject the catalog holds."""
-    from sqlalchemy import select
-
-    from kernelindex.catalog.models import ObjectRow
-    from kernelindex.domain.manifests import parse_manifest_text
-
-    with catalog.engine.connect() as conn:  # type: ignore[attr-defined]
-        bodies = conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "SoftwareProject")).scalars().all()
-    projects = [parse_manifest_text(body, "catalog SoftwareProject") for body in bodies]
-    return {p.metadata.name or "": digest_of(p) for p in projects}
-
-
 def check(paths: list[Path], pub: Path, database: str | None) -> int:
     from kernelindex.catalog.db import open_catalog
-    from kernelindex.readmodel.objects import workload_cases
+    from kernelindex.readmodel.objects import software_project_digests, workload_cases
     from kernelindex.trust import keys
     from kernelindex.trust.bundles import BundleError, verify_directory
 
     expected = keys.load_public_key(pub)
     catalog = open_catalog(database)
-    projects = _catalog_projects(catalog)
+    projects = software_project_digests(catalog)
     failed = False
     for path in paths:
         try:
@@ -88,7 +76,7 @@ def check(paths: list[Path], pub: Path, database: str | None) -> int:
             problems.append(f"signed by {bundle.runner_name} {bundle.key_id}, not {expected.name} {expected.key_id}")
         ops = [m for m in bundle.manifests if m.kind == "OperationSpec"]
         for op in ops:
-            if digest_of(op) != digest_of(registry.load_operation(op.metadata.name)):
+            if digest_of(op) != digest_of(registry.load_operation(op.metadata.name or "")):
                 problems.append(f"OperationSpec {op.metadata.name} differs from the registry's")
         reference = {digest_of(w) for op in ops
                      for w in workload_cases(catalog, digest_of(op), measured_by_other_than="kernelindex-runner")}
@@ -97,12 +85,12 @@ def check(paths: list[Path], pub: Path, database: str | None) -> int:
         if stray:
             problems.append(f"{len(stray)} of {len(cases)} WorkloadCases are not catalog reference cases")
         for project in (m for m in bundle.manifests if m.kind == "SoftwareProject"):
-            known = projects.get(project.metadata.name)
+            known = projects.get(project.metadata.name or "")
             if known is not None and known != digest_of(project):
                 problems.append(f"SoftwareProject {project.metadata.name} differs from the registry's")
-        runs = bundle.runs()
+        runs: list[Any] = bundle.runs()
         statuses = Counter(r.spec.status for r in runs)
-        by_digest = {digest_of(m): m for m in bundle.manifests}
+        by_digest: dict[str, Any] = {digest_of(m): m for m in bundle.manifests}
         regions = Counter(by_digest[r.spec.protocol].spec.timed_region for r in runs)
         impls = sorted({by_digest[r.spec.implementation].metadata.name or "?" for r in runs})
         print(f"{path.name}: digest {bundle.digest[:19]}… runner {bundle.runner_name}; {len(runs)} runs "
@@ -117,13 +105,13 @@ def check(paths: list[Path], pub: Path, database: str | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "compare":
-        p = argparse.ArgumentParser()
+        p = argparse.ArgumentParser(prog="ki runner campaign check compare")
         p.add_argument("a", type=Path)
         p.add_argument("b", type=Path)
         p.add_argument("--within", type=float, default=0.03)
         args = p.parse_args(argv[1:])
         return compare(args.a, args.b, args.within)
-    p = argparse.ArgumentParser(description="check runner bundles before shipping them")
+    p = argparse.ArgumentParser(prog="ki runner campaign check", description=__doc__.split("\n\n")[0])
     p.add_argument("bundles", type=Path, nargs="+")
     p.add_argument("--pub", type=Path, required=True)
     p.add_argument("--database", default=None)

@@ -1,8 +1,9 @@
 """Each figure by each method, for the same calls on the same GPU (issue 42 item 6: docs/runner.md's table).
 
-On the GPU machine, from the carried folder (cases prepared by ``ki runner campaign carry``):
+The campaign step ``compare`` runs it on the GPU machine over ``KI_COMPARE``'s calls (cases prepared by
+``ki runner campaign carry``); by hand, from the carried folder:
 
-    python3 bench/stream_compare.py --cases cases --out $OUT/stream-compare.json \\
+    python3 -m kernelindex.campaigns.stream_compare --cases cases --out $OUT/stream-compare.json \\
         rope:liger:forward:seq=2048,hidden=8192 rms-norm:baseline:forward:... ...
 
 A call is ``OPERATION:IMPLEMENTATION:REGION:WORKLOAD`` (the workload as ``ki verify --workloads`` takes it). For
@@ -16,13 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from campaign import load_cases  # noqa: E402  (bench/ is not a package)
+from kernelindex.campaigns.measure import load_cases
 
 
 def _median(sampler: Any, replays: int) -> float:

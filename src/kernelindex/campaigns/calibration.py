@@ -5,7 +5,7 @@ tripwire (GPU tensors made without the lock), and, where the same problem was al
 (``--solo``), the ratio of its device-time medians shared / alone. Then the per-problem rate of the GPU
 (max(L, (L + U) / K) on average) and how many problems a call's budget holds.
 
-    python bench/kernelbench_calibration.py RESULTS_DIR [--solo SOLO_RESULTS_DIR] [--workers K] [--budget 520]
+    ki runner campaign calibrate RESULTS_DIR [--solo SOLO_RESULTS_DIR] [--workers K] [--budget 520]
 
 RESULTS_DIR: a campaign's ``--out`` folder (or ``results.tgz`` unpacked): ``results/<impls>/<level>-<n>.json``.
 """
@@ -64,18 +64,20 @@ def report(shared: dict[str, dict[str, Any]], solo: dict[str, dict[str, Any]], w
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ki runner campaign calibrate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path)
     parser.add_argument("--solo", type=Path, help="the same problems run with one process per GPU")
     parser.add_argument("--workers", type=int, default=3, help="K the shared results ran with")
     parser.add_argument("--budget", type=float, default=520.0, help="a call's script budget, seconds")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     found = report(_results(args.results), _results(args.solo) if args.solo else {}, args.workers, args.budget)
     for row in found["problems"]:
         print(json.dumps(row))
     print(json.dumps(found.get("summary"), indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

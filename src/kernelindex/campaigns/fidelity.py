@@ -1,10 +1,11 @@
 """Fidelity of the campaign's figures, printed for the campaign ledger.
 
-    python bench/fidelity.py select --summaries OUT/summary-*.json --every 10 --out OUT/sample.json
+    ki runner campaign fidelity select --summaries OUT/summary-*.json --every 10 --out OUT/sample.json
         # every 10th reference case (sorted by operation and case): the 10% re-verified elsewhere
-    python bench/fidelity.py compare --first OUT/summary-a.json ... --second OUT/summary-b.json [--impl torch-compile]
+    ki runner campaign fidelity compare --first OUT/summary-a.json ... --second OUT/summary-b.json \\
+        [--impl torch-compile]
         # medians of the same (operation, case, region, implementation) in two processes: within 3%?
-    python bench/fidelity.py cupti --cases out/campaign/cases --summaries ... --sample OUT/sample.json
+    ki runner campaign fidelity cupti --cases out/campaign/cases --summaries ... --sample OUT/sample.json
         # runner median vs the sum of the call's kernel durations from the PyTorch profiler (CUPTI),
         # L2 flushed before each profiled call: within 5%?
 """
@@ -71,9 +72,7 @@ def _kernel_sum_us(call: Any, flush: Any, calls: int) -> list[float]:
 
 
 def cupti(cases: Path, summaries: list[Path], sample: Path, calls: int) -> dict[str, Any]:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from campaign import load_cases
-
+    from kernelindex.campaigns.measure import load_cases
     from kernelindex.runner.adapters import select as select_adapters
     from kernelindex.runner.campaign import operation_def
     from kernelindex.runner.cuda import CudaDevice
@@ -113,7 +112,7 @@ def cupti(cases: Path, summaries: list[Path], sample: Path, calls: int) -> dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="campaign fidelity checks")
+    parser = argparse.ArgumentParser(prog="ki runner campaign fidelity", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("select")
     s.add_argument("--summaries", type=Path, nargs="+", required=True)
