@@ -44,6 +44,7 @@ from kernelindex.readmodel.operation_views import (
 from kernelindex.readmodel.ranking_notes import ranking_notes
 from kernelindex.readmodel.recommend import Recommendation, build_recommendation
 from kernelindex.readmodel.rows import implementation_ref, ranked_only, ranked_rows
+from kernelindex.readmodel.run_facts import RunFacts, run_facts
 from kernelindex.readmodel.scaling import ScalingChart, scaling_chart
 from kernelindex.readmodel.shapes import ShapeTable, shape_table
 from kernelindex.registry import GpuSpec
@@ -131,6 +132,12 @@ class OperationModel:
 
     def run_floors(self, run: Run) -> Floors | None:
         return run_floors(self.data, run)
+
+    def run_facts(self, run: Run) -> RunFacts:
+        """What the rules say of one run (latency, peak-memory or score): why it holds no rank, its evidence
+        sentence, staleness, floors and its ratio to each."""
+        return self._once(("run-facts", run.digest),
+                          lambda: run_facts(self.data, run, self.cohorts.get(run.cohort_key), self.now))
 
     def floor_view(self, cohort: Cohort) -> FloorView | None:
         return self._once(("floor-view", cohort.key), lambda: floor_view(self.data, cohort, self.rows(cohort)))

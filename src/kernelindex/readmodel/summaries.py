@@ -28,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from kernelindex.catalog.collector import collector_paused
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, OperationSummaryRow
-from kernelindex.policy.evidence import VERIFIED_LEVELS
+from kernelindex.policy.evidence import LEVELS, VERIFIED_LEVELS
 from kernelindex.policy.staleness import is_stale
 from kernelindex.readmodel import labels
 from kernelindex.readmodel.attainable import AttainableRates, attainable_rates, rates_from_json
@@ -48,6 +48,8 @@ T = TypeVar("T")
 _COMPUTED_AT = datetime(2000, 1, 1, tzinfo=UTC)
 _WRITE_CHUNK = 200
 LATEST_RECORDS = 8  # the newest record events the home page lists
+# The evidence levels a cohort's leader can hold, best first: what the records ledger filters by.
+EVIDENCE_LEVELS: tuple[str, ...] = LEVELS
 Stored = tuple[bytes, bytes, bytes, bytes]  # a summary as stored: its body, cohorts, workloads, counts (JSON)
 
 
