@@ -163,7 +163,7 @@ class OperationModel:
     def summary(self) -> OperationFacts:
         """What the site-wide pages and listings read of the operation; its serialized form is the stored
         summary (``readmodel/summaries.py``)."""
-        return self._once("summary", lambda: summary_of(self))
+        return self._once("summary", lambda: summary_of(self.data, self.cohort_summaries(), self.eligible_by_workload))
 
     def gaps(self, cohort: Cohort, gpus: list[str] | None = None) -> list[NotMeasured]:
         """The GPUs of ``gpus`` (the priority GPUs) without a run of the cohort's workload: floor, nearest GPU."""

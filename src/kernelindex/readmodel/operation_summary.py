@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from kernelindex.policy.evidence import VERIFIED_LEVELS
 from kernelindex.readmodel import labels
@@ -21,9 +21,6 @@ from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
 from kernelindex.readmodel.listing_facts import Entry, implementation_lines, workload_entries
 from kernelindex.readmodel.operation_data import OperationData
 from kernelindex.readmodel.pages_common import CohortSummary, EventView
-
-if TYPE_CHECKING:
-    from kernelindex.readmodel.operation_model import OperationModel
 
 T = TypeVar("T")
 LATEST_RECORDS = 8  # the newest record events the home page lists
@@ -99,9 +96,10 @@ def newest_events(cohorts: list[CohortSummary], count: int = LATEST_RECORDS) -> 
                           key=lambda ce: (ce[1].at, ce[0].operation, ce[0].key))
 
 
-def summary_of(model: OperationModel) -> OperationFacts:
-    """What the site-wide pages read of the operation, from its model (``OperationModel.summary``)."""
-    data = model.data
+def summary_of(data: OperationData, cohorts: list[CohortSummary],
+               eligible_by_workload: Mapping[str, int]) -> OperationFacts:
+    """What the site-wide pages read of the operation, from what its model derived (``OperationModel.summary``):
+    its cohort summaries and its eligible runs per workload."""
     eligible = [r for r in data.runs if r.eligible]
     verified = [r for r in eligible if r.evidence in VERIFIED_LEVELS]
     measured: dict[str, set[str]] = defaultdict(set)
@@ -109,14 +107,13 @@ def summary_of(model: OperationModel) -> OperationFacts:
         gpu = data.gpu_of(run.environment)
         measured[run.workload].add(gpu.slug if gpu else data.environments[run.environment].spec.hardware.product)
     meta = data.operation.metadata
-    cohorts = model.cohort_summaries()
     newest = newest_events([c for c in cohorts if c.leader])
     workloads = workload_entries(data)
     return OperationFacts(
         slug=data.slug, title=data.title, family=data.operation.spec.family, digest=data.digest,
         description=meta.description or "", aliases=list(meta.aliases),
-        workloads_total=len(data.workloads), eligible_runs=model.eligible_runs,
-        eligible_workloads=len(model.eligible_by_workload),
+        workloads_total=len(data.workloads), eligible_runs=sum(eligible_by_workload.values()),
+        eligible_workloads=len(eligible_by_workload),
         eligible_implementations=len({labels.implementation_slug(data.implementations[r.implementation])
                                       for r in eligible}),
         verified_runs=len(verified),

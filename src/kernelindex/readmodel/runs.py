@@ -29,6 +29,7 @@ from kernelindex.readmodel.ranking_notes import host_bound_label
 from kernelindex.readmodel.region_work import forward_work_note
 from kernelindex.readmodel.reproduce import reproduce_json
 from kernelindex.readmodel.rows import run_implementation
+from kernelindex.readmodel.run_facts import RunFacts
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
 from kernelindex.readmodel.stream_panel import stream_panel
@@ -131,6 +132,11 @@ def _measurement_notes(run: Run, data: OperationData) -> dict[str, Any]:
             "host_bound": host_bound_label(run)}
 
 
+def _ruled(facts: RunFacts) -> dict[str, Any]:
+    """What the rules say of the run (its model's ``run_facts``), by the dossier's field names."""
+    return {name: getattr(facts, name) for name in RunFacts.__dataclass_fields__}
+
+
 def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
     try:
         digest = resolve_run_digest(catalog, run_ref)
@@ -142,7 +148,6 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
                        "ranked or counted until an operator repairs or retracts it")
     run = next(r for r in [*data.runs, *data.memory_runs, *data.score_runs] if r.digest == digest)
     model = operation_model(data, now)
-    facts = model.run_facts(run)
     cohort = model.cohorts.get(run.cohort_key)
     entry = next((e for e in cohort.ranked if e.item.id == digest), None) if cohort else None
     samples = load_samples(run.spec.timing.samples_digest)
@@ -161,9 +166,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         rank_label=entry.label if entry else None,
         cohort_size=len(cohort.ranked) if cohort else 0,
         vs_first=entry.vs_first if entry else None,
-        not_ranked_reasons=facts.not_ranked_reasons,
         evidence=run.evidence,
-        evidence_sentence=facts.evidence_sentence,
         replication=run.replication.to_json() if run.replication else None,
         workload=_workload_facts(data, run.workload),
         protocol={"digest": run.protocol, **stored_json(data.protocols[run.protocol])},
@@ -176,7 +179,6 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         source_notice=source_notice(run.source, data.sources.get(run.source), external_id=run.spec.source.external_id),
         runner=stored.get("runner"),
         observed_at=run.observed_at,
-        stale=facts.stale,
         retraction=dict(run.retracted) if run.retracted is not None else None,
         superseded_by=_run_id(catalog, run.superseded_by["new"]) if run.superseded_by else None,
         supersedes=[_run_id(catalog, d) for d in run.supersedes],
@@ -190,12 +192,8 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         stream=stream_panel(run),
         reproduction=reproduction_json(data, run), reproduces=reproduces_json(data, run),
         reproduce=reproduce_json(data, run),
-        capture_failure=facts.capture_failure,
-        cross_check_failure=facts.cross_check_failure,
-        floor_latency=facts.floor_latency,
         **_measurement_notes(run, data),
-        floor_ns=facts.floor_ns, floor_ratio=facts.floor_ratio, attainable_floor_ns=facts.attainable_floor_ns,
-        attainable_floor_ratio=facts.attainable_floor_ratio,
+        **_ruled(model.run_facts(run)),
     )
 
 
