@@ -133,16 +133,6 @@ def test_the_check_allows_inward_and_same_layer_edges() -> None:
     assert outward_edges("from kernelindex.policy import floor", PACKAGE / "readmodel/x.py") == set()
 
 
-# Page builders still importing a policy module, each with why; the list may only shrink (issue 48 item 1).
-NOT_YET_PROJECTIONS = {
-    "readmodel/runs.py": "the run dossier: its floors and capture sentences (run pages change in the floors work)",
-    "readmodel/pages_compare.py": "/compare divides by policy.ratios itself (the compare work owns the page)",
-    "readmodel/pages_models.py": "the model pages plan the step with policy.dispatch",
-    "readmodel/pages_records.py": "the evidence filter's levels",
-    "readmodel/pages_reproduction.py": "the court's verdict words",
-}
-
-
 def page_builder_files() -> set[str]:
     """The modules of the builders the view table declares (``views/table.py``): the pages' projections."""
     from kernelindex.views.table import VIEWS
@@ -161,11 +151,5 @@ def test_page_builders_are_projections_that_import_no_policy() -> None:
     it never enters a floor, ranking, selection or evidence rule itself (docs/design.md §6)."""
     builders = page_builder_files()
     assert "readmodel/operations.py" in builders and "readmodel/pages_home.py" in builders
-    offending = sorted(f for f in builders - set(NOT_YET_PROJECTIONS) if _imports_policy(f))
+    offending = sorted(f for f in builders if _imports_policy(f))
     assert offending == [], f"page builders import policy modules: {offending}"
-
-
-def test_every_pending_projection_still_imports_policy() -> None:
-    """A module moved onto its model leaves the pending list, so the list says what is left."""
-    assert set(NOT_YET_PROJECTIONS) <= page_builder_files()
-    assert [f for f in NOT_YET_PROJECTIONS if not _imports_policy(f)] == []

@@ -19,6 +19,7 @@ from kernelindex.readmodel import summaries
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.listing_facts import implementation_lines, workload_entries
 from kernelindex.readmodel.operation_data import OperationData
+from kernelindex.readmodel.operation_summary import newest_events
 from kernelindex.readmodel.operations import operation_page
 from kernelindex.readmodel.pages_common import cohort_summaries
 from kernelindex.readmodel.pages_home import home_page
@@ -42,7 +43,7 @@ def test_a_stored_summary_reads_back_as_the_loaded_operation_says(
             assert read.cohorts == cohort_summaries(data, clock), data.slug
             assert read.implementations == implementation_lines(data), data.slug
             assert orjson.dumps(read.workloads) == orjson.dumps(workload_entries(data)), data.slug
-            assert summaries.newest_events(read.newest) == summaries.newest_events(read.cohorts_with_leader())
+            assert newest_events(read.newest) == newest_events(read.cohorts_with_leader())
             assert summaries._counts(orjson.loads(counts)) == summaries.counts_in(read), data.slug
     assert any(s.leader and s.leader.stale for d in catalog_operations.values()
                for s in cohort_summaries(d, later))

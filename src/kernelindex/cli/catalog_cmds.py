@@ -7,8 +7,6 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
-from rich.progress import TaskID
-from rich.table import Table
 
 from kernelindex import registry
 from kernelindex.catalog.db import Catalog
@@ -16,11 +14,8 @@ from kernelindex.catalog.export import JsonlError, import_jsonl, write_export
 from kernelindex.catalog.lifecycle import UnknownRunError, approve_install, retract, supersede
 from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
-from kernelindex.cli.import_flow import dry_run_mode, print_new_and_existing, progress_bar
 from kernelindex.domain.manifests import ManifestError, digest_of, load_manifest_file
 from kernelindex.policy.source_policy import REFUSED_BY_POLICY
-from kernelindex.sources.base import FileTransport, ImportReport, InputFileError, combined_json
-from kernelindex.sources.liger.parse import MAX_CSV_BYTES, CsvFileError
 
 import_app = typer.Typer(help="Import a source into the catalog.", no_args_is_help=True)
 manifest_app = typer.Typer(help="Validate manifests and compute their identity.", no_args_is_help=True)
@@ -33,66 +28,6 @@ def register(app: typer.Typer) -> None:
     app.command("retract")(retract_cmd)
     app.command("supersede")(supersede_cmd)
     app.command("approve")(approve_cmd)
-
-
-@import_app.command("liger")
-def import_liger_cmd(
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the report; write nothing."),
-    publish: bool = typer.Option(False, "--publish", help="Publish in one transaction."),
-    file: Path = typer.Option(None, "--file", exists=True, dir_okay=False, help="CSV to import (default: bundled)."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable report."),
-    database: str = DatabaseOption,
-) -> None:
-    """Import Liger-Kernel's benchmark CSVs: by default the three bundled files (the main file and
-    the NVIDIA B200 cuTile and CuTe-DSL files), one publication each; --file imports one CSV.
-    Speed rows become latency runs; memory rows a second metric, peak memory (MiB).
-
-    Limits: the file must be UTF-8 and at most 256 MiB; a field over 131,072 characters, a time
-    that is not positive, below 1 ns or over 2^53 ns, an integer beyond ±2^53, or a config nested
-    deeper than 32 levels skips its row, reported with the row number. See docs/reliability.md.
-    """
-    from kernelindex.sources.liger import bundled_csv_paths, import_liger
-
-    dry = dry_run_mode(dry_run, publish)
-    catalog = open_for_cli(database)
-    reports = []
-    for path in [file] if file else bundled_csv_paths():
-        try:
-            with progress_bar(as_json) as bar:
-                task = bar.add_task(path.name, total=None)
-
-                def progress(done: int, total: int, task: TaskID = task) -> None:
-                    bar.update(task, completed=done, total=total)
-
-                reports.append(import_liger(catalog, FileTransport(path, MAX_CSV_BYTES), dry_run=dry,
-                                            actor=actor(), progress=progress))
-        except InputFileError as exc:
-            fail(str(exc))
-        except CsvFileError as exc:
-            fail(f"{path}: {exc}")
-        except PublishError as exc:
-            fail(f"{path}: nothing was published from this file: {exc}")
-    if as_json:
-        print_json(reports[0].to_json() if file else combined_json(reports))
-    else:
-        for report in reports:
-            _print_report(report)
-
-
-def _print_report(report: ImportReport) -> None:
-    verb = "published" if report.published else "dry run — nothing written"
-    console.print(f"[bold]{escape(report.source)}[/] ({verb})\nsnapshot {report.snapshot_digest}\n"
-                  f"{escape(str(report.locator))}")
-    console.print(f"rows read {report.rows_read:,} · accepted {report.accepted:,} · skipped {report.skipped_total:,}")
-    if report.skipped:
-        table = Table("skipped because", "rows", "row numbers", box=None)
-        for reason, rows in sorted(report.skipped.items(), key=lambda kv: -len(kv[1])):
-            shown = ", ".join(map(str, rows[:8])) + (f", … (+{len(rows) - 8})" if len(rows) > 8 else "")
-            table.add_row(escape(reason), f"{len(rows):,}", shown)
-        console.print(table)
-    print_new_and_existing(report.new, report.existing)
-    for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 @import_app.command("jsonl")

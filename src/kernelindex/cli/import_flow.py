@@ -3,11 +3,10 @@ source's own errors and a failed publication said in one line, then the report a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from kernelindex.catalog.publish import PublishError
 from kernelindex.cli.common import console, fail, open_for_cli, print_json
@@ -50,7 +49,7 @@ def run_import(
     counting: str,
     source_errors: tuple[type[Exception], ...],
     importer: Callable[[Catalog, bool, ProgressCallback], ImportedReport],
-    print_report: Callable[[dict[str, Any]], None],
+    print_report: Callable[[Any], None],
 ) -> None:
     """Import with ``importer(catalog, dry_run, progress)``; the bar counts ``counting`` (tables, runs …).
     A source error is printed as it is; a refused publication says that nothing was published."""
@@ -67,12 +66,4 @@ def run_import(
     if as_json:
         print_json(report.to_json())
         return
-    print_report(report.to_json())
-
-
-def print_new_and_existing(new: Mapping[str, int], existing: Mapping[str, int]) -> None:
-    """How many catalog objects of each kind the import adds, and how many were there already."""
-    table = Table("kind", "new", "existing", box=None)
-    for kind in sorted(set(new) | set(existing)):
-        table.add_row(kind, f"{new.get(kind, 0):,}", f"{existing.get(kind, 0):,}")
-    console.print(table)
+    print_report(report)

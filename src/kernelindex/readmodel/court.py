@@ -1,21 +1,32 @@
 """The reproduction court's facts of one loaded operation (``policy.reproduction``): each run as a claim,
 each reported run with verified twins given its ``Reproduction``, and a reported figure beyond 2× of ours
-given the ``NOT_REPRODUCED`` reason, so it leaves rankings and records on every page at once."""
+given the ``NOT_REPRODUCED`` reason, so it leaves rankings and records on every page at once; and a source's
+court per GPU product (``gpu_court``), which its reproduction page lays out."""
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from kernelindex import urls
+from kernelindex import registry, urls
 from kernelindex.domain.manifests import manifest_json
 from kernelindex.domain.sources import RUNNER_SOURCE
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.device_time import timing_statistic
 from kernelindex.policy.eligibility import Eligibility
 from kernelindex.policy.evidence import VERIFIED_LEVELS, grad_mode
-from kernelindex.policy.reproduction import GENERATOR_PARAMS, Claim, ProtocolFacts, not_reproduced_reason, reproductions
+from kernelindex.policy.reproduction import (
+    GENERATOR_PARAMS,
+    VERDICTS,
+    Claim,
+    ProtocolFacts,
+    not_reproduced_reason,
+    reproductions,
+)
+from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import implementation_slug
 from kernelindex.readmodel.operation_data import OperationData, Run
 
@@ -106,3 +117,59 @@ def reproduces_json(data: OperationData, run: Run) -> list[dict[str, Any]]:
                         "ratio": round(court.ratio, 4), "verdict": court.verdict,
                         "court_url": urls.reproduction(reported.source)})
     return out
+
+
+@dataclass
+class CourtRow(JsonModel):
+    run_id: str
+    url: str
+    operation: str
+    operation_title: str
+    implementation: str
+    gpu: str
+    reported_ns: int
+    reproduced_ns: int
+    ratio: float  # Y/X
+    verdict: str
+    version: str
+    twins: list[str]  # our verified run ids
+    differences: list[str]
+    explanation: str  # for a figure not reproduced: what can explain it, or "unexplained"
+
+
+@dataclass
+class GpuCourt(JsonModel):
+    gpu: str  # the exact product, as the runs name it
+    reported: int  # the source's passed figures on it
+    remeasured: int
+    median_ratio: float | None
+    within_10: int
+    within_2x: int
+    not_reproduced: int
+    share_within_10: float | None
+    share_within_2x: float | None
+    summary: str
+    outliers: list[CourtRow] = field(default_factory=list)  # beyond 2×, worst first
+
+
+def _short(product: str) -> str:
+    gpu = registry.gpu_for_product(product)
+    return gpu.short if gpu else product
+
+
+def gpu_court(product: str, reported: int, rows: list[CourtRow]) -> GpuCourt:
+    """The court on one GPU product: how many of the source's ``reported`` figures were re-measured, how far
+    they hold (by ``policy.reproduction``'s verdicts) and the outliers beyond 2×, worst first."""
+    n = len(rows)
+    close = sum(1 for r in rows if r.verdict == VERDICTS[0])
+    within = sum(1 for r in rows if r.verdict != VERDICTS[2])
+    ratio = round(statistics.median(r.ratio for r in rows), 4) if rows else None
+    if n:
+        summary = (f"{n:,} of {reported:,} reported figures on the {_short(product)} re-measured: median ratio "
+                   f"{ratio:#.3g}× (ours / theirs), {close:,} within 10%, {within:,} within 2×, {n - within:,} not "
+                   "reproduced.")
+    else:
+        summary = f"0 re-measured on {_short(product)} yet (of {reported:,} reported figures)."
+    outliers = sorted((r for r in rows if r.verdict == VERDICTS[2]), key=lambda r: -max(r.ratio, 1 / r.ratio))
+    return GpuCourt(product, reported, n, ratio, close, within, n - within,
+                    round(close / n, 4) if n else None, round(within / n, 4) if n else None, summary, outliers)

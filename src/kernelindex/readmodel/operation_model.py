@@ -3,7 +3,8 @@ cohorts with their ranked rows, the floors of each workload's region on each GPU
 history, the coverage gaps and what to run — derived by the policy functions once per loaded operation and
 clock, and kept. The operation page, its JSON and CSV twins, ``ki show operation``, ``ki use`` and the MCP tools
 are projections of it: none of them enters a floor, ranking or selection rule itself
-(``tests/test_architecture.py`` holds the page builders to it).
+(``tests/test_architecture.py`` holds the page builders to it). Its summary (``summary``: counts, cohorts with
+their leaders and records), serialized, is the stored summary the site-wide pages read (``readmodel/summaries.py``).
 
 A model is immutable to its readers: what it derives on first use is kept inside it and never changes. It
 is kept on the loaded operation it was built from (``operation_model``), one per clock, so the page, its "use
@@ -32,6 +33,7 @@ from kernelindex.readmodel.leaderboard import Leaderboard, leaderboards
 from kernelindex.readmodel.loading import OperationData, Run, load_operation
 from kernelindex.readmodel.memory import MemoryPanel, memory_panel
 from kernelindex.readmodel.operation_select import other_gpus, select
+from kernelindex.readmodel.operation_summary import OperationFacts, summary_of
 from kernelindex.readmodel.operation_views import (
     FloorView,
     HeadlineSlot,
@@ -41,9 +43,11 @@ from kernelindex.readmodel.operation_views import (
     RankedRow,
     RankingNote,
 )
+from kernelindex.readmodel.pages_common import CohortSummary, cohort_summaries
 from kernelindex.readmodel.ranking_notes import ranking_notes
 from kernelindex.readmodel.recommend import Recommendation, build_recommendation
 from kernelindex.readmodel.rows import implementation_ref, ranked_only, ranked_rows
+from kernelindex.readmodel.run_facts import RunFacts, run_facts
 from kernelindex.readmodel.scaling import ScalingChart, scaling_chart
 from kernelindex.readmodel.shapes import ShapeTable, shape_table
 from kernelindex.registry import GpuSpec
@@ -132,6 +136,12 @@ class OperationModel:
     def run_floors(self, run: Run) -> Floors | None:
         return run_floors(self.data, run)
 
+    def run_facts(self, run: Run) -> RunFacts:
+        """What the rules say of one run (latency, peak-memory or score): why it holds no rank, its evidence
+        sentence, staleness, floors and its ratio to each."""
+        return self._once(("run-facts", run.digest),
+                          lambda: run_facts(self.data, run, self.cohorts.get(run.cohort_key), self.now))
+
     def floor_view(self, cohort: Cohort) -> FloorView | None:
         return self._once(("floor-view", cohort.key), lambda: floor_view(self.data, cohort, self.rows(cohort)))
 
@@ -145,6 +155,15 @@ class OperationModel:
     def records(self, cohort: Cohort) -> list[RecordEvent]:
         """The cohort's record history (``policy.records``)."""
         return self._once(("records", cohort.key), lambda: cohort_record_events(cohort))
+
+    def cohort_summaries(self) -> list[CohortSummary]:
+        """Every cohort with its leader, runner-up and record history, as the site-wide pages list them."""
+        return cohort_summaries(self.data, self.now)
+
+    def summary(self) -> OperationFacts:
+        """What the site-wide pages and listings read of the operation; its serialized form is the stored
+        summary (``readmodel/summaries.py``)."""
+        return self._once("summary", lambda: summary_of(self.data, self.cohort_summaries(), self.eligible_by_workload))
 
     def gaps(self, cohort: Cohort, gpus: list[str] | None = None) -> list[NotMeasured]:
         """The GPUs of ``gpus`` (the priority GPUs) without a run of the cohort's workload: floor, nearest GPU."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 
@@ -18,15 +17,14 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import RunRow as RunTable
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.units import format_duration
-from kernelindex.policy.ratios import ratio
 from kernelindex.readmodel import labels
-from kernelindex.readmodel.cohorts import cohorts_of
 from kernelindex.readmodel.compare_sweep import Sweep, compare_sweep
 from kernelindex.readmodel.errors import BadParameter, NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of
+from kernelindex.readmodel.operation_model import operation_model
 from kernelindex.readmodel.pages_common import RunRef, run_ref
-from kernelindex.readmodel.rows import run_floors
+from kernelindex.readmodel.run_facts import multiples_of_fastest
 
 MIN_RUNS, MAX_RUNS = 2, 8
 
@@ -105,7 +103,9 @@ def _locate(catalog: Catalog, run_id: str) -> tuple[OperationData, Run]:
 
 
 def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
-    cohort = cohorts_of(data)[run.cohort_key]
+    model = operation_model(data, now)
+    cohort = model.cohorts[run.cohort_key]
+    facts = model.run_facts(run)
     ranked = next((r for r in cohort.ranked if r.item.id == run.digest), None)
     wl = data.workloads[run.workload]
     protocol, env = data.protocols[run.protocol], data.environments[run.environment]
@@ -123,26 +123,25 @@ def _compared(data: OperationData, run: Run, now: datetime) -> ComparedRun:
         within_noise=bool(ranked and ranked.within_noise),
         install_command=usable.install_command if usable else None, license=usable.license if usable else None,
         url=urls.run(run.run_id), revision=run.implementation, runner=run.runner, protocol=run.protocol,
-        **_floor_and_checks(data, run),
+        floor_ns=facts.floor_ns, floor_ratio=facts.floor_ratio, attainable_floor_ns=facts.attainable_floor_ns,
+        attainable_floor_ratio=facts.attainable_floor_ratio, correctness=_correctness(run),
+        environment=_environment(data, run),
     )
 
 
-def _floor_and_checks(data: OperationData, run: Run) -> dict[str, Any]:
-    floors = run_floors(data, run)
-    floor_ns = floors[0].floor_ns if floors else None
-    attainable_ns = floors[1].floor_ns if floors and floors[1] else None
+def _correctness(run: Run) -> str:
     checked = run.spec.correctness
-    if checked.checked:
-        correctness = "passed" if checked.passed else "failed"
-        if checked.relative_error is not None:
-            correctness += f" (relative error {checked.relative_error:.1e})"
-    else:
-        correctness = "not checked by the source"
+    if not checked.checked:
+        return "not checked by the source"
+    correctness = "passed" if checked.passed else "failed"
+    if checked.relative_error is not None:
+        correctness += f" (relative error {checked.relative_error:.1e})"
+    return correctness
+
+
+def _environment(data: OperationData, run: Run) -> str:
     software = data.environments[run.environment].spec.software
-    environment = ", ".join(f"{k} {v}" for k, v in sorted(software.items())) or "software not recorded by the source"
-    return {"floor_ns": floor_ns, "floor_ratio": ratio(run.median_ns, floor_ns), "attainable_floor_ns": attainable_ns,
-            "attainable_floor_ratio": ratio(run.median_ns, attainable_ns),
-            "correctness": correctness, "environment": environment}
+    return ", ".join(f"{k} {v}" for k, v in sorted(software.items())) or "software not recorded by the source"
 
 
 # Fields shown once above the table when every run has the same value.
@@ -244,9 +243,8 @@ def compare_runs(catalog: Catalog, run_ids: list[str], *, now: datetime) -> Comp
     page = ComparePage(runs=runs, same_cohort=same, winner=None, verdict="", identical=_identical(runs))
     if same:
         page.winner, page.verdict = _verdict(runs)
-        fastest = min((r.run.median_ns for r in runs if r.eligible and r.run.median_ns), default=None)
-        multiples = {r.run.run_id: ratio(r.run.median_ns, fastest) for r in runs}
-        page.multiples = {run_id: m for run_id, m in multiples.items() if m is not None}
+        page.multiples = multiples_of_fastest({r.run.run_id: r.run.median_ns for r in runs},
+                                              {r.run.run_id for r in runs if r.eligible})
     else:
         page.difference = _first_difference(runs)
         page.verdict = page.difference.sentence if page.difference else "They belong to different cohorts."

@@ -20,16 +20,11 @@ from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import Source
 from kernelindex.readmodel.cache import kept
 from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.operation_summary import LATEST_RECORDS, OperationFacts, newest_events
 from kernelindex.readmodel.pages_common import CohortSummary
 from kernelindex.readmodel.pages_records import LedgerEvent
 from kernelindex.readmodel.source_notices import source_notice
-from kernelindex.readmodel.summaries import (
-    LATEST_RECORDS,
-    OperationFacts,
-    newest_events,
-    operation_summaries,
-    verified_events,
-)
+from kernelindex.readmodel.summaries import operation_summaries, verified_events
 
 
 @dataclass

@@ -10,7 +10,6 @@ from typing import Any
 
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
-from kernelindex.policy.evidence import LEVELS
 from kernelindex.readmodel.cohort_aliases import current_cohort_key
 from kernelindex.readmodel.errors import CohortMoved
 from kernelindex.readmodel.jsonable import JsonModel, to_jsonable
@@ -21,7 +20,7 @@ from kernelindex.readmodel.pages_common import (
     NotFound,
     check_choice,
 )
-from kernelindex.readmodel.summaries import OperationFacts, operation_summaries
+from kernelindex.readmodel.summaries import EVIDENCE_LEVELS, OperationFacts, operation_summaries
 
 HISTORY_LIMIT = 300
 
@@ -72,7 +71,7 @@ def records_page(catalog: Catalog, *, operation: str | None = None, gpu: str | N
     gpu = registry.gpu_slug(gpu) or gpu if gpu else gpu
     check_choice("operation", operation, [o["value"] for o in options["operation"]])
     check_choice("gpu", gpu, [o["value"] for o in options["gpu"]] + _answered_gpus(options))
-    check_choice("evidence", evidence, list(LEVELS))
+    check_choice("evidence", evidence, list(EVIDENCE_LEVELS))
     view = check_choice("view", view, VIEWS) or "current"
     filters = {"operation": operation, "gpu": gpu, "evidence": evidence, "view": view, "cohort": cohort}
     page = RecordsPage(view=view, filters=filters, options=options, total_cohorts=len(summaries), gpu_reading=reading)
@@ -137,6 +136,6 @@ def _options(summaries: list[CohortSummary]) -> dict[str, list[dict[str, str]]]:
     return {
         "operation": [{"value": slug, "label": title} for slug, title in ops],
         "gpu": [{"value": g, "label": names[g].name if g in names else g} for g in gpus],
-        "evidence": [{"value": level, "label": level} for level in LEVELS],
+        "evidence": [{"value": level, "label": level} for level in EVIDENCE_LEVELS],
         "view": [{"value": v, "label": v.replace("-", " ")} for v in VIEWS],
     }

@@ -1,10 +1,9 @@
 """Reproduction pages (/reproduction/{source}): how many of a source's reported figures we re-measured,
 per GPU product, how far they hold (median Y/X, within 10%, within 2×) and the outliers, each with its
-explanation or "unexplained" (``policy.reproduction``; the pairs are derived per operation at load)."""
+explanation or "unexplained" (the court of ``readmodel.court``, whose pairs are derived per operation at load)."""
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,46 +14,13 @@ from sqlalchemy import distinct, func, select
 from kernelindex import registry, urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, RunRow
-from kernelindex.policy.reproduction import VERDICTS
+from kernelindex.readmodel.court import CourtRow, GpuCourt, gpu_court
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import implementation_slug
 from kernelindex.readmodel.loading import load_operation
 from kernelindex.readmodel.operation_data import OperationData, Run
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
-
-
-@dataclass
-class CourtRow(JsonModel):
-    run_id: str
-    url: str
-    operation: str
-    operation_title: str
-    implementation: str
-    gpu: str
-    reported_ns: int
-    reproduced_ns: int
-    ratio: float  # Y/X
-    verdict: str
-    version: str
-    twins: list[str]  # our verified run ids
-    differences: list[str]
-    explanation: str  # for a figure not reproduced: what can explain it, or "unexplained"
-
-
-@dataclass
-class GpuCourt(JsonModel):
-    gpu: str  # the exact product, as the runs name it
-    reported: int  # the source's passed figures on it
-    remeasured: int
-    median_ratio: float | None
-    within_10: int
-    within_2x: int
-    not_reproduced: int
-    share_within_10: float | None
-    share_within_2x: float | None
-    summary: str
-    outliers: list[CourtRow] = field(default_factory=list)  # beyond 2×, worst first
 
 
 @dataclass
@@ -65,11 +31,6 @@ class ReproductionPage(JsonModel):
     gpus: list[GpuCourt]
     pairs: list[CourtRow]  # every re-measured figure, by GPU then operation
     others: list[str] = field(default_factory=list)  # "A100 80GB (1,234)": other GPUs it reported on, none re-measured
-
-
-def _short(product: str) -> str:
-    gpu = registry.gpu_for_product(product)
-    return gpu.short if gpu else product
 
 
 def _slug(product: str) -> str:
@@ -113,22 +74,6 @@ def _row(data: OperationData, run: Run) -> CourtRow:
                     [d.sentence() for d in court.differences], "" if court.reproduced else court.explanation)
 
 
-def _gpu_court(product: str, reported: int, rows: list[CourtRow]) -> GpuCourt:
-    n = len(rows)
-    close = sum(1 for r in rows if r.verdict == VERDICTS[0])
-    within = sum(1 for r in rows if r.verdict != VERDICTS[2])
-    ratio = round(statistics.median(r.ratio for r in rows), 4) if rows else None
-    if n:
-        summary = (f"{n:,} of {reported:,} reported figures on the {_short(product)} re-measured: median ratio "
-                   f"{ratio:#.3g}× (ours / theirs), {close:,} within 10%, {within:,} within 2×, {n - within:,} not "
-                   "reproduced.")
-    else:
-        summary = f"0 re-measured on {_short(product)} yet (of {reported:,} reported figures)."
-    outliers = sorted((r for r in rows if r.verdict == VERDICTS[2]), key=lambda r: -max(r.ratio, 1 / r.ratio))
-    return GpuCourt(product, reported, n, ratio, close, within, n - within,
-                    round(close / n, 4) if n else None, round(within / n, 4) if n else None, summary, outliers)
-
-
 def reproduction_page(catalog: Catalog, source: str, *, now: datetime) -> ReproductionPage:
     notice = source_notice(source)
     reported = _reported_products(catalog, source)
@@ -142,7 +87,7 @@ def reproduction_page(catalog: Catalog, source: str, *, now: datetime) -> Reprod
                 rows[data.environments[run.environment].spec.hardware.product].append(_row(data, run))
     priority = set(registry.priority_gpus())
     shown = sorted(p for p in reported if p in rows or _slug(p) in priority)
-    gpus = [_gpu_court(p, reported[p], sorted(rows[p], key=lambda r: (r.operation, r.implementation, r.run_id)))
+    gpus = [gpu_court(p, reported[p], sorted(rows[p], key=lambda r: (r.operation, r.implementation, r.run_id)))
             for p in shown]
     pairs = [row for gpu in gpus for row in sorted(rows[gpu.gpu], key=lambda r: (r.operation, r.implementation))]
     others = [f"{p} ({reported[p]:,})" for p in sorted(reported) if p not in shown]

@@ -1,4 +1,5 @@
-"""The evidence dossier of one run."""
+"""The evidence dossier of one run: a projection of what its operation's model says of it
+(``OperationModel.run_facts``)."""
 
 from __future__ import annotations
 
@@ -15,24 +16,20 @@ from kernelindex.catalog.lifecycle import UnknownRunError, resolve_run_digest
 from kernelindex.catalog.models import RunRow
 from kernelindex.domain.canonical import short_digest
 from kernelindex.domain.manifests import stored_form, stored_json
-from kernelindex.policy.capture import capture_failure_sentence, cross_check_sentence
-from kernelindex.policy.cohorts import PEAK_MEMORY_LABEL
-from kernelindex.policy.evidence import SENTENCES as EVIDENCE_SENTENCES
-from kernelindex.policy.ratios import ratio
-from kernelindex.policy.reasons import Reason
-from kernelindex.policy.staleness import is_stale
-from kernelindex.readmodel.cohorts import Cohort, cohorts_of
+from kernelindex.readmodel.cohorts import Cohort
 from kernelindex.readmodel.court import reproduces_json, reproduction_json
 from kernelindex.readmodel.derive import sample_count
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.jsonable import JsonModel
 from kernelindex.readmodel.labels import cohort_key_short, cohort_label, gpu_label, workload_key, workload_label
 from kernelindex.readmodel.loading import OperationData, Run, load_operation, operation_slug_of
+from kernelindex.readmodel.operation_model import operation_model
 from kernelindex.readmodel.operation_views import ImplementationRef
 from kernelindex.readmodel.ranking_notes import host_bound_label
-from kernelindex.readmodel.region_work import forward_work_note, skips_floor_traffic
+from kernelindex.readmodel.region_work import forward_work_note
 from kernelindex.readmodel.reproduce import reproduce_json
-from kernelindex.readmodel.rows import run_floors, run_implementation
+from kernelindex.readmodel.rows import run_implementation
+from kernelindex.readmodel.run_facts import RunFacts
 from kernelindex.readmodel.samples import histogram, load_samples, run_secondary
 from kernelindex.readmodel.source_notices import SourceNotice, source_notice
 from kernelindex.readmodel.stream_panel import stream_panel
@@ -108,20 +105,6 @@ def _run_id(catalog: Catalog, digest: str) -> str:
         return conn.execute(select(RunRow.run_id).where(RunRow.digest == digest)).scalar_one()
 
 
-def _not_ranked_reasons(run: Run, cohort: Cohort | None = None) -> list[dict]:
-    replicate = cohort.replicate_reason(run.digest) if cohort else None
-    if replicate is not None:
-        return [replicate.to_json()]
-    if run.spec.score is not None:
-        return [Reason("SUITE_SCOPED", "A leaderboard score over the problem's benchmark suite: ranked only among "
-                       "scores of the same suite, GPU and statistic (the operation page's Leaderboard), never "
-                       "against a workload's latency.").to_json()]
-    if run.spec.memory is not None:
-        return [Reason("SECOND_METRIC", f"A {PEAK_MEMORY_LABEL}: a second metric, never ranked against "
-                       "latency.").to_json()]
-    return [r.to_json() for r in run.eligibility.reasons] if run.eligibility else []
-
-
 def _workload_facts(data: OperationData, digest: str) -> dict:
     """The run's workload (or benchmark suite) as the dossier shows it."""
     suite = data.suites.get(digest)
@@ -142,24 +125,16 @@ def _operation_url(data: OperationData, run: Run, cohort: Cohort | None) -> str:
     return urls.cohort(data.slug, workload_key(run.workload), cohort_key_short(run.cohort_key))
 
 
-def _floor_ratio(data: OperationData, run: Run, floor_ns: float | None) -> float | None:
-    """The run's median over its region's floor; none for a backward that only scales a gradient its
-    forward computed (it skips the traffic the floor counts, as on the ranked rows)."""
-    if skips_floor_traffic(forward_work_note(data, run)):
-        return None
-    return ratio(run.median_ns, floor_ns)
-
-
 def _measurement_notes(run: Run, data: OperationData) -> dict[str, Any]:
-    """What the dossier says in words beside the figures: the sample minimum, a failed capture (of the
-    figure, or of runner v3's cross-check), the region's work and a host-bound call."""
-    recorded = run.spec.timing.raw.get("capture_failure")
-    check = run.spec.timing.cross_check
-    check_failure = check.detail if check and check.method == "per_call_events" and check.detail else None
-    return {"samples_minimum": sample_count(run, data).minimum,
-            "capture_failure": capture_failure_sentence(recorded) if recorded else None,
-            "cross_check_failure": cross_check_sentence(check_failure) if check_failure else None,
-            "region_note": forward_work_note(data, run, how=True), "host_bound": host_bound_label(run)}
+    """What the dossier says in words beside the figures that the rules do not decide: the sample minimum,
+    the region's work and a host-bound call."""
+    return {"samples_minimum": sample_count(run, data).minimum, "region_note": forward_work_note(data, run, how=True),
+            "host_bound": host_bound_label(run)}
+
+
+def _ruled(facts: RunFacts) -> dict[str, Any]:
+    """What the rules say of the run (its model's ``run_facts``), by the dossier's field names."""
+    return {name: getattr(facts, name) for name in RunFacts.__dataclass_fields__}
 
 
 def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
@@ -172,7 +147,8 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         raise NotFound(f"run {run_ref} is stored but cannot be read: {data.unreadable[digest]}; it is not shown, "
                        "ranked or counted until an operator repairs or retracts it")
     run = next(r for r in [*data.runs, *data.memory_runs, *data.score_runs] if r.digest == digest)
-    cohort = cohorts_of(data).get(run.cohort_key)
+    model = operation_model(data, now)
+    cohort = model.cohorts.get(run.cohort_key)
     entry = next((e for e in cohort.ranked if e.item.id == digest), None) if cohort else None
     samples = load_samples(run.spec.timing.samples_digest)
     stored = stored_form(run.spec)  # the spec's parts exactly as the catalog stores them
@@ -190,9 +166,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         rank_label=entry.label if entry else None,
         cohort_size=len(cohort.ranked) if cohort else 0,
         vs_first=entry.vs_first if entry else None,
-        not_ranked_reasons=_not_ranked_reasons(run, cohort),
         evidence=run.evidence,
-        evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
         replication=run.replication.to_json() if run.replication else None,
         workload=_workload_facts(data, run.workload),
         protocol={"digest": run.protocol, **stored_json(data.protocols[run.protocol])},
@@ -205,7 +179,6 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         source_notice=source_notice(run.source, data.sources.get(run.source), external_id=run.spec.source.external_id),
         runner=stored.get("runner"),
         observed_at=run.observed_at,
-        stale=is_stale(run.observed_at, now),
         retraction=dict(run.retracted) if run.retracted is not None else None,
         superseded_by=_run_id(catalog, run.superseded_by["new"]) if run.superseded_by else None,
         supersedes=[_run_id(catalog, d) for d in run.supersedes],
@@ -220,7 +193,7 @@ def run_dossier(catalog: Catalog, run_ref: str, *, now: datetime) -> RunDossier:
         reproduction=reproduction_json(data, run), reproduces=reproduces_json(data, run),
         reproduce=reproduce_json(data, run),
         **_measurement_notes(run, data),
-        **_floor_facts(data, run),
+        **_ruled(model.run_facts(run)),
     )
 
 
@@ -229,16 +202,6 @@ def _checked_before_timing(run: Run, data: OperationData) -> bool:
     correctness checks before the timed region's first call."""
     protocol = data.protocols[run.protocol]
     return run.spec.runner is not None and "problem-module" not in (protocol.metadata.name or "")
-
-
-def _floor_facts(data: OperationData, run: Run) -> dict[str, Any]:
-    """The physical and attainable floors of the run's workload on its GPU, and the run's ratio to each."""
-    floors = None if data.suites.get(run.workload) else run_floors(data, run)
-    floor_ns = floors[0].floor_ns if floors else None
-    attainable_ns = floors[1].floor_ns if floors and floors[1] else None
-    return {"floor_ns": floor_ns, "floor_ratio": _floor_ratio(data, run, floor_ns),
-            "attainable_floor_ns": attainable_ns, "attainable_floor_ratio": _floor_ratio(data, run, attainable_ns),
-            "floor_latency": floors[0].latency_words if floors else None}
 
 
 def run_samples(catalog: Catalog, run_ref: str) -> dict:

@@ -1,24 +1,18 @@
-"""What the site-wide pages (home, records, GPUs, challenges, the operations index, the feed) read of
-each operation, so that none of them loads every run: its counts, implementation lines, per-GPU
-figures, the GPUs each measured workload has, and its cohort summaries with their leaders and record
-history (``pages_common.cohort_summaries``: the same functions the operation's own pages use); and what
-the catalog-wide listings of implementations and workloads read of it (``listing_facts``).
-
-Computed from the loaded operation, written once to the catalog (``operation_summaries``) under the
-version of the operation's data (``readmodel/versions.py``: it moves with every publication,
-retraction or supersession that touches the operation) and a fingerprint of the code that computed it,
-and read back by every worker. What depends on the day (whether a run is stale) is not stored: the
-run's ``observed_at`` is, and staleness is decided when the summary is read, with the page's clock."""
+"""The stored operation summaries: each operation's summary (``OperationModel.summary``,
+``readmodel/operation_summary.py``: what the site-wide pages and the catalog-wide listings read of it, so that
+none of them loads every run), serialized and written once to the catalog (``operation_summaries``) under the
+version of the operation's data (``readmodel/versions.py``: it moves with every publication, retraction or
+supersession that touches the operation) and a fingerprint of the code that computed it, and read back by every
+worker. What depends on the day (whether a run is stale) is not stored: the run's ``observed_at`` is, and
+staleness is decided when the summary is read, with the page's clock."""
 
 from __future__ import annotations
 
-import heapq
 import logging
-from collections import defaultdict
-from collections.abc import Callable, Collection, Hashable
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from functools import cached_property, partial
+from functools import partial
 from typing import Any, TypeVar
 
 import orjson
@@ -28,16 +22,20 @@ from sqlalchemy.exc import SQLAlchemyError
 from kernelindex.catalog.collector import collector_paused
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.models import ObjectRow, OperationSummaryRow
-from kernelindex.policy.evidence import VERIFIED_LEVELS
+from kernelindex.policy.evidence import LEVELS, VERIFIED_LEVELS
 from kernelindex.policy.staleness import is_stale
-from kernelindex.readmodel import labels
-from kernelindex.readmodel.attainable import AttainableRates, attainable_rates, rates_from_json
+from kernelindex.readmodel.attainable import AttainableRates, rates_from_json
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.readmodel.jsonable import JsonModel
-from kernelindex.readmodel.leaderboard import ScoreShare, score_shares
-from kernelindex.readmodel.listing_facts import Entry, implementation_lines, workload_entries
+from kernelindex.readmodel.leaderboard import ScoreShare
+from kernelindex.readmodel.listing_facts import Entry
 from kernelindex.readmodel.loading import ONE_BY_ONE, OperationData, load_all_operations, load_operation
-from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef, cohort_summaries
+from kernelindex.readmodel.operation_model import OperationModel
+from kernelindex.readmodel.operation_summary import (
+    GpuShare,
+    OperationFacts,
+)
+from kernelindex.readmodel.pages_common import CohortSummary, EventView, RunRef
 from kernelindex.readmodel.summary_form import stored_column, summary_form
 from kernelindex.readmodel.versions import VERSIONS, Versions
 
@@ -47,78 +45,9 @@ T = TypeVar("T")
 # is decided again when the summary is read.
 _COMPUTED_AT = datetime(2000, 1, 1, tzinfo=UTC)
 _WRITE_CHUNK = 200
-LATEST_RECORDS = 8  # the newest record events the home page lists
+# The evidence levels a cohort's leader can hold, best first: what the records ledger filters by.
+EVIDENCE_LEVELS: tuple[str, ...] = LEVELS
 Stored = tuple[bytes, bytes, bytes, bytes]  # a summary as stored: its body, cohorts, workloads, counts (JSON)
-
-
-@dataclass
-class GpuShare(JsonModel):
-    """What one operation measured on one GPU (registry slug)."""
-
-    gpu: str
-    eligible_runs: int
-    workloads_measured: int
-    cohorts: int  # cohorts with an eligible run
-    ceiling_environments: list[str] = field(default_factory=list)  # its environments that measured a ceiling
-
-
-@dataclass
-class OperationFacts(JsonModel):
-    slug: str
-    title: str
-    family: str
-    digest: str
-    description: str
-    aliases: list[str]
-    workloads_total: int
-    eligible_runs: int
-    eligible_workloads: int
-    eligible_implementations: int  # implementation slugs with an eligible run
-    verified_runs: int
-    verified_regions: list[str]  # timed regions with an eligible verified run
-    lines: list[str]  # implementation lines (name, or digest when unnamed)
-    gpus: list[GpuShare]
-    scores: list[ScoreShare]  # its suite-scoped leaderboard score runs per GPU (in no cohort, not in ``gpus``)
-    # Each workload with an eligible run: the GPUs (slug, or product when the registry lacks it) that have one
-    measured: dict[str, list[str]]
-    workload_labels: dict[str, str]  # of the measured workloads
-    leading_cohorts: int  # cohorts with a leader (record holder)
-    newest: list[CohortSummary]  # the cohorts holding its ``LATEST_RECORDS`` newest record events
-    implementations: list[Entry]  # its implementation lines with a ranked run (``listing_facts``)
-    # Per GPU, the best rates its verified runs reached, which the attainable ceilings are the maximum of
-    # (``readmodel/attainable.py`` reads them here instead of loading the operation's runs)
-    attainable: AttainableRates
-    # Every cohort's summary: read on first use (the home page and the GPU index need none of them)
-    cohort_source: Callable[[], list[CohortSummary]] = field(repr=False, compare=False)
-    # Its workload cases with a run (``listing_facts``): read on first use, by the workloads listing only
-    workload_source: Callable[[], list[Entry]] = field(repr=False, compare=False)
-
-    @cached_property
-    def cohorts(self) -> list[CohortSummary]:
-        return self.cohort_source()
-
-    @cached_property
-    def workloads(self) -> list[Entry]:
-        return self.workload_source()
-
-    def cohorts_with_leader(self) -> list[CohortSummary]:
-        return self.derived("cohorts-with-leader", lambda: [c for c in self.cohorts if c.leader])
-
-    def derived(self, name: Hashable, compute: Callable[[], T]) -> T:
-        """What a site-wide listing derives from this operation alone (its records' JSON, its coverage gaps),
-        kept with the summary, which is kept per version of the operation and day: after a publication a
-        listing recomputes its part of the operations the publication changed and reuses every other part."""
-        memo: dict[Hashable, Any] = self.__dict__.setdefault("_derived", {})  # not a field: never stored
-        if name not in memo:
-            memo[name] = compute()
-        value: T = memo[name]
-        return value
-
-
-def newest_events(cohorts: list[CohortSummary], count: int = LATEST_RECORDS) -> list[tuple[CohortSummary, EventView]]:
-    """The ``count`` newest record events of these cohorts, newest first, with their cohorts."""
-    return heapq.nlargest(count, ((c, e) for c in cohorts for e in c.events),
-                          key=lambda ce: (ce[1].at, ce[0].operation, ce[0].key))
 
 
 def operation_summaries(catalog: Catalog, *, now: datetime) -> list[OperationFacts]:
@@ -255,52 +184,9 @@ def computed_summaries(catalog: Catalog, slugs: list[str]) -> dict[str, Stored]:
 
 
 def summarize(data: OperationData) -> OperationFacts:
-    """The operation's summary, from its loaded runs (staleness left for the reader)."""
-    eligible = [r for r in data.runs if r.eligible]
-    verified = [r for r in eligible if r.evidence in VERIFIED_LEVELS]
-    measured: dict[str, set[str]] = defaultdict(set)
-    for run in eligible:
-        gpu = data.gpu_of(run.environment)
-        measured[run.workload].add(gpu.slug if gpu else data.environments[run.environment].spec.hardware.product)
-    meta = data.operation.metadata
-    cohorts = cohort_summaries(data, _COMPUTED_AT)
-    newest = newest_events([c for c in cohorts if c.leader])
-    workloads = workload_entries(data)
-    return OperationFacts(
-        slug=data.slug, title=data.title, family=data.operation.spec.family, digest=data.digest,
-        description=meta.description or "", aliases=list(meta.aliases),
-        workloads_total=len(data.workloads), eligible_runs=len(eligible),
-        eligible_workloads=len({r.workload for r in eligible}),
-        eligible_implementations=len({labels.implementation_slug(data.implementations[r.implementation])
-                                      for r in eligible}),
-        verified_runs=len(verified),
-        verified_regions=sorted({data.protocols[r.protocol].spec.timed_region for r in verified}),
-        lines=sorted({impl.metadata.name or digest for digest, impl in data.implementations.items()}),
-        gpus=_gpu_shares(data),
-        scores=score_shares(data),
-        measured={workload: sorted(gpus) for workload, gpus in sorted(measured.items())},
-        workload_labels={w: labels.workload_label(data.operation, data.workloads[w]) for w in sorted(measured)},
-        leading_cohorts=sum(1 for c in cohorts if c.leader),
-        newest=[c for c in cohorts if any(c is n for n, _ in newest)],
-        implementations=implementation_lines(data),
-        attainable=attainable_rates(data),
-        cohort_source=lambda: cohorts,
-        workload_source=lambda: workloads,
-    )
-
-
-def _gpu_shares(data: OperationData) -> list[GpuShare]:
-    environments: dict[str, list[str]] = defaultdict(list)
-    for digest in sorted(data.environments):
-        if (gpu := data.gpu_of(digest)) is not None:
-            environments[gpu.slug].append(digest)
-    shares = []
-    for slug, digests in sorted(environments.items()):
-        runs = [r for r in data.runs if r.eligible and r.environment in digests]
-        ceilings = [d for d in digests if data.environments[d].spec.copy_bandwidth_bytes_per_s]
-        shares.append(GpuShare(slug, len(runs), len({r.workload for r in runs}), len({r.cohort_key for r in runs}),
-                               ceilings))
-    return shares
+    """The operation's summary, from its loaded runs: its model's (``OperationModel.summary``), at a clock of
+    its own, so the page's model kept on the operation stays (staleness is left for the reader)."""
+    return OperationModel(data, _COMPUTED_AT).summary()
 
 
 def _write(catalog: Catalog, rows: dict[str, tuple[int, Stored]]) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelindex.sources.base import FileTransport, shipped
-from kernelindex.sources.declaration import Say, SourceDeclaration
+from kernelindex.sources.declaration import ImportCommand, ImportOption, Say, SourceDeclaration
 from kernelindex.sources.kernelindex_export.importer import ExportReport, import_export
 
 if TYPE_CHECKING:
@@ -35,8 +35,17 @@ def _bundled(catalog: Catalog, actor: str, say: Say) -> list[str]:
 
 
 # The export's publishable sources: its runs carry these names (SOL-ExecBench's are refused by policy).
+COMMAND = ImportCommand(
+    "kernelindex-export",
+    """Import FlashInfer-Bench and GPU MODE KernelBot rows from a KernelIndex catalog export, under
+    the source policy: SOL-ExecBench rows are refused, serving tables and record history skipped.""",
+    "kernelindex.sources.kernelindex_export.command",
+    (ImportOption("file", "The export (.jsonl.zst or .jsonl)."),
+     ImportOption("source", "Import only this source (e.g. flashinfer-bench).", "--source", kind="text")),
+    publish_help="Publish, one transaction per source.")
+
 SOURCE = SourceDeclaration("export", "FlashInfer-Bench and GPU MODE KernelBot runs (the KernelIndex catalog export)",
-                           ("flashinfer-bench", "gpumode-kernelbot"), "docs/design.md", "kernelindex-export",
+                           ("flashinfer-bench", "gpumode-kernelbot"), "docs/design.md", COMMAND,
                            _bundled, "Importing FlashInfer-Bench and GPU MODE KernelBot runs (the KernelIndex "
                            "catalog export)…")
 
