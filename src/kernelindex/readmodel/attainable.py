@@ -18,7 +18,7 @@ as before — the same function computes both."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -77,6 +77,7 @@ class _Inputs:
 
     environments: list[tuple[str, dict]]  # (digest, spec) of every runner environment
     verified: list[tuple[str, str]]  # (environment digest, operation slug) of every attested run
+    rates: dict[tuple[str, int], AttainableRates] = field(default_factory=dict)  # by (slug, its version), as read
 
 
 def _inputs(catalog: Catalog, versions: Versions) -> _Inputs:
@@ -117,9 +118,9 @@ def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], Operati
     for _, spec in environments:
         _offer_gemm_ceiling(compute, spec)
     slugs = sorted(s for s in verified_operations if s)
-    stored = _stored_rates(catalog, {slug: versions.of(slug) for slug in slugs})
+    rates_of = _rates(catalog, inputs, {slug: versions.of(slug) for slug in slugs}, load)
     for slug in slugs:
-        rates = stored[slug] if slug in stored else attainable_rates(load(slug))
+        rates = rates_of[slug]
         for gpu, (rate, source, run_id) in rates["bandwidth"].items():
             _offer(best, gpu, Attainable(rate, source, run_id=run_id))
         if gemm_ceilings:
@@ -128,6 +129,17 @@ def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], Operati
     tables = ceiling_tables(spec for _, spec in environments)
     return {gpu: replace(_with_compute(a, compute.get(gpu)), table=tables.get(gpu, ())) for gpu, a in best.items()
             if gpus is None or gpu in gpus}
+
+
+def _rates(catalog: Catalog, inputs: _Inputs, wanted: dict[str, int],
+           load: Callable[[str], OperationData]) -> dict[str, AttainableRates]:
+    """These operations' rates at these versions: each read (or derived) once per version of the inputs, however
+    many GPU sets ask for it."""
+    missing = {slug: version for slug, version in wanted.items() if (slug, version) not in inputs.rates}
+    stored = _stored_rates(catalog, missing) if missing else {}
+    for slug, version in missing.items():
+        inputs.rates[(slug, version)] = stored[slug] if slug in stored else attainable_rates(load(slug))
+    return {slug: inputs.rates[(slug, version)] for slug, version in wanted.items()}
 
 
 def _with_compute(bandwidth: Attainable, compute: Attainable | None) -> Attainable:
@@ -228,8 +240,8 @@ def _offer_ceilings(best: dict[str, Attainable], spec: dict) -> None:
     gpu = registry.gpu_for_product(spec["hardware"]["product"])
     if gpu is None:
         return
-    for field, kind in CEILINGS:
-        if value := spec.get(field):
+    for name, kind in CEILINGS:
+        if value := spec.get(name):
             _offer(best, gpu.slug, Attainable(
                 float(value), f"the {kind} ceiling a KernelIndex runner measured on {gpu.short} (the best it has "
                               f"sustained)"))
