@@ -136,6 +136,19 @@ class CatalogChangeRow(Base):
     operation: Mapped[str | None] = mapped_column(DIGEST)
 
 
+class SourceTallyRow(Base):
+    """Per source name, what the home page's sources block shows, kept by the publication transaction that adds
+    runs or a publication (``catalog/source_tallies.py``) instead of counted over every run on each read. A name
+    is a run's source, a publication's source, or both."""
+
+    __tablename__ = "source_tallies"
+    source: Mapped[str] = mapped_column(String(120), primary_key=True)
+    runs: Mapped[int] = mapped_column(Integer)
+    reported_runs: Mapped[int] = mapped_column(Integer)  # of them, runs no runner key signed (a source's report)
+    last_observed: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_published: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # its newest publication
+
+
 Index("ix_runs_operation_cohort", RunRow.operation, RunRow.cohort_key)
 Index("ix_runs_external_id", RunRow.external_id)  # a bundle's run may not reuse a stored run's external id
 

@@ -26,6 +26,7 @@ from kernelindex.catalog.models import (
     SupersessionRow,
     TrustedRunnerRow,
 )
+from kernelindex.catalog.source_tallies import add_publication, add_runs
 from kernelindex.domain.canonical import key_id_of
 from kernelindex.domain.manifests import Manifest, digest_of, manifest_json
 from kernelindex.policy.cohorts import cohort_key, environment_key, primary_latency_ns, run_metric
@@ -296,6 +297,7 @@ def publish_manifests(
         _insert(conn, ObjectRow, [_object_row(i, now) for i in fresh_facts])
         environment_keys: dict[str, str] = {}
         _insert(conn, RunRow, [_run_row(i, bodies, now, environment_keys) for i in fresh_runs])
+        add_runs(conn, [i.digest for i in fresh_runs])
         for table, rows in _fact_rows(fresh_facts).items():
             _insert(conn, table, rows)
         attested = report.attested = _insert_attestations(conn, attestations or {}, now)
@@ -375,12 +377,13 @@ def _record_publication(
     actor: str, now: datetime,
 ) -> None:
     conn.execute(update(CatalogStateRow).where(CatalogStateRow.id == 1).values(version=CatalogStateRow.version + 1))
-    conn.execute(
+    publication = conn.execute(
         insert(PublicationRow).values(
             source=source, snapshot_digest=snapshot, locator=locator, actor=actor, at=now,
             counts=json.dumps(report.to_json(), sort_keys=True),
-        )
-    )
+        ).returning(PublicationRow.id)
+    ).scalar_one()
+    add_publication(conn, publication)
 
 
 def _insert_attestations(conn: Connection, attestations: dict[str, Attestation], now: datetime) -> int:

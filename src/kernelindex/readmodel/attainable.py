@@ -18,7 +18,7 @@ as before — the same function computes both."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -71,24 +71,46 @@ def attainable_rates(data: OperationData) -> AttainableRates:
             "gemm": data.derived("verified-gemm-flops", partial(_gemm_flops, data))}
 
 
-def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], OperationData],
-             gpus: frozenset[str] | None) -> dict[str, Attainable]:
+@dataclass(frozen=True)
+class _Inputs:
+    """What every GPU's figure reads of the catalog besides the operations' rates, once per version of them."""
+
+    environments: list[tuple[str, dict]]  # (digest, spec) of every runner environment
+    verified: list[tuple[str, str]]  # (environment digest, operation slug) of every attested run
+    rates: dict[tuple[str, int], AttainableRates] = field(default_factory=dict)  # by (slug, its version), as read
+
+
+def _inputs(catalog: Catalog, versions: Versions) -> _Inputs:
+    """Kept by ``versions.attainable``: each publication that may move a figure makes the figures of many GPU
+    sets out of date (one per set the operations' pages ask for), and each set read these again (issue 50)."""
+    return READ_CACHE.get(catalog, ("attainable-inputs",), lambda: _read_inputs(catalog),
+                          version=versions.attainable, scope=MAY_MOVE_ATTAINABLE)
+
+
+def _read_inputs(catalog: Catalog) -> _Inputs:
     with catalog.engine.connect() as conn:
         environments = [(digest, orjson.loads(body)["spec"]) for digest, body in conn.execute(
             select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "ExecutionEnvironment"))]
-        # Verified GEMM rates count once a runner measured the ceiling GEMM on any GPU (as in the whole table).
-        gemm_ceilings: dict[str, Attainable] = {}
-        for _, spec in environments:
-            _offer_gemm_ceiling(gemm_ceilings, spec)
-        if gpus is not None:
-            environments = [(d, spec) for d, spec in environments if _gpu_slug(spec) in gpus]
-        # From the attestations (thousands) to their runs: SQLite otherwise scans every run (5-8x slower),
-        # and this runs again after every verified publication.
-        query = (select(ObjectRow.name).select_from(AttestationRow).join(RunRow, AttestationRow.run == RunRow.digest)
-                 .join(ObjectRow, RunRow.operation == ObjectRow.digest).distinct())
-        if gpus is not None:
-            query = query.where(RunRow.environment.in_([d for d, _ in environments]))
-        verified_operations = conn.execute(query).scalars().all()
+        # From the attestations (thousands) to their runs: SQLite otherwise scans every run (5-8x slower).
+        verified = conn.execute(
+            select(RunRow.environment, ObjectRow.name).select_from(AttestationRow)
+            .join(RunRow, AttestationRow.run == RunRow.digest).join(ObjectRow, RunRow.operation == ObjectRow.digest)
+            .distinct()).tuples().all()
+    return _Inputs(environments, [(environment, slug) for environment, slug in verified if slug])
+
+
+def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], OperationData],
+             gpus: frozenset[str] | None) -> dict[str, Attainable]:
+    inputs = _inputs(catalog, versions)
+    environments = inputs.environments
+    # Verified GEMM rates count once a runner measured the ceiling GEMM on any GPU (as in the whole table).
+    gemm_ceilings: dict[str, Attainable] = {}
+    for _, spec in environments:
+        _offer_gemm_ceiling(gemm_ceilings, spec)
+    if gpus is not None:
+        environments = [(d, spec) for d, spec in environments if _gpu_slug(spec) in gpus]
+    on_these = {digest for digest, _ in environments}
+    verified_operations = {slug for environment, slug in inputs.verified if gpus is None or environment in on_these}
     best: dict[str, Attainable] = {}
     for _, spec in environments:
         _offer_ceilings(best, spec)
@@ -96,9 +118,9 @@ def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], Operati
     for _, spec in environments:
         _offer_gemm_ceiling(compute, spec)
     slugs = sorted(s for s in verified_operations if s)
-    stored = _stored_rates(catalog, {slug: versions.of(slug) for slug in slugs})
+    rates_of = _rates(catalog, inputs, {slug: versions.of(slug) for slug in slugs}, load)
     for slug in slugs:
-        rates = stored[slug] if slug in stored else attainable_rates(load(slug))
+        rates = rates_of[slug]
         for gpu, (rate, source, run_id) in rates["bandwidth"].items():
             _offer(best, gpu, Attainable(rate, source, run_id=run_id))
         if gemm_ceilings:
@@ -107,6 +129,17 @@ def _compute(catalog: Catalog, versions: Versions, load: Callable[[str], Operati
     tables = ceiling_tables(spec for _, spec in environments)
     return {gpu: replace(_with_compute(a, compute.get(gpu)), table=tables.get(gpu, ())) for gpu, a in best.items()
             if gpus is None or gpu in gpus}
+
+
+def _rates(catalog: Catalog, inputs: _Inputs, wanted: dict[str, int],
+           load: Callable[[str], OperationData]) -> dict[str, AttainableRates]:
+    """These operations' rates at these versions: each read (or derived) once per version of the inputs, however
+    many GPU sets ask for it."""
+    missing = {slug: version for slug, version in wanted.items() if (slug, version) not in inputs.rates}
+    stored = _stored_rates(catalog, missing) if missing else {}
+    for slug, version in missing.items():
+        inputs.rates[(slug, version)] = stored[slug] if slug in stored else attainable_rates(load(slug))
+    return {slug: inputs.rates[(slug, version)] for slug, version in wanted.items()}
 
 
 def _with_compute(bandwidth: Attainable, compute: Attainable | None) -> Attainable:
@@ -207,8 +240,8 @@ def _offer_ceilings(best: dict[str, Attainable], spec: dict) -> None:
     gpu = registry.gpu_for_product(spec["hardware"]["product"])
     if gpu is None:
         return
-    for field, kind in CEILINGS:
-        if value := spec.get(field):
+    for name, kind in CEILINGS:
+        if value := spec.get(name):
             _offer(best, gpu.slug, Attainable(
                 float(value), f"the {kind} ceiling a KernelIndex runner measured on {gpu.short} (the best it has "
                               f"sustained)"))

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import export_size
-from kernelindex.catalog.models import ObjectRow, PublicationRow, RunRow
+from kernelindex.catalog.models import ObjectRow
+from kernelindex.catalog.source_tallies import SourceTally, stored_tallies
 from kernelindex.domain.instants import as_utc
 from kernelindex.domain.manifests import Source
 from kernelindex.readmodel.cache import kept
@@ -114,19 +116,21 @@ def _cached_sources(catalog: Catalog) -> list[SourceFreshness]:
 def _sources(catalog: Catalog) -> list[SourceFreshness]:
     with catalog.engine.connect() as conn:
         bodies = [json.loads(b) for (b,) in conn.execute(select(ObjectRow.body).where(ObjectRow.kind == "Source"))]
-        runs = {name: (n, last) for name, n, last in conn.execute(
-            select(RunRow.source, func.count(), func.max(RunRow.observed_at)).group_by(RunRow.source))}
-        published = dict(conn.execute(select(PublicationRow.source, func.max(PublicationRow.at))
-                                      .group_by(PublicationRow.source)).tuples().all())
-        reported = set(conn.execute(select(RunRow.source).where(RunRow.runner_key_id.is_(None)).distinct()).scalars())
+        tallies = stored_tallies(conn)  # kept by each publication: not a count of every run (issue 50)
+    return source_freshness([Source.model_validate(b) for b in bodies], tallies)
+
+
+def source_freshness(manifests: list[Source], tallies: Mapping[str, SourceTally]) -> list[SourceFreshness]:
+    """The sources block: every source with a manifest or a run, by name."""
+    by_name = {m.spec.name: m for m in manifests}
     found = []
-    manifests = {m.spec.name: m for m in map(Source.model_validate, bodies)}
-    for name in sorted(set(manifests) | set(runs)):
-        notice = source_notice(name, manifests.get(name))
-        count, last = runs.get(name, (0, None))
-        found.append(SourceFreshness(name, **notice.described(), runs=count, last_observed=as_utc(last),
-                                     last_published=as_utc(published.get(name)),
-                                     reproduction_url=urls.reproduction(name) if name in reported else None))
+    for name in sorted(set(by_name) | {name for name, tally in tallies.items() if tally.runs}):
+        notice = source_notice(name, by_name.get(name))
+        tally = tallies.get(name, SourceTally())
+        found.append(SourceFreshness(name, **notice.described(), runs=tally.runs,
+                                     last_observed=as_utc(tally.last_observed),
+                                     last_published=as_utc(tally.last_published),
+                                     reproduction_url=urls.reproduction(name) if tally.reported_runs else None))
     return found
 
 
