@@ -44,7 +44,7 @@ VERIFIED = "verified"  # the signed runner bundles, the trusted runner keys and 
 
 # The registered sources (sources/registry.py), in their import order, then the verified bundles.
 ALL_PARTS = (*(source.part for source in declarations()), VERIFIED)
-# What a fresh install imports: every bundled source (84,560 runs). The site-wide pages read each
+# What a fresh install imports: every bundled source (84,863 runs). The site-wide pages read each
 # operation's stored summary (readmodel/summaries.py), so a worker no longer loads every run for them.
 BUNDLED_PARTS = ALL_PARTS
 PARTS_VARIABLE = "KERNELINDEX_BUNDLED_PARTS"
