@@ -110,7 +110,8 @@ def ranked_only(rows: list[RankedRow]) -> list[RankedRow]:
 
 
 METHOD_WORDS = {
-    "stream-time": "stream time (K calls back to back over rotating inputs in one CUDA graph, per call)",
+    "stream-time": ("stream time (K calls back to back over rotating inputs, per call: in one CUDA graph, or run "
+                    "eagerly when the call cannot be captured)"),
     "cupti-device-time": "CUPTI device time (the durations of the call's kernels, copies and sets)",
     "cuda_graph_replay": "CUDA graph replay (no launch cost between calls)",
     "per_call_events": "per-call CUDA events (the call could not be captured in a CUDA graph)",
