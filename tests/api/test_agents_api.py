@@ -89,14 +89,16 @@ def test_use_on_h100_answers_with_the_h100_lane(api: TestClient) -> None:
     assert rec["floor"]["gpu"] == "h100-sxm" and rec["floor"]["floor_ns"] < best["median_ns"]
 
 
-def test_use_on_h100_says_not_measured_with_nearest_evidence_and_floor(api: TestClient) -> None:
-    data = api.get("/api/v1/use", params={"q": "gemm-n5120-k2048 m=128 h100"}).json()
+def test_use_on_an_unmeasured_gpu_says_not_measured_with_nearest_evidence_and_floor(api: TestClient) -> None:
+    # The H100 SXM has verified GEMMs since 2026-12-07; the H100 PCIe (Hopper too) has none.
+    data = api.get("/api/v1/use", params={"q": "gemm-n5120-k2048 m=128 h100-pcie"}).json()
     rec = data["recommendation"]
     assert data["status"] == rec["status"] == "not_measured_on_gpu" and rec["answers"] == []
-    assert "Not measured on H100" in data["message"]
-    # Issue 20 item 9: the nearest measured GPU is the same architecture (H200, sm_90) before a nearer bandwidth
-    assert rec["nearest"]["gpu"] == "h200" and rec["nearest"]["answers"]
-    assert rec["floor"]["gpu"] == "h100-sxm" and rec["floor"]["estimate"] is True
+    assert "Not measured on H100 PCIe" in data["message"]
+    # Issue 20 item 9: the nearest measured GPU is the same architecture (sm_90) before a nearer bandwidth; of the
+    # two Hopper GPUs with verified runs, the newer observation (the H100 SXM's)
+    assert rec["nearest"]["gpu"] == "h100-sxm" and rec["nearest"]["answers"]
+    assert rec["floor"]["gpu"] == "h100-pcie" and rec["floor"]["estimate"] is True
 
 
 def test_use_lists_workloads_when_the_query_names_several(api: TestClient) -> None:
