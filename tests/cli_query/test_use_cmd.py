@@ -28,12 +28,14 @@ def test_use_prints_install_snippet_evidence_and_floor(catalog: Catalog) -> None
     assert "liger_rotary_pos_emb(q, k, cos, sin)" in out and "above the physical floor" in out
 
 
-def test_use_on_h100_says_not_measured_and_gives_the_nearest_gpu(catalog: Catalog) -> None:
-    out = _ki(catalog, "use", "gemm-n5120-k2048 m=128 h100").stdout
-    # Issue 20 item 9: the H200 (sm_90 like the H100, verified, 2026) before GPUs whose bandwidth is nearer; the
-    # answer says why (rope, the earlier example, is measured on the H100 now: issue 44).
-    assert "Not measured on H100" in out and "Nearest evidence: H200" in out and "H100 physical floor:" in out
-    assert "the same architecture as H100 (sm_90)" in out and "verified evidence" in out  # no replica: superseded
+def test_use_on_an_unmeasured_hopper_says_not_measured_and_gives_the_nearest_gpu(catalog: Catalog) -> None:
+    out = _ki(catalog, "use", "gemm-n5120-k2048 m=128 h100-pcie").stdout
+    # Issue 20 item 9: a GPU of the same architecture (sm_90), verified, before GPUs whose bandwidth is nearer; of
+    # the H100 SXM and the H200, the newer observation (the H100's GEMMs, 2026-12-07); the answer says why. (The
+    # H100 SXM, the earlier example, has verified GEMMs now: issue 44.)
+    assert "Not measured on H100 PCIe" in out and "Nearest evidence: H100" in out and "H100 PCIe physical floor" in out
+    assert "the same architecture as H100 PCIe (sm_90)" in out and "verified evidence" in out
+    assert "Measured on H100" in _ki(catalog, "use", "gemm-n5120-k2048 m=128 h100").stdout
     assert "Measured on H100" in _ki(catalog, "use", "rope seq=2048 hidden=8192 bf16 h100").stdout
 
 

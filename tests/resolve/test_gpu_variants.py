@@ -73,11 +73,14 @@ def test_leaderboard_only_operation_points_at_its_scores(catalog: Catalog, now: 
     assert "none on the GPU asked for" in other.message and "47 on B200" in other.message
 
 
-def test_gemm_h100_reaches_the_h100_leaderboard_scores(catalog: Catalog, now: datetime) -> None:
-    """Of the operations 'gemm' names, only GPU MODE's matmul has H100 evidence (scores on the
-    'variant not recorded' product): the answer picks it and points at its leaderboard."""
+def test_gemm_h100_offers_the_operations_with_h100_evidence_first(catalog: Catalog, now: datetime) -> None:
+    """Once only GPU MODE's matmul had H100 evidence (leaderboard scores) and 'gemm h100' picked it; since
+    2026-12-07 the 16 dense GEMMs have verified H100 runs, so the answer asks which, those with H100 runs first,
+    the leaderboard among them with its scores counted."""
     r = search(catalog, "gemm h100", now=now)
-    assert r.status == "leaderboard_only" and r.operation is not None
-    assert r.operation["slug"] == "gpumode-matmul-v2"
-    assert "H100 (variant not recorded)" in r.message
-    assert [n.code for n in r.notes] == ["OPERATION_PICKED_BY_GPU_EVIDENCE"]
+    assert r.status == "choose_operation"
+    with_h100 = [c for c in r.choices if c.on_gpu_runs]
+    assert {c.slug for c in with_h100} >= {"gpumode-matmul-v2", "gemm-n4096-k4096"}
+    assert list(r.choices[:len(with_h100)]) == with_h100  # listed first
+    matmul = next(c for c in with_h100 if c.slug == "gpumode-matmul-v2")
+    assert matmul.on_gpu_scores == matmul.on_gpu_runs > 0  # its H100 evidence is leaderboard scores

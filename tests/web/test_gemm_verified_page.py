@@ -47,15 +47,16 @@ def test_the_b200_cohort_stands_beside_the_verified_one(client: TestClient) -> N
 
 
 def test_a_gpu_not_measured_names_the_peak_its_compute_bound_floor_divides_by(client: TestClient) -> None:
-    """The "not measured on H100" line once said "(3,350 GB/s datasheet)" under a floor that FLOPs set."""
+    """The "not measured on H100" line once said "(3,350 GB/s datasheet)" under a floor that FLOPs set (asked of the
+    H100 PCIe: the H100 SXM has verified GEMMs since 2026-12-07)."""
     from kernelindex import registry
 
     key = _m8192(client)
-    asked = client.get(f"/api/v1/operations/{OP}?gpu=h100&workload={key}").json()["asked_gpu"]
-    peak = registry.gpus()["h100-sxm"].peaks_tflops["fp16"]
+    asked = client.get(f"/api/v1/operations/{OP}?gpu=h100-pcie&workload={key}").json()["asked_gpu"]
+    peak = registry.gpus()["h100-pcie"].peaks_tflops["fp16"]
     assert asked["bound"] == "compute" and asked["peak_tflops"] == pytest.approx(peak)
     assert asked["floor_ns"] == pytest.approx(2 * 8192 * 4096 * 4096 / (peak * 1e12) * 1e9)
-    html = client.get(f"/operations/{OP}?gpu=h100&workload={key}").text
+    html = client.get(f"/operations/{OP}?gpu=h100-pcie&workload={key}").text
     assert f"(compute-bound: {peak:.1f} TFLOP/s dense datasheet; estimate, not evidence)" in html
     rope = client.get("/api/v1/operations/rope?gpu=b200").json()["asked_gpu"]  # rope: no B200 run (H100: measured)
     assert rope["bound"] == "bandwidth" and rope["peak_tflops"] is None  # a bandwidth-bound floor keeps its GB/s
