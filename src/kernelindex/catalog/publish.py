@@ -377,23 +377,16 @@ def _record_publication(
     actor: str, now: datetime,
 ) -> None:
     conn.execute(update(CatalogStateRow).where(CatalogStateRow.id == 1).values(version=CatalogStateRow.version + 1))
-    publication = conn.execute(
-        insert(PublicationRow).values(
-            source=source, snapshot_digest=snapshot, locator=locator, actor=actor, at=now,
-            counts=json.dumps(report.to_json(), sort_keys=True),
-        ).returning(PublicationRow.id)
-    ).scalar_one()
-    add_publication(conn, publication)
+    row = insert(PublicationRow).values(source=source, snapshot_digest=snapshot, locator=locator, actor=actor, at=now,
+                                        counts=json.dumps(report.to_json(), sort_keys=True))
+    add_publication(conn, conn.execute(row.returning(PublicationRow.id)).scalar_one())
 
 
 def _insert_attestations(conn: Connection, attestations: dict[str, Attestation], now: datetime) -> int:
     """Record the attestations not recorded yet; returns how many were new."""
     already = _existing(conn, AttestationRow.run, sorted(attestations))
-    rows = [
-        {"run": run, "bundle_digest": a.bundle_digest, "key_id": a.key_id, "signature": a.signature, "checked_at": now}
-        for run, a in attestations.items()
-        if run not in already
-    ]
+    rows = [{"run": run, "bundle_digest": a.bundle_digest, "key_id": a.key_id, "signature": a.signature,
+             "checked_at": now} for run, a in attestations.items() if run not in already]
     _insert(conn, AttestationRow, rows)
     return len(rows)
 
