@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelindex.campaigns.drive import Call, run_campaign
+from kernelindex.campaigns.drive import Call, cases_for, run_campaign
 from kernelindex.campaigns.ledger import ShipError, read_call, ship
 from kernelindex.campaigns.selection import (
     SUPERSESSIONS,
@@ -259,6 +259,29 @@ def test_the_carry_holds_the_keys_by_gpu_and_the_plans_cases(shipped, tmp_path: 
     assert key_for("h200", tmp_path / "carry") == tmp_path / "carry" / "keys" / "runner.key"
     carried_cases = (tmp_path / "carry" / "cases" / "cases.jsonl").read_bytes()
     assert carried_cases == (tmp_path / "plan" / "cases.jsonl").read_bytes()
+    assert cases_for("h100", tmp_path / "carry") == tmp_path / "carry" / "cases"
+
+
+def test_a_gpu_with_its_own_plan_measures_it(shipped, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from kernelindex.campaigns.carry import CarryError, build, parse_cases, parse_keys
+    from kernelindex.trust.keys import generate
+
+    generate("campaign-h200", tmp_path / "k200")
+    write_cases(plan(shipped, H100, "missing", runnable=["rope"]), shipped, tmp_path / "plan-h100")
+    write_cases(plan(shipped, H100, "missing", runnable=["embedding"]), shipped, tmp_path / "plan-h200")
+    with pytest.raises(CarryError, match="no default plan"):
+        parse_cases([f"h100={tmp_path / 'plan-h100'}"])
+    with pytest.raises(CarryError, match="no cases.jsonl"):
+        parse_cases([str(tmp_path)])
+    plans = parse_cases([str(tmp_path / "plan-h200"), f"h100={tmp_path / 'plan-h100'}"])
+    carried = build(tmp_path / "carry", parse_keys([str(tmp_path / "k200")]), cases=plans, download=False,
+                    gemm_attention=False, kernelbench=False)
+    assert carried["cases"] == len((tmp_path / "plan-h200" / "cases.jsonl").read_text().splitlines())
+    assert carried["cases_h100"] == 7
+    assert cases_for("h100", tmp_path / "carry") == tmp_path / "carry" / "cases-h100"
+    assert cases_for("h200", tmp_path / "carry") == tmp_path / "carry" / "cases"
+    own = (tmp_path / "carry" / "cases-h100" / "regions.json").read_text()
+    assert own == (tmp_path / "plan-h100" / "regions.json").read_text()
 
 
 def test_the_command_runs_the_engine_and_names_a_bad_step(tmp_path: Path) -> None:

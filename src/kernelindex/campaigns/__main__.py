@@ -10,17 +10,18 @@ import os
 import sys
 from pathlib import Path
 
-from kernelindex.campaigns.drive import Call, key_for, machine_gpu, run_campaign
+from kernelindex.campaigns.drive import Call, cases_for, key_for, machine_gpu, run_campaign
 from kernelindex.campaigns.steps import StepError, gpu_tag, steps_for_gpu
 
 
 def make_call(budget_s: float, *, work: Path, out: Path, dry_run: bool, rehearse: str, compare: list[str],
               tag: str = "", key: Path | None = None) -> Call:
-    """The call on this machine: its GPU (none in a dry run or rehearsal) names the bundles and picks the key."""
+    """The call on this machine: its GPU (none in a dry run or rehearsal) names the bundles and picks the key and
+    the plan."""
     gpu = "" if dry_run or rehearse else machine_gpu()
     tag = tag or (gpu_tag(gpu) if gpu else "h200")
-    return Call(budget_s=budget_s, work=work, out=out, gpu=gpu, tag=tag, key=key or key_for(tag), dry_run=dry_run,
-                rehearse=rehearse, compare=compare)
+    return Call(budget_s=budget_s, work=work, out=out, gpu=gpu, tag=tag, key=key or key_for(tag),
+                cases=cases_for(tag), dry_run=dry_run, rehearse=rehearse, compare=compare)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,8 @@ travels with the working tree; the device command links it into the carried fold
 
     carry/whl/*.whl                 installed with pip --no-index into /tmp/site
     carry/keys/runner.{key,pub}     the default key; carry/keys-TAG/ the key of GPU TAG (h100, …) when given
-    carry/cases/                    cases.jsonl + regions.json: a plan's cases, or every shipped runner bundle's
+    carry/cases/                    cases.jsonl + regions.json: a plan's cases, or every shipped runner bundle's;
+                                    carry/cases-TAG/ the plan of GPU TAG (h100, …) when given
     carry/cases-gemm/               the GEMM & attention cases and their selections (gemm.json, attention.json …)
     carry/kernelbench-cases.json    KernelBench's problems
     carry/flashinfer/               with ``--flashinfer``: FlashInfer trimmed, tvm-ffi's wheel (campaigns/flashinfer.py)
@@ -78,6 +79,24 @@ def parse_keys(given: list[str]) -> dict[str, Path]:
     return found
 
 
+def parse_cases(given: list[str]) -> dict[str, Path]:
+    """``DIR`` (the default plan, ``cases/``) or ``TAG=DIR`` (``cases-TAG/``, that GPU's own plan) → folder name →
+    plan folder. A GPU without its own plan measures the default's."""
+    found: dict[str, Path] = {}
+    for word in given:
+        tag, _, folder = word.rpartition("=")
+        name = f"cases-{tag}" if tag else "cases"
+        path = Path(folder)
+        if not (path / "cases.jsonl").is_file() or not (path / "regions.json").is_file():
+            raise CarryError(f"no cases.jsonl/regions.json in {path} (ki runner campaign plan … --out {path})")
+        if name in found:
+            raise CarryError(f"two plans for {name}/: give one default plan and at most one per GPU tag")
+        found[name] = path
+    if found and "cases" not in found:
+        raise CarryError("no default plan: give --cases DIR (and --cases TAG=DIR for a GPU with its own plan)")
+    return found
+
+
 def download_wheels(out: Path) -> int:
     command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version",
                "3.12", "--implementation", "cp", *[a for p in PLATFORMS for a in ("--platform", p)], "-d", str(out),
@@ -131,14 +150,15 @@ def tree_bytes(root: Path) -> dict[str, int]:
                                                                           if not n.startswith(verified))}
 
 
-def build(out: Path, keys: dict[str, Path], *, cases: Path | None = None, wheels: Path | None = None,
-          download: bool = True, gemm_attention: bool = True, kernelbench: bool = True,
+def build(out: Path, keys: dict[str, Path], *, cases: Path | dict[str, Path] | None = None,
+          wheels: Path | None = None, download: bool = True, gemm_attention: bool = True, kernelbench: bool = True,
           steps: dict[str, str] | None = None, flashinfer_cache: Path | None = None,
           flashinfer_kernels: Path | None = None) -> dict[str, object]:
-    """Write the carry to ``out`` (replaced). ``cases``: a plan's case folder (default: every shipped runner
-    bundle's cases); ``wheels``: an earlier carry's wheel folder instead of downloading; ``steps``: GPU tag → its
-    steps (steps.txt); ``flashinfer_cache``: carry FlashInfer, its pinned wheels downloaded into (or found in) this
-    folder; ``flashinfer_kernels``: an earlier fi-build's modules for it."""
+    """Write the carry to ``out`` (replaced). ``cases``: a plan's case folder, or folder name → plan
+    (``parse_cases``; default: every shipped runner bundle's cases); ``wheels``: an earlier carry's wheel folder
+    instead of downloading; ``steps``: GPU tag → its steps (steps.txt); ``flashinfer_cache``: carry FlashInfer,
+    its pinned wheels downloaded into (or found in) this folder; ``flashinfer_kernels``: an earlier fi-build's
+    modules for it."""
     from kernelindex.campaigns.measure import prepare_from_bundles
 
     shutil.rmtree(out, ignore_errors=True)
@@ -152,10 +172,13 @@ def build(out: Path, keys: dict[str, Path], *, cases: Path | None = None, wheels
         (out / name).mkdir()
         for file in ("runner.key", "runner.pub"):
             shutil.copy(folder / file, out / name / file)
-    if cases is not None:
-        shutil.copytree(cases, out / "cases")
-        counts: dict[str, object] = {"cases": sum(1 for line in (out / "cases" / "cases.jsonl").read_bytes()
-                                                  .splitlines() if line)}
+    plans = {"cases": cases} if isinstance(cases, Path) else cases
+    if plans:
+        counts: dict[str, object] = {}
+        for name, folder in sorted(plans.items()):
+            shutil.copytree(folder, out / name)
+            counts[name.replace("-", "_")] = sum(1 for line in (out / name / "cases.jsonl").read_bytes()
+                                                 .splitlines() if line)
     else:
         counts = {**prepare_from_bundles(shipped_runner_bundles(), out / "cases")}
     if gemm_attention:

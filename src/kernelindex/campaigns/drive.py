@@ -102,6 +102,12 @@ def key_for(tag: str, carried: Path = Path(".")) -> Path:
     return own if own.exists() else carried / "keys" / "runner.key"
 
 
+def cases_for(tag: str, carried: Path = Path(".")) -> Path:
+    """The plan of the GPU: ``cases-TAG/`` when the carry holds one, else ``cases/``."""
+    own = carried / f"cases-{tag}"
+    return own if own.is_dir() else carried / "cases"
+
+
 def run_bounded(argv: list[str], seconds: float, log: Path, env: dict[str, str] | None = None) -> int:
     """``argv`` for at most ``seconds``: SIGTERM then, SIGKILL ``KILL_AFTER_S`` later; its exit status as a shell
     gives it (128 + the signal for one that killed it)."""

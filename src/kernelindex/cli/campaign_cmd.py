@@ -85,8 +85,9 @@ def carry_cmd(
     key: list[str] = typer.Option(..., "--key", help="DIR (the default key) or TAG=DIR (the key of GPU TAG, e.g. "
                                   "h100=.keys/h100-runner1); each DIR holds runner.key and runner.pub."),
     out: Path = typer.Option(Path(".devcarry"), "--out", help="The carried folder (replaced)."),
-    cases: Path | None = typer.Option(None, "--cases", help="A plan's case folder (`plan --out`); default: every "
-                                      "shipped runner bundle's cases."),
+    cases: list[str] = typer.Option([], "--cases", help="DIR (a plan's case folder, `plan --out`) or TAG=DIR (the "
+                                    "plan of GPU TAG, e.g. h100=/tmp/plan-h100); default: every shipped runner "
+                                    "bundle's cases."),
     wheels: Path | None = typer.Option(None, "--wheels", help="An earlier carry's whl/ instead of downloading."),
     steps: list[str] = typer.Option([], "--steps", help="TAG=STEPS (h200=\"probe softmax\"): the steps go.sh runs "
                                     "on that GPU when the call names none; one per GPU a call may land on."),
@@ -99,10 +100,11 @@ def carry_cmd(
 ) -> None:
     """Build the folder a device call carries (wheels, keys, case lists, steps, its entry go.sh; at most 64 MiB).
     The device command is then `bash .devcarry/go.sh SECONDS` (docs/runner.md)."""
-    from kernelindex.campaigns.carry import CarryError, build, parse_keys, parse_steps
+    from kernelindex.campaigns.carry import CarryError, build, parse_cases, parse_keys, parse_steps
 
     try:
-        console.print_json(json.dumps(build(out, parse_keys(key), cases=cases, wheels=wheels, steps=parse_steps(steps),
+        console.print_json(json.dumps(build(out, parse_keys(key), cases=parse_cases(cases), wheels=wheels,
+                                            steps=parse_steps(steps),
                                             flashinfer_cache=flashinfer_cache if with_flashinfer else None,
                                             flashinfer_kernels=flashinfer_kernels)))
     except CarryError as exc:
