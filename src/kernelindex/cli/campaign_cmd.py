@@ -224,8 +224,8 @@ def ceiling_check_cmd(
     import tempfile
 
     from kernelindex.bootstrap import ensure_bundled_data
-    from kernelindex.campaigns.ceiling_check import check
     from kernelindex.catalog.db import open_catalog
+    from kernelindex.readmodel.ceiling_report import check
 
     catalog = open_catalog(database or f"sqlite:///{Path(tempfile.mkdtemp()) / 'ceilings.sqlite'}")
     if not database:

@@ -3,14 +3,14 @@ figure exceed the bandwidth its GPU's runner measured for the same read/write mi
 (policy/ceilings; a run without a v4 table of its own is held to its GPU's, registry/measured_ceilings.yaml), and
 how many of them hold a record today: flagged runs hold none (readmodel/cohorts.cohort_record_events).
 
-    ki runner campaign ceiling-check [--database URL]     # default: a fresh SQLite catalog of the verified bundles
-
-Exit status 1 if any such run holds a record.
+Two doors print it: ``bench/ceiling_check.py`` (issue 42's check over the shipped catalog) and
+``ki runner campaign ceiling-check`` (a campaign's after-ship step); both exit 1 if any such run holds a record.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from kernelindex.catalog.db import Catalog
@@ -19,7 +19,8 @@ from kernelindex.readmodel.loading import load_operation
 from kernelindex.readmodel.objects import verified_operation_slugs
 
 
-def check(catalog: Catalog) -> int:
+def check(catalog: Catalog, say: Callable[[str], None] = print) -> int:
+    """Print (``say``) the report; 1 if a flagged run holds a record, else 0."""
     checked: Counter[str] = Counter()
     flagged: list[tuple[str, Any, str, Any]] = []
     holders: list[str] = []
@@ -38,11 +39,11 @@ def check(catalog: Catalog) -> int:
                     if holder == run.digest:
                         holders.append(run.run_id)
     for gpu, count in sorted(checked.items()):
-        print(f"{gpu}: {count} current verified runs checked against the measured ceiling of their mix and size")
-    print(f"flagged (implied bandwidth over the ceiling by more than 3%): {len(flagged)}")
+        say(f"{gpu}: {count} current verified runs checked against the measured ceiling of their mix and size")
+    say(f"flagged (implied bandwidth over the ceiling by more than 3%): {len(flagged)}")
     for slug, run, gpu, c in sorted(flagged, key=lambda f: -f[3].ratio)[:40]:
-        print(f"  {slug} {run.run_id} {gpu}: {c.implied_bytes_per_s / 1e9:,.0f} GB/s vs "
+        say(f"  {slug} {run.run_id} {gpu}: {c.implied_bytes_per_s / 1e9:,.0f} GB/s vs "
               f"{c.ceiling_bytes_per_s / 1e9:,.0f} GB/s ({c.ratio:.3f}x), {run.spec.timing.method}")
-    print(f"verified records whose implied bandwidth exceeds their GPU's measured ceiling: {len(holders)}")
+    say(f"verified records whose implied bandwidth exceeds their GPU's measured ceiling: {len(holders)}")
     return 1 if holders else 0
 
