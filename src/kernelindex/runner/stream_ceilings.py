@@ -3,9 +3,12 @@
 is streamed from HBM, not from the L2), and the shortest call the GPU runs in a stream (the latency term of a
 floor). ``policy/ceilings.mix_ceiling`` reads the table for a run's read/write mix at its size.
 
-The kernels: read = a row sum of a float32 buffer into 4 bytes per 64 KiB row; write = a fill with 1.0; copy =
-an elementwise negation from one buffer into another (a kernel: a captured ``copy_`` becomes a memcpy node,
-which ran at about 65% of a kernel's bandwidth on the H200, the campaign ledgers, src/kernelindex/data/ledgers/).
+The kernels: read = a row sum of a float32 buffer into 4 bytes a row, the faster of 64 KiB and 4 KiB rows (with
+64 KiB rows a 64 MiB buffer is 1,024 rows, a few uneven waves on 132 SMs, and cuBLAS's GEMV read 64 MiB 4–7%
+faster on the H100 than that kernel did: a ceiling is the best simple reader, not one shape of it); write = a fill
+with 1.0; copy = an elementwise negation from one buffer into another (a kernel: a captured ``copy_`` becomes a
+memcpy node, which ran at about 65% of a kernel's bandwidth on the H200, the campaign ledgers,
+src/kernelindex/data/ledgers/).
 """
 
 from __future__ import annotations
@@ -21,16 +24,16 @@ from kernelindex.runner.stream_setup import StreamDevice
 from kernelindex.runner.timing import Call
 
 STREAM_CEILING_SIZES = (1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30)
-ROW = 16384  # float32 elements per row of the read kernel (64 KiB)
+READ_ROWS = (16384, 1024)  # float32 elements per row of the read kernels (64 KiB, 4 KiB): the faster one counts
 
 
-def _kernel(kind: str, nbytes: int, gen: torch.Generator) -> Call:
+def _kernel(kind: str, nbytes: int, gen: torch.Generator, row: int = READ_ROWS[0]) -> Call:
     if kind == "copy":
         src = torch.rand(nbytes // 8, device="cuda", generator=gen)
         dst = torch.empty_like(src)
         return lambda: torch.neg(src, out=dst)
     if kind == "read":
-        data = torch.rand(nbytes // 4, device="cuda", generator=gen).view(-1, ROW)
+        data = torch.rand(nbytes // 4, device="cuda", generator=gen).view(-1, row)
         sums = torch.empty(data.shape[0], device="cuda")
         return lambda: torch.sum(data, dim=1, out=sums)
     data = torch.empty(nbytes // 4, device="cuda")
@@ -44,16 +47,23 @@ def _median_replay(device: StreamDevice, calls: list[Call], rot: Rotation, repla
 
 
 def stream_bandwidth(device: StreamDevice, kind: str, nbytes: int, replays: int = 15) -> float:
-    """Bytes read + written per second by the ``kind`` kernel streaming ``nbytes`` a call, as a run is timed."""
+    """Bytes read + written per second by the ``kind`` kernel streaming ``nbytes`` a call, as a run is timed (for
+    read, the faster of its row widths)."""
+    if kind == "read":
+        return max(_stream_bandwidth(device, kind, nbytes, replays, row) for row in READ_ROWS)
+    return _stream_bandwidth(device, kind, nbytes, replays, READ_ROWS[0])
+
+
+def _stream_bandwidth(device: StreamDevice, kind: str, nbytes: int, replays: int, row: int) -> float:
     rot = rotation(nbytes, device.l2_bytes, device.free_bytes())
     gen = torch.Generator(device="cuda")
     gen.manual_seed(nbytes)
-    calls = [_kernel(kind, nbytes, gen) for _ in range(rot.sets)]
+    calls = [_kernel(kind, nbytes, gen, row) for _ in range(rot.sets)]
     seconds = _median_replay(device, calls, rot, replays) * 1e-9
     del calls
     torch.cuda.empty_cache()
     # read sums 4 bytes per row besides its buffer; counted, as a run's compulsory bytes would be
-    return (nbytes + (nbytes // (4 * ROW)) * 4 if kind == "read" else nbytes) / seconds
+    return (nbytes + (nbytes // (4 * row)) * 4 if kind == "read" else nbytes) / seconds
 
 
 def stream_ceiling_table(device: StreamDevice, sizes: tuple[int, ...] = STREAM_CEILING_SIZES,
