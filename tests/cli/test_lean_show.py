@@ -3,14 +3,18 @@ issue 46 item 4): each printed field must stay the operation page's own, and the
 JSON renders to, for every operation of the test catalog and for the page's selections (a GPU, a workload, a
 cohort) — so the one-shot path and the page cannot drift."""
 
+import gc
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from kernelindex import urls
 from kernelindex.catalog.db import Catalog
+from kernelindex.cli import app
 from kernelindex.cli.backends import CommandError, LocalBackend
 from kernelindex.cli.common import console, markup_safe
 from kernelindex.cli.renderers import render_operation
@@ -77,3 +81,11 @@ def test_a_refusal_is_the_pages_refusal(backend: LocalBackend, slug: str, query:
     with pytest.raises(CommandError) as brief:
         backend.operation_brief(slug, query)
     assert (str(brief.value), brief.value.code) == (str(page.value), page.value.code)
+
+
+def test_a_read_command_leaves_the_garbage_collector_on(tmp_path: Path) -> None:
+    """``run_command`` turns the collector off for the command only (an in-process caller keeps its own)."""
+    assert gc.isenabled()
+    result = CliRunner().invoke(app, ["show", "operation", "rope", "--database", f"sqlite:///{tmp_path / 'c.sqlite'}"])
+    assert result.exit_code == 1 and "holds no runs" in result.output
+    assert gc.isenabled()

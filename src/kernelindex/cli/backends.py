@@ -4,6 +4,7 @@ the page table, the manifest models) are imported only by LocalBackend: ``--api`
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -158,8 +159,20 @@ def backend_for(api: str | None, database: str | None) -> LocalBackend | HttpBac
 
 
 def run_command(action: Any) -> None:
+    """Run a read command's ``action``, its CommandError printed as the command's error and exit code.
+
+    The cyclic garbage collector is off meanwhile: a read command is one short process, and the collector's
+    passes over the objects its imports (SQLAlchemy, the pydantic manifest models, the read model) and one
+    operation's runs create freed almost nothing (1,369 objects in 350 passes over a search and the largest
+    GEMM's ``show``, full catalog) and cost 10–20% of its CPU time (``bench/cli_start.py``,
+    docs/performance.md). Memory is still freed by reference counting; the collector is on again after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         action()
     except CommandError as exc:
         print_error(str(exc))
         raise typer.Exit(exc.code) from None
+    finally:
+        if was_enabled:
+            gc.enable()
