@@ -4,6 +4,7 @@ the page table, the manifest models) are imported only by LocalBackend: ``--api`
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -41,6 +42,11 @@ class LocalBackend:
         from kernelindex.services import reads
 
         return answer_of(reads.resolution(self.catalog, self.clock(), body))
+
+    def operation_brief(self, slug: str, params: dict[str, Any]) -> Any:
+        """What ``ki show operation`` prints of the operation page (``readmodel.operation_brief``): the
+        page's own arguments checked as the page checks them, and only the fields the tables print derived."""
+        return answer_of(_local_brief(self.catalog, slug, params, self.clock()))
 
     def use(self, text: str) -> Any:
         from kernelindex.services import reads
@@ -81,6 +87,20 @@ def _local_get(catalog: Any, path: str, params: dict[str, Any], now: datetime) -
         raise CommandError(f"unknown path {path}", 2)
     view, subject = found
     return answer_of(reads.page(catalog, now, view.name, subject, **params))
+
+
+def _local_brief(catalog: Any, slug: str, params: dict[str, Any], now: datetime) -> Any:
+    from kernelindex.services.operation_brief import operation_brief
+    from kernelindex.services.problems import READ_ERRORS, read_refusal
+    from kernelindex.views.table import VIEW
+
+    given = {k: v if isinstance(v, list) else [str(v)] for k, v in params.items() if v is not None}
+    try:
+        args = VIEW["operation"].arguments(slug, given)
+        return operation_brief(catalog, args.pop("slug"), now=now,
+                               **{k: v for k, v in args.items() if k != "page"})
+    except READ_ERRORS as exc:
+        return read_refusal(exc)
 
 
 def http_client(base: str) -> Any:
@@ -139,8 +159,20 @@ def backend_for(api: str | None, database: str | None) -> LocalBackend | HttpBac
 
 
 def run_command(action: Any) -> None:
+    """Run a read command's ``action``, its CommandError printed as the command's error and exit code.
+
+    The cyclic garbage collector is off meanwhile: a read command is one short process, and the collector's
+    passes over the objects its imports (SQLAlchemy, the pydantic manifest models, the read model) and one
+    operation's runs create freed almost nothing (1,369 objects in 350 passes over a search and the largest
+    GEMM's ``show``, full catalog) and cost 10–20% of its CPU time (``bench/cli_start.py``,
+    docs/performance.md). Memory is still freed by reference counting; the collector is on again after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         action()
     except CommandError as exc:
         print_error(str(exc))
         raise typer.Exit(exc.code) from None
+    finally:
+        if was_enabled:
+            gc.enable()

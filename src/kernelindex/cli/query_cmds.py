@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from kernelindex import urls
-from kernelindex.cli.backends import CommandError, backend_for, run_command
+from kernelindex.cli.backends import CommandError, LocalBackend, backend_for, run_command
 from kernelindex.cli.common import DatabaseOption, print_error
 from kernelindex.cli.page_options import PageDoor, with_page_options
 from kernelindex.cli.renderers import (
@@ -126,7 +126,12 @@ def show_cmd(
 
     def action() -> None:
         query = PAGE_DOORS["show"].query(shown, page)  # a stray option is a usage error before any lookup
-        emit(backend_for(api, database).get(SHOW_PATH[shown](subject), query), as_json, RENDER_SHOW[shown])
+        backend = backend_for(api, database)
+        if shown == "operation" and not as_json and isinstance(backend, LocalBackend):
+            # the tables print a few of the page's fields: derive only those (readmodel.operation_brief)
+            emit(backend.operation_brief(subject, query), as_json, RENDER_SHOW[shown])
+            return
+        emit(backend.get(SHOW_PATH[shown](subject), query), as_json, RENDER_SHOW[shown])
 
     run_command(action)
 

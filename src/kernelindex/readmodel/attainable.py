@@ -91,11 +91,11 @@ def _read_inputs(catalog: Catalog) -> _Inputs:
     with catalog.engine.connect() as conn:
         environments = [(digest, orjson.loads(body)["spec"]) for digest, body in conn.execute(
             select(ObjectRow.digest, ObjectRow.body).where(ObjectRow.kind == "ExecutionEnvironment"))]
-        # From the attestations (thousands) to their runs: SQLite otherwise scans every run (5-8x slower).
+        # The attested runs (thousands) looked up by digest: as a join, SQLite's planner scanned every run
+        # (85k on the full catalog, 0.13 s of every read command's CPU; the IN form 0.03 s).
         verified = conn.execute(
-            select(RunRow.environment, ObjectRow.name).select_from(AttestationRow)
-            .join(RunRow, AttestationRow.run == RunRow.digest).join(ObjectRow, RunRow.operation == ObjectRow.digest)
-            .distinct()).tuples().all()
+            select(RunRow.environment, ObjectRow.name).join(ObjectRow, RunRow.operation == ObjectRow.digest)
+            .where(RunRow.digest.in_(select(AttestationRow.run))).distinct()).tuples().all()
     return _Inputs(environments, [(environment, slug) for environment, slug in verified if slug])
 
 
