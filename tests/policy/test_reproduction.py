@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from kernelindex.domain.gpus import GpuDatasheet
 from kernelindex.policy.reproduction import Claim, ProtocolFacts, not_reproduced_reason, reproductions
 
 THEIRS = ProtocolFacts("KernelBench timing", "mean", "CUDA events", "not recorded by the source",
@@ -78,3 +79,39 @@ def test_same_version_first_else_the_nearest_named_and_the_median_of_the_twins()
     assert near.version == "nearest version: theirs 0.5.9, ours 0.5.2" and near.twins == ("a", "b")
     later = reproductions([_reported(1_000, version="0.6.3"), *twins])["r"]
     assert later.version == "nearest version: theirs 0.6.3, ours 0.6.0" and later.twins == ("d",)
+
+
+def _sheet(short: str, bandwidth: float, bf16: float) -> GpuDatasheet:
+    return GpuDatasheet(short.lower(), short, short, "NVIDIA", "sm_90", 80, "SXM5", bandwidth, {"bf16": bf16}, "test")
+
+
+SHEETS = {"NVIDIA H100 80GB HBM3": _sheet("H100", 3350, 989), "NVIDIA H100 PCIe": _sheet("H100 PCIe", 2000, 756),
+          "NVIDIA H200": _sheet("H200", 4800, 989)}
+SXM, PCIE = "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"
+
+
+def test_a_figure_not_reproduced_is_heard_against_the_sources_own_figure_on_a_gpu_no_faster() -> None:
+    """KernelBench's H100 SXM torch.compile figure of 2/23 (2.65 ms) beside its own H100 PCIe figure of the same
+    problem file (1.66 ms) and our 0.89 ms: the source contradicts itself, and the court says so."""
+    claims = [_reported(2_650_000, gpu=SXM, source="kernelbench"), _ours("v", 890_000, gpu=SXM),
+              _reported(1_660_000, run="pcie", gpu=PCIE, source="kernelbench")]
+    court = reproductions(claims, SHEETS)["r"]
+    assert not court.reproduced
+    assert court.explanation == ("the source's own figure of this call on the H100 PCIe, a GPU no faster on paper "
+                                 "(2,000 against 3,350 GB/s), is 1.66 ms: faster than this 2.65 ms")
+    assert reproductions(claims)["r"].explanation == "unexplained"  # without datasheets nothing is compared
+    other_source = [*claims[:2], replace(claims[2], source="someone else")]
+    assert reproductions(other_source, SHEETS)["r"].explanation == "unexplained"
+    slower_there = [*claims[:2], replace(claims[2], value_ns=2_700_000)]
+    assert reproductions(slower_there, SHEETS)["r"].explanation == "unexplained"  # consistent: no contradiction
+    other_line = [*claims[:2], replace(claims[2], line="kb-1-19-relu-compile")]
+    assert reproductions(other_line, SHEETS)["r"].explanation == "unexplained"
+
+
+def test_a_figure_too_fast_is_heard_against_the_sources_figure_on_a_gpu_no_slower() -> None:
+    claims = [_reported(400_000, gpu=SXM, source="kernelbench"), _ours("v", 1_000_000, gpu=SXM),
+              _reported(1_100_000, run="h200", gpu="NVIDIA H200", source="kernelbench")]
+    court = reproductions(claims, SHEETS)["r"]
+    assert "on the H200, a GPU no slower on paper (4,800 against 3,350 GB/s), is 1.10 ms: slower than this 400.00 µs" in (
+        court.explanation)
+    assert reproductions([*claims[:2], replace(claims[2], gpu=PCIE)], SHEETS)["r"].explanation == "unexplained"

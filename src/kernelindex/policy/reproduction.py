@@ -15,8 +15,9 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from kernelindex.domain.gpus import GpuDatasheet
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.reasons import Reason
 
@@ -59,6 +60,7 @@ class Claim:
     value_ns: int
     protocol: ProtocolFacts
     verified: bool  # a current (not superseded) verified run that passed
+    source: str = ""  # who reported it (the court hears a source against its own figures on other GPUs)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,9 @@ class Reproduction:
     reproduced_ns: int
     version: str  # which version was re-measured, named ("same version 0.5.2", "nearest version …", "…not recorded…")
     differences: tuple[Difference, ...]
+    # For a figure not reproduced: the source's own figure of the same call on a GPU its datasheet makes no faster
+    # (or no slower) that points the other way, in words; "" when there is none.
+    contradiction: str = ""
 
     @property
     def ratio(self) -> float:
@@ -114,7 +119,8 @@ class Reproduction:
     def explanation(self) -> str:
         """For a figure beyond 2×: the differences that can move a figure that far, or "unexplained"."""
         large = [d.sentence() for d in self.differences if d.field in LARGE_GAP_FIELDS and d.recorded]
-        return "; ".join(large) if large else "unexplained"
+        found = large + ([self.contradiction] if self.contradiction else [])
+        return "; ".join(found) if found else "unexplained"
 
 
 def court_workload(key: str, params: Mapping[str, object]) -> tuple[str, str]:
@@ -189,8 +195,11 @@ def _pair_key(claim: Claim) -> tuple[str, str, str, str]:
     return claim.line, claim.workload, claim.gpu, claim.region
 
 
-def reproductions(claims: Iterable[Claim]) -> dict[str, Reproduction]:
-    """Every reported run (not verified) that has current verified twins, by the reported run's digest."""
+def reproductions(claims: Iterable[Claim], datasheets: Mapping[str, GpuDatasheet] | None = None
+                  ) -> dict[str, Reproduction]:
+    """Every reported run (not verified) that has current verified twins, by the reported run's digest.
+    ``datasheets`` (GPU product → its datasheet) lets a figure not reproduced be heard against the source's own
+    figures of the same call on other GPUs (``contradiction``)."""
     twins: dict[tuple[str, str, str, str], list[Claim]] = defaultdict(list)
     reported: list[Claim] = []
     for claim in claims:
@@ -205,7 +214,49 @@ def reproductions(claims: Iterable[Claim]) -> dict[str, Reproduction]:
         figure = round(statistics.median(t.value_ns for t in chosen))
         out[claim.run] = Reproduction(claim.run, tuple(t.run for t in chosen), claim.value_ns, figure, version,
                                       differences(claim, chosen[0]))
+    if datasheets:
+        for run, court in out.items():
+            if not court.reproduced:
+                claim = next(c for c in reported if c.run == run)
+                out[run] = replace(court, contradiction=contradiction(claim, court, reported, datasheets))
     return out
+
+
+def _no_faster(a: GpuDatasheet, b: GpuDatasheet) -> bool:
+    """``a`` is no faster than ``b`` on paper: no more bandwidth and no higher peak in any precision both list."""
+    shared = a.peaks_tflops.keys() & b.peaks_tflops.keys()
+    return bool(shared) and a.bandwidth_gbps <= b.bandwidth_gbps and all(
+        a.peaks_tflops[k] <= b.peaks_tflops[k] for k in shared)
+
+
+def contradiction(claim: Claim, court: Reproduction, reported: Iterable[Claim],
+                  datasheets: Mapping[str, GpuDatasheet]) -> str:
+    """The source's own figure that contradicts a figure we did not reproduce: where ours is much faster, the same
+    source's figure of the same call (implementation line, workload, region) on a GPU no faster on paper that is
+    faster than this one; where ours is much slower, its figure on a GPU no slower on paper that is slower. Such a
+    figure says the gap lies in this one reported figure, not in the call. "" when the source has none."""
+    here = datasheets.get(claim.gpu)
+    if here is None:
+        return ""
+    ours_faster = court.ratio < 1
+    found: list[tuple[float, Claim, GpuDatasheet]] = []
+    for other in reported:
+        sheet = datasheets.get(other.gpu)
+        if (other.gpu == claim.gpu or sheet is None or other.source != claim.source
+                or _pair_key(other)[:2] != _pair_key(claim)[:2] or other.region != claim.region):
+            continue
+        if ours_faster and _no_faster(sheet, here) and other.value_ns < claim.value_ns:
+            found.append((claim.value_ns / other.value_ns, other, sheet))
+        elif not ours_faster and _no_faster(here, sheet) and other.value_ns > claim.value_ns:
+            found.append((other.value_ns / claim.value_ns, other, sheet))
+    if not found:
+        return ""
+    _, other, sheet = max(found, key=lambda f: (f[0], f[1].run))
+    paper = "no faster" if ours_faster else "no slower"
+    way = "faster" if ours_faster else "slower"
+    return (f"the source's own figure of this call on the {sheet.short}, a GPU {paper} on paper "
+            f"({sheet.bandwidth_gbps:,.0f} against {here.bandwidth_gbps:,.0f} GB/s), is "
+            f"{format_duration(other.value_ns, 2)}: {way} than this {format_duration(claim.value_ns, 2)}")
 
 
 def not_reproduced_reason(reproduction: Reproduction) -> Reason:

@@ -63,7 +63,8 @@ def claim_of(data: OperationData, run: Run) -> Claim | None:
     key, generator = _workload_key(data, run.workload)
     return Claim(run.digest, implementation_slug(impl), impl.spec.version, key, generator,
                  data.environments[run.environment].spec.hardware.product,
-                 data.protocols[run.protocol].spec.timed_region, run.median_ns, protocol_facts(data, run), verified)
+                 data.protocols[run.protocol].spec.timed_region, run.median_ns, protocol_facts(data, run), verified,
+                 run.source)
 
 
 def derive_court(data: OperationData) -> None:
@@ -71,7 +72,8 @@ def derive_court(data: OperationData) -> None:
     if not any(run.evidence in VERIFIED_LEVELS for run in data.runs):
         return  # nothing to hear against (most operations): no claim is built
     claims = [claim for run in data.runs if (claim := claim_of(data, run)) is not None]
-    found = reproductions(claims)
+    sheets = {gpu: sheet for gpu in {c.gpu for c in claims} if (sheet := registry.gpu_for_product(gpu)) is not None}
+    found = reproductions(claims, sheets)
     by_digest = {run.digest: run for run in data.runs}
     for run in data.runs:
         court = found.get(run.digest)
