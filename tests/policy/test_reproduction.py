@@ -112,6 +112,6 @@ def test_a_figure_too_fast_is_heard_against_the_sources_figure_on_a_gpu_no_slowe
     claims = [_reported(400_000, gpu=SXM, source="kernelbench"), _ours("v", 1_000_000, gpu=SXM),
               _reported(1_100_000, run="h200", gpu="NVIDIA H200", source="kernelbench")]
     court = reproductions(claims, SHEETS)["r"]
-    assert "on the H200, a GPU no slower on paper (4,800 against 3,350 GB/s), is 1.10 ms: slower than this 400.00 µs" in (
-        court.explanation)
+    assert court.explanation.endswith(
+        "on the H200, a GPU no slower on paper (4,800 against 3,350 GB/s), is 1.10 ms: slower than this 400.00 µs")
     assert reproductions([*claims[:2], replace(claims[2], gpu=PCIE)], SHEETS)["r"].explanation == "unexplained"
