@@ -2,7 +2,8 @@
 data and summary per version of the operation, and the tables derived from them) and the finished answer
 (web/answer_cache.py). Every call that keeps something in the read model's cache is found in the source
 and placed by the layer of its module; a view keeps nothing of its own, and no other web module keeps an
-answer."""
+answer. The finished site-wide answers the workers share (catalog/shared_answers.py) are the second place's,
+read and written by the answer cache alone."""
 
 from __future__ import annotations
 
@@ -50,3 +51,12 @@ def test_a_view_keeps_nothing_of_its_own() -> None:
     views = PACKAGE / "views"
     assert all(not _keeping_calls(ast.parse(path.read_text())) and "READ_CACHE" not in path.read_text()
                for path in views.rglob("*.py"))
+
+
+def test_the_shared_answers_are_the_rendered_answers_alone() -> None:
+    """The store of site-wide answers computed once for every worker is used by the answer cache only: it holds
+    finished answers, not a model of its own."""
+    users = sorted(path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+                   if "shared_answers" in path.read_text() and path.name != "shared_answers.py"
+                   and "migrations" not in path.parts and path.name != "models.py")
+    assert users == ["web/answer_cache.py"], users

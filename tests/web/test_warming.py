@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime
+from functools import partial
 
 import pytest
 from fastapi.testclient import TestClient
@@ -17,6 +18,7 @@ from kernelindex.catalog.lifecycle import retract
 from kernelindex.readmodel import summaries
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.web import pages, warming
+from kernelindex.web.answer_cache import claim_warming
 from kernelindex.web.app import create_app
 
 
@@ -38,10 +40,11 @@ class _Script(threading.Event):
         return self.is_set()
 
 
-def _warmed(states: list[tuple[int, date]]) -> list[tuple[int, date]]:
+def _warmed(states: list[tuple[int, date]],
+            claim: Callable[[tuple[int, date]], bool] | None = None) -> list[tuple[int, date]]:
     script, warmed = _Script(states), []
     warming.keep_warm(lambda: script.current()[0], lambda: script.current()[1],
-                      lambda: warmed.append(script.current()), script, poll_s=0)
+                      lambda: warmed.append(script.current()), script, poll_s=0, claim=claim)
     return warmed
 
 
@@ -50,6 +53,14 @@ def test_warms_at_start_then_each_settled_version_and_day() -> None:
     states = [(1, d1), (1, d1), (2, d1), (3, d1), (4, d1), (4, d1), (4, d1), (4, d2), (4, d2)]
     # version 2 and 3 are a burst (each seen once): only the settled 4 is warmed, then the new day
     assert _warmed(states) == [(1, d1), (4, d1), (4, d2)]
+
+
+def test_after_its_start_a_worker_warms_only_the_versions_it_claims(empty_catalog: Catalog) -> None:
+    """Two workers of one catalog: each warms at start, then each new version is warmed by the first to claim it."""
+    d1 = date(2026, 1, 1)
+    states = [(1, d1), (1, d1), (2, d1), (2, d1), (3, d1), (3, d1)]
+    claim = partial(claim_warming, empty_catalog)
+    assert [_warmed(states, claim), _warmed(states, claim)] == [[(1, d1), (2, d1), (3, d1)], [(1, d1)]]
 
 
 def test_a_failing_warm_or_version_read_does_not_stop_the_loop() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, Index, Integer, String, Text
+from sqlalchemy import BigInteger, DateTime, Float, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 DIGEST = String(71)
@@ -148,6 +148,19 @@ class SourceTallyRow(Base):
     last_observed: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_published: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # its newest publication
 
+
+
+class SharedAnswerRow(Base):
+    """A site-wide answer of ``ki serve`` at one catalog version, computed by the worker that claimed it and read
+    by the others (``catalog/shared_answers.py``): a row without a body is a claim in progress."""
+
+    __tablename__ = "shared_answers"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)  # digest of the answer's cache key
+    stamp: Mapped[str] = mapped_column(String(64), primary_key=True)  # digest of what it was computed at
+    version: Mapped[int] = mapped_column(Integer, index=True)  # the catalog version: older rows are dropped
+    claimed_at: Mapped[float] = mapped_column(Float)  # Unix time the computation was claimed
+    headers: Mapped[str | None] = mapped_column(Text)  # status, ETag and headers (JSON); None while claimed
+    body: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 Index("ix_runs_operation_cohort", RunRow.operation, RunRow.cohort_key)
 Index("ix_runs_external_id", RunRow.external_id)  # a bundle's run may not reuse a stored run's external id

@@ -12,6 +12,7 @@ import base64
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import select
@@ -23,6 +24,7 @@ from kernelindex.catalog.models import PublicationRow, RetractionRow
 from kernelindex.catalog.publish import run_id_of
 from kernelindex.domain.instants import as_utc
 from kernelindex.readmodel.jsonable import JsonModel
+from kernelindex.readmodel.operation_summary import OperationFacts
 from kernelindex.readmodel.summaries import operation_summaries
 
 KINDS = ("publication", "record", "retraction", "request_completed")
@@ -124,20 +126,24 @@ def _retractions(catalog: Catalog, now: datetime) -> list[Change]:
 
 
 def _records(catalog: Catalog, now: datetime) -> list[Change]:
+    return [change for facts in operation_summaries(catalog, now=now) for change in _operation_records(facts)]
+
+
+def _operation_records(facts: OperationFacts) -> list[Change]:
+    """The record events of one operation's cohorts, as changes."""
     changes = []
-    for facts in operation_summaries(catalog, now=now):
-        for summary in facts.cohorts:
-            for event in summary.events:
-                holder = event.holder.run_id if event.holder else "none"
-                title = {"first": "First record", "beaten": "Record broken", "retraction": "Record changed by a "
-                         "retraction"}.get(event.kind, event.kind)
-                changes.append(Change(event.at, "record", f"{summary.cohort_key}:{holder}:{event.kind}",
-                                      f"{title}: {summary.operation_title}, {summary.workload_label}",
-                                      f"{summary.label}: {event.holder.implementation if event.holder else 'no holder'}"
-                                      f"{f', {event.margin:.2f}× over the previous holder' if event.margin else ''}",
-                                      urls.records(("cohort", summary.key)),
-                                      {"operation": summary.operation, "cohort": summary.key, "run": holder,
-                                       "median_ns": event.median_ns, "margin": event.margin}))
+    for summary in facts.cohorts:
+        for event in summary.events:
+            holder = event.holder.run_id if event.holder else "none"
+            title = {"first": "First record", "beaten": "Record broken", "retraction": "Record changed by a "
+                     "retraction"}.get(event.kind, event.kind)
+            changes.append(Change(event.at, "record", f"{summary.cohort_key}:{holder}:{event.kind}",
+                                  f"{title}: {summary.operation_title}, {summary.workload_label}",
+                                  f"{summary.label}: {event.holder.implementation if event.holder else 'no holder'}"
+                                  f"{f', {event.margin:.2f}× over the previous holder' if event.margin else ''}",
+                                  urls.records(("cohort", summary.key)),
+                                  {"operation": summary.operation, "cohort": summary.key, "run": holder,
+                                   "median_ns": event.median_ns, "margin": event.margin}))
     return changes
 
 
@@ -161,6 +167,18 @@ FEED_SIZE = 50
 
 
 def latest_changes(catalog: Catalog, count: int, *, now: datetime) -> list[Change]:
-    """The newest ``count`` changes, newest first (the Atom feed)."""
-    everything = sorted(all_changes(catalog, now), key=lambda c: c.position, reverse=True)
-    return everything[:count]
+    """The newest ``count`` changes, newest first (the Atom feed). The record events come from each operation's
+    own newest ``count``, kept with its summary (``OperationFacts.derived``): after a publication only the changed
+    operations' events are listed and sorted again, not the ~70,000 of every cohort (issue 50)."""
+    records = [change for facts in operation_summaries(catalog, now=now)
+               for change in facts.derived(("feed-records", count), partial(_newest_records, facts, count))]
+    everything = [*_publications(catalog, now), *_retractions(catalog, now), *records, *_completions(catalog)]
+    return _newest(everything, count)
+
+
+def _newest_records(facts: OperationFacts, count: int) -> list[Change]:
+    return _newest(_operation_records(facts), count)
+
+
+def _newest(changes: list[Change], count: int) -> list[Change]:
+    return sorted(changes, key=lambda c: c.position, reverse=True)[:count]

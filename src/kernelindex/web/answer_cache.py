@@ -19,6 +19,11 @@ When that moved, the previous answer is served at once, marked with the version 
 (stale-while-revalidate): no reader waits for a publication's rebuild. An answer served out of date for
 more than ``STALE_FOR_S`` (its computation failed or is stuck) is computed on the request instead.
 
+A site-wide answer is computed again once per catalog version for all the workers of the catalog, not once
+per worker: the worker whose background task claims it first (``catalog/shared_answers.py``) computes it and
+stores it there; the others' tasks wait for it (one poll of the store per ``SHARED_POLL_S`` for every answer
+waited for) and keep the stored copy. A claim not answered within ``CLAIM_S`` is taken over.
+
 ``/challenges`` also shows the measurement requests, which change without a catalog version: its
 stamp adds what it shows of them (``answer_scope.live_scope``), and a stale answer is served only while
 that still holds. An answer that sets a cookie or says ``no-store`` is never kept. A kept answer has an
@@ -34,21 +39,32 @@ import os
 import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
-from functools import cached_property
+from datetime import date, datetime
+from functools import cached_property, partial
 from typing import Any
 
 from anyio import to_thread
 
+from kernelindex.catalog import shared_answers
 from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.shared_answers import Place, Stored
 from kernelindex.readmodel.cache import READ_CACHE, SITE
 from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.loading import OperationData, load_operation, loaded_operation
 from kernelindex.readmodel.other_dtype import answer_operations
 from kernelindex.readmodel.requests import HeldRequests
+from kernelindex.readmodel.summary_form import summary_form
 from kernelindex.readmodel.versions import Versions
 from kernelindex.views.table import CacheScope
-from kernelindex.web.answer_scope import DAY, AnswerPaths, kept_route, live_scope, operation_scope, shows_requests
+from kernelindex.web.answer_scope import (
+    DAY,
+    AnswerPaths,
+    kept_route,
+    live_scope,
+    operation_scope,
+    shared_live,
+    shows_requests,
+)
 from kernelindex.web.fresh_reads import FreshReads
 from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
 
@@ -58,6 +74,10 @@ MAX_KEPT_BYTES = 8 * 1024 * 1024  # one answer; bigger ones (none today) are ans
 # The longest one answer is served as it was after this worker found it out of date, while one background
 # task computes it again; past that (the computation failed, or is stuck) it is computed on the request.
 STALE_FOR_S = 30.0
+# A worker that claimed a site-wide answer and stored none after this long (it stopped, or its computation is
+# stuck) is taken over by another; shorter than STALE_FOR_S, past which a request computes the answer itself.
+CLAIM_S = 20.0
+SHARED_POLL_S = 0.1  # how often a worker reads the answers it waits for from the shared store (one query for all)
 VERSION_FRESH_S = 0.2  # how long the served catalog answers a version read from memory (catalog/db.py)
 ANSWERS = "answers"  # their scope in the read model's cache: one entry per key, replaced when recomputed
 # (operation slug, its version, its GPUs' attainable bandwidths) or (SITE, catalog version, what it shows live)
@@ -115,6 +135,7 @@ class AnswerCache:
         self._paths: AnswerPaths | None = None  # read from the app's routes on the first request
         self._computing: dict[tuple[str, Any, Stamp], asyncio.Future[KeptAnswer | None]] = {}
         self._fresh = FreshReads()
+        self._waits = _SharedWaits()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._paths is None and scope["type"] == "http":
@@ -156,7 +177,10 @@ class AnswerCache:
                 return
         await self._answer_and_keep(scope, receive, send, key, stamp)
 
-    async def _answer_and_keep(self, scope: Scope, receive: Receive, send: Send, key: Any, stamp: Stamp) -> None:
+    async def _answer_and_keep(self, scope: Scope, receive: Receive, send: Send, key: Any, stamp: Stamp,
+                               share: Place | None = None) -> None:
+        """Run the app and keep its answer; ``share``: this worker claimed it in the shared store, where it
+        goes too (or the claim is given up when there is nothing to keep)."""
         catalog = scope["app"].state.catalog
         marker = (catalog.url, key, stamp)
         waiting = self._computing.get(marker)
@@ -166,8 +190,7 @@ class AnswerCache:
         def complete(recorder: _Recorder) -> None:  # the body is whole: before it is sent on
             answer = recorder.answer(stamp) if kept_route(scope.get("route")) else None
             if answer is not None:
-                READ_CACHE.put(catalog, key, answer, version=0, scope=ANSWERS)
-                self._stale_since.pop((catalog.url, key), None)
+                self._keep(catalog, key, answer)
             if not waiting.done():  # the waiters need not wait for this client to read it
                 waiting.set_result(answer)
 
@@ -178,6 +201,12 @@ class AnswerCache:
                 del self._computing[marker]
             if not waiting.done():
                 waiting.set_result(None)  # no answer to keep: the waiters compute it themselves
+            if share is not None:
+                await _share(catalog, share, stamp[1], waiting.result())
+
+    def _keep(self, catalog: Catalog, key: Any, answer: KeptAnswer) -> None:
+        READ_CACHE.put(catalog, key, answer, version=0, scope=ANSWERS)
+        self._stale_since.pop((catalog.url, key), None)
 
     async def _reads(self, catalog: Catalog, path: str) -> tuple[Versions, HeldRequests | None]:
         """The catalog's versions, and the measurement requests where the answer shows them."""
@@ -212,20 +241,113 @@ class AnswerCache:
 
     async def _refresh(self, scope: Scope, key: Any, marker: tuple[str, Any]) -> None:
         try:
-            declared = self._declared(scope)
-            async with self._slots[declared != "operation"]:
+            waiting = await self._refresh_once(scope, key)
+            if waiting is not None:  # another worker computes it: wait for its answer, not holding the slot
                 catalog = scope["app"].state.catalog
-                versions, held = await self._reads(catalog, scope["path"])
-                stamp = await _stamp(catalog, versions, held, scope["path"], scope["app"].state.clock(), declared)
-                kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
-                if isinstance(kept, KeptAnswer) and kept.stamp == stamp:  # what it depends on did not move
-                    self._stale_since.pop(marker, None)
-                    return
-                await self._answer_and_keep(scope, _no_body(), _discard, key, stamp)
+                place, stamp = waiting
+                stored = await self._waits.wait(catalog, place)
+                if stored is not None:
+                    self._keep(catalog, key, _kept(stored, stamp))
+                else:  # its claim lapsed (or was given up): claim it now, unless another worker did
+                    await self._refresh_once(scope, key)
         except Exception:  # the next request computes it instead
             log.warning("computing %s in the background failed", scope["path"], exc_info=True)
         finally:
             self._refreshing.discard(marker)
+
+    async def _refresh_once(self, scope: Scope, key: Any) -> tuple[Place, Stamp] | None:
+        """Keep the answer at the current stamp: computed here, or, for a site-wide answer, as another
+        worker stored it. Returns where to wait when another worker holds the claim on computing it."""
+        declared = self._declared(scope)
+        async with self._slots[declared != "operation"]:
+            catalog, now = scope["app"].state.catalog, scope["app"].state.clock()
+            versions, held = await self._reads(catalog, scope["path"])
+            stamp = await _stamp(catalog, versions, held, scope["path"], now, declared)
+            kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
+            if isinstance(kept, KeptAnswer) and kept.stamp == stamp:  # what it depends on did not move
+                self._stale_since.pop((catalog.url, key), None)
+                return None
+            place = _place(key, scope["path"], stamp, held, now) if stamp[0] == SITE else None
+            if place is not None:
+                found = await to_thread.run_sync(partial(shared_answers.obtain, catalog, place, stamp[1],
+                                                         stale_after_s=CLAIM_S))
+                if isinstance(found, Stored):
+                    self._keep(catalog, key, _kept(found, stamp))
+                    return None
+                if not found.mine:
+                    return place, stamp
+            await self._answer_and_keep(scope, _no_body(), _discard, key, stamp, share=place)
+            return None
+
+
+class _SharedWaits:
+    """The site-wide answers this worker waits for another to compute: one read of the shared store every
+    ``SHARED_POLL_S`` answers all of them."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, dict[Place, asyncio.Future[Stored | None]]] = {}
+        self._polls: dict[str, asyncio.Task[None]] = {}
+
+    async def wait(self, catalog: Catalog, place: Place) -> Stored | None:
+        """The answer at ``place`` once stored; None when the claim on it lapsed or was given up."""
+        waiting = self._waiting.setdefault(catalog.url, {})
+        if (future := waiting.get(place)) is None:
+            future = waiting[place] = asyncio.get_running_loop().create_future()
+        poll = self._polls.get(catalog.url)
+        if poll is None or poll.done():
+            self._polls[catalog.url] = asyncio.get_running_loop().create_task(self._poll(catalog))
+        return await asyncio.shield(future)
+
+    async def _poll(self, catalog: Catalog) -> None:
+        waiting = self._waiting[catalog.url]
+        while waiting:
+            await asyncio.sleep(SHARED_POLL_S)
+            places = list(waiting)
+            try:
+                found = await to_thread.run_sync(shared_answers.answered, catalog, places)
+            except Exception:  # the database is away: every waiter computes its answer itself
+                log.warning("reading the shared answers failed", exc_info=True)
+                found = {}
+            now = time.time()
+            for place in places:
+                got = found.get(place)
+                if isinstance(got, Stored) or got is None or now - got >= CLAIM_S:
+                    future = waiting.pop(place)
+                    if not future.done():
+                        future.set_result(got if isinstance(got, Stored) else None)
+
+
+def _place(key: Any, path: str, stamp: Stamp, held: HeldRequests | None, now: datetime) -> Place:
+    """Where a site-wide answer is shared: its key, and its stamp in terms every worker of the same code shares
+    (the catalog version, what it shows of the live requests, the read model's code fingerprint)."""
+    return _digest(key), _digest((stamp[1], shared_live(path, now, held), summary_form()))
+
+
+def claim_warming(catalog: Catalog, state: tuple[int, date]) -> bool:
+    """Whether this worker is the first of the catalog's to warm the read models at (catalog version, day)
+    (web/warming.py): the site-wide answers they serve are computed once for all workers."""
+    version, day = state
+    return shared_answers.claim_once(catalog, (_digest(("warm", day.isoformat())), _digest(version)), version)
+
+
+def _digest(value: Hashable) -> str:
+    return hashlib.sha256(repr(value).encode()).hexdigest()
+
+
+def _kept(stored: Stored, stamp: Stamp) -> KeptAnswer:
+    return KeptAnswer(stored.status, stored.headers, stored.body, stored.etag, stamp)
+
+
+async def _share(catalog: Catalog, place: Place, version: int, answer: KeptAnswer | None) -> None:
+    """Store the answer this worker claimed for the others, or give the claim up when nothing was kept."""
+    try:
+        if answer is None:
+            await to_thread.run_sync(shared_answers.release, catalog, place)
+        else:
+            stored = Stored(answer.status, answer.headers, answer.body, answer.etag)
+            await to_thread.run_sync(shared_answers.store, catalog, place, version, stored)
+    except Exception:  # a read-only catalog, a database away: the others compute it themselves
+        log.warning("sharing an answer failed", exc_info=True)
 
 
 def _stamp_now(catalog: Catalog, versions: Versions, held: HeldRequests | None, path: str, now: datetime,

@@ -55,6 +55,16 @@ def live_scope(path: str, now: datetime, held: HeldRequests | None) -> Hashable:
     return held.generation, tuple(age(request.age_seconds(now)) for request in held.requests)
 
 
+def shared_live(path: str, now: datetime, held: HeldRequests | None) -> Hashable:
+    """What ``live_scope`` stands for, in terms every worker shares (its generation is this process's own
+    numbering): the requests as the answer shows them — each request's and its replicas' fields, and for
+    /challenges its age as the page writes it. Nothing for other paths."""
+    if held is None or not shows_requests(path):
+        return ()
+    return tuple((tuple(sorted((k, repr(v)) for k, v in r.to_json(now).items() if k != "age_seconds")),
+                  age(r.age_seconds(now)) if path == urls.CHALLENGES else "") for r in held.requests)
+
+
 _KEEPS = "keeps_answers"  # the mark ``keeps_answers`` leaves on an endpoint: its cache scope
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 DAY = "@day"  # the stamp's scope of an answer kept by the day alone

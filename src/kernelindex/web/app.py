@@ -9,6 +9,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -22,7 +23,7 @@ from starlette.routing import Match
 from kernelindex import urls
 from kernelindex.services.problems import CODE_OF_STATUS, Problem
 from kernelindex.web import api, api_docs, asks, feed, pages, samples_route, view_routes
-from kernelindex.web.answer_cache import STALE_FOR_S, VERSION_FRESH_S, AnswerCache
+from kernelindex.web.answer_cache import STALE_FOR_S, VERSION_FRESH_S, AnswerCache, claim_warming
 from kernelindex.web.api.problems import problem_response, validation_problem
 from kernelindex.web.body_limits import BodyLimit
 from kernelindex.web.head import HeadAsGet
@@ -112,7 +113,8 @@ def _lifespan(warm: bool) -> Callable[[FastAPI], Any]:
         stop = threading.Event()
         if warm:  # at start, then after every publication (see web/warming.py)
             catalog = app.state.catalog
-            args = (catalog.version, lambda: app.state.clock().date(), lambda: pages.warm(app), stop)
+            args = (catalog.version, lambda: app.state.clock().date(), lambda: pages.warm(app), stop, None,
+                    partial(claim_warming, catalog))
             threading.Thread(target=keep_warm, args=args, daemon=True, name="kernelindex-warm").start()
         try:
             async with mcp_running(app):
