@@ -62,18 +62,24 @@ class CarryError(ValueError):
     """The carry cannot be built as asked; the message says what to do."""
 
 
-def parse_keys(given: list[str]) -> dict[str, Path]:
-    """``DIR`` (the default key, ``keys/``) or ``TAG=DIR`` (``keys-TAG/``) → folder name → key directory."""
+def _per_gpu(given: list[str], folder: str, files: tuple[str, str], what: str, fix: str) -> dict[str, Path]:
+    """``DIR`` (the default, ``FOLDER/``) or ``TAG=DIR`` (``FOLDER-TAG/``, GPU TAG's own) → folder name → DIR."""
     found: dict[str, Path] = {}
     for word in given:
-        tag, _, folder = word.rpartition("=")
-        name = f"keys-{tag}" if tag else "keys"
-        path = Path(folder)
-        if not (path / "runner.key").is_file() or not (path / "runner.pub").is_file():
-            raise CarryError(f"no runner.key/runner.pub in {path} (ki runner keygen --out {path} --name …)")
+        tag, _, given_dir = word.rpartition("=")
+        name = f"{folder}-{tag}" if tag else folder
+        path = Path(given_dir)
+        if not all((path / file).is_file() for file in files):
+            raise CarryError(f"no {'/'.join(files)} in {path} ({fix.format(path=path)})")
         if name in found:
-            raise CarryError(f"two keys for {name}/: give one default key and at most one per GPU tag")
+            raise CarryError(f"two {what}s for {name}/: give one default {what} and at most one per GPU tag")
         found[name] = path
+    return found
+
+
+def parse_keys(given: list[str]) -> dict[str, Path]:
+    """``DIR`` (the default key, ``keys/``) or ``TAG=DIR`` (``keys-TAG/``) → folder name → key directory."""
+    found = _per_gpu(given, "keys", ("runner.key", "runner.pub"), "key", "ki runner keygen --out {path} --name …")
     if "keys" not in found:
         raise CarryError("no default key: give --key DIR (and --key TAG=DIR for a GPU with its own key)")
     return found
@@ -82,16 +88,7 @@ def parse_keys(given: list[str]) -> dict[str, Path]:
 def parse_cases(given: list[str]) -> dict[str, Path]:
     """``DIR`` (the default plan, ``cases/``) or ``TAG=DIR`` (``cases-TAG/``, that GPU's own plan) → folder name →
     plan folder. A GPU without its own plan measures the default's."""
-    found: dict[str, Path] = {}
-    for word in given:
-        tag, _, folder = word.rpartition("=")
-        name = f"cases-{tag}" if tag else "cases"
-        path = Path(folder)
-        if not (path / "cases.jsonl").is_file() or not (path / "regions.json").is_file():
-            raise CarryError(f"no cases.jsonl/regions.json in {path} (ki runner campaign plan … --out {path})")
-        if name in found:
-            raise CarryError(f"two plans for {name}/: give one default plan and at most one per GPU tag")
-        found[name] = path
+    found = _per_gpu(given, "cases", ("cases.jsonl", "regions.json"), "plan", "ki runner campaign plan … --out {path}")
     if found and "cases" not in found:
         raise CarryError("no default plan: give --cases DIR (and --cases TAG=DIR for a GPU with its own plan)")
     return found
