@@ -30,11 +30,11 @@ def backend(catalog: Catalog, now: datetime) -> LocalBackend:
 
 
 @pytest.fixture
-def wide_console() -> Iterator[None]:
-    width = console.width
-    console.width = WIDTH
+def wide_console(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # rich's width setter fixes ``_width``; reading ``console.width`` gives the detected width, so restoring it would
+    # pin the shared console to this terminal's width for every later test: put back ``_width`` itself (None: detect)
+    monkeypatch.setattr(console, "_width", WIDTH)
     yield
-    console.width = width
 
 
 def _printed(data: dict[str, Any]) -> str:
