@@ -15,9 +15,9 @@ from web_helpers import FIXED_NOW, make_app, rope_keys_of
 from kernelindex.catalog.db import Catalog, open_catalog
 from kernelindex.catalog.lifecycle import retract
 from kernelindex.readmodel.cache import VersionedCache
-from kernelindex.web.answer_cache import KeptAnswer, _Recorder
 from kernelindex.web.answer_scope import kept_paths
 from kernelindex.web.app import create_app
+from kernelindex.web.kept_answers import KeptAnswer, Recorder
 
 
 def test_a_repeated_read_is_answered_without_running_its_route(liger_catalog: Catalog,
@@ -77,7 +77,7 @@ def test_only_plain_successful_answers_are_kept(status: int, headers: list[tuple
         sent.append(message)
 
     async def answer() -> KeptAnswer | None:
-        recorder = _Recorder(send)
+        recorder = Recorder(send)
         await recorder.send({"type": "http.response.start", "status": status, "headers": headers})
         await recorder.send({"type": "http.response.body", "body": b"abc", "more_body": True})
         await recorder.send({"type": "http.response.body", "body": b"def"})

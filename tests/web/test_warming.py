@@ -18,8 +18,8 @@ from kernelindex.catalog.lifecycle import retract
 from kernelindex.readmodel import summaries
 from kernelindex.readmodel.cache import READ_CACHE
 from kernelindex.web import pages, warming
-from kernelindex.web.answer_cache import claim_warming
 from kernelindex.web.app import create_app
+from kernelindex.web.shared_site_answers import claim_warming
 
 
 class _Script(threading.Event):

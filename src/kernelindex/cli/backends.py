@@ -46,7 +46,9 @@ class LocalBackend:
     def operation_brief(self, slug: str, params: dict[str, Any]) -> Any:
         """What ``ki show operation`` prints of the operation page (``readmodel.operation_brief``): the
         page's own arguments checked as the page checks them, and only the fields the tables print derived."""
-        return answer_of(_local_brief(self.catalog, slug, params, self.clock()))
+        from kernelindex.services.operation_brief import brief_answer
+
+        return answer_of(brief_answer(self.catalog, slug, params, self.clock()))
 
     def use(self, text: str) -> Any:
         from kernelindex.services import reads
@@ -87,20 +89,6 @@ def _local_get(catalog: Any, path: str, params: dict[str, Any], now: datetime) -
         raise CommandError(f"unknown path {path}", 2)
     view, subject = found
     return answer_of(reads.page(catalog, now, view.name, subject, **params))
-
-
-def _local_brief(catalog: Any, slug: str, params: dict[str, Any], now: datetime) -> Any:
-    from kernelindex.services.operation_brief import operation_brief
-    from kernelindex.services.problems import READ_ERRORS, read_refusal
-    from kernelindex.views.table import VIEW
-
-    given = {k: v if isinstance(v, list) else [str(v)] for k, v in params.items() if v is not None}
-    try:
-        args = VIEW["operation"].arguments(slug, given)
-        return operation_brief(catalog, args.pop("slug"), now=now,
-                               **{k: v for k, v in args.items() if k != "page"})
-    except READ_ERRORS as exc:
-        return read_refusal(exc)
 
 
 def http_client(base: str) -> Any:

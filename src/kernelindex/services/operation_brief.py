@@ -16,6 +16,7 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.readmodel.jsonable import to_jsonable
 from kernelindex.readmodel.operation_model import model_of
 from kernelindex.readmodel.ranking_notes import ranked_statistic
+from kernelindex.services.problems import READ_ERRORS, Problem, read_refusal
 
 # The page's fields the brief holds: tests compare each with the operation page's JSON
 BRIEF_FIELDS = ("slug", "title", "eligible_runs", "headline", "ranked", "ranking_notes", "cohort_line")
@@ -36,3 +37,16 @@ def operation_brief(catalog: Catalog, slug: str, *, workload: str | None = None,
         "ranking_notes": to_jsonable(model.ranking_notes(selected, chosen.cohorts)),
         "cohort_line": {"ranked_statistic": ranked_statistic(model.data, selected)} if selected else None,
     }
+
+
+def brief_answer(catalog: Catalog, slug: str, params: dict[str, Any], now: datetime) -> dict[str, Any] | Problem:
+    """The brief for the operation page's own arguments, checked as the page checks them; a refusal as the
+    page's (``read_refusal``, the services' one translation of read errors)."""
+    from kernelindex.views.table import VIEW
+
+    given = {k: v if isinstance(v, list) else [str(v)] for k, v in params.items() if v is not None}
+    try:
+        args = VIEW["operation"].arguments(slug, given)
+        return operation_brief(catalog, args.pop("slug"), now=now, **{k: v for k, v in args.items() if k != "page"})
+    except READ_ERRORS as exc:
+        return read_refusal(exc)

@@ -33,14 +33,11 @@ ETag, so a client revalidating with ``If-None-Match`` gets a 304.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, replace
-from datetime import date, datetime
-from functools import cached_property, partial
+from datetime import datetime
+from functools import partial
 from typing import Any
 
 from anyio import to_thread
@@ -53,7 +50,6 @@ from kernelindex.readmodel.errors import NotFound
 from kernelindex.readmodel.loading import OperationData, load_operation, loaded_operation
 from kernelindex.readmodel.other_dtype import answer_operations
 from kernelindex.readmodel.requests import HeldRequests
-from kernelindex.readmodel.summary_form import summary_form
 from kernelindex.readmodel.versions import Versions
 from kernelindex.views.table import CacheScope
 from kernelindex.web.answer_scope import (
@@ -62,61 +58,20 @@ from kernelindex.web.answer_scope import (
     kept_route,
     live_scope,
     operation_scope,
-    shared_live,
     shows_requests,
 )
 from kernelindex.web.fresh_reads import FreshReads
-from kernelindex.web.security import ASGIApp, Message, Receive, Scope, Send
+from kernelindex.web.kept_answers import KeptAnswer, Recorder, Stamp, discard, no_body, send_kept
+from kernelindex.web.security import ASGIApp, Receive, Scope, Send
+from kernelindex.web.shared_site_answers import CLAIM_S, SharedWaits, place_of, share
 
 log = logging.getLogger("kernelindex.web")
 
-MAX_KEPT_BYTES = 8 * 1024 * 1024  # one answer; bigger ones (none today) are answered but not kept
 # The longest one answer is served as it was after this worker found it out of date, while one background
 # task computes it again; past that (the computation failed, or is stuck) it is computed on the request.
 STALE_FOR_S = 30.0
-# A worker that claimed a site-wide answer and stored none after this long (it stopped, or its computation is
-# stuck) is taken over by another; shorter than STALE_FOR_S, past which a request computes the answer itself.
-CLAIM_S = 20.0
-SHARED_POLL_S = 0.1  # how often a worker reads the answers it waits for from the shared store (one query for all)
 VERSION_FRESH_S = 0.2  # how long the served catalog answers a version read from memory (catalog/db.py)
 ANSWERS = "answers"  # their scope in the read model's cache: one entry per key, replaced when recomputed
-# (operation slug, its version, its GPUs' attainable bandwidths) or (SITE, catalog version, what it shows live)
-Stamp = tuple[str, int, Hashable]
-VERSION_HEADER = b"x-kernelindex-version"  # the version an answer shows: its operation's, or the catalog's
-UPDATING_HEADER = b"x-kernelindex-updating"  # on an out-of-date answer: the version being computed
-_MAIN = b'<main id="content" tabindex="-1">'
-
-
-@dataclass(frozen=True)
-class KeptAnswer:
-    status: int
-    headers: tuple[tuple[bytes, bytes], ...]
-    body: bytes
-    etag: bytes
-    stamp: Stamp
-
-    @property
-    def nbytes(self) -> int:
-        """What the cache counts against its byte budget."""
-        return len(self.body)
-
-    @cached_property
-    def updating(self) -> KeptAnswer:
-        """This answer as served while a newer one is computed: marked with the version it shows (the JSON
-        gains ``"updating": {"shows_version": N}``, the page a line saying it is being updated) and its
-        own ETag, so a client does not keep it as the newer answer."""
-        body = self.body
-        shown = self.stamp[1]
-        if body.startswith(b"{") and _header(self.headers, b"content-type").startswith(b"application/json"):
-            body = b'{"updating":{"shows_version":%d},' % shown + body[1:] if body != b"{}" else body
-        elif _MAIN in body:
-            note = (b'<p class="updating" role="status">Updating: this page shows the catalog as of version %d; '
-                    b'a newer version is being computed. Reload in a few seconds.</p>' % shown)
-            body = body.replace(_MAIN, _MAIN + note, 1)
-        etag = self.etag[:-1] + b'-updating"'
-        headers = tuple((k, str(len(body)).encode() if k == b"content-length" else etag if k == b"etag" else v)
-                        for k, v in self.headers)
-        return replace(self, headers=(*headers, (UPDATING_HEADER, b"1")), body=body, etag=etag)
 
 
 class AnswerCache:
@@ -135,7 +90,7 @@ class AnswerCache:
         self._paths: AnswerPaths | None = None  # read from the app's routes on the first request
         self._computing: dict[tuple[str, Any, Stamp], asyncio.Future[KeptAnswer | None]] = {}
         self._fresh = FreshReads()
-        self._waits = _SharedWaits()
+        self._waits = SharedWaits()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._paths is None and scope["type"] == "http":
@@ -156,30 +111,30 @@ class AnswerCache:
         kept = READ_CACHE.peek(catalog, key, 0, scope=ANSWERS)
         if isinstance(kept, KeptAnswer):
             if kept.stamp == stamp:
-                await _send_kept(kept, scope, send)
+                await send_kept(kept, scope, send)
                 return
             if self._may_serve_stale(state, key, kept, stamp):
-                await _send_kept(kept if stamp is None and _same_version(kept, versions) else kept.updating,
+                await send_kept(kept if stamp is None and _same_version(kept, versions) else kept.updating,
                                  scope, send)
                 self._refresh_later(scope, key)
                 return
         if stamp is None:
             stamp = await _stamp(catalog, versions, held, scope["path"], state.clock(), declared)
             if isinstance(kept, KeptAnswer) and kept.stamp == stamp:
-                await _send_kept(kept, scope, send)
+                await send_kept(kept, scope, send)
                 return
         if (computing := self._computing.get((catalog.url, key, stamp))) is not None:
             # Another request computes this very answer: wait for it rather than compute it again
             # (the first request for an answer this worker never kept has no previous one to be given).
             answer = await asyncio.shield(computing)
             if answer is not None:
-                await _send_kept(answer, scope, send)
+                await send_kept(answer, scope, send)
                 return
         await self._answer_and_keep(scope, receive, send, key, stamp)
 
     async def _answer_and_keep(self, scope: Scope, receive: Receive, send: Send, key: Any, stamp: Stamp,
-                               share: Place | None = None) -> None:
-        """Run the app and keep its answer; ``share``: this worker claimed it in the shared store, where it
+                               shared_place: Place | None = None) -> None:
+        """Run the app and keep its answer; ``shared_place``: this worker claimed it in the shared store, where it
         goes too (or the claim is given up when there is nothing to keep)."""
         catalog = scope["app"].state.catalog
         marker = (catalog.url, key, stamp)
@@ -187,7 +142,7 @@ class AnswerCache:
         if waiting is None:
             waiting = self._computing[marker] = asyncio.get_running_loop().create_future()
 
-        def complete(recorder: _Recorder) -> None:  # the body is whole: before it is sent on
+        def complete(recorder: Recorder) -> None:  # the body is whole: before it is sent on
             answer = recorder.answer(stamp) if kept_route(scope.get("route")) else None
             if answer is not None:
                 self._keep(catalog, key, answer)
@@ -195,14 +150,14 @@ class AnswerCache:
                 waiting.set_result(answer)
 
         try:
-            await self.app(scope, receive, _Recorder(send, complete, stamp).send)
+            await self.app(scope, receive, Recorder(send, complete, stamp).send)
         finally:
             if self._computing.get(marker) is waiting:
                 del self._computing[marker]
             if not waiting.done():
                 waiting.set_result(None)  # no answer to keep: the waiters compute it themselves
-            if share is not None:
-                await _share(catalog, share, stamp[1], waiting.result())
+            if shared_place is not None:
+                await share(catalog, shared_place, stamp[1], _stored(waiting.result()))
 
     def _keep(self, catalog: Catalog, key: Any, answer: KeptAnswer) -> None:
         READ_CACHE.put(catalog, key, answer, version=0, scope=ANSWERS)
@@ -267,7 +222,7 @@ class AnswerCache:
             if isinstance(kept, KeptAnswer) and kept.stamp == stamp:  # what it depends on did not move
                 self._stale_since.pop((catalog.url, key), None)
                 return None
-            place = _place(key, scope["path"], stamp, held, now) if stamp[0] == SITE else None
+            place = place_of(key, scope["path"], stamp[1], held, now) if stamp[0] == SITE else None
             if place is not None:
                 found = await to_thread.run_sync(partial(shared_answers.obtain, catalog, place, stamp[1],
                                                          stale_after_s=CLAIM_S))
@@ -276,78 +231,16 @@ class AnswerCache:
                     return None
                 if not found.mine:
                     return place, stamp
-            await self._answer_and_keep(scope, _no_body(), _discard, key, stamp, share=place)
+            await self._answer_and_keep(scope, no_body(), discard, key, stamp, shared_place=place)
             return None
-
-
-class _SharedWaits:
-    """The site-wide answers this worker waits for another to compute: one read of the shared store every
-    ``SHARED_POLL_S`` answers all of them."""
-
-    def __init__(self) -> None:
-        self._waiting: dict[str, dict[Place, asyncio.Future[Stored | None]]] = {}
-        self._polls: dict[str, asyncio.Task[None]] = {}
-
-    async def wait(self, catalog: Catalog, place: Place) -> Stored | None:
-        """The answer at ``place`` once stored; None when the claim on it lapsed or was given up."""
-        waiting = self._waiting.setdefault(catalog.url, {})
-        if (future := waiting.get(place)) is None:
-            future = waiting[place] = asyncio.get_running_loop().create_future()
-        poll = self._polls.get(catalog.url)
-        if poll is None or poll.done():
-            self._polls[catalog.url] = asyncio.get_running_loop().create_task(self._poll(catalog))
-        return await asyncio.shield(future)
-
-    async def _poll(self, catalog: Catalog) -> None:
-        waiting = self._waiting[catalog.url]
-        while waiting:
-            await asyncio.sleep(SHARED_POLL_S)
-            places = list(waiting)
-            try:
-                found = await to_thread.run_sync(shared_answers.answered, catalog, places)
-            except Exception:  # the database is away: every waiter computes its answer itself
-                log.warning("reading the shared answers failed", exc_info=True)
-                found = {}
-            now = time.time()
-            for place in places:
-                got = found.get(place)
-                if isinstance(got, Stored) or got is None or now - got >= CLAIM_S:
-                    future = waiting.pop(place)
-                    if not future.done():
-                        future.set_result(got if isinstance(got, Stored) else None)
-
-
-def _place(key: Any, path: str, stamp: Stamp, held: HeldRequests | None, now: datetime) -> Place:
-    """Where a site-wide answer is shared: its key, and its stamp in terms every worker of the same code shares
-    (the catalog version, what it shows of the live requests, the read model's code fingerprint)."""
-    return _digest(key), _digest((stamp[1], shared_live(path, now, held), summary_form()))
-
-
-def claim_warming(catalog: Catalog, state: tuple[int, date]) -> bool:
-    """Whether this worker is the first of the catalog's to warm the read models at (catalog version, day)
-    (web/warming.py): the site-wide answers they serve are computed once for all workers."""
-    version, day = state
-    return shared_answers.claim_once(catalog, (_digest(("warm", day.isoformat())), _digest(version)), version)
-
-
-def _digest(value: Hashable) -> str:
-    return hashlib.sha256(repr(value).encode()).hexdigest()
 
 
 def _kept(stored: Stored, stamp: Stamp) -> KeptAnswer:
     return KeptAnswer(stored.status, stored.headers, stored.body, stored.etag, stamp)
 
 
-async def _share(catalog: Catalog, place: Place, version: int, answer: KeptAnswer | None) -> None:
-    """Store the answer this worker claimed for the others, or give the claim up when nothing was kept."""
-    try:
-        if answer is None:
-            await to_thread.run_sync(shared_answers.release, catalog, place)
-        else:
-            stored = Stored(answer.status, answer.headers, answer.body, answer.etag)
-            await to_thread.run_sync(shared_answers.store, catalog, place, version, stored)
-    except Exception:  # a read-only catalog, a database away: the others compute it themselves
-        log.warning("sharing an answer failed", exc_info=True)
+def _stored(answer: KeptAnswer | None) -> Stored | None:
+    return None if answer is None else Stored(answer.status, answer.headers, answer.body, answer.etag)
 
 
 def _stamp_now(catalog: Catalog, versions: Versions, held: HeldRequests | None, path: str, now: datetime,
@@ -403,89 +296,3 @@ async def _load_once(catalog: Catalog, operation: str, versions: Versions) -> Op
         pending = _LOADING[key] = asyncio.ensure_future(to_thread.run_sync(load_operation, catalog, operation))
         pending.add_done_callback(lambda _: _LOADING.pop(key, None))
     return await asyncio.shield(pending)
-
-
-def _no_body() -> Receive:
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await asyncio.Event().wait()  # nobody disconnects from a background computation
-        return {"type": "http.disconnect"}
-
-    return receive
-
-
-async def _discard(message: Message) -> None:
-    return None
-
-
-class _Recorder:
-    """Passes an answer through while keeping a copy, if it is one that may be kept."""
-
-    def __init__(self, send: Send, complete: Callable[[_Recorder], None] | None = None,
-                 stamp: Stamp | None = None) -> None:
-        self._send = send
-        self._stamp = stamp  # the version the answer shows goes in its headers
-        self._complete = complete  # called once the last body part is in, before it is sent on
-        self._start: Message | None = None
-        self._body: list[bytes] = []
-        self._size = 0
-        self._keepable = True
-
-    async def send(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            if self._stamp is not None and message["status"] == 200:
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (VERSION_HEADER, str(self._stamp[1]).encode())]}
-            self._start = message
-            self._keepable = message["status"] == 200 and not _forbids_keeping(message.get("headers", []))
-        elif message["type"] == "http.response.body" and self._keepable:
-            self._size += len(message.get("body", b""))
-            self._keepable = self._size <= MAX_KEPT_BYTES
-            self._body.append(message.get("body", b""))
-        if message["type"] == "http.response.body" and not message.get("more_body") and self._complete:
-            self._complete(self)
-        await self._send(message)
-
-    def answer(self, stamp: Stamp) -> KeptAnswer | None:
-        if self._start is None or not self._keepable:
-            return None
-        body = b"".join(self._body)
-        headers = [(k.lower(), v) for k, v in self._start.get("headers", [])]
-        etag = next((v for k, v in headers if k == b"etag"), None)
-        if etag is None:
-            etag = b'W/"' + hashlib.sha256(body).hexdigest()[:20].encode() + b'"'
-            headers.append((b"etag", etag))
-        return KeptAnswer(200, tuple(headers), body, etag, stamp)
-
-
-def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> bytes:
-    return next((v for k, v in headers if k == name), b"")
-
-
-def _forbids_keeping(headers: Any) -> bool:
-    for name, value in headers:
-        name = name.lower()
-        if name == b"set-cookie" or (name == b"cache-control" and b"no-store" in value):
-            return True
-    return False
-
-
-async def _send_kept(kept: KeptAnswer, scope: Scope, send: Send) -> None:
-    if kept.etag in _if_none_match(scope):
-        await send({"type": "http.response.start", "status": 304, "headers": [(b"etag", kept.etag)]})
-        await send({"type": "http.response.body", "body": b""})
-        return
-    await send({"type": "http.response.start", "status": kept.status, "headers": list(kept.headers)})
-    await send({"type": "http.response.body", "body": kept.body})
-
-
-def _if_none_match(scope: Scope) -> set[bytes]:
-    for name, value in scope.get("headers", []):
-        if name == b"if-none-match":
-            return {tag.strip() for tag in value.split(b",") if tag.strip()}
-    return set()

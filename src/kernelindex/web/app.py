@@ -23,12 +23,13 @@ from starlette.routing import Match
 from kernelindex import urls
 from kernelindex.services.problems import CODE_OF_STATUS, Problem
 from kernelindex.web import api, api_docs, asks, feed, pages, samples_route, view_routes
-from kernelindex.web.answer_cache import STALE_FOR_S, VERSION_FRESH_S, AnswerCache, claim_warming
+from kernelindex.web.answer_cache import STALE_FOR_S, VERSION_FRESH_S, AnswerCache
 from kernelindex.web.api.problems import problem_response, validation_problem
 from kernelindex.web.body_limits import BodyLimit
 from kernelindex.web.head import HeadAsGet
 from kernelindex.web.render import ErrorPage, PageError, error_response
 from kernelindex.web.security import SecurityMiddleware
+from kernelindex.web.shared_site_answers import claim_warming
 from kernelindex.web.warming import keep_warm
 
 log = logging.getLogger("kernelindex.web")
