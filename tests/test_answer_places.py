@@ -54,9 +54,10 @@ def test_a_view_keeps_nothing_of_its_own() -> None:
 
 
 def test_the_shared_answers_are_the_rendered_answers_alone() -> None:
-    """The store of site-wide answers computed once for every worker is used by the answer cache only (and the
-    module of its sharing steps, ``web/shared_site_answers.py``): it holds finished answers, not a model of its own."""
+    """The store of site-wide answers computed once for every worker is used by the answer cache only (with its
+    kept answer, ``web/kept_answers.py``, and its sharing steps, ``web/shared_site_answers.py``): it holds finished
+    answers, not a model of its own."""
     users = sorted(path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
                    if "shared_answers" in path.read_text() and path.name != "shared_answers.py"
                    and "migrations" not in path.parts and path.name != "models.py")
-    assert users == ["web/answer_cache.py", "web/shared_site_answers.py"], users
+    assert users == ["web/answer_cache.py", "web/kept_answers.py", "web/shared_site_answers.py"], users

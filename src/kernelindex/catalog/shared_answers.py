@@ -6,7 +6,8 @@ to compute one at a stamp claims it (a row with no answer yet), stores the finis
 others read it instead of computing it. A claim older than the claimer's allowance (it died, or is stuck) may be
 taken over. Rows of an older catalog version can no longer be asked for and are dropped by the next store.
 
-The table holds finished answers only (``web/answer_cache.py`` is its one reader and writer): it is the
+The table holds finished answers only (the answer cache, ``web/answer_cache.py`` with its sharing steps in
+``web/shared_site_answers.py``, is its one reader and writer): it is the
 rendered answer's place, shared, not a third place an answer lives (docs/caching.md).
 """
 

@@ -157,7 +157,7 @@ class AnswerCache:
             if not waiting.done():
                 waiting.set_result(None)  # no answer to keep: the waiters compute it themselves
             if shared_place is not None:
-                await share(catalog, shared_place, stamp[1], _stored(waiting.result()))
+                await share(catalog, shared_place, stamp[1], waiting.result())
 
     def _keep(self, catalog: Catalog, key: Any, answer: KeptAnswer) -> None:
         READ_CACHE.put(catalog, key, answer, version=0, scope=ANSWERS)
@@ -237,10 +237,6 @@ class AnswerCache:
 
 def _kept(stored: Stored, stamp: Stamp) -> KeptAnswer:
     return KeptAnswer(stored.status, stored.headers, stored.body, stored.etag, stamp)
-
-
-def _stored(answer: KeptAnswer | None) -> Stored | None:
-    return None if answer is None else Stored(answer.status, answer.headers, answer.body, answer.etag)
 
 
 def _stamp_now(catalog: Catalog, versions: Versions, held: HeldRequests | None, path: str, now: datetime,

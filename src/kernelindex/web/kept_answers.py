@@ -1,7 +1,7 @@
-"""A finished answer as the answer cache keeps it (``KeptAnswer``: status, headers, body, ETag and the stamp it
-was computed at) and the ASGI plumbing that records one while passing it on (``Recorder``), serves one again
-(``send_kept``, with ``If-None-Match``) and runs the app in the background (``no_body``, ``discard``).
-``web/answer_cache.py`` decides what is kept and when it is out of date."""
+"""A finished answer as the answer cache keeps it (``KeptAnswer``: the stored answer's status, headers, body and
+ETag, and the stamp it was computed at) and the ASGI plumbing that records one while passing it on
+(``Recorder``), serves one again (``send_kept``, with ``If-None-Match``) and runs the app in the background
+(``no_body``, ``discard``). ``web/answer_cache.py`` decides what is kept and when it is out of date."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
+from kernelindex.catalog.shared_answers import Stored
 from kernelindex.web.security import Message, Receive, Scope, Send
 
 MAX_KEPT_BYTES = 8 * 1024 * 1024  # one answer; bigger ones (none today) are answered but not kept
@@ -23,11 +24,9 @@ _MAIN = b'<main id="content" tabindex="-1">'
 
 
 @dataclass(frozen=True)
-class KeptAnswer:
-    status: int
-    headers: tuple[tuple[bytes, bytes], ...]
-    body: bytes
-    etag: bytes
+class KeptAnswer(Stored):
+    """A finished answer (what the shared store holds of it, ``Stored``) and the stamp it was computed at."""
+
     stamp: Stamp
 
     @property
