@@ -42,11 +42,11 @@ def operation_brief(catalog: Catalog, slug: str, *, workload: str | None = None,
 def brief_answer(catalog: Catalog, slug: str, params: dict[str, Any], now: datetime) -> dict[str, Any] | Problem:
     """The brief for the operation page's own arguments, checked as the page checks them; a refusal as the
     page's (``read_refusal``, the services' one translation of read errors)."""
+    from kernelindex.views.params import given_query
     from kernelindex.views.table import VIEW
 
-    given = {k: v if isinstance(v, list) else [str(v)] for k, v in params.items() if v is not None}
     try:
-        args = VIEW["operation"].arguments(slug, given)
+        args = VIEW["operation"].arguments(slug, given_query(params))
         return operation_brief(catalog, args.pop("slug"), now=now, **{k: v for k, v in args.items() if k != "page"})
     except READ_ERRORS as exc:
         return read_refusal(exc)

@@ -27,7 +27,7 @@ from kernelindex.resolve.service import Refusal, resolve_structured, search
 from kernelindex.resolve.source import CatalogCohortSource
 from kernelindex.resolve.use import use_text
 from kernelindex.services.problems import READ_ERRORS, Answer, Problem, field_errors, read_refusal
-from kernelindex.views.params import RUN_ID, check_subject
+from kernelindex.views.params import RUN_ID, check_subject, given_query
 from kernelindex.views.table import VIEW
 
 MAX_BATCH = 50
@@ -36,9 +36,8 @@ MAX_BATCH = 50
 def page(catalog: Catalog, now: datetime, name: str, subject: str | None = None, **query: Any) -> Answer | Problem:
     """A page's JSON (the view ``name`` of the page table): its arguments checked, its data cached."""
     view = VIEW[name]
-    given = {k: v if isinstance(v, list) else [str(v)] for k, v in query.items() if v is not None}
     try:
-        return view.data(catalog, now, view.arguments(subject, given))
+        return view.data(catalog, now, view.arguments(subject, given_query(query)))
     except READ_ERRORS as exc:
         return read_refusal(exc)
 

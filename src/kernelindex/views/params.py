@@ -46,6 +46,11 @@ class Repeated:
     most: int
 
 
+def given_query(query: Mapping[str, object]) -> dict[str, list[str]]:
+    """A door's keyword arguments as a query string gives them (each a list of strings; None: not given)."""
+    return {k: v if isinstance(v, list) else [str(v)] for k, v in query.items() if v is not None}
+
+
 def check_subject(param: Param, value: str) -> str:
     """A path subject that cannot name anything is a 404 (nothing lives at that path)."""
     if not param.matches(value):
