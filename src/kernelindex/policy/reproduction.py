@@ -212,13 +212,11 @@ def reproductions(claims: Iterable[Claim], datasheets: Mapping[str, GpuDatasheet
         chosen, version = _nearest(claim, found)
         chosen.sort(key=lambda t: t.run)
         figure = round(statistics.median(t.value_ns for t in chosen))
-        out[claim.run] = Reproduction(claim.run, tuple(t.run for t in chosen), claim.value_ns, figure, version,
-                                      differences(claim, chosen[0]))
-    if datasheets:
-        for run, court in out.items():
-            if not court.reproduced:
-                claim = next(c for c in reported if c.run == run)
-                out[run] = replace(court, contradiction=contradiction(claim, court, reported, datasheets))
+        court = Reproduction(claim.run, tuple(t.run for t in chosen), claim.value_ns, figure, version,
+                             differences(claim, chosen[0]))
+        if datasheets and not court.reproduced:
+            court = replace(court, contradiction=contradiction(claim, court, reported, datasheets))
+        out[claim.run] = court
     return out
 
 
