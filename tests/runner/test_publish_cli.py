@@ -215,6 +215,7 @@ def test_bootstrap_trusts_the_shipped_keys(db_url: str) -> None:
                                      "kernelindex-h200-runner-21", "kernelindex-h100-runner-3",
                                      "kernelindex-h200-runner-22", "kernelindex-h100-runner-4",
                                      "kernelindex-h200-runner-23", "kernelindex-h100-runner-5",
+                                     "kernelindex-h200-runner-24", "kernelindex-h100-runner-6",
                                      "independent-check-runner"}
     assert trusted_runner_keys(catalog) == shipped
     keys.bundled_runner_keys(catalog)  # idempotent
