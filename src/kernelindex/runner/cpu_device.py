@@ -39,14 +39,16 @@ class NominalSampler:
 
 class NominalStreamSampler:
     """Protocol v4's sampler on the CPU test device: runs each of the R sets once for real (so rotation and
-    binding are exercised, without K CPU calls a sample), reports the nominal time per call."""
+    binding are exercised, without K CPU calls a sample), reports the nominal time per call. Where the calls must
+    not be captured (``no_capture``), it says ``eager`` and why, as the CUDA device's sampler does."""
 
     method = "cpu_test_device_nominal"
-    capture = "cuda_graph"
-    capture_failure: str | None = None
 
-    def __init__(self, calls: Sequence[Call], rotation: Rotation, device: CpuTestDevice) -> None:
+    def __init__(self, calls: Sequence[Call], rotation: Rotation, device: CpuTestDevice,
+                 no_capture: str | None = None) -> None:
         self.calls, self.rotation, self.device = calls, rotation, device
+        self.capture = "eager" if no_capture else "cuda_graph"
+        self.capture_failure = f"graph capture not attempted: {no_capture}"[:300] if no_capture else None
 
     def sample(self) -> list[float]:
         for call in self.calls:
@@ -78,7 +80,7 @@ class CpuTestDevice:
 
     def stream_sampler(self, calls: Sequence[Call], rotation: Rotation,
                        no_capture: str | None = None) -> NominalStreamSampler:
-        return NominalStreamSampler(calls, rotation, self)
+        return NominalStreamSampler(calls, rotation, self, no_capture)
 
     def kernel_busy(self, call: Call) -> tuple[float, int, float | None]:
         samples = NominalSampler(call, 10, self).sample()
