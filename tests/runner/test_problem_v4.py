@@ -91,20 +91,20 @@ def test_the_child_ranks_stream_time_over_rotating_sets_and_keeps_kernel_busy_be
 
 def test_the_sets_are_drawn_once_under_seeds_of_their_own_and_shared_by_the_implementations(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    case = Case(load_problem(LINEAR, _digest(LINEAR)), "cpu")
+    problem = Case(load_problem(LINEAR, _digest(LINEAR)), "cpu")
     seeds: list[int] = []
     draw = Case.inputs
     monkeypatch.setattr(Case, "inputs", lambda self, seed: (seeds.append(seed), draw(self, seed))[1])
-    eager = first_call(case, "eager")
+    eager = first_call(problem, "eager")
     passed = {"eager": eager, "again": Prepared("again", eager.call, eager.verdict, forward=eager.forward)}
-    sets = RotationSets(case)
-    samplers, facts = stream_samplers(CpuTestDevice("H100"), case, passed, sets)
+    sets = RotationSets(problem)
+    samplers, facts = stream_samplers(CpuTestDevice("H100"), problem, passed, sets)
     r = facts["eager"].rotation.sets
     assert r == facts["again"].rotation.sets == 16
-    rotated = seeds[1:]  # the first is the timed draw's (the case's seed)
-    assert seeds[0] == case.seed and sorted(rotated) == [case.seed + ROTATION_SEED + i for i in range(1, r)]
+    rotated = seeds[1:]  # the first is the timed draw's (the problem's seed)
+    assert seeds[0] == problem.seed and sorted(rotated) == [problem.seed + ROTATION_SEED + i for i in range(1, r)]
     assert set(sets.drawn) == set(rotated)  # each set drawn once for both implementations
-    timed = case.timed_inputs()[0]
+    timed = problem.timed_inputs()[0]
     values = [timed, *(sets.drawn[s][0] for s in sorted(sets.drawn))]
     assert all(not torch.equal(a, b) for i, a in enumerate(values) for b in values[i + 1:])  # distinct draws
     assert all(len(s.calls) == r for s in samplers.values())  # type: ignore[attr-defined]
@@ -170,7 +170,8 @@ def test_the_cpu_childs_result_bundles_as_v4(case: ProblemCase, environment: Exe
 
 # --- shipping: supersession and the campaign plan ------------------------------------------------------------
 
-def _bundle(tmp_path: Path, name: str, result: dict, case: ProblemCase, environment: ExecutionEnvironment) -> Path:
+def _bundle(tmp_path: Path, name: str, result: dict, case: ProblemCase,  # noqa: F811
+            environment: ExecutionEnvironment) -> Path:  # noqa: F811
     from kernelindex.trust import keys
 
     key = tmp_path / "key" / keys.PRIVATE_KEY_FILE
@@ -183,7 +184,8 @@ def _bundle(tmp_path: Path, name: str, result: dict, case: ProblemCase, environm
     return tmp_path / "verified" / name
 
 
-def _shipped(case: ProblemCase, environment: ExecutionEnvironment, tmp_path: Path) -> tuple[Path, Path]:
+def _shipped(case: ProblemCase, environment: ExecutionEnvironment,  # noqa: F811
+             tmp_path: Path) -> tuple[Path, Path]:
     old = _bundle(tmp_path, "h200-kernelbench-level1-eager-torch-compile-20261203-r14",
                   _result(environment, {"eager": _timing(2_500_000), "torch-compile": _timing(2_400_000)}), case,
                   environment)

@@ -130,7 +130,7 @@ class _Queue:
 
     def __init__(self, args: argparse.Namespace, cases: list[dict[str, Any]], folder: Path) -> None:
         self.args, self.folder, self.start = args, folder, time.monotonic()
-        self.cases = [c for c in cases if not _done(folder / f"{c['level']}-{c['number']}.json")]
+        self.cases = [c for c in cases if not has_current_result(folder / f"{c['level']}-{c['number']}.json")]
         self.alone: list[tuple[dict[str, Any], str]] = []  # (case, why) to rerun alone on its GPU
         self.written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # result file → (case, result)
         self.lock = threading.Lock()
@@ -156,11 +156,14 @@ class _Queue:
             self.alone.append((case, why))
 
 
-def _done(path: Path) -> bool:
+def has_current_result(path: Path) -> bool:
     """A result this call need not redo: one measured under the current protocol (a v3 result is measured again)."""
     from kernelindex.runner.records import STREAM_VERSION
 
-    return path.exists() and json.loads(path.read_text()).get("runner_protocol") == STREAM_VERSION
+    try:
+        return json.loads(path.read_text()).get("runner_protocol") == STREAM_VERSION
+    except (OSError, ValueError):  # none, or cut short while written: measured again
+        return False
 
 
 def _out_of_memory(result: dict[str, Any]) -> str:
@@ -355,7 +358,9 @@ def main() -> None:
     r.add_argument("--time-limit", type=float, default=300.0, help="seconds per problem (its process is killed)")
     r.add_argument("--case-seconds", type=float, default=1.0, help="timing budget per problem, all implementations")
     r.add_argument("--hard-limit", type=float, default=20.0, help="seconds per problem before min_samples stops it")
-    r.add_argument("--min-samples", type=int, default=100)
+    r.add_argument("--min-samples", type=int, default=50,
+                   help="replays per implementation before the stop rule applies (v4: each the mean of K >= 32 "
+                        "calls; the curated operations' campaign steps ask 50 too)")
     r.add_argument("--host-calls", type=int, default=20)
     r.add_argument("--warmup-calls", type=int, default=10)
     r.add_argument("--warmup-ms", type=float, default=50.0, help="warm-up time after the calls, per implementation")
