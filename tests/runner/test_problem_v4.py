@@ -113,7 +113,16 @@ def test_the_sets_are_drawn_once_under_seeds_of_their_own_and_shared_by_the_impl
 
 
 def test_a_model_that_rebinds_its_state_is_timed_eagerly_and_says_why() -> None:
+    from types import SimpleNamespace
+
+    from kernelindex.domain.runner_specs import StreamReplay
+    from kernelindex.readmodel.stream_panel import _ranks_sentence
+
     stream = _serve(REBINDING)["implementations"]["eager"]["timing"]["v4"]["stream"]
+    sentence = _ranks_sentence(SimpleNamespace(spec=SimpleNamespace(timing=SimpleNamespace(  # type: ignore[arg-type]
+        stream=StreamReplay(**stream)))))
+    assert "must not be captured in a CUDA graph (the reason below)" in sentence
+    assert "parameters and buffers (0.0 MiB) are not rotated" in sentence
     assert stream["capture"] == "eager"
     assert stream["capture_failure"].startswith("graph capture not attempted: each call replaces tensors its model "
                                                 "keeps between calls (hidden)")
@@ -145,6 +154,14 @@ def test_a_v4_result_becomes_runs_of_the_v4_protocol_and_an_older_result_stays_v
     assert timing.stream is not None and timing.stream.unrotated_bytes == 0 and timing.stream.rotation_sets == 1
     assert timing.kernel_busy is not None and timing.kernel_busy.median_ns == 2_460_000
     assert timing.cross_check is not None and timing.min_samples == 100
+    from types import SimpleNamespace
+
+    from kernelindex.readmodel.stream_panel import stream_panel
+
+    panel = stream_panel(SimpleNamespace(spec=run.spec, ceiling_check=None))  # type: ignore[arg-type]
+    assert panel is not None and panel["kernel_busy_ns"] == 2_460_000
+    assert "Stream time ranks: 32 calls back to back over 1 rotating input/output set" in panel["ranks"]
+    assert "parameters" not in panel["ranks"]  # none in a matmul problem: nothing to say
     samples = json.loads(v4.samples[0])
     assert samples["format"] == "kernelindex-samples/v3" and len(samples["stream_ns"]) == 100
     assert samples["kernel_busy_median_ns"] == 2_460_000
