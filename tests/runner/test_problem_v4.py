@@ -245,3 +245,23 @@ def test_the_plan_counts_v3_problem_module_runs_as_older_until_v4_supersedes_the
     assert selection.plan(selection.read_shipped(verified, supersessions), gpu, "older").kernelbench == {}
     assert selection.plan(selection.read_shipped(verified, supersessions), "NVIDIA H100 80GB HBM3", "missing",
                           ).kernelbench == {"1": 2}  # the v4 runs, missing on the H100
+
+
+def test_the_shipped_v3_no_grad_protocol_is_still_built_byte_for_byte() -> None:
+    """Results made before v4 are bundled under v3's protocol: its spec (so its digest) must not move, or re-bundled
+    v3 runs would land in a protocol, and cohort, of their own."""
+    from kernelindex.domain.manifests import parse_manifest
+    from kernelindex.runner.problem_records import protocol_manifest
+
+    root = Path(__file__).resolve().parents[2] / "src" / "kernelindex" / "data" / "verified"
+    lines = [line for f in root.glob("*kernelbench*/manifests.jsonl") for line in f.read_text().splitlines()]
+    shipped = {digest_of(p): p for line in lines if '"BenchmarkProtocol"' in line and V3_PROTOCOL in line
+               for p in [parse_manifest(json.loads(line))]}
+    assert shipped
+    for digest, protocol in shipped.items():
+        spec = protocol.spec
+        policy = {"warmup_calls": spec.warmup.count, "warmup_time_ns": spec.warmup.time_ns, "target_rse": 0.005,
+                  "min_samples": spec.repetitions.count, "time_budget_ns": spec.repetitions.time_ns,
+                  "max_samples": 2000}
+        assert digest_of(protocol_manifest(policy)) == digest
+        assert digest_of(protocol_manifest(policy, stream=True)) != digest
