@@ -196,7 +196,7 @@ def _script() -> ModuleType:
     return supersede
 
 
-def _old_protocol(policy: dict[str, Any]) -> BenchmarkProtocol:
+def _old_protocol(policy: dict[str, Any], stream: bool = False) -> BenchmarkProtocol:
     """The protocol the runner-10-13 bundles carry: the spec without the words that say the call runs under
     torch.no_grad(), under the old name."""
     spec = problem_records.protocol_manifest(policy).model_dump(mode="json")["spec"]

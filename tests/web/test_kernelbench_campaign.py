@@ -150,6 +150,12 @@ def test_the_bundle_verifies_and_carries_a_run_per_problem(campaign: dict[str, P
     passed = runs["1-1"].spec
     assert passed.correctness.checked and passed.correctness.passed and passed.timing.samples >= 20
     assert passed.timing.samples_digest is not None and passed.artifacts["samples"] == passed.timing.samples_digest
+    # Runner protocol v4: stream time over rotating input sets, the model's own parameters not rotated
+    protocols = [m for m in bundle.manifests if m.kind == "BenchmarkProtocol"]
+    assert [p.metadata.name for p in protocols] == ["kernelindex-runner-v4-problem-module-forward-no-grad"]
+    stream = passed.timing.stream
+    assert stream is not None and stream.rotation_sets >= 1 and stream.unrotated_bytes is not None
+    assert passed.timing.kernel_busy is not None
     environment = next(m for m in bundle.manifests if m.kind == "ExecutionEnvironment")
     assert environment.spec.software["torch.backends.cudnn.allow_tf32"] == "True"  # PyTorch's default, recorded
     assert "nominal times, not measurements" in (environment.metadata.description or "")

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelindex.campaigns import flashinfer
+from kernelindex.campaigns.kernelbench import has_current_result
 from kernelindex.campaigns.steps import Step, expand, parse
 
 DEADLINE_MARGIN = 25  # the longest profiled batch seen (~16 s, fused-moe) plus writing the bundle and summary
@@ -256,7 +257,7 @@ def _problems_without_result(call: Call, step: Step, folder: Path) -> list[dict[
     levels = {int(x) for x in step.levels.split(",")}
     cases = [c for c in json.loads(call.kernelbench_cases.read_text())["cases"] if c["level"] in levels][step.skip:]
     cases = cases[:step.most] if step.most else cases
-    return [c for c in cases if not (folder / f"{c['level']}-{c['number']}.json").exists()]
+    return [c for c in cases if not has_current_result(folder / f"{c['level']}-{c['number']}.json")]
 
 
 def _bundles(call: Call) -> dict[str, int]:

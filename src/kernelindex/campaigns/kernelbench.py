@@ -1,7 +1,7 @@
-"""The KernelBench H200 campaign (issue 24 item 5): every problem of the newest problem set, verified
-and timed by the generic problem-module adapter (kernelindex.runner.problem_module) under runner
-protocol v3, each problem in its own process with a time limit and no network; the results become
-signed runner bundles (kernelindex.runner.problem_bundle) that `ki publish` and start-up verify like
+"""The KernelBench campaign (issue 24 item 5): every problem of the newest problem set, verified and timed by
+the generic problem-module adapter (kernelindex.runner.problem_module) under runner protocol v4 (stream time;
+kernelindex.runner.problem_stream), each problem in its own process with a time limit and no network; the results
+become signed runner bundles (kernelindex.runner.problem_bundle) that `ki publish` and start-up verify like
 every other runner bundle. docs/sources-kernelbench.md, "The H200 campaign", says how it is run.
 
 Prepare here (CPU), from the shipped data and the catalog's own mapping: each case carries the
@@ -9,7 +9,7 @@ problem file and the operation and workload manifests the import made of it (byt
 
     ki runner campaign carry … (writes kernelbench-cases.json into the carry)
 
-On the GPU machine (resumable: a problem with a result file is skipped):
+On the GPU machine (resumable: a problem with a v4 result file is skipped; a v3 one is measured again):
 
     python3 -m kernelindex.campaigns.kernelbench run --cases kernelbench-cases.json --out OUT \\
         --levels 1 --impl eager,torch-compile [--skip N] [--max N] [--budget SECONDS] \\
@@ -40,7 +40,8 @@ from typing import Any
 MIN_PROBLEM_S = 30.0  # a problem is not started with less of the call's budget left
 GPU_LOCK = ("an exclusive lock per GPU (fcntl.flock on a file) held by each problem process around every phase "
             "that runs work on the GPU: moving the model and inputs, input draws, float64 references on the GPU, "
-            "correctness checks, first calls, Inductor's compile-time benchmarks, warm-up, timing and v3's extras")
+            "correctness checks, first calls, Inductor's compile-time benchmarks, rotation sets, warm-up, timing, "
+            "kernel busy time and v3's extras")
 
 
 def prepare(out: Path, data_path: Path | None = None, counted_path: Path | None = None) -> dict[str, int]:
@@ -129,7 +130,7 @@ class _Queue:
 
     def __init__(self, args: argparse.Namespace, cases: list[dict[str, Any]], folder: Path) -> None:
         self.args, self.folder, self.start = args, folder, time.monotonic()
-        self.cases = [c for c in cases if not (folder / f"{c['level']}-{c['number']}.json").exists()]
+        self.cases = [c for c in cases if not has_current_result(folder / f"{c['level']}-{c['number']}.json")]
         self.alone: list[tuple[dict[str, Any], str]] = []  # (case, why) to rerun alone on its GPU
         self.written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # result file → (case, result)
         self.lock = threading.Lock()
@@ -153,6 +154,16 @@ class _Queue:
     def again_alone(self, case: dict[str, Any], why: str) -> None:
         with self.lock:
             self.alone.append((case, why))
+
+
+def has_current_result(path: Path) -> bool:
+    """A result this call need not redo: one measured under the current protocol (a v3 result is measured again)."""
+    from kernelindex.runner.records import STREAM_VERSION
+
+    try:
+        return json.loads(path.read_text()).get("runner_protocol") == STREAM_VERSION
+    except (OSError, ValueError):  # none, or cut short while written: measured again
+        return False
 
 
 def _out_of_memory(result: dict[str, Any]) -> str:
@@ -237,6 +248,7 @@ def run(args: argparse.Namespace) -> None:
     """Each problem in its own process; ``--gpus N --workers-per-gpu K`` runs N×K at once, K per GPU
     (CUDA_VISIBLE_DEVICES) sharing it under the GPU lock (with K = 1 the lock is not taken)."""
     from kernelindex.runner.campaign import campaign_id
+    from kernelindex.runner.records import STREAM_VERSION
 
     document = json.loads(Path(args.cases).read_text())
     levels = {int(x) for x in args.levels.split(",")}
@@ -255,7 +267,8 @@ def run(args: argparse.Namespace) -> None:
             "gpu_lock": args.workers_per_gpu > 1, "cpu_threads": _threads(args),
             "draw_on_device": not args.inputs_on_cpu, "fresh_compile": not args.compile_caches}
     extra = {"environment": _probe_once(args), "campaign": campaign_id(), "policy": policy,
-             "implementations_asked": impls, "workers_per_gpu": args.workers_per_gpu}
+             "implementations_asked": impls, "workers_per_gpu": args.workers_per_gpu,
+             "runner_protocol": STREAM_VERSION}  # v4 on CUDA and the CPU test device (problem_process)
     while True:
         workers = [threading.Thread(target=_work, args=(queue, worker, base, extra))
                    for worker in range(args.gpus * args.workers_per_gpu)]
@@ -345,7 +358,9 @@ def main() -> None:
     r.add_argument("--time-limit", type=float, default=300.0, help="seconds per problem (its process is killed)")
     r.add_argument("--case-seconds", type=float, default=1.0, help="timing budget per problem, all implementations")
     r.add_argument("--hard-limit", type=float, default=20.0, help="seconds per problem before min_samples stops it")
-    r.add_argument("--min-samples", type=int, default=100)
+    r.add_argument("--min-samples", type=int, default=50,
+                   help="replays per implementation before the stop rule applies (v4: each the mean of K >= 32 "
+                        "calls; the curated operations' campaign steps ask 50 too)")
     r.add_argument("--host-calls", type=int, default=20)
     r.add_argument("--warmup-calls", type=int, default=10)
     r.add_argument("--warmup-ms", type=float, default=50.0, help="warm-up time after the calls, per implementation")

@@ -18,7 +18,9 @@ either (under-sampled or failed): level 3's recurrent networks stop at the hard 
 
 ``--stream``: protocol v4 bundles (issue 42) supersede every older protocol's run (v1, v2, v3) of the same workload,
 region, implementation line and GPU product — an independent check's too, so that a page shows one verified figure
-per kernel; the older runs stay visible as history.
+per kernel; the older runs stay visible as history. A KernelBench problem-module bundle of v4
+(``…-v4-problem-module-forward-no-grad``) supersedes the v3 no-grad runs of its problems that way, its reason saying
+what v4 means for a problem module. ``ki runner campaign ship`` does this by itself for every v4 bundle it ships.
 
 ``--rerun-of OLD --reason TEXT``: the runs of bundle OLD that were not ranked (did not pass, or stopped short of the
 protocol's minimum samples), superseded by the new bundles' runs of the same workload, region and line that are —
@@ -49,6 +51,12 @@ NO_GRAD_REASON = ("re-measured under torch.no_grad(), as KernelBench times it (i
 STREAM_REASON = ("re-measured under runner protocol v4 (stream time: write-back and the gaps between kernels "
                  "included; issue 42): same workload, region, implementation line and GPU; the superseded figure was "
                  "an older protocol's (v3 device time, or graph-replay or per-call-event time)")
+STREAM_PROBLEM_PROTOCOL = "kernelindex-runner-v4-problem-module-forward-no-grad"
+STREAM_PROBLEM_REASON = (
+    "re-measured under runner protocol v4 (issues 42 and 44): the KernelBench problem's forward under "
+    "torch.no_grad(), timed as stream time over rotating input sets (the model's parameters not rotated, as a "
+    "layer's are not); same workload, implementation line and GPU; the superseded figure was v3's device time, "
+    "which the new run keeps beside its figure as kernel busy time")
 REASON = ("re-measured under runner protocol v3 (CUPTI device time; issue 19): same workload, region and "
           "implementation line; the v2 figure was graph-replay or per-call-event time")
 
@@ -132,8 +140,9 @@ def lines(new_bundles: list[Path], at: str, *, upstream_one: bool = False, no_gr
     for path in new_bundles:
         if no_grad and _protocol_names(path) != {NO_GRAD_PROTOCOL}:
             raise SystemExit(f"{path}: not a bundle of {NO_GRAD_PROTOCOL} runs; --no-grad supersedes with those only")
+        said = STREAM_PROBLEM_REASON if stream and _protocol_names(path) == {STREAM_PROBLEM_PROTOCOL} else why
         for key, (new_digest, run) in sorted(_runs(path).items()):
-            out.extend(json.dumps({"new": new_digest, "old": old_digest, "reason": why, "at": at})
+            out.extend(json.dumps({"new": new_digest, "old": old_digest, "reason": said, "at": at})
                        for old_digest, old_run in old.get(key, [])
                        if (_ranked(run) if rerun_of else _replaces(run, old_run)))
     return out

@@ -54,6 +54,8 @@ class StreamReplay(Strict):
     footprint_bytes: Annotated[int, Field(ge=0)]  # one call's own tensors: inputs and what it returns
     l2_bytes: Annotated[int, Field(ge=0)] | None = None  # the GPU's L2, which R sets together exceed 4×
     capture_failure: str | None = None  # why the call was timed eagerly
+    # A problem module's parameters and buffers: one model, called as a layer is, so not rotated (its bytes)
+    unrotated_bytes: Annotated[int, Field(ge=0)] | None = None
 
 
 class KernelBusy(Strict):

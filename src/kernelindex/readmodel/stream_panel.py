@@ -14,14 +14,19 @@ def _ranks_sentence(run: Run) -> str:
     assert stream is not None
     how = (f"{stream.calls_per_replay} calls back to back over {stream.rotation_sets} rotating input/output "
            f"set{'s' if stream.rotation_sets != 1 else ''} of {stream.footprint_bytes / 2**20:,.1f} MiB each")
+    kept = (f" The model's parameters and buffers ({stream.unrotated_bytes / 2**20:,.1f} MiB) are not rotated: one "
+            "model, called as a layer is, so weights that fit the L2 may stay there between calls."
+            if stream.unrotated_bytes else "")
     if stream.capture == "eager":
-        return (f"Stream time ranks: {how}, run eagerly between two CUDA events because the call cannot be captured "
-                "in a CUDA graph (it synchronises with the host), so its stalls on this host are in the figure; "
-                "per call = elapsed time / calls.")
+        why = ("the call must not be captured in a CUDA graph (the reason below)"
+               if (stream.capture_failure or "").startswith("graph capture not attempted") else
+               "the call cannot be captured in a CUDA graph (it synchronises with the host)")
+        return (f"Stream time ranks: {how}, run eagerly between two CUDA events because {why}, so its stalls on "
+                f"this host are in the figure; per call = elapsed time / calls.{kept}")
     return (f"Stream time ranks: {how}, captured in one CUDA graph and the replay timed whole; per call = replay "
             "time / calls. Each call starts with its own tensors out of the L2 and pays its write-back inside the "
             "replay. Kernel busy time leaves out that write-back and the gaps between the call's kernels, so it is "
-            "shown, never ranked.")
+            f"shown, never ranked.{kept}")
 
 
 def stream_panel(run: Run) -> dict[str, Any] | None:

@@ -38,19 +38,22 @@ class NominalSampler:
 
 
 class NominalStreamSampler:
-    """Protocol v4's sampler on the CPU test device: runs each of the R sets once for real (so rotation and
-    binding are exercised, without K CPU calls a sample), reports the nominal time per call."""
+    """Protocol v4's sampler on the CPU test device: each sample runs one of the R sets for real, the sets in turn
+    (so rotation and binding are exercised, without K — or R — CPU calls a sample: a problem module of a few bytes
+    has hundreds of sets), and reports the nominal time per call. Where the calls must not be captured
+    (``no_capture``), it says ``eager`` and why, as the CUDA device's sampler does."""
 
     method = "cpu_test_device_nominal"
-    capture = "cuda_graph"
-    capture_failure: str | None = None
 
-    def __init__(self, calls: Sequence[Call], rotation: Rotation, device: CpuTestDevice) -> None:
+    def __init__(self, calls: Sequence[Call], rotation: Rotation, device: CpuTestDevice,
+                 no_capture: str | None = None) -> None:
         self.calls, self.rotation, self.device = calls, rotation, device
+        self.capture = "eager" if no_capture else "cuda_graph"
+        self.capture_failure = f"graph capture not attempted: {no_capture}"[:300] if no_capture else None
+        self.turn = count()
 
     def sample(self) -> list[float]:
-        for call in self.calls:
-            call()
+        self.calls[next(self.turn) % len(self.calls)]()
         figure = NOMINAL_NS * (1 + RIPPLE[next(self.device.ticks) % len(RIPPLE)])
         self.device.clock_ns += int(figure * self.rotation.calls_per_replay)
         return [figure]
@@ -78,7 +81,7 @@ class CpuTestDevice:
 
     def stream_sampler(self, calls: Sequence[Call], rotation: Rotation,
                        no_capture: str | None = None) -> NominalStreamSampler:
-        return NominalStreamSampler(calls, rotation, self)
+        return NominalStreamSampler(calls, rotation, self, no_capture)
 
     def kernel_busy(self, call: Call) -> tuple[float, int, float | None]:
         samples = NominalSampler(call, 10, self).sample()

@@ -51,8 +51,9 @@ class _Builder:
         return self.once(f"impl {digest_of(case.operation)} {key} {torch_version}",
                          lambda: implementation_manifest(case.operation, key, torch_version, self.project))
 
-    def protocol(self, policy: dict[str, Any]) -> BenchmarkProtocol:
-        return self.once(f"protocol {canonical_bytes(policy).decode()}", lambda: protocol_manifest(policy))
+    def protocol(self, policy: dict[str, Any], stream: bool) -> BenchmarkProtocol:
+        return self.once(f"protocol {stream} {canonical_bytes(policy).decode()}",
+                         lambda: protocol_manifest(policy, stream=stream))
 
     def environment(self, result: dict[str, Any]) -> ExecutionEnvironment:
         found = self.environments.get(result.get("environment", ""))
@@ -60,6 +61,15 @@ class _Builder:
             raise ProblemResultError(f"{result.get('file')}: environment {result.get('environment')} was not recorded "
                                      "by the campaign (environments/<digest>.json)")
         return self.once(f"env {digest_of(found)}", lambda: found)
+
+
+def timed_by_v4(result: dict[str, Any]) -> bool:
+    """Whether a problem's result is protocol v4's: the campaign says so (``runner_protocol``, on every result, a
+    killed process's too), or a timing carries stream facts. Results made before v4 say neither: v3."""
+    if result.get("runner_protocol") == records.STREAM_VERSION:
+        return True
+    entries = (result.get("implementations") or {}).values()
+    return any("stream" in ((e.get("timing") or {}).get("v4") or {}) for e in entries)
 
 
 def _outcome(result: dict[str, Any], key: str) -> tuple[str, dict[str, Any] | None]:
@@ -98,7 +108,8 @@ def _add_run(b: _Builder, case: ProblemCase, result: dict[str, Any], key: str) -
     verdict = entry["verdict"] if entry is not None else None
     title = IMPLEMENTATIONS[key][1]
     b.out.manifests.append(records.run_manifest(
-        implementation=impl, workload=case.workload, protocol=b.protocol(result["policy"]), environment=env,
+        implementation=impl, workload=case.workload, protocol=b.protocol(result["policy"], timed_by_v4(result)),
+        environment=env,
         status=status, timing=timing, correctness=correctness_json(verdict, detail),
         observed_at=_instant(result["observed_at"]),
         external_id=f"{result['campaign']}/{case.operation.slug}/{case.level}-{case.number}/forward/{key}",

@@ -43,6 +43,7 @@ from typing import Any
 import torch
 
 from kernelindex.runner.gpu_lock import GpuLock, LockedBackend, install_compile_hooks
+from kernelindex.runner.memory import storage_bytes
 from kernelindex.runner.problem_checks import Verdict, check_all, to_device
 
 IMPLEMENTATIONS = ("eager", "torch-compile", "max-autotune-no-cudagraphs")
@@ -208,16 +209,26 @@ def without_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
     return forward
 
 
-def _held_tensors(model: torch.nn.Module) -> dict[str, int]:
-    """Every tensor the model's modules hold (parameters, buffers, plain attributes), by name → identity."""
+def _state_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Every tensor the model's modules hold (parameters, buffers, plain attributes), by name."""
     held = {}
     for prefix, module in model.named_modules():
         for name, value in vars(module).items():
             found = value.items() if name in ("_parameters", "_buffers") else [(name, value)]
             for attr, tensor in found:
                 if isinstance(tensor, torch.Tensor):
-                    held[f"{prefix}.{attr}" if prefix else attr] = id(tensor)
+                    held[f"{prefix}.{attr}" if prefix else attr] = tensor
     return held
+
+
+def _held_tensors(model: torch.nn.Module) -> dict[str, int]:
+    return {name: id(tensor) for name, tensor in _state_tensors(model).items()}
+
+
+def state_bytes(model: torch.nn.Module) -> int:
+    """Bytes of the distinct storages the model keeps between calls (parameters, buffers, tensor attributes):
+    protocol v4's unrotated state (``problem_stream``)."""
+    return storage_bytes(_state_tensors(model).values())
 
 
 def rebound_state(model: torch.nn.Module, call: Callable[[], object]) -> str | None:

@@ -5,7 +5,9 @@
 environment without proxies; the child refuses every socket before it loads the problem, then
 prepares each implementation (its first call: compilation), checks them all on the same draws of
 inputs against each draw's reference execution, times the passed ones through
-``timing.measure_interleaved`` and prints one JSON result. A child that runs past the time limit
+``timing.measure_interleaved`` and prints one JSON result. Where the device times protocol v4 (CUDA, the CPU
+test device) the figure is each call's stream time over R rotating input sets (``problem_stream``), with v3's
+device time kept beside it as the kernel busy time. A child that runs past the time limit
 is killed and reported as ``timeout``; one that dies is ``runtime_error`` with its last words.
 The result carries the backend flags (TF32, cuDNN) the checks and the timing ran under.
 
@@ -76,15 +78,40 @@ def _timing_context(device: Any) -> contextlib.AbstractContextManager[object]:
 
 
 def _timing_json(m: Any, cross: tuple[str, float, str | None] | None, host: tuple[float, float] | None,
-                 peak: int | None) -> dict[str, Any]:
+                 peak: int | None, v4: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything a run's timing and its samples file need (``problem_records`` writes them): the summary,
-    every sample, each sample's trace (span, syncs, device-to-host copies), the cross-check and host cost."""
+    every sample (v3: device time per call; v4: stream time per call of each replay), each sample's trace
+    (span, syncs, device-to-host copies), the cross-check and host cost, and v4's fields (``v4``:
+    ``stream_setup.v4_fields``, the stream facts and the kernel busy time)."""
     return {**m.summary().as_ns(), "samples": len(m.samples), "method": m.method, "stop_reason": m.stop_reason,
             "fallback_reason": m.fallback_reason, "warmup_calls": m.warmup_calls,
             "device_ns": [round(v) for v in m.samples], "host_ns": [round(v) for v in m.host_samples],
             "activities": [[a.span_ns, a.syncs, a.device_to_host_copies] for a in m.activities],
             "cross_check": list(cross) if cross else None, "host_cost": list(host) if host else None,
-            "peak_bytes": peak}
+            "peak_bytes": peak, **({"v4": v4} if v4 else {})}
+
+
+def _samplers(device: Any, case: Any, passed: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """(samplers, stream facts, rotation sets): protocol v4's stream samplers where the device times stream time
+    (CUDA, the CPU test device; ``problem_stream``), else v3's device-time samplers, no facts, no sets."""
+    from kernelindex.runner.stream_setup import StreamDevice
+
+    if not isinstance(device, StreamDevice):
+        return {key: device.sampler(p.call) for key, p in passed.items()}, {}, None
+    from kernelindex.runner.problem_stream import RotationSets, stream_samplers
+
+    sets = RotationSets(case)
+    samplers, facts = stream_samplers(device, case, passed, sets)
+    return samplers, facts, sets
+
+
+def _kernel_busy(device: Any, call: Any) -> tuple[tuple[float, int, float | None] | None, str]:
+    """v4's secondary figure, v3's device time (CUPTI union), where the device offers it; a failure is said."""
+    busy = getattr(device, "kernel_busy", None)
+    try:
+        return (busy(call) if busy is not None else None), ""
+    except Exception as exc:  # noqa: BLE001 - the figure is the stream time
+        return None, f"kernel busy time: {type(exc).__name__}: {str(exc)[:280]}"
 
 
 def _v3_extras(device: Any, call: Any, host_calls: int, model: Any) -> tuple[Any, Any, Any, str]:
@@ -155,6 +182,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
 
     from kernelindex.runner.gpu_lock import GpuLock, cuda_allocations, cuda_release
     from kernelindex.runner.problem_module import Case, backend_flags, load_problem
+    from kernelindex.runner.stream_setup import v4_fields
     from kernelindex.runner.timing import TimingPolicy, measure_interleaved
 
     began = time.perf_counter()
@@ -177,9 +205,15 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with lock.hold("timing"), _timing_context(device):
         start = time.perf_counter()
-        measured = measure_interleaved({k: p.call for k, p in passed.items()},
-                                       {k: device.sampler(p.call) for k, p in passed.items()}, device, policy) \
+        samplers, streams, sets = _samplers(device, case, passed)
+        phases["stream setup"], start = time.perf_counter() - start, time.perf_counter()
+        measured = measure_interleaved({k: p.call for k, p in passed.items()}, samplers, device, policy) \
             if passed else {}
+        samplers.clear()  # the graphs and the sets they hold go before the extras
+        if sets is not None:
+            sets.release()
+        if cuda:
+            cuda_release()
         phases["timing"], start = time.perf_counter() - start, time.perf_counter()
         for key, p in prepared.items():
             entry: dict[str, Any] = {"verdict": asdict(p.verdict), "compile_ns": p.compile_ns}
@@ -188,11 +222,12 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
                                     "cache_counters": counters.get(key, {})}
             if key in measured:
                 cross, host, peak, error = _v3_extras(device, p.call, policy.host_calls, case.model)
-                entry["timing"] = _timing_json(measured[key], cross, host, peak)
-                if error:
-                    entry["extras_error"] = error
+                busy, busy_error = _kernel_busy(device, p.call) if key in streams else (None, "")
+                entry["timing"] = _timing_json(measured[key], cross, host, peak, v4_fields(streams.get(key), busy))
+                if error or busy_error:
+                    entry["extras_error"] = "; ".join(e for e in (error, busy_error) if e)
             results[key] = entry
-        phases["cross-check, host cost, peak memory"] = time.perf_counter() - start
+        phases["kernel busy, cross-check, host cost, peak memory"] = time.perf_counter() - start
     held = lock.summary()
     phases["GPU lock waits"] = held["waited_s"]  # within the phases above
     return {"digest": request["digest"], "device": device.name, "backend_flags": backend_flags(),

@@ -1,13 +1,15 @@
 """What a problem-module campaign (KernelBench on the runner, issue 24 item 5) publishes: each problem's
-result from ``problem_process`` → runner protocol v3 runs of the problem's own operation and workload
+result from ``problem_process`` → runner protocol v4 runs (v3 for results timed before v4: their timings carry
+no stream facts) of the problem's own operation and workload
 (the manifests the KernelBench import made, carried byte for byte), in bundles signed like every
 runner bundle (``trust.bundles.write_bundle``), so ``ki publish`` and start-up verify them the same way.
 
 - One implementation revision per adapter key, pinned to the torch the environment recorded, under
   the name the KernelBench import gives the same configuration (``{slug}-eager``,
   ``{slug}-inductor-default``, ...): the same implementation, a measured revision of it.
-- One protocol: runner v3's timer and L2 policy, the forward call as upstream times it, and the problem
-  adapter's own correctness (float64 execution of the same module; float32 where it cannot run).
+- One protocol: runner v4's timer and L2 policy (stream time over rotating input sets; the model's parameters
+  not rotated, their bytes recorded), or v3's for older results, the forward call as upstream times it, and the
+  problem adapter's own correctness (float64 execution of the same module; float32 where it cannot run).
 - Every asked implementation gets a run whatever happened: passed, incorrect_numerical,
   runtime_error, compile_error, or ``timeout`` when the problem's process was killed. A passed median
   under the problem's physical floor on its GPU is ``suspected_reward_hack``, as in ``verify``.
@@ -111,19 +113,33 @@ def implementation_manifest(operation: OperationSpec, key: str, torch_version: s
 NO_GRAD_CALL = "; the timed call runs under torch.no_grad() (autograd off), as KernelBench's timing scripts run it"
 
 
-def protocol_manifest(policy: dict[str, Any], calls_per_sample: int = 10) -> BenchmarkProtocol:
-    """Runner v3 on a problem module's forward (``policy``: the TimingPolicy the problems ran under)."""
+# Protocol v4 on a problem module: what stays put from one call to the next (docs/runner.md, "Problem modules").
+UNROTATED = ("the model's parameters, buffers and tensor attributes are not rotated: one model, called as a layer "
+             "is (a compiled implementation is bound to one module; R twin modules would need R compilations), so "
+             "weights that fit the L2 may stay there from call to call; each run records their bytes "
+             "(timing.stream.unrotated_bytes)")
+REBINDING_CALL = ("; a call that replaces tensors its model keeps between calls is not captured either (a graph would "
+                  "go on writing to memory freed during capture): its K calls run eagerly, and it says why")
+V3_DRAWS = "timing uses one further draw, shared by the implementations"
+V4_DRAWS = ("timing uses R further draws, the rotating sets (the first under the fixed seed, each other under a seed "
+            "of its own), drawn once and shared by the implementations")
+
+
+def protocol_manifest(policy: dict[str, Any], calls_per_sample: int = 10, stream: bool = False) -> BenchmarkProtocol:
+    """Runner v3 on a problem module's forward, or v4 (stream time) where ``stream`` (``policy``: the TimingPolicy
+    the problems ran under)."""
+    version = records.STREAM_VERSION if stream else records.HARNESS_VERSION
     spec = {
-        "harness": {"name": records.HARNESS, "version": records.HARNESS_VERSION},
-        "timer": records.v3_timer(calls_per_sample) + NO_GRAD_CALL,
+        "harness": {"name": records.HARNESS, "version": version},
+        "timer": (records.v4_timer() + REBINDING_CALL if stream else records.v3_timer(calls_per_sample)) + NO_GRAD_CALL,
         "timed_region": "forward",
         "setup_excluded": True,
         "warmup": {"count": policy["warmup_calls"], "time_ns": policy["warmup_time_ns"]},
         "repetitions": {"count": policy["min_samples"], "time_ns": policy["time_budget_ns"]},
-        "l2_policy": records.V3_L2_POLICY,
+        "l2_policy": f"{records.V4_L2_POLICY}; {UNROTATED}" if stream else records.V3_L2_POLICY,
         "input_regeneration": (
             f"the model built once from get_init_inputs() under a fixed seed; fresh inputs from get_inputs() for "
-            f"each of {CHECKS} correctness checks; timing uses one further draw, shared by the implementations; "
+            f"each of {CHECKS} correctness checks; {V4_DRAWS if stream else V3_DRAWS}; "
             "the campaign draws them with the GPU as get_inputs()'s default device (same recipe, shapes and dtypes; "
             "the CPU where the recipe cannot run there)"),
         "statistic": "median",
@@ -141,15 +157,20 @@ def protocol_manifest(policy: dict[str, Any], calls_per_sample: int = 10) -> Ben
         },
         "native": False,
     }
+    figure = ("Ranked: the call's stream time, K calls back to back over R rotating input sets in one CUDA graph, "
+              f"per call = replay / K; kernel busy time (v3's device time) beside it. {UNROTATED[0].upper()}"
+              f"{UNROTATED[1:]}. ") if stream else ""
     return build("BenchmarkProtocol", spec, {
-        "name": f"{records.HARNESS}-v{records.HARNESS_VERSION}-problem-module-forward-no-grad",
-        "title": f"KernelIndex runner v{records.HARNESS_VERSION} · problem module · forward under no_grad",
+        "name": f"{records.HARNESS}-v{version}-problem-module-forward-no-grad",
+        "title": f"KernelIndex runner v{version} · problem module · forward under no_grad",
         "description": (
             "Timed: the problem's forward call, model(*inputs), under torch.no_grad() (autograd off), as "
-            "KernelBench's timing scripts run it; the model stays in its default training mode. Warm-up: "
+            f"KernelBench's timing scripts run it; the model stays in its default training mode. {figure}Warm-up: "
             f"{policy['warmup_calls']} calls and {policy['warmup_time_ns'] / 1e6:.0f} ms; at least "
-            f"{policy['min_samples']} samples, then stop at relative standard error {policy['target_rse']:.1%}, "
-            f"{policy['max_samples']} samples or {policy['time_budget_ns'] / 1e9:g} s per problem (a run stopped "
+            f"{policy['min_samples']} {'replays' if stream else 'samples'}, then stop at relative standard error "
+            f"{policy['target_rse']:.1%}, "
+            f"{policy['max_samples']} {'replays' if stream else 'samples'} or {policy['time_budget_ns'] / 1e9:g} s "
+            "per problem (a run stopped "
             "by the hard limit before the minimum is marked under-sampled); implementations interleaved round "
             "by round, each problem in its own process with a time limit and no network. torch.compile's first "
             "call (compilation, autotuning) is timed on its own and recorded, never in the figure."),
@@ -172,13 +193,17 @@ def samples_blob(impl: ImplementationRevision, workload: WorkloadCase, timing: d
     """The run's samples file, in the runner's format (verify._samples_blob's fields)."""
     spans = {"span_ns": [a[0] for a in timing["activities"]], "syncs": [a[1] for a in timing["activities"]]} \
         if timing["activities"] else {}
+    busy = (timing.get("v4") or {}).get("kernel_busy")
+    stream = "stream" in (timing.get("v4") or {})
     return canonical_bytes({
-        "format": "kernelindex-samples/v2" if spans else "kernelindex-samples/v1",
+        "format": "kernelindex-samples/v3" if stream else
+                  "kernelindex-samples/v2" if spans else "kernelindex-samples/v1",
         "implementation": impl.metadata.name, "version": impl.spec.version,
         "workload": workload.model_dump(mode="json")["spec"]["axes"], "region": "forward",
         "observed_at": observed_at, "unit": "ns", "method": timing["method"], "stop_reason": timing["stop_reason"],
-        "warmup_calls": timing["warmup_calls"], "device_ns": timing["device_ns"], **spans,
-        "host_ns": timing["host_ns"], "do_bench_median_ns": None, "capture_failure": timing["fallback_reason"]})
+        "warmup_calls": timing["warmup_calls"], "stream_ns" if stream else "device_ns": timing["device_ns"], **spans,
+        "host_ns": timing["host_ns"], "do_bench_median_ns": None, "capture_failure": timing["fallback_reason"],
+        **({"kernel_busy_median_ns": busy["median_ns"]} if busy else {})})
 
 
 def timing_json(key: str, entry: dict[str, Any], blob: bytes, min_samples: int) -> dict[str, Any]:
@@ -191,6 +216,7 @@ def timing_json(key: str, entry: dict[str, Any], blob: bytes, min_samples: int) 
                               "method": m.method, "raw": {"stop_reason": m.stop_reason,
                                                           "relative_standard_error": f"{s.rse:.5f}"}}
     timing.update(v3_fields(m, min_samples, cross, host))
+    timing.update(t.get("v4") or {})  # stream_setup.v4_fields, as the child wrote them
     if m.host_samples:
         timing["host_ns"] = round(sorted(m.host_samples)[len(m.host_samples) // 2])
     if m.fallback_reason:

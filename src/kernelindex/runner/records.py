@@ -116,7 +116,7 @@ def v3_timer(calls_per_sample: int) -> str:
     )
 
 
-STREAM_VERSION = RUNNER_PROTOCOL_VERSION  # protocol v4: stream time ranks (curated operations); problem modules stay v3
+STREAM_VERSION = RUNNER_PROTOCOL_VERSION  # protocol v4: stream time ranks (curated operations and problem modules)
 V4_L2_POLICY = (
     "no flush: each call has its own input/output set, R sets used in turn, together at least 4 x the GPU's L2 "
     "(R = 1 where one call's tensors exceed that), so every call starts cold and pays its own write-back inside "

@@ -29,6 +29,7 @@ class StreamFacts:
     rotation: Rotation
     capture: str  # cuda_graph | eager
     capture_failure: str | None = None
+    unrotated_bytes: int | None = None  # state every call shares, not rotated (a problem module's parameters)
 
 
 def footprint_bytes(inputs: dict[str, Any], result: object) -> int:
@@ -37,12 +38,14 @@ def footprint_bytes(inputs: dict[str, Any], result: object) -> int:
 
 
 def rotated_sampler(device: StreamDevice, call: Call, inputs: dict[str, Any], result: object,
-                    another_set: Callable[[int], Call], seed: int) -> tuple[Sampler, StreamFacts]:
+                    another_set: Callable[[int], Call], seed: int,
+                    no_capture: str | None = None) -> tuple[Sampler, StreamFacts]:
     """The stream sampler over R sets: ``call`` on ``inputs`` is set 0; ``another_set(seed + i)`` binds set i to
-    fresh inputs of its own (the same shapes, another seed)."""
+    fresh inputs of its own (the same shapes, another seed). ``no_capture``: why the calls must not be captured
+    (timed eagerly, the reason said)."""
     rot = rotation(footprint_bytes(inputs, result), device.l2_bytes, device.free_bytes())
     calls = [call, *(another_set(seed + i) for i in range(1, rot.sets))]
-    sampler = device.stream_sampler(calls, rot)
+    sampler = device.stream_sampler(calls, rot, no_capture)
     capture = getattr(sampler, "capture", "cuda_graph")
     return sampler, StreamFacts(rot, capture, getattr(sampler, "capture_failure", None))
 
@@ -56,6 +59,7 @@ def v4_fields(stream: StreamFacts | None, kernel_busy: tuple[float, int, float |
         "capture": stream.capture, "calls_per_replay": rot.calls_per_replay, "rotation_sets": rot.sets,
         "footprint_bytes": rot.footprint_bytes, "l2_bytes": rot.l2_bytes,
         **({"capture_failure": stream.capture_failure[:300]} if stream.capture_failure else {}),
+        **({"unrotated_bytes": stream.unrotated_bytes} if stream.unrotated_bytes is not None else {}),
     }}
     if kernel_busy is not None:
         median, samples, span = kernel_busy
