@@ -72,8 +72,20 @@ def _root(
 
 
 def main() -> None:
+    """``ki``: a local ``ki search`` or ``ki show operation`` whose answer the catalog already holds is printed by
+    the fast path (``cli/fast_lookup.py``) without loading the catalog's modules; every other command, and
+    those when it holds none, by the command table."""
+    from kernelindex.cli.fast_lookup import answered
+
     try:
-        app()
+        try:
+            code = answered(sys.argv[1:])
+        except BrokenPipeError:
+            _end_quietly()
+        if code is None:
+            app()
+        else:
+            sys.exit(code)
     except KeyboardInterrupt:
         sys.exit(130)
 
