@@ -16,7 +16,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import String, delete, func, insert, select, type_coerce
 from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex.catalog.db import Catalog
@@ -39,11 +39,11 @@ def store(catalog: Catalog, key: str, version: int, now: datetime, body: dict[st
         return
     try:
         with catalog.engine.begin() as conn:
-            # raw text as SQLite holds it: compared with the threshold as text, as the fast path compares
-            observed = func.cast(RunRow.observed_at, LookupAnswerRow.stale_below.type)
-            stale_below, fresh_from = conn.execute(select(
-                func.max(observed).filter(observed < threshold),
-                func.min(observed).filter(observed >= threshold))).one()
+            # the text SQLite holds, compared with the threshold as text as the fast path compares it (each
+            # bound one read of ix_runs_observed_at)
+            observed = type_coerce(RunRow.observed_at, String)
+            stale_below = conn.execute(select(func.max(observed)).where(observed < threshold)).scalar()
+            fresh_from = conn.execute(select(func.min(observed)).where(observed >= threshold)).scalar()
             conn.execute(delete(LookupAnswerRow).where(
                 (LookupAnswerRow.version < version)
                 | ((LookupAnswerRow.key == key) & (LookupAnswerRow.form == lookup_form()))))

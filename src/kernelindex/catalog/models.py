@@ -179,6 +179,7 @@ class LookupAnswerRow(Base):
 
 Index("ix_runs_operation_cohort", RunRow.operation, RunRow.cohort_key)
 Index("ix_runs_external_id", RunRow.external_id)  # a bundle's run may not reuse a stored run's external id
+Index("ix_runs_observed_at", RunRow.observed_at)  # the runs nearest a staleness threshold (lookup_answers.py)
 
 
 class OperationSummaryRow(Base):

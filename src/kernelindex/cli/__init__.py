@@ -75,13 +75,15 @@ def main() -> None:
     """``ki``: a local ``ki search`` or ``ki show operation`` whose answer the catalog already holds is printed by
     the fast path (``cli/fast_lookup.py``) without loading the catalog's modules; every other command, and
     those when it holds none, by the command table."""
-    from kernelindex.cli.fast_lookup import answered
-
     try:
-        try:
-            code = answered(sys.argv[1:])
-        except BrokenPipeError:
-            _end_quietly()
+        code = None
+        if sys.argv[1:2] in (["search"], ["show"]):  # other commands do not import the fast path
+            from kernelindex.cli.fast_lookup import answered
+
+            try:
+                code = answered(sys.argv[1:])
+            except BrokenPipeError:
+                _end_quietly()
         if code is None:
             app()
         else:
