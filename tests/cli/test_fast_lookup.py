@@ -9,6 +9,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -165,3 +166,16 @@ def test_the_fast_path_imports_no_catalog_model_nor_read_model(sqlite_catalog: s
         assert code == printed[0] and done.stdout == printed[1]
         heavy = [m for m in modules if m.startswith(HEAVY)]
         assert heavy == [], heavy
+
+
+def test_a_catalog_another_process_writes_keeps_nothing_and_answers_at_once(sqlite_catalog: str) -> None:
+    argv = ["show", "operation", "rope", "--database", sqlite_catalog]
+    printed = full(argv)
+    with sqlite3.connect(sqlite_catalog.removeprefix("sqlite:///"), isolation_level=None) as conn:
+        conn.execute("DELETE FROM lookup_answers")
+        conn.execute("BEGIN IMMEDIATE")  # an import's transaction, holding the write lock
+        started = time.monotonic()
+        assert full(argv) == printed
+        assert time.monotonic() - started < 5  # not the catalog's 10 s busy timeout
+        conn.execute("ROLLBACK")
+    assert fast(argv)[0] is None

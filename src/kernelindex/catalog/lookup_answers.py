@@ -7,21 +7,25 @@ operation page's brief, with every policy rule) computed, stored as the JSON it 
 row is read back only at the catalog version and code form it was computed at, and only while the reader's clock
 leaves every run's staleness as it was (``lookup_form.same_staleness``); otherwise the full path answers and
 stores again. Like the operation summaries, it is derived, not catalog data: writing it never bumps the version.
-A catalog that cannot be written (read-only file, locked past the busy timeout) keeps nothing; the answer
-printed is the same."""
+A catalog that cannot be written (a read-only file, or one an import holds: the store waits ``STORE_WAIT_MS`` for
+it, not the catalog's ten seconds) keeps nothing; the answer printed is the same."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, delete, func, insert, select, type_coerce
+from sqlalchemy import Connection, String, delete, func, insert, select, type_coerce
 from sqlalchemy.exc import SQLAlchemyError
 
-from kernelindex.catalog.db import Catalog
+from kernelindex.catalog.db import SQLITE_BUSY_TIMEOUT_MS, Catalog
 from kernelindex.catalog.lookup_form import lookup_form, stale_threshold
 from kernelindex.catalog.models import LookupAnswerRow, RunRow
+
+STORE_WAIT_MS = 200  # how long keeping an answer waits for another writer (a lookup is not worth an import's wait)
 
 
 def keeps_lookups(catalog: Catalog) -> bool:
@@ -38,7 +42,7 @@ def store(catalog: Catalog, key: str, version: int, now: datetime, body: dict[st
     except (TypeError, ValueError):  # not plain JSON (the API would not serve it either): nothing to keep
         return
     try:
-        with catalog.engine.begin() as conn:
+        with catalog.engine.begin() as conn, _waiting_briefly(conn):
             # the text SQLite holds, compared with the threshold as text as the fast path compares it (each
             # bound one read of ix_runs_observed_at)
             observed = type_coerce(RunRow.observed_at, String)
@@ -52,3 +56,12 @@ def store(catalog: Catalog, key: str, version: int, now: datetime, body: dict[st
                 body=text))
     except SQLAlchemyError:
         return
+
+
+@contextmanager
+def _waiting_briefly(conn: Connection) -> Iterator[None]:
+    conn.exec_driver_sql(f"PRAGMA busy_timeout={STORE_WAIT_MS}")
+    try:
+        yield
+    finally:
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
