@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.lookup_form import same_staleness, stale_threshold
 from kernelindex.cli import app, fast_lookup
-from kernelindex.cli.common import console, errors
+from kernelindex.cli.console import console, errors
 from kernelindex.cli.fast_lookup import answered, parse
 
 WIDTH = 100
@@ -45,7 +45,7 @@ LOOKUPS = [
     ["show", "operation", "ropee"],  # a typo: refused with the page's suggestion
     ["show", "no-such-operation"],
 ]
-HEAVY = ("sqlalchemy", "pydantic", "alembic", "yaml", "kernelindex.catalog.models", "kernelindex.catalog.db",
+HEAVY = ("sqlalchemy", "pydantic", "alembic", "yaml", "typer", "kernelindex.catalog.models", "kernelindex.catalog.db",
          "kernelindex.readmodel.operation_model", "kernelindex.readmodel.loading", "kernelindex.resolve",
          "kernelindex.services", "kernelindex.views", "kernelindex.domain.manifests")
 

@@ -9,7 +9,7 @@ standard library's ``sqlite3`` and prints it with the same renderers; it compute
 version or form, a run that went stale since, ``--json``, ``--api``, ``--help``, an option it does not read, a
 PostgreSQL or unreadable catalog — and it answers None: the full path answers (and keeps its answer).
 
-It imports neither SQLAlchemy nor pydantic nor the read model (``tests/cli/test_fast_lookup.py`` checks)."""
+It imports neither SQLAlchemy nor pydantic nor the read model, nor typer (``tests/cli/test_fast_lookup.py`` checks)."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def answered(argv: list[str], now: datetime | None = None) -> int | None:
 
 def _print(command: str, body: dict[str, Any]) -> int:
     from kernelindex.cli.backends import CommandError
-    from kernelindex.cli.common import print_error
+    from kernelindex.cli.console import print_error
     from kernelindex.cli.lookups import emit_brief, emit_resolution
 
     try:

@@ -17,7 +17,8 @@ import typer
 
 from kernelindex import urls
 from kernelindex.cli.backends import CommandError, LocalBackend, backend_for, run_command
-from kernelindex.cli.common import DatabaseOption, print_error
+from kernelindex.cli.common import DatabaseOption
+from kernelindex.cli.console import print_error
 from kernelindex.cli.lookups import emit_brief, emit_resolution, kept_lookup, search_key, show_key
 from kernelindex.cli.page_options import PageDoor, with_page_options
 from kernelindex.cli.renderers import (
