@@ -10,7 +10,6 @@ from typer.core import TyperGroup
 
 from kernelindex import __version__
 from kernelindex.cli.commands import COMMANDS, load_command
-from kernelindex.cli.console import end_quietly
 
 
 class _Group(TyperGroup):
@@ -32,6 +31,8 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except BrokenPipeError:  # Click would turn it into exit status 1
+            from kernelindex.cli.console import end_quietly  # rich's console: --help does not need it
+
             end_quietly()
 
 
