@@ -179,3 +179,13 @@ def test_a_catalog_another_process_writes_keeps_nothing_and_answers_at_once(sqli
         assert time.monotonic() - started < 5  # not the catalog's 10 s busy timeout
         conn.execute("ROLLBACK")
     assert fast(argv)[0] is None
+
+
+def test_the_newest_answers_are_kept(sqlite_catalog: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelindex.catalog import lookup_answers
+
+    monkeypatch.setattr(lookup_answers, "KEPT_ROWS", 2)
+    shows = [["show", slug, "--database", sqlite_catalog] for slug in ("rope", "rms-norm", "layer-norm")]
+    for argv in shows:
+        full(argv)
+    assert [fast(argv)[0] for argv in shows] == [None, 0, 0]

@@ -19,12 +19,14 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, String, delete, func, insert, select, type_coerce
+from sqlalchemy import text as sql_text
 from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex.catalog.db import SQLITE_BUSY_TIMEOUT_MS, Catalog
 from kernelindex.catalog.lookup_form import lookup_form, stale_threshold
 from kernelindex.catalog.models import LookupAnswerRow, RunRow
 
+KEPT_ROWS = 200  # the newest answers kept (a broad search's answer is ~0.3 MB; a show's a few kB)
 STORE_WAIT_MS = 200  # how long keeping an answer waits for another writer (a lookup is not worth an import's wait)
 
 
@@ -54,6 +56,9 @@ def store(catalog: Catalog, key: str, version: int, now: datetime, body: dict[st
             conn.execute(insert(LookupAnswerRow).values(
                 key=key, form=lookup_form(), version=version, stale_below=stale_below, fresh_from=fresh_from,
                 body=text))
+            conn.execute(sql_text(f"DELETE FROM {LookupAnswerRow.__tablename__} WHERE rowid <= (SELECT rowid FROM "
+                                  f"{LookupAnswerRow.__tablename__} ORDER BY rowid DESC LIMIT 1 OFFSET :kept)"),
+                         {"kept": KEPT_ROWS})  # SQLite numbers rows as they are inserted: the oldest go
     except SQLAlchemyError:
         return
 
