@@ -189,3 +189,14 @@ def test_the_newest_answers_are_kept(sqlite_catalog: str, monkeypatch: pytest.Mo
     for argv in shows:
         full(argv)
     assert [fast(argv)[0] for argv in shows] == [None, 0, 0]
+
+
+def test_its_words_are_the_commands_words() -> None:
+    """The kinds, options and environment the fast path reads are the command's own (declared where they live)."""
+    from kernelindex.catalog.db import ENV_URL
+    from kernelindex.cli.query_cmds import KINDS, PAGE_DOORS
+    from kernelindex.views.table import VIEW
+
+    assert fast_lookup.SHOW_KINDS == KINDS and fast_lookup.DATABASE_ENV == ENV_URL
+    assert set(fast_lookup.SHOW_OPTIONS) == {p.name for p in VIEW["operation"].query} - {"page"}
+    assert set(fast_lookup.SHOW_OPTIONS) <= PAGE_DOORS["show"].option_names()
