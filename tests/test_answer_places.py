@@ -61,3 +61,12 @@ def test_the_shared_answers_are_the_rendered_answers_alone() -> None:
                    if "shared_answers" in path.read_text() and path.name != "shared_answers.py"
                    and "migrations" not in path.parts and path.name != "models.py")
     assert users == ["web/answer_cache.py", "web/kept_answers.py", "web/shared_site_answers.py"], users
+
+
+def test_the_kept_lookups_are_the_clis_finished_answers_alone() -> None:
+    """The ``ki`` lookups' finished answers (``catalog/lookup_answers.py``) are kept by the full path's command
+    and read by the fast path alone: not a model of their own for any other door."""
+    users = sorted(path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+                   if ("lookup_answers" in path.read_text() or "LookupAnswerRow" in path.read_text())
+                   and "migrations" not in path.parts and path.name not in ("models.py", "lookup_answers.py"))
+    assert users == ["catalog/lookup_form.py", "cli/fast_lookup.py", "cli/lookups.py"], users

@@ -16,7 +16,7 @@ from kernelindex import urls
 from kernelindex.catalog.db import Catalog
 from kernelindex.cli import app
 from kernelindex.cli.backends import CommandError, LocalBackend
-from kernelindex.cli.common import console, markup_safe
+from kernelindex.cli.console import console, markup_safe
 from kernelindex.cli.renderers import render_operation
 from kernelindex.readmodel.loading import OperationData
 from kernelindex.services.operation_brief import BRIEF_FIELDS

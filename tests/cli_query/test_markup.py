@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from kernelindex.catalog.db import Catalog
 from kernelindex.cli import app as ki
-from kernelindex.cli import common, renderers
+from kernelindex.cli import renderers
+from kernelindex.cli.console import markup_safe
 
 runner = CliRunner()
 HOSTILE = ["[/]", "[red]abc[/red]", "x[bold]\\"]
@@ -71,7 +72,7 @@ def test_catalog_text_in_every_renderer_prints_as_written(catalog: Catalog, text
     for data, render in answers:
         out = _rendered(_poisoned(data, text), render, monkeypatch)
         assert text in out, out[:500]
-    assert common.markup_safe({"[/]": ["[red]x[/red]", 1, None]}) == {"\\[/]": ["\\[red]x\\[/red]", 1, None]}
+    assert markup_safe({"[/]": ["[red]x[/red]", 1, None]}) == {"\\[/]": ["\\[red]x\\[/red]", 1, None]}
 
 
 @pytest.mark.parametrize("text", HOSTILE)

@@ -162,8 +162,24 @@ class SharedAnswerRow(Base):
     headers: Mapped[str | None] = mapped_column(Text)  # status, ETag and headers (JSON); None while claimed
     body: Mapped[bytes | None] = mapped_column(LargeBinary)
 
+class LookupAnswerRow(Base):
+    """A finished answer of ``ki search`` or ``ki show operation`` (its JSON, or its refusal) over this catalog,
+    kept by the command's arguments, the code's form and the catalog version, with the observed instants between
+    which the reader's clock leaves every run's staleness as it was (``catalog/lookup_answers.py``). Derived, not
+    catalog data: writing it never bumps the catalog version, and rows of older versions are dropped."""
+
+    __tablename__ = "lookup_answers"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)  # digest of the command and its arguments
+    form: Mapped[str] = mapped_column(String(64), primary_key=True)  # fingerprint of the code that computed it
+    version: Mapped[int] = mapped_column(Integer, index=True)  # the catalog version it was computed at
+    stale_below: Mapped[str | None] = mapped_column(String(32))  # the newest run stale then was observed at this
+    fresh_from: Mapped[str | None] = mapped_column(String(32))  # the oldest run fresh then was observed at this
+    body: Mapped[str] = mapped_column(Text)  # {"answer": …} or {"error": message, "code": exit code}
+
+
 Index("ix_runs_operation_cohort", RunRow.operation, RunRow.cohort_key)
 Index("ix_runs_external_id", RunRow.external_id)  # a bundle's run may not reuse a stored run's external id
+Index("ix_runs_observed_at", RunRow.observed_at)  # the runs nearest a staleness threshold (lookup_answers.py)
 
 
 class OperationSummaryRow(Base):

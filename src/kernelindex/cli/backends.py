@@ -9,10 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import typer
-
 from kernelindex import urls
-from kernelindex.cli.common import print_error
+from kernelindex.cli.console import print_error
 
 
 class CommandError(Exception):
@@ -154,6 +152,8 @@ def run_command(action: Any) -> None:
     operation's runs create freed almost nothing (1,369 objects in 350 passes over a search and the largest
     GEMM's ``show``, full catalog) and cost 10–20% of its CPU time (``bench/cli_start.py``,
     docs/performance.md). Memory is still freed by reference counting; the collector is on again after."""
+    import typer  # the fast path (cli/fast_lookup.py) imports this module but never typer
+
     was_enabled = gc.isenabled()
     gc.disable()
     try:

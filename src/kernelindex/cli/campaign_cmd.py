@@ -11,7 +11,8 @@ from pathlib import Path
 
 import typer
 
-from kernelindex.cli.common import fail, plain_console
+from kernelindex.cli.common import fail
+from kernelindex.cli.console import plain_console
 
 console = plain_console()
 campaign_app = typer.Typer(help="GPU campaigns: plan, carry, run (and resume), ship with a ledger; check and "

@@ -13,7 +13,8 @@ from kernelindex.catalog.db import Catalog
 from kernelindex.catalog.export import JsonlError, import_jsonl, write_export
 from kernelindex.catalog.lifecycle import UnknownRunError, approve_install, retract, supersede
 from kernelindex.catalog.publish import PublishError
-from kernelindex.cli.common import DatabaseOption, actor, console, fail, open_for_cli, print_json
+from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli, print_json
+from kernelindex.cli.console import console
 from kernelindex.domain.manifests import ManifestError, digest_of, load_manifest_file
 from kernelindex.policy.source_policy import REFUSED_BY_POLICY
 

@@ -7,7 +7,8 @@ import json
 import typer
 from rich.table import Table
 
-from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli, plain_console
+from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli
+from kernelindex.cli.console import plain_console
 from kernelindex.trust import api_keys
 
 console = plain_console()

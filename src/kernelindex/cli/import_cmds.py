@@ -14,7 +14,8 @@ from typing import Any
 import typer
 
 from kernelindex.cli.catalog_cmds import import_app
-from kernelindex.cli.common import DatabaseOption, actor, console, markup_safe
+from kernelindex.cli.common import DatabaseOption, actor
+from kernelindex.cli.console import console, markup_safe
 from kernelindex.cli.import_flow import run_import
 from kernelindex.sources.declaration import ImportCommand, ImportOption
 from kernelindex.sources.registry import declarations

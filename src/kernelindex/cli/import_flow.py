@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelindex.catalog.publish import PublishError
-from kernelindex.cli.common import console, fail, open_for_cli, print_json
+from kernelindex.cli.common import fail, open_for_cli, print_json
+from kernelindex.cli.console import console
 
 if TYPE_CHECKING:
     from kernelindex.catalog.db import Catalog

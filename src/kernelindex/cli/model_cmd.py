@@ -12,7 +12,8 @@ from rich.table import Table
 
 from kernelindex import urls
 from kernelindex.cli.backends import backend_for, run_command
-from kernelindex.cli.common import DatabaseOption, console
+from kernelindex.cli.common import DatabaseOption
+from kernelindex.cli.console import console
 from kernelindex.cli.page_options import PageDoor, with_page_options
 from kernelindex.cli.query_cmds import ApiOption, JsonOption
 from kernelindex.domain.units import format_duration

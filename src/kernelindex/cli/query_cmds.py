@@ -17,7 +17,9 @@ import typer
 
 from kernelindex import urls
 from kernelindex.cli.backends import CommandError, LocalBackend, backend_for, run_command
-from kernelindex.cli.common import DatabaseOption, print_error
+from kernelindex.cli.common import DatabaseOption
+from kernelindex.cli.console import print_error
+from kernelindex.cli.lookups import emit_brief, emit_resolution, kept_lookup, search_key, show_key
 from kernelindex.cli.page_options import PageDoor, with_page_options
 from kernelindex.cli.renderers import (
     RECORDS_LIMIT,
@@ -25,7 +27,6 @@ from kernelindex.cli.renderers import (
     emit,
     render_compare,
     render_records,
-    render_resolution,
 )
 
 ApiOption = typer.Option(None, "--api", envvar="KERNELINDEX_API", metavar="URL",
@@ -48,13 +49,6 @@ EXIT_CODES = ("Exit codes: 0 answered; 1 error, or some terms were ignored (stat
 
 def _query_text(words: list[str] | None) -> str:
     return " ".join(w for w in words or [] if w.strip())
-
-
-def _emit_resolution(data: dict[str, Any], as_json: bool) -> None:
-    emit(data, as_json, render_resolution)
-    if data.get("status") == "partial":
-        raise CommandError("some terms of the query were ignored (see the notes above); the answer is for the rest",
-                           1)
 
 
 def _manifest_body(path: Path) -> dict[str, Any]:
@@ -83,8 +77,14 @@ def search_cmd(
 
     Natural phrasing works: "RoPE, seq 2048, hidden 8192, bf16, on H100".
     """
-    run_command(lambda: _emit_resolution(backend_for(api, database).get(urls.SEARCH, {"q": _query_text(query)}),
-                                         as_json))
+    text = _query_text(query)
+
+    def action() -> None:
+        backend = backend_for(api, database)
+        # kept for the fast path (cli/fast_lookup.py), which reads it back on the next same search
+        emit_resolution(kept_lookup(backend, search_key(text), lambda: backend.get(urls.SEARCH, {"q": text})), as_json)
+
+    run_command(action)
 
 
 def resolve_cmd(
@@ -104,7 +104,7 @@ def resolve_cmd(
             data = backend.post_resolve(_manifest_body(manifest))
         else:
             data = backend.get(urls.SEARCH, {"q": _query_text(query)})
-        _emit_resolution(data, as_json)
+        emit_resolution(data, as_json)
 
     run_command(action)
 
@@ -129,7 +129,7 @@ def show_cmd(
         backend = backend_for(api, database)
         if shown == "operation" and not as_json and isinstance(backend, LocalBackend):
             # the tables print a few of the page's fields: derive only those (readmodel.operation_brief)
-            emit(backend.operation_brief(subject, query), as_json, RENDER_SHOW[shown])
+            emit_brief(kept_lookup(backend, show_key(subject, query), lambda: backend.operation_brief(subject, query)))
             return
         emit(backend.get(SHOW_PATH[shown](subject), query), as_json, RENDER_SHOW[shown])
 

@@ -7,7 +7,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from kernelindex.cli.common import console, markup_safe, print_json
+from kernelindex.cli.console import console, markup_safe
 from kernelindex.domain.units import format_duration, format_ratio
 from kernelindex.policy.floor_names import ATTAINABLE, FLOOR_NAMES, PHYSICAL
 from kernelindex.readmodel.kernel_names import short_title
@@ -393,6 +393,7 @@ def emit(data: Any, as_json: bool, render: Any) -> None:
     """Print an answer: its JSON as is, or ``render`` over it with every string escaped for rich (the
     renderers put the data inside markup and tables, which rich reads as markup)."""
     if as_json:
+        from kernelindex.cli.common import print_json  # typer's echo: the fast path prints tables only
         print_json(data)
     else:
         render(markup_safe(data))

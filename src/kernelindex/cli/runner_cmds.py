@@ -15,7 +15,8 @@ from rich.console import Console
 
 from kernelindex import urls
 from kernelindex.catalog.runners import trusted_runner_keys
-from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli, plain_console
+from kernelindex.cli.common import DatabaseOption, actor, fail, open_for_cli
+from kernelindex.cli.console import plain_console
 from kernelindex.domain.manifests import OperationSpec, WorkloadCase, digest_of
 from kernelindex.domain.sources import RUNNER_SOURCE
 from kernelindex.readmodel.objects import workload_cases

@@ -11,7 +11,8 @@ from rich.text import Text
 
 from kernelindex import urls
 from kernelindex.cli.backends import LocalBackend, backend_for, empty_catalog_hint, run_command
-from kernelindex.cli.common import DatabaseOption, console
+from kernelindex.cli.common import DatabaseOption
+from kernelindex.cli.console import console
 from kernelindex.cli.query_cmds import ApiOption, JsonOption
 from kernelindex.domain.units import format_duration
 from kernelindex.policy.floor_names import FLOOR_NAMES, PHYSICAL

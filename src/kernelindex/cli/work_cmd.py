@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from kernelindex.cli.common import fail, plain_console
+from kernelindex.cli.common import fail
+from kernelindex.cli.console import plain_console
 from kernelindex.trust import keys as runner_keys
 
 console = plain_console()
