@@ -98,6 +98,21 @@ def test_the_plan_takes_the_short_calls_first(shipped) -> None:  # type: ignore[
                                                         sum(1 for r in on_h200 if r.protocol_version == "4"))
 
 
+def test_the_plan_orders_its_steps_cheapest_first(tmp_path: Path) -> None:
+    """Session 6's H100 calls spent 900 s on two distillation losses (3–52 ms a call, 50 replays of 32 calls each)
+    because the plan named its steps alphabetically: rope's cheap cases now come before them."""
+    for name in ("h200-rope-20261207-v4", "h200-distill-cosine-loss-20261201-v3"):
+        shutil.copytree(VERIFIED / name, tmp_path / name)
+    lacking = plan(read_shipped(tmp_path, SUPERSESSIONS), H100, "missing", runnable=["rope", "distill-cosine-loss"])
+    rope, distill = lacking.operations["rope"], lacking.operations["distill-cosine-loss"]
+    assert distill.estimated_s > rope.estimated_s > 0
+    current = read_shipped(tmp_path, SUPERSESSIONS).current()
+    assert rope.runs == len({(r.workload, r.region, r.line) for r in current if r.operation == "rope"})
+    slowest = max(r.figure_ns or 0 for r in current if r.operation == "distill-cosine-loss")
+    assert distill.estimated_s >= slowest * 50 * 32 / 1e9  # at least its slowest run's sampled calls
+    assert lacking.steps(runner_operations()) == ["rope", "distill-cosine-loss"]  # not alphabetical
+
+
 def _call(tmp: Path, budget: float, cases: Path) -> Call:
     return Call(budget_s=budget, work=tmp / "work", out=tmp / "out", cases=cases, dry_run=True,
                 say_to=lambda line: None)

@@ -8,7 +8,10 @@ A run is *current* while no shipped supersession names it as the old run. Two ru
   run once v4 exists).
 
 The plan keeps each chosen case's WorkloadCase line byte for byte (same digest) and the regions to measure, in
-the folder a campaign step reads (``cases.jsonl``, ``regions.json``), and names one step per operation.
+the folder a campaign step reads (``cases.jsonl``, ``regions.json``), and names one step per operation, the
+cheapest first (``OperationPlan.estimated_s``): a call that ends early has then finished the most operations, and
+an operation whose calls take milliseconds (the distillation losses at a vocabulary of 128k: minutes a case under
+v4) waits for the end instead of filling a call.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 VERIFIED = DATA / "verified"
 SUPERSESSIONS = DATA / "supersessions.jsonl"
 RULES = ("missing", "older")
+# What a v4 run costs the GPU, for ordering a plan's steps (an estimate, not a budget): about 50 replays of at least
+# 32 calls each, and a few seconds of setup per run (inputs, first call, checks, cross-check), compilation aside.
+SAMPLED_CALLS_PER_RUN = 50 * 32
+SETUP_S_PER_RUN = 2.0
 _KERNELBENCH_LEVEL = re.compile(r"kernelbench-level(\d+)")
 
 
@@ -128,10 +135,18 @@ class OperationPlan:
     operation: str
     regions: dict[str, list[str]] = field(default_factory=dict)  # workload digest → regions
     lines: set[str] = field(default_factory=set)
+    timed_ns: float = 0.0  # the chosen runs' figures added up (each key's slowest current figure on any GPU)
+    runs: int = 0  # the chosen (workload, region, line) keys
 
     @property
     def case_regions(self) -> int:
         return sum(len(r) for r in self.regions.values())
+
+    @property
+    def estimated_s(self) -> float:
+        """Roughly what measuring the operation's chosen runs costs the GPU (``SAMPLED_CALLS_PER_RUN`` calls of
+        each at its known figure, plus ``SETUP_S_PER_RUN`` each)."""
+        return self.timed_ns * SAMPLED_CALLS_PER_RUN / 1e9 + self.runs * SETUP_S_PER_RUN
 
 
 @dataclass
@@ -144,10 +159,11 @@ class CampaignPlan:
     other: dict[str, int]  # operation → runs no campaign step can measure (no runner definition)
 
     def steps(self, adapter_keys: dict[str, dict[str, str]]) -> list[str]:
-        """One step per operation (``OP``, or ``OP:0:0::::::KEYS`` when only some adapters are due), then one
-        KernelBench step per level. ``adapter_keys``: operation → implementation line → adapter key."""
+        """One step per operation (``OP``, or ``OP:0:0::::::KEYS`` when only some adapters are due), the cheapest
+        first (``estimated_s``, then the name), then one KernelBench step per level. ``adapter_keys``: operation →
+        implementation line → adapter key."""
         out = []
-        for slug, op in sorted(self.operations.items()):
+        for slug, op in sorted(self.operations.items(), key=lambda item: (item[1].estimated_s, item[0])):
             lines = adapter_keys.get(slug, {})
             keys = sorted({lines[line] for line in op.lines if line in lines})
             every = not keys or len(keys) == len(set(lines.values()))  # no line known here: every adapter
@@ -176,6 +192,7 @@ def plan(shipped: Shipped, gpu: str, rule: str, *, protocol: str = "4", runnable
         chosen &= _faster_than(current, gpu if rule == "older" else None, under_ns)
     wanted, can_run = set(operations), set(runnable)
     bundles = {(r.operation, r.workload, r.region, r.line): r.bundle for r in current}
+    slowest = _slowest_figures(current)
     result = CampaignPlan(gpu, rule, protocol, {}, {}, {})
     for key in sorted(chosen):
         slug, workload, region, line = key
@@ -188,6 +205,8 @@ def plan(shipped: Shipped, gpu: str, rule: str, *, protocol: str = "4", runnable
             if region not in regions:
                 regions.append(region)
             op.lines.add(line)
+            op.timed_ns += slowest.get(key, 0.0)
+            op.runs += 1
         elif level:
             result.kernelbench[level.group(1)] = result.kernelbench.get(level.group(1), 0) + 1
         else:
@@ -200,6 +219,16 @@ def protocol_share(shipped: Shipped, gpu: str, protocol: str, under_ns: float | 
     runs = [r for r in shipped.current() if r.gpu == gpu and r.figure_ns is not None
             and (under_ns is None or r.figure_ns < under_ns)]
     return len(runs), sum(1 for r in runs if _version(r.protocol_version) >= _version(protocol))
+
+
+def _slowest_figures(runs: list[ShippedRun]) -> dict[Key, float]:
+    """Each key's slowest current figure on any GPU: what its run is likely to cost on the next one."""
+    found: dict[Key, float] = {}
+    for r in runs:
+        key = (r.operation, r.workload, r.region, r.line)
+        if r.figure_ns is not None and r.figure_ns > found.get(key, 0.0):
+            found[key] = float(r.figure_ns)
+    return found
 
 
 def _faster_than(runs: list[ShippedRun], gpu: str | None, under_ns: float) -> set[Key]:

@@ -55,7 +55,8 @@ def plan_cmd(
     steps = found.steps(runner)
     runs, current = protocol_share(shipped, product, protocol, under_ns=under_us * 1000 if under_us else None)
     summary = {"gpu": product, "rule": rule, "protocol": protocol, "under_us": under_us, "steps": steps,
-               "operations": {s: {"cases": len(o.regions), "case_regions": o.case_regions}
+               "operations": {s: {"cases": len(o.regions), "case_regions": o.case_regions,
+                                  "estimated_s": round(o.estimated_s)}
                               for s, o in sorted(found.operations.items())},
                "kernelbench_runs": found.kernelbench, "not_runnable": found.other,
                "runs_on_gpu": runs, "runs_under_protocol": current}
@@ -73,7 +74,8 @@ def plan_cmd(
     console.print(f"  now: {current} of the GPU's {runs} current runs{faster} are protocol v{protocol} or newer "
                   f"({share})")
     for slug, op in sorted(found.operations.items()):
-        console.print(f"  {slug}: {len(op.regions)} cases, {op.case_regions} case-regions")
+        console.print(f"  {slug}: {len(op.regions)} cases, {op.case_regions} case-regions, "
+                      f"~{op.estimated_s:,.0f} s of GPU")
     for level, runs in sorted(found.kernelbench.items()):
         console.print(f"  KernelBench level {level}: {runs} runs")
     for slug, runs in sorted(found.other.items()):
