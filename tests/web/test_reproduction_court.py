@@ -49,8 +49,8 @@ def site(kb_catalog: Catalog) -> Iterator[TestClient]:
 
 def _stored_runs(catalog: Catalog) -> tuple[list[Any], Callable[[Any], tuple[Any, ...]], set[str], set[str]]:
     """Every stored run, the key a twin shares (implementation name, workload spec but for how inputs are drawn,
-    GPU product, timed region), the digests of the current passed verified runs and of every attested run — from
-    the rows, not the court's code."""
+    GPU product, timed region), the digests of the current passed verified runs sampled to their minimum and of every
+    attested run — from the rows, not the court's code."""
     with catalog.engine.connect() as conn:
         runs = conn.execute(select(RunRow.digest, RunRow.run_id, RunRow.source, RunRow.implementation,
                                    RunRow.workload, RunRow.environment, RunRow.protocol, RunRow.status,
@@ -60,6 +60,8 @@ def _stored_runs(catalog: Catalog) -> tuple[list[Any], Callable[[Any], tuple[Any
         wanted = {d for r in runs for d in (r.implementation, r.workload, r.environment, r.protocol)}
         bodies = {d: orjson.loads(b) for d, b in conn.execute(select(ObjectRow.digest, ObjectRow.body))
                   if d in wanted}
+        attested_bodies = conn.execute(select(RunRow.digest, RunRow.body).where(RunRow.digest.in_(attested)))
+        under_sampled = {d for d, b in attested_bodies if _under_sampled(orjson.loads(b)["spec"].get("timing") or {})}
 
     def key(run: Any) -> tuple[Any, ...]:
         workload = dict(bodies[run.workload]["spec"])
@@ -68,8 +70,14 @@ def _stored_runs(catalog: Catalog) -> tuple[list[Any], Callable[[Any], tuple[Any
                 bodies[run.environment]["spec"]["hardware"]["product"], bodies[run.protocol]["spec"]["timed_region"])
 
     verified = {r.digest for r in runs if r.digest in attested and r.digest not in superseded
-                and r.status == "passed" and r.median_ns}
+                and r.digest not in under_sampled and r.status == "passed" and r.median_ns}
     return list(runs), key, verified, attested
+
+
+def _under_sampled(timing: dict[str, Any]) -> bool:
+    """A verified run that took fewer samples than its minimum (or says so) is no twin: its median judges nothing."""
+    taken, minimum = timing.get("samples"), timing.get("min_samples")
+    return bool(timing.get("under_sampled")) or (taken is not None and minimum is not None and taken < minimum)
 
 
 def _twinned(catalog: Catalog, source: str, product: str) -> list[str]:
