@@ -16,11 +16,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_problem_bundle import DIGEST, POLICY, _result, _timing, case, environment  # noqa: E402, F401
+from test_problem_bundle import DIGEST, POLICY, _bundle, _result, _timing, case, environment  # noqa: E402, F401
 
 from kernelindex.domain.manifests import ExecutionEnvironment, digest_of  # noqa: E402
 from kernelindex.runner.cpu_device import CpuTestDevice  # noqa: E402
-from kernelindex.runner.problem_bundle import problem_runs, write_problem_bundle  # noqa: E402
+from kernelindex.runner.problem_bundle import problem_runs  # noqa: E402
 from kernelindex.runner.problem_module import Case, Prepared, first_call, load_problem  # noqa: E402
 from kernelindex.runner.problem_process import serve  # noqa: E402
 from kernelindex.runner.problem_records import ProblemCase  # noqa: E402
@@ -186,20 +186,6 @@ def test_the_cpu_childs_result_bundles_as_v4(case: ProblemCase, environment: Exe
 
 
 # --- shipping: supersession and the campaign plan ------------------------------------------------------------
-
-def _bundle(tmp_path: Path, name: str, result: dict, case: ProblemCase,  # noqa: F811
-            environment: ExecutionEnvironment) -> Path:  # noqa: F811
-    from kernelindex.trust import keys
-
-    key = tmp_path / "key" / keys.PRIVATE_KEY_FILE
-    if not key.exists():
-        key, _, _ = keys.generate("kernelindex-h200-runner-99", tmp_path / "key")
-    runner = keys.load_public_key(key.with_name(keys.PUBLIC_KEY_FILE))
-    runs = problem_runs({DIGEST: case}, [result], {digest_of(environment): environment},
-                        {"name": runner.name, "key_id": runner.key_id})
-    write_problem_bundle(runs, tmp_path / "verified" / name, key, runner.name)
-    return tmp_path / "verified" / name
-
 
 def _shipped(case: ProblemCase, environment: ExecutionEnvironment,  # noqa: F811
              tmp_path: Path) -> tuple[Path, Path]:
