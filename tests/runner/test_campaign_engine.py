@@ -110,6 +110,12 @@ def test_the_plan_orders_its_steps_cheapest_first(tmp_path: Path) -> None:
     assert rope.runs == len({(r.workload, r.region, r.line) for r in current if r.operation == "rope"})
     slowest = max(r.figure_ns or 0 for r in current if r.operation == "distill-cosine-loss")
     assert distill.estimated_s >= slowest * 50 * 32 / 1e9  # at least its slowest run's sampled calls
+    compiles: dict[tuple[str, str, str], float] = {}
+    for r in current:
+        if r.operation == "distill-cosine-loss" and r.compile_ns:
+            key = (r.workload, r.region, r.line)
+            compiles[key] = max(compiles.get(key, 0.0), r.compile_ns)
+    assert compiles and distill.compile_ns == pytest.approx(sum(compiles.values()))  # torch.compile's, recorded
     assert lacking.steps(runner_operations()) == ["rope", "distill-cosine-loss"]  # not alphabetical
 
 

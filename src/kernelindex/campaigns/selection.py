@@ -30,7 +30,8 @@ VERIFIED = DATA / "verified"
 SUPERSESSIONS = DATA / "supersessions.jsonl"
 RULES = ("missing", "older")
 # What a v4 run costs the GPU, for ordering a plan's steps (an estimate, not a budget): about 50 replays of at least
-# 32 calls each, and a few seconds of setup per run (inputs, first call, checks, cross-check), compilation aside.
+# 32 calls each, a few seconds of setup per run (inputs, first call, checks, cross-check), and its compilation where
+# a shipped run of it recorded one.
 SAMPLED_CALLS_PER_RUN = 50 * 32
 SETUP_S_PER_RUN = 2.0
 _KERNELBENCH_LEVEL = re.compile(r"kernelbench-level(\d+)")
@@ -50,6 +51,7 @@ class ShippedRun:
     protocol_version: str
     protocol_name: str
     figure_ns: float | None = None  # the run's ranked figure (its timing's median), when it recorded one
+    compile_ns: float | None = None  # its first call's compilation and autotuning, when it recorded them
 
 
 @dataclass
@@ -95,7 +97,7 @@ def _bundle_runs(folder: Path, cases: dict[str, bytes]) -> list[ShippedRun]:
                 line=by_digest[m.spec.implementation].metadata.name or m.spec.implementation,
                 gpu=by_digest[m.spec.environment].spec.hardware.product,
                 protocol_version=protocol.spec.harness.version, protocol_name=protocol.metadata.name or "",
-                figure_ns=m.spec.timing.median_ns))
+                figure_ns=m.spec.timing.median_ns, compile_ns=m.spec.timing.secondary.get("compile_ns")))
     return out
 
 
@@ -136,6 +138,7 @@ class OperationPlan:
     regions: dict[str, list[str]] = field(default_factory=dict)  # workload digest → regions
     lines: set[str] = field(default_factory=set)
     timed_ns: float = 0.0  # the chosen runs' figures added up (each key's slowest current figure on any GPU)
+    compile_ns: float = 0.0  # … and their compilations (each key's slowest recorded one)
     runs: int = 0  # the chosen (workload, region, line) keys
 
     @property
@@ -145,8 +148,8 @@ class OperationPlan:
     @property
     def estimated_s(self) -> float:
         """Roughly what measuring the operation's chosen runs costs the GPU (``SAMPLED_CALLS_PER_RUN`` calls of
-        each at its known figure, plus ``SETUP_S_PER_RUN`` each)."""
-        return self.timed_ns * SAMPLED_CALLS_PER_RUN / 1e9 + self.runs * SETUP_S_PER_RUN
+        each at its known figure, its known compilation, plus ``SETUP_S_PER_RUN`` each)."""
+        return (self.timed_ns * SAMPLED_CALLS_PER_RUN + self.compile_ns) / 1e9 + self.runs * SETUP_S_PER_RUN
 
 
 @dataclass
@@ -192,7 +195,7 @@ def plan(shipped: Shipped, gpu: str, rule: str, *, protocol: str = "4", runnable
         chosen &= _faster_than(current, gpu if rule == "older" else None, under_ns)
     wanted, can_run = set(operations), set(runnable)
     bundles = {(r.operation, r.workload, r.region, r.line): r.bundle for r in current}
-    slowest = _slowest_figures(current)
+    slowest, compiles = _slowest(current, "figure_ns"), _slowest(current, "compile_ns")
     result = CampaignPlan(gpu, rule, protocol, {}, {}, {})
     for key in sorted(chosen):
         slug, workload, region, line = key
@@ -206,6 +209,7 @@ def plan(shipped: Shipped, gpu: str, rule: str, *, protocol: str = "4", runnable
                 regions.append(region)
             op.lines.add(line)
             op.timed_ns += slowest.get(key, 0.0)
+            op.compile_ns += compiles.get(key, 0.0)
             op.runs += 1
         elif level:
             result.kernelbench[level.group(1)] = result.kernelbench.get(level.group(1), 0) + 1
@@ -221,13 +225,14 @@ def protocol_share(shipped: Shipped, gpu: str, protocol: str, under_ns: float | 
     return len(runs), sum(1 for r in runs if _version(r.protocol_version) >= _version(protocol))
 
 
-def _slowest_figures(runs: list[ShippedRun]) -> dict[Key, float]:
-    """Each key's slowest current figure on any GPU: what its run is likely to cost on the next one."""
+def _slowest(runs: list[ShippedRun], field_name: str) -> dict[Key, float]:
+    """Each key's largest current ``figure_ns`` or ``compile_ns`` on any GPU: what its run is likely to cost on the
+    next one."""
     found: dict[Key, float] = {}
     for r in runs:
-        key = (r.operation, r.workload, r.region, r.line)
-        if r.figure_ns is not None and r.figure_ns > found.get(key, 0.0):
-            found[key] = float(r.figure_ns)
+        key, value = (r.operation, r.workload, r.region, r.line), getattr(r, field_name)
+        if value is not None and value > found.get(key, 0.0):
+            found[key] = float(value)
     return found
 
 
