@@ -14,15 +14,14 @@ import hashlib
 import json
 from datetime import UTC, datetime
 from functools import cache
-from pathlib import Path
 
+from kernelindex.catalog.code_form import code_fingerprint
 from kernelindex.policy.staleness import STALE_AFTER
 
 TABLE = "lookup_answers"
 # The code an answer passes through from the catalog's rows to the JSON a command prints (the renderers, which
 # print it, are applied on every reading): a change to any of it and the stored answers are computed again.
 FORM_PARTS = ("catalog", "cli", "domain", "policy", "readmodel", "registry", "resolve", "services", "views")
-_SOURCE_SUFFIXES = (".py", ".yaml", ".yml", ".json")
 # How SQLite holds a timezone-aware column (SQLAlchemy's storage format, UTC): compared as text
 _SQLITE_INSTANT = "%Y-%m-%d %H:%M:%S.%f"
 
@@ -30,16 +29,8 @@ _SQLITE_INSTANT = "%Y-%m-%d %H:%M:%S.%f"
 @cache
 def lookup_form() -> str:
     """A fingerprint of the package's code that computes a lookup's answer (its top-level modules and
-    ``FORM_PARTS``), read from the files as ``readmodel/summary_form.py`` reads its own parts."""
-    package = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    paths = sorted(p for p in package.glob("*.py")) + [
-        p for part in FORM_PARTS for p in sorted((package / part).rglob("*"), key=str)
-        if p.suffix in _SOURCE_SUFFIXES and "__pycache__" not in p.parts]
-    for path in paths:
-        digest.update(str(path.relative_to(package)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:32]
+    ``FORM_PARTS``)."""
+    return code_fingerprint(FORM_PARTS, top_level=True)
 
 
 def lookup_key(command: str, *arguments: str | None) -> str:
